@@ -1,0 +1,36 @@
+# Thin wrapper: every target first runs the idempotent set-up, then CMake/Ninja from .venv.
+BUILD ?= build
+BUILD_TYPE ?= Release
+JOBS ?= $(shell nproc)
+VENV := .venv
+CMAKE := $(VENV)/bin/cmake
+CTEST := $(VENV)/bin/ctest
+
+.PHONY: all setup configure build demo test bench clean
+
+all: build
+
+setup:
+	@./cmake/setup.sh
+
+$(BUILD)/build.ninja: CMakeLists.txt | setup
+	@$(CMAKE) -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
+	  -DCMAKE_MAKE_PROGRAM=$(abspath $(VENV)/bin/ninja) \
+	  -DHalide_DIR=$$(./cmake/halide-prefix.sh) >/dev/null
+
+configure: setup $(BUILD)/build.ninja
+
+build: configure
+	@$(CMAKE) --build $(BUILD) -j $(JOBS)
+
+demo: build
+	@$(BUILD)/apps/tessel demo
+
+test: build
+	@$(CTEST) --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE perf
+
+bench: build
+	@$(BUILD)/bench/tessel_bench $(BENCH_ARGS)
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,14 @@
+/** \file
+ * Registration of `tessel` subcommands; each sets `action` when it is selected. */
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace tessel::apps {
+
+void add_demo_command(CLI::App &app, std::function<int()> &action);
+void add_schedules_command(CLI::App &app, std::function<int()> &action);
+
+}  // namespace tessel::apps

@@ -1,0 +1,57 @@
+#include "apps/Commands.h"
+#include "driver/Demo.h"
+#include "codegen/Compile.h"
+#include "schedules/Library.h"
+
+#include <iomanip>
+#include <iostream>
+
+namespace tessel::apps {
+
+void add_demo_command(CLI::App &app, std::function<int()> &action) {
+    auto o = std::make_shared<DemoOptions>();
+    auto form = std::make_shared<std::string>("tanh");
+    auto mode = std::make_shared<std::string>("strict");
+    CLI::App *cmd = app.add_subcommand("demo", "Compile GELU(x @ w + bias), verify it against a float64 reference "
+                                               "and OpenBLAS, time it; check the CUDA variant's PTX with ptxas");
+    cmd->add_option("-M", o->M, "rows of x and y")->capture_default_str()->check(CLI::PositiveNumber);
+    cmd->add_option("-K", o->K, "columns of x, rows of w")->capture_default_str()->check(CLI::PositiveNumber);
+    cmd->add_option("-N", o->N, "columns of w and y")->capture_default_str()->check(CLI::PositiveNumber);
+    cmd->add_option("--gelu", *form, "GELU form")->capture_default_str()->check(CLI::IsMember({"tanh", "erf"}));
+    cmd->add_option("--mode", *mode, "numeric mode (fast allows rewrites that change rounding)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"strict", "fast"}));
+    cmd->add_option("--target", o->target, "host, host-cuda or a Halide target string")->capture_default_str();
+    cmd->add_option("--schedule", o->cpu_schedule, "CPU library schedule")->capture_default_str();
+    cmd->add_option("--cuda-schedule", o->cuda_schedule, "CUDA library schedule")->capture_default_str();
+    cmd->add_option("--repeats", o->repeats, "timed repetitions")->capture_default_str()->check(CLI::PositiveNumber);
+    cmd->add_flag("!--no-cuda", o->cuda, "skip the CUDA PTX check");
+    cmd->callback([&action, o, form, mode] {
+        action = [o, form, mode] {
+            o->form = parse_gelu_form(*form);
+            o->mode = parse_numeric_mode(*mode);
+            return run_demo(*o, std::cout);
+        };
+    });
+}
+
+void add_schedules_command(CLI::App &app, std::function<int()> &action) {
+    auto verbose = std::make_shared<bool>(false);
+    auto target = std::make_shared<std::string>("host");
+    CLI::App *cmd = app.add_subcommand("schedules", "List the library of hand-written schedules");
+    cmd->add_flag("-v,--verbose", *verbose, "print every schedule's directives");
+    cmd->add_option("--target", *target, "target whose vector width parameterizes the schedules");
+    cmd->callback([&action, verbose, target] {
+        action = [verbose, target] {
+            const Halide::Target t = tessel::parse_target(*target);
+            for (const auto &e : sched::schedule_library()) {
+                std::cout << std::left << std::setw(16) << e.name << std::setw(6) << sched::to_string(e.device)
+                          << std::setw(18) << e.group << e.summary << "\n";
+                if (*verbose) std::cout << sched::to_string(e.make(t)) << "\n";
+            }
+            return 0;
+        };
+    });
+}
+
+}  // namespace tessel::apps

@@ -1,0 +1,11 @@
+# tessel_add_test(NAME SOURCES src... LIBS lib... [LABELS label...])
+# Builds one doctest executable (main from tests/doctest_main.cpp) and registers it with CTest.
+function(tessel_add_test name)
+  cmake_parse_arguments(T "" "" "SOURCES;LIBS;LABELS" ${ARGN})
+  add_executable(${name} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE tessel_doctest_main ${T_LIBS})
+  add_test(NAME ${name} COMMAND ${name})
+  if(T_LABELS)
+    set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}")
+  endif()
+endfunction()

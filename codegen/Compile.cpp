@@ -1,0 +1,134 @@
+#include "codegen/Compile.h"
+
+#include <chrono>
+#include <fstream>
+
+namespace tessel {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+template <typename Fn>
+auto with_halide_errors(const std::string &what, Fn fn) -> decltype(fn()) {
+    try {
+        return fn();
+    } catch (const Halide::Error &e) {
+        throw CompileError(what + " failed in Halide: " + std::string(e.what()));
+    }
+}
+
+thread_local std::string t_last_error;
+
+void capture_halide_error(Halide::JITUserContext *, const char *msg) {
+    t_last_error = msg ? msg : "";
+    while (!t_last_error.empty() && t_last_error.back() == '\n') t_last_error.pop_back();
+}
+
+}  // namespace
+
+std::string last_halide_error() { return t_last_error.empty() ? "unknown Halide runtime error" : t_last_error; }
+
+Halide::Target parse_target(const std::string &text) {
+    return with_halide_errors("parsing target '" + text + "'", [&] {
+        if (text == "host") return Halide::get_host_target();
+        if (text == "host-cuda")
+            return Halide::get_host_target().with_feature(Halide::Target::CUDA).with_feature(
+                Halide::Target::CUDACapability86);
+        std::string spec = text;
+        if (spec.rfind("host-", 0) == 0) {
+            // Halide accepts "host-<features>"; keep it, but validate explicitly for a clear error.
+        }
+        if (!Halide::Target::validate_target_string(spec))
+            throw CompileError("unknown target '" + text +
+                               "': expected 'host', 'host-cuda' or a Halide target string such as "
+                               "'x86-64-linux-avx2-fma' or 'host-cuda-cuda_capability_86'");
+        return Halide::Target(spec);
+    });
+}
+
+JitKernel compile_jit(const Halide::Func &output, const std::vector<Halide::Argument> &args,
+                      const Halide::Target &target, const std::string &name) {
+    return with_halide_errors("JIT compiling '" + name + "' for " + target.to_string(), [&] {
+        auto t0 = std::chrono::steady_clock::now();
+        Halide::Pipeline p(output);
+        p.jit_handlers().custom_error = capture_halide_error;
+        JitKernel k{p.compile_to_callable(args, target), 0};
+        k.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        return k;
+    });
+}
+
+namespace {
+const std::pair<AotOutput, const char *> kOutputs[] = {
+    {AotOutput::StaticLibrary, "lib"}, {AotOutput::Header, "h"},        {AotOutput::Object, "o"},
+    {AotOutput::Assembly, "asm"},      {AotOutput::Stmt, "stmt"},       {AotOutput::StmtHtml, "html"},
+    {AotOutput::Ptx, "ptx"}};
+}
+
+std::string to_string(AotOutput o) {
+    for (const auto &[v, n] : kOutputs)
+        if (v == o) return n;
+    return "?";
+}
+
+AotOutput parse_aot_output(const std::string &s) {
+    std::string known;
+    for (const auto &[v, n] : kOutputs) {
+        if (s == n) return v;
+        known += (known.empty() ? "" : ", ") + std::string(n);
+    }
+    throw CompileError("unknown output '" + s + "' (expected one of: " + known + ")");
+}
+
+std::string generate_ptx(const Halide::Func &output, const std::vector<Halide::Argument> &args,
+                         const Halide::Target &target, const std::string &name) {
+    if (!target.has_feature(Halide::Target::CUDA))
+        throw CompileError("PTX needs a CUDA target; '" + target.to_string() + "' has no 'cuda' feature");
+    return with_halide_errors("generating PTX for '" + name + "'", [&] {
+        Halide::Module m = Halide::Pipeline(output).compile_to_module(args, name, target);
+        for (const auto &b : m.buffers()) {
+            if (b.name().find("gpu_source_kernels") != std::string::npos) {
+                const char *data = reinterpret_cast<const char *>(b.data());
+                std::string ptx(data, b.size_in_bytes());
+                while (!ptx.empty() && ptx.back() == '\0') ptx.pop_back();
+                return ptx;
+            }
+        }
+        throw CompileError("Halide produced no GPU kernels for '" + name +
+                           "': is any loop scheduled with gpu_blocks/gpu_threads?");
+    });
+}
+
+std::vector<fs::path> compile_aot(const Halide::Func &output, const std::vector<Halide::Argument> &args,
+                                  const Halide::Target &target, const std::string &name, const fs::path &dir,
+                                  const std::set<AotOutput> &outputs) {
+    fs::create_directories(dir);
+    std::map<Halide::OutputFileType, std::string> files;
+    std::vector<fs::path> written;
+    auto want = [&](AotOutput o, Halide::OutputFileType t, const std::string &ext) {
+        if (!outputs.count(o)) return;
+        files[t] = (dir / (name + ext)).string();
+        written.push_back(files[t]);
+    };
+    want(AotOutput::StaticLibrary, Halide::OutputFileType::static_library, ".a");
+    want(AotOutput::Header, Halide::OutputFileType::c_header, ".h");
+    want(AotOutput::Object, Halide::OutputFileType::object, ".o");
+    want(AotOutput::Assembly, Halide::OutputFileType::assembly, ".s");
+    want(AotOutput::Stmt, Halide::OutputFileType::stmt, ".stmt");
+    want(AotOutput::StmtHtml, Halide::OutputFileType::stmt_html, ".stmt.html");
+    if (!files.empty()) {
+        with_halide_errors("compiling '" + name + "' ahead of time for " + target.to_string(), [&] {
+            Halide::Pipeline(output).compile_to(files, args, name, target);
+            return 0;
+        });
+    }
+    if (outputs.count(AotOutput::Ptx)) {
+        fs::path p = dir / (name + ".ptx");
+        std::ofstream(p) << generate_ptx(output, args, target, name);
+        written.push_back(p);
+    }
+    return written;
+}
+
+}  // namespace tessel

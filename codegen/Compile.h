@@ -1,0 +1,59 @@
+/** \file
+ * Turning scheduled Halide pipelines into code: JIT callables for the CPU, ahead-of-time
+ * files (static library + header, object, assembly, lowered statement), and the PTX of a
+ * CUDA pipeline. Halide errors are caught here and rethrown as CompileError in Tessel's
+ * words, with Halide's message attached.
+ */
+#pragma once
+
+#include <Halide.h>
+
+#include <filesystem>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tessel {
+
+/** Halide failed to compile or run a pipeline; what() carries Halide's own message. */
+class CompileError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+/** Parses a target string. "host" is this machine; "host-cuda" adds CUDA (compute capability
+ * 8.6, the newest Halide 21 knows; its PTX also assembles for sm_90). Anything else is a
+ * Halide target string such as "x86-64-linux-avx2-fma". Throws CompileError naming it. */
+Halide::Target parse_target(const std::string &text);
+
+/** Compiles `output` for `target` to a Callable (JIT), timing the compilation. */
+struct JitKernel {
+    Halide::Callable callable;
+    double compile_seconds = 0;
+};
+JitKernel compile_jit(const Halide::Func &output, const std::vector<Halide::Argument> &args,
+                      const Halide::Target &target, const std::string &name);
+
+/** The message of the last Halide runtime error raised by a JIT kernel on this thread
+ * (kernels compiled by compile_jit report errors here instead of printing them). */
+std::string last_halide_error();
+
+/** What `compile_aot` writes. */
+enum class AotOutput { StaticLibrary, Header, Object, Assembly, Stmt, StmtHtml, Ptx };
+std::string to_string(AotOutput o);
+AotOutput parse_aot_output(const std::string &s);
+
+/** Writes the requested outputs for `output` into `dir` as `<name>.<ext>`; returns the paths.
+ * Ptx writes the device code of a CUDA target (CompileError if the target has no CUDA). */
+std::vector<std::filesystem::path> compile_aot(const Halide::Func &output,
+                                               const std::vector<Halide::Argument> &args,
+                                               const Halide::Target &target, const std::string &name,
+                                               const std::filesystem::path &dir,
+                                               const std::set<AotOutput> &outputs);
+
+/** The PTX Halide generates for the GPU kernels of a CUDA pipeline. */
+std::string generate_ptx(const Halide::Func &output, const std::vector<Halide::Argument> &args,
+                         const Halide::Target &target, const std::string &name);
+
+}  // namespace tessel

@@ -1,0 +1,71 @@
+#include "driver/Demo.h"
+
+#include "baselines/GeluReference.h"
+#include "codegen/Compile.h"
+#include "codegen/Ptxas.h"
+#include "driver/GeluKernel.h"
+#include "driver/Random.h"
+#include "driver/Timing.h"
+#include "schedules/Library.h"
+
+#include <cmath>
+#include <iomanip>
+
+namespace tessel {
+
+using Halide::Runtime::Buffer;
+
+int run_demo(const DemoOptions &o, std::ostream &out) {
+    const Halide::Target target = parse_target(o.target);
+    const sched::ScheduleSpec schedule = sched::library_schedule(o.cpu_schedule, target);
+    out << "Tessel demo: y = gelu_" << to_string(o.form) << "(x @ w + bias), M=" << o.M << " K=" << o.K << " N=" << o.N
+        << ", numeric mode " << to_string(o.mode) << "\n"
+        << "target " << target.to_string() << ", schedule " << schedule.name << "\n";
+
+    GeluKernel kernel(schedule, o.form, o.mode, target);
+    out << std::fixed << std::setprecision(3) << "  JIT compile: " << kernel.compile_seconds() * 1e3 << " ms\n";
+
+    Buffer<float> x(o.K, o.M), w(o.N, o.K), bias(o.N), y(o.N, o.M), y_blas(o.N, o.M);
+    fill_uniform(x, 1), fill_uniform(w, 2), fill_uniform(bias, 3);
+    kernel.run(x, w, bias, y);
+
+    const auto ref = gelu_mlp_reference(x.data(), w.data(), bias.data(), o.M, o.K, o.N, o.form);
+    gelu_mlp_openblas(x.data(), w.data(), bias.data(), y_blas.data(), o.M, o.K, o.N, o.form);
+    const size_t count = (size_t)o.M * o.N;
+    const ErrorStats vs_ref = compare(y.data(), ref.data(), count);
+    const ErrorStats vs_blas = compare(y.data(), y_blas.data(), count);
+    // Tolerance: float32 accumulation over K terms of magnitude <= 1 loses about sqrt(K) ulps.
+    const double tolerance = 1e-5 * std::sqrt((double)o.K) * 4;
+    const bool ok = vs_ref.max_rel <= tolerance && vs_blas.max_rel <= 2 * tolerance;
+    out << std::scientific << std::setprecision(2) << "  max error vs float64 reference: " << vs_ref.max_abs
+        << " abs, " << vs_ref.max_rel << " rel\n"
+        << "  max error vs OpenBLAS+epilogue:  " << vs_blas.max_abs << " abs, " << vs_blas.max_rel << " rel\n"
+        << "  tolerance " << tolerance << " rel: " << (ok ? "VERIFIED" : "MISMATCH") << "\n";
+
+    const double flops = 2.0 * o.M * o.K * o.N;
+    const double t_tessel = median_seconds([&] { kernel.run(x, w, bias, y); }, o.repeats);
+    const double t_blas = median_seconds(
+        [&] { gelu_mlp_openblas(x.data(), w.data(), bias.data(), y_blas.data(), o.M, o.K, o.N, o.form); }, o.repeats);
+    out << std::fixed << std::setprecision(3) << "  time (median of " << o.repeats << "): Tessel " << t_tessel * 1e3
+        << " ms (" << std::setprecision(1) << flops / t_tessel * 1e-9 << " GFLOP/s), OpenBLAS+epilogue "
+        << std::setprecision(3) << t_blas * 1e3 << " ms (" << std::setprecision(1) << flops / t_blas * 1e-9
+        << " GFLOP/s) [" << openblas_description() << "]\n"
+        << "  (timings here are indicative; `make bench` measures properly)\n";
+
+    bool cuda_ok = true;
+    if (o.cuda) {
+        if (find_ptxas().empty()) {
+            out << "CUDA: skipped (ptxas not found; install the CUDA toolkit)\n";
+        } else {
+            const Halide::Target cuda_target = parse_target("host-cuda");
+            const sched::ScheduleSpec cuda = sched::library_schedule(o.cuda_schedule, cuda_target);
+            const std::string ptx = gelu_mlp_ptx(cuda, o.form, o.mode, cuda_target);
+            const PtxasReport r = assemble_ptx(ptx, "sm_90");
+            cuda_ok = r.ok && !r.has_spills();
+            out << "CUDA: schedule " << cuda.name << ", " << ptx.size() << " bytes of PTX; " << r.to_string();
+        }
+    }
+    return ok && cuda_ok ? 0 : 1;
+}
+
+}  // namespace tessel

@@ -1,0 +1,26 @@
+#include "schedules/Library.h"
+
+#include "schedules/GeluSchedules.h"
+
+#include <stdexcept>
+
+namespace tessel::sched {
+
+const std::vector<LibraryEntry> &schedule_library() {
+    static const std::vector<LibraryEntry> library = {
+        {"cpu_tiled", Device::Cpu, "matmul+epilogue", "register-tiled GEMM, epilogue fused per tile", gelu_cpu_tiled},
+        {"cuda_simple", Device::Cuda, "matmul+epilogue", "one output per thread, k in a register", gelu_cuda_simple},
+    };
+    return library;
+}
+
+ScheduleSpec library_schedule(const std::string &name, const Halide::Target &target) {
+    std::string names;
+    for (const auto &e : schedule_library()) {
+        if (e.name == name) return e.make(target);
+        names += (names.empty() ? "" : ", ") + e.name;
+    }
+    throw std::invalid_argument("no library schedule named '" + name + "' (available: " + names + ")");
+}
+
+}  // namespace tessel::sched

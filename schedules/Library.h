@@ -1,0 +1,31 @@
+/** \file
+ * The named schedule library: every hand-written schedule Tessel ships, by name.
+ * `tessel schedules` lists it; `--schedule NAME` picks from it.
+ */
+#pragma once
+
+#include "schedules/Schedule.h"
+
+#include <Halide.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace tessel::sched {
+
+struct LibraryEntry {
+    std::string name;
+    Device device;
+    std::string group;  ///< which fusion group kind it schedules, e.g. "matmul+epilogue"
+    std::string summary;
+    std::function<ScheduleSpec(const Halide::Target &)> make;
+};
+
+/** All library schedules, in a stable order. */
+const std::vector<LibraryEntry> &schedule_library();
+
+/** The schedule named `name` for `target`; throws std::invalid_argument listing the names. */
+ScheduleSpec library_schedule(const std::string &name, const Halide::Target &target);
+
+}  // namespace tessel::sched
