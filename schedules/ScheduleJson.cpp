@@ -1,0 +1,166 @@
+#include "schedules/ScheduleJson.h"
+
+#include <fstream>
+
+namespace tessel::sched {
+
+using nlohmann::json;
+
+NLOHMANN_JSON_SERIALIZE_ENUM(Tail, {{Tail::Auto, "auto"},
+                                    {Tail::GuardWithIf, "guard_with_if"},
+                                    {Tail::ShiftInwards, "shift_inwards"},
+                                    {Tail::RoundUp, "round_up"},
+                                    {Tail::Predicate, "predicate"}})
+NLOHMANN_JSON_SERIALIZE_ENUM(MemoryLevel, {{MemoryLevel::Auto, "auto"},
+                                           {MemoryLevel::Register, "register"},
+                                           {MemoryLevel::Stack, "stack"},
+                                           {MemoryLevel::Heap, "heap"},
+                                           {MemoryLevel::GpuShared, "gpu_shared"},
+                                           {MemoryLevel::GpuGlobal, "gpu_global"}})
+
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StageRef, func, update)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Split, stage, var, outer, inner, factor, tail)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Fuse, stage, inner, outer, fused)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Reorder, stage, vars)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Vectorize, stage, var)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Unroll, stage, var)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Parallel, stage, var)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(GpuBlocks, stage, vars)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(GpuThreads, stage, vars)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ComputeAt, func, at, var)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ComputeRoot, func)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ComputeInline, func)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StoreAt, func, at, var)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StoreIn, func, level)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StageInput, input, wrapper, consumer)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RFactor, stage, rvar, new_var, intermediate)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Bound, func, var, min, extent)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Prefetch, stage, input, var, distance)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Guard, extent, op, value)
+
+namespace {
+
+/** The "op" name of each Directive alternative, in variant order. */
+constexpr const char *kOpNames[] = {"split",        "fuse",         "reorder",   "vectorize",  "unroll",
+                                    "parallel",     "gpu_blocks",   "gpu_threads", "compute_at", "compute_root",
+                                    "compute_inline", "store_at",   "store_in",  "stage_input", "rfactor",
+                                    "bound",        "prefetch"};
+static_assert(std::size(kOpNames) == std::variant_size_v<Directive>, "every directive needs a JSON op name");
+
+json directive_to_json(const Directive &d) {
+    json j = std::visit([](const auto &v) { return json(v); }, d);
+    j["op"] = kOpNames[d.index()];
+    return j;
+}
+
+template <size_t I = 0>
+Directive directive_from_json(size_t index, const json &j) {
+    if constexpr (I < std::variant_size_v<Directive>) {
+        if (index == I) return j.get<std::variant_alternative_t<I, Directive>>();
+        return directive_from_json<I + 1>(index, j);
+    } else {
+        throw ScheduleJsonError("internal: directive index out of range");
+    }
+}
+
+Directive parse_directive(const json &j, const std::string &where) {
+    if (!j.is_object() || !j.contains("op") || !j["op"].is_string())
+        throw ScheduleJsonError(where + ": a directive must be an object with a string field \"op\"");
+    const std::string op = j["op"];
+    std::string known;
+    for (size_t i = 0; i < std::size(kOpNames); i++) {
+        if (op == kOpNames[i]) {
+            try {
+                return directive_from_json(i, j);
+            } catch (const json::exception &e) {
+                throw ScheduleJsonError(where + " (" + op + "): " + e.what());
+            }
+        }
+        known += (known.empty() ? "" : ", ") + std::string(kOpNames[i]);
+    }
+    throw ScheduleJsonError(where + ": unknown op '" + op + "' (known: " + known + ")");
+}
+
+std::vector<Directive> parse_steps(const json &j, const std::string &where) {
+    if (!j.is_array()) throw ScheduleJsonError(where + ": \"steps\" must be an array");
+    std::vector<Directive> steps;
+    for (size_t i = 0; i < j.size(); i++) steps.push_back(parse_directive(j[i], where + " step " + std::to_string(i + 1)));
+    return steps;
+}
+
+json steps_to_json(const std::vector<Directive> &steps) {
+    json a = json::array();
+    for (const auto &d : steps) a.push_back(directive_to_json(d));
+    return a;
+}
+
+}  // namespace
+
+json to_json(const ScheduleSpec &s) {
+    json j;
+    j["name"] = s.name;
+    j["device"] = to_string(s.device);
+    j["description"] = s.description;
+    j["steps"] = steps_to_json(s.steps);
+    j["variants"] = json::array();
+    for (const auto &v : s.variants) j["variants"].push_back({{"guards", v.guards}, {"steps", steps_to_json(v.steps)}});
+    return j;
+}
+
+ScheduleSpec schedule_from_json(const json &j) {
+    if (!j.is_object()) throw ScheduleJsonError("schedule: expected a JSON object");
+    ScheduleSpec s;
+    try {
+        s.name = j.at("name").get<std::string>();
+        s.device = parse_device(j.value("device", "cpu"));
+        s.description = j.value("description", "");
+    } catch (const std::exception &e) {
+        throw ScheduleJsonError(std::string("schedule: ") + e.what());
+    }
+    const std::string where = "schedule '" + s.name + "'";
+    if (!j.contains("steps")) throw ScheduleJsonError(where + ": missing \"steps\"");
+    s.steps = parse_steps(j["steps"], where);
+    if (j.contains("variants")) {
+        const json &vs = j["variants"];
+        if (!vs.is_array()) throw ScheduleJsonError(where + ": \"variants\" must be an array");
+        for (size_t i = 0; i < vs.size(); i++) {
+            const std::string vw = where + " variant " + std::to_string(i + 1);
+            ScheduleSpec::Variant v;
+            try {
+                v.guards = vs[i].at("guards").get<std::vector<Guard>>();
+            } catch (const json::exception &e) {
+                throw ScheduleJsonError(vw + " guards: " + e.what());
+            }
+            for (const auto &g : v.guards)
+                if (g.op != "==" && g.op != "<=" && g.op != ">=" && g.op != "%")
+                    throw ScheduleJsonError(vw + ": guard operator '" + g.op + "' is not one of ==, <=, >=, %");
+            v.steps = parse_steps(vs[i].at("steps"), vw);
+            s.variants.push_back(std::move(v));
+        }
+    }
+    return s;
+}
+
+ScheduleSpec load_schedule(const std::string &path) {
+    std::ifstream in(path);
+    if (!in) throw ScheduleJsonError("cannot open schedule file '" + path + "'");
+    json j;
+    try {
+        j = json::parse(in);
+    } catch (const json::parse_error &e) {
+        throw ScheduleJsonError(path + ": " + e.what());
+    }
+    try {
+        return schedule_from_json(j);
+    } catch (const ScheduleJsonError &e) {
+        throw ScheduleJsonError(path + ": " + e.what());
+    }
+}
+
+void save_schedule(const ScheduleSpec &s, const std::string &path) {
+    std::ofstream out(path);
+    if (!out) throw ScheduleJsonError("cannot write schedule file '" + path + "'");
+    out << to_json(s).dump(2) << "\n";
+}
+
+}  // namespace tessel::sched

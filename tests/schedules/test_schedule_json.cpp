@@ -1,0 +1,57 @@
+// Every library schedule survives print -> JSON -> parse unchanged; malformed JSON is refused
+// with the step and field named.
+#include "codegen/Compile.h"
+#include "schedules/Library.h"
+#include "schedules/ScheduleJson.h"
+
+#include <doctest/doctest.h>
+
+using namespace tessel;
+using namespace tessel::sched;
+
+TEST_CASE("JSON round trip of every library schedule, for AVX2, AVX-512 and CUDA targets") {
+    for (const char *t : {"host", "x86-64-linux-avx2-fma", "host-cuda"}) {
+        const Halide::Target target = parse_target(t);
+        for (const auto &e : schedule_library()) {
+            CAPTURE(e.name);
+            const ScheduleSpec s = e.make(target);
+            const ScheduleSpec back = schedule_from_json(nlohmann::json::parse(to_json(s).dump()));
+            CHECK(back == s);
+            CHECK(to_string(back) == to_string(s));
+        }
+    }
+}
+
+TEST_CASE("guarded variants round-trip and are picked by shape") {
+    ScheduleSpec s("guarded");
+    s.split({"y"}, "n", "no", "ni", 16).vectorize({"y"}, "ni");
+    s.variants.push_back({{{"M", "==", 1}}, {Parallel{{"y"}, "n"}}});
+    s.variants.push_back({{{"N", "%", 16}, {"M", ">=", 8}}, {Unroll{{"y"}, "m"}}});
+    CHECK(schedule_from_json(to_json(s)) == s);
+    CHECK(s.pick_variant({{"M", 1}, {"N", 3}}) == 0);
+    CHECK(s.pick_variant({{"M", 9}, {"N", 32}}) == 1);
+    CHECK(s.pick_variant({{"M", 9}, {"N", 33}}) == 2);  // fallback
+    CHECK(&s.steps_for({{"M", 4}, {"N", 32}}) == &s.steps);
+}
+
+TEST_CASE("schedule text names each directive as the Halide call it becomes") {
+    ScheduleSpec s("t");
+    s.split({"matmul", 0}, "k", "ko", "ki", 4, Tail::GuardWithIf).compute_at("matmul", "y", "no");
+    CHECK(to_string(s) == "schedule t (cpu)\n"
+                          "  matmul.update(0).split(k, ko, ki, 4, guard_with_if);\n"
+                          "  matmul.compute_at(y, no);\n");
+}
+
+TEST_CASE("malformed schedule JSON is refused with the step and the field") {
+    using nlohmann::json;
+    CHECK_THROWS_WITH_AS(schedule_from_json(json::parse(R"({"name":"a","steps":[{"op":"twist"}]})")),
+                         doctest::Contains("step 1: unknown op 'twist'"), ScheduleJsonError);
+    CHECK_THROWS_WITH_AS(
+        schedule_from_json(json::parse(R"({"name":"a","steps":[{"op":"split","stage":{"func":"y","update":-1},"var":"n"}]})")),
+        doctest::Contains("step 1 (split)"), ScheduleJsonError);
+    CHECK_THROWS_WITH_AS(schedule_from_json(json::parse(R"({"name":"a"})")), doctest::Contains("missing \"steps\""),
+                         ScheduleJsonError);
+    CHECK_THROWS_WITH_AS(
+        schedule_from_json(json::parse(R"({"name":"a","steps":[],"variants":[{"guards":[{"extent":"M","op":"<","value":2}],"steps":[]}]})")),
+        doctest::Contains("guard operator '<'"), ScheduleJsonError);
+}
