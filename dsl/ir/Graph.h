@@ -1,0 +1,168 @@
+/** \file
+ * The tensor-graph IR: plain data. A Graph owns an arena of Nodes indexed by stable ValueIds and a
+ * program order (a topological order that also orders every effect). Each node defines at most one
+ * value. Passes mutate a Graph through the small API below and never reorder effectful nodes.
+ *
+ * Example (see docs/TSL.md for the text form):
+ *   Graph g; g.name = "f";
+ *   ValueId x = g.add(Node::make(Op::Input, {}, {DType::F32, {Dim::sym("M")}}, "x"));
+ *   g.outputs.push_back(g.add(make_node(g, Op::Relu, {x})));   // make_node: TypeInference.h
+ */
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dsl/ir/Diagnostics.h"
+#include "dsl/ir/Types.h"
+
+namespace tessel::dsl {
+
+/** What an op does besides computing its result. Later passes (CSE, DCE, fusion) rely on it. */
+enum class Effect { Pure, ReadsState, WritesState, Random, Observable };
+/** Shape of the op's iteration space, for fusion and memory planning. */
+enum class IterSpace { Elementwise, Broadcast, Reduction, Contraction, Permutation, Opaque };
+
+// Attribute mask bits used by OpKinds.def.
+constexpr unsigned kAttrValue = 1u << 0;     ///< constant: value=...
+constexpr unsigned kAttrAxis = 1u << 1;      ///< shape_of, softmax: axis=
+constexpr unsigned kAttrAxes = 1u << 2;      ///< reductions: axes=[...]
+constexpr unsigned kAttrKeepDims = 1u << 3;  ///< reductions: keepdims=true
+constexpr unsigned kAttrPerm = 1u << 4;      ///< transpose: perm=[...]
+constexpr unsigned kAttrSeed = 1u << 5;      ///< random draws: seed=
+constexpr unsigned kAttrVar = 1u << 6;       ///< state ops: var="name"
+constexpr unsigned kAttrLabel = 1u << 7;     ///< print: label="..."
+constexpr unsigned kAttrMsg = 1u << 8;       ///< assert: msg="..."
+constexpr unsigned kTypeFromAnnotation = 1u << 9;  ///< result type is written, not inferred
+
+enum class Op {
+#define DSL_OP(e, s, ar, res, eff, it, attrs) e,
+#include "dsl/ir/OpKinds.def"
+#undef DSL_OP
+};
+
+/** Static facts about an op, from OpKinds.def. */
+struct OpInfo {
+    Op op;
+    const char *name;
+    int arity;
+    bool has_result;
+    Effect effect;
+    IterSpace iter_space;
+    unsigned attrs;
+};
+const OpInfo &op_info(Op op);
+const char *to_string(Op op);
+const char *to_string(Effect e);
+const char *to_string(IterSpace s);
+/** Look an op up by its text name ("matmul", "shape.add"); false if unknown. */
+bool parse_op(const std::string &name, Op *out);
+const std::vector<OpInfo> &all_ops();
+
+inline bool is_shape_arith(Op op) { return op >= Op::ShapeAdd && op <= Op::ShapeMax; }
+inline bool is_binary_elementwise(Op op) { return op >= Op::Add && op <= Op::Min; }
+inline bool is_unary_elementwise(Op op) { return op >= Op::Gelu && op <= Op::Rsqrt; }
+inline bool is_reduction(Op op) { return op >= Op::ReduceSum && op <= Op::ReduceMean; }
+
+/** Operation attributes; only the fields named by the op's attr mask are meaningful. */
+struct Attrs {
+    std::vector<double> value;   ///< constant: 1 element (splat) or numel elements, row-major
+    int64_t axis = 0;
+    std::vector<int64_t> axes;
+    bool keepdims = false;
+    std::vector<int64_t> perm;
+    uint64_t seed = 0;
+    std::string var;    ///< state variable name
+    std::string text;   ///< print label / assert message
+    /** Equality; constant values compare bit for bit (so NaN == NaN, -0 != +0). */
+    bool operator==(const Attrs &o) const;
+    bool operator!=(const Attrs &o) const { return !(*this == o); }
+};
+
+/** Per-value layout slot, filled by a later layout pass. Empty means "row-major, undecided". */
+struct Layout {
+    std::string tag;
+    bool empty() const { return tag.empty(); }
+    bool operator==(const Layout &o) const { return tag == o.tag; }
+};
+
+struct Node {
+    ValueId id = kNoValue;
+    Op op = Op::Input;
+    std::vector<ValueId> inputs;
+    TensorType type;   ///< unused for ops without a result
+    Layout layout;
+    Attrs attrs;
+    std::string name;  ///< printed as %name; empty means printed as %<id>
+    SourceLoc loc;     ///< where it was parsed, for diagnostics; not printed
+
+    const OpInfo &info() const { return op_info(op); }
+    bool has_result() const { return info().has_result; }
+    bool is_pure() const { return info().effect == Effect::Pure; }
+
+    static Node make(Op op, std::vector<ValueId> inputs, TensorType type, std::string name = {},
+                     Attrs attrs = {}) {
+        Node n;
+        n.op = op;
+        n.inputs = std::move(inputs);
+        n.type = std::move(type);
+        n.name = std::move(name);
+        n.attrs = std::move(attrs);
+        return n;
+    }
+};
+
+/** Numeric mode of a graph: `strict` keeps IEEE semantics bit for bit; `fast` allows
+ * reassociation and identities that are exact only for finite, non-negative-zero values. */
+enum class NumericMode { Strict, Fast };
+
+class Graph {
+public:
+    std::string name = "main";
+    NumericMode mode = NumericMode::Strict;
+    std::vector<ValueId> outputs;
+
+    /** Append n at the end of program order; assigns and returns its id. */
+    ValueId add(Node n);
+    /** Insert n just before `pos` in program order. */
+    ValueId insert_before(ValueId pos, Node n);
+    /** Remove a node from program order; its id is never reused. Precondition: no uses left. */
+    void erase(ValueId id);
+
+    Node &node(ValueId id);
+    const Node &node(ValueId id) const;
+    bool contains(ValueId id) const;
+    /** Program order: every operand (and dim reference) precedes its user; effects in order. */
+    const std::vector<ValueId> &order() const { return order_; }
+    /** Position of id in program order (O(n)). */
+    size_t position(ValueId id) const;
+
+    /** Redirect every use of `from` (operands, dim references, outputs) to `to`. If `to` has no
+     * name, it takes over from's name (from is left unnamed). Returns the number of uses changed. */
+    int replace_all_uses(ValueId from, ValueId to);
+    /** Values that use `id` as an operand or dim reference, in program order. */
+    std::vector<ValueId> users(ValueId id) const;
+    bool is_output(ValueId id) const;
+
+    /** The printed name without '%': the node's name, or its id when unnamed. */
+    std::string display_name(ValueId id) const;
+    /** Node with this display name, or kNoValue. */
+    ValueId find(const std::string &display) const;
+
+private:
+    void fix_name(Node &n) const;
+    std::vector<Node> nodes_;
+    std::vector<char> erased_;
+    std::vector<ValueId> order_;
+};
+
+/** Visit every value a node depends on: its operands, then dims of its type that refer to values. */
+template <typename F>
+void for_each_dependency(const Node &n, F f) {
+    for (ValueId v : n.inputs) f(v);
+    for (const Dim &d : n.type.dims)
+        if (d.kind == Dim::Kind::Value) f(d.value);
+}
+
+}  // namespace tessel::dsl

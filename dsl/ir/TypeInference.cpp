@@ -1,0 +1,272 @@
+#include "dsl/ir/TypeInference.h"
+
+#include <algorithm>
+
+#include "dsl/ir/Printer.h"
+
+namespace tessel::dsl {
+
+namespace {
+
+[[noreturn]] void fail(const Node &n, const std::string &msg) {
+    throw TypeError(std::string(to_string(n.op)) + ": " + msg);
+}
+
+const TensorType &operand(const Graph &g, const Node &n, size_t i) {
+    const Node &in = g.node(n.inputs[i]);
+    if (!in.has_result())
+        fail(n, "operand %" + g.display_name(in.id) + " (" + to_string(in.op) + ") has no value");
+    return in.type;
+}
+
+void require_float(const Graph &g, const Node &n, const TensorType &t) {
+    if (!is_float(t.dtype)) fail(n, "expected a floating-point operand, got " + print_type(g, t));
+}
+
+/** numpy broadcasting of two shapes; dims equal or one of them statically 1. */
+std::vector<Dim> broadcast(const Graph &g, const Node &n, const TensorType &a,
+                           const TensorType &b) {
+    int r = std::max(a.rank(), b.rank());
+    std::vector<Dim> out(r);
+    for (int i = 0; i < r; ++i) {
+        int ia = i - (r - a.rank()), ib = i - (r - b.rank());
+        if (ia < 0) { out[i] = b.dims[ib]; continue; }
+        if (ib < 0) { out[i] = a.dims[ia]; continue; }
+        Dim da = resolve_dim(g, a.dims[ia]), db = resolve_dim(g, b.dims[ib]);
+        if (same_dim(g, da, db)) out[i] = a.dims[ia];
+        else if (da.is_static() && da.size == 1) out[i] = b.dims[ib];
+        else if (db.is_static() && db.size == 1) out[i] = a.dims[ia];
+        else
+            fail(n, "incompatible shapes " + print_type(g, a) + " and " + print_type(g, b) +
+                        " (dim " + std::to_string(i) + ")");
+    }
+    return out;
+}
+
+void check_axis(const Node &n, int64_t axis, int rank) {
+    if (axis < 0 || axis >= rank)
+        fail(n, "axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
+}
+
+}  // namespace
+
+std::optional<int64_t> eval_shape_op(Op op, int64_t a, int64_t b) {
+    switch (op) {
+    case Op::ShapeAdd: return a + b;
+    case Op::ShapeSub: return a - b;
+    case Op::ShapeMul: return a * b;
+    case Op::ShapeMin: return std::min(a, b);
+    case Op::ShapeMax: return std::max(a, b);
+    case Op::ShapeFloorDiv: {
+        if (b == 0) return std::nullopt;
+        int64_t q = a / b;
+        if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+        return q;
+    }
+    case Op::ShapeMod: {
+        if (b == 0) return std::nullopt;
+        int64_t m = a % b;
+        if (m != 0 && ((m < 0) != (b < 0))) m += b;
+        return m;
+    }
+    default: return std::nullopt;
+    }
+}
+
+std::optional<int64_t> constant_shape_value(const Graph &g, ValueId v) {
+    if (!g.contains(v)) return std::nullopt;
+    const Node &n = g.node(v);
+    if (!n.has_result() || !n.type.is_scalar() || !is_int(n.type.dtype)) return std::nullopt;
+    if (n.op == Op::Constant && n.attrs.value.size() == 1) return (int64_t)n.attrs.value[0];
+    if (n.op == Op::ShapeOf && n.inputs.size() == 1 && g.contains(n.inputs[0])) {
+        const TensorType &t = g.node(n.inputs[0]).type;
+        if (n.attrs.axis < 0 || n.attrs.axis >= t.rank()) return std::nullopt;
+        Dim d = resolve_dim(g, t.dims[(size_t)n.attrs.axis]);
+        if (d.is_static()) return d.size;
+        return std::nullopt;
+    }
+    if (is_shape_arith(n.op)) {
+        auto a = constant_shape_value(g, n.inputs[0]), b = constant_shape_value(g, n.inputs[1]);
+        if (a && b) return eval_shape_op(n.op, *a, *b);
+    }
+    return std::nullopt;
+}
+
+Dim resolve_dim(const Graph &g, const Dim &d) {
+    if (d.kind != Dim::Kind::Value || !g.contains(d.value)) return d;
+    if (auto c = constant_shape_value(g, d.value)) return Dim::fixed(*c);
+    const Node &n = g.node(d.value);
+    if (n.op == Op::ShapeOf && g.contains(n.inputs[0])) {
+        const TensorType &t = g.node(n.inputs[0]).type;
+        if (n.attrs.axis >= 0 && n.attrs.axis < t.rank())
+            return resolve_dim(g, t.dims[(size_t)n.attrs.axis]);
+    }
+    return d;
+}
+
+bool same_dim(const Graph &g, const Dim &a, const Dim &b) {
+    return resolve_dim(g, a) == resolve_dim(g, b);
+}
+
+bool same_type(const Graph &g, const TensorType &a, const TensorType &b) {
+    if (a.dtype != b.dtype || a.rank() != b.rank()) return false;
+    for (int i = 0; i < a.rank(); ++i)
+        if (!same_dim(g, a.dims[i], b.dims[i])) return false;
+    return true;
+}
+
+TensorType infer_type(const Graph &g, const Node &n) {
+    const OpInfo &info = n.info();
+    if ((int)n.inputs.size() != info.arity)
+        fail(n, "expected " + std::to_string(info.arity) + " operand(s), got " +
+                    std::to_string(n.inputs.size()));
+    for (const Dim &d : n.type.dims) {
+        if (d.kind != Dim::Kind::Value) continue;
+        if (!g.contains(d.value)) fail(n, "dimension refers to an undefined value");
+        const Node &dn = g.node(d.value);
+        if (!dn.has_result() || !dn.type.is_scalar() || !is_int(dn.type.dtype))
+            fail(n, "dimension %" + g.display_name(d.value) +
+                        " must be a scalar integer value, got " + print_type(g, dn.type));
+    }
+    switch (n.op) {
+    case Op::Input:
+    case Op::RandomUniform:
+    case Op::RandomNormal:
+    case Op::StateRead:
+        if (n.op == Op::StateRead && n.attrs.var.empty()) fail(n, "needs var=\"name\"");
+        if ((n.op == Op::RandomUniform || n.op == Op::RandomNormal) && !is_float(n.type.dtype))
+            fail(n, "random draws produce floating-point values, not " + print_type(g, n.type));
+        return n.type;
+    case Op::Constant: {
+        size_t k = n.attrs.value.size();
+        if (k == 0) fail(n, "constant needs a value");
+        if (k > 1) {
+            if (!n.type.all_static())
+                fail(n, "a dense constant needs a static shape, got " + print_type(g, n.type));
+            if ((int64_t)k != n.type.static_numel())
+                fail(n, "constant has " + std::to_string(k) + " values but type " +
+                            print_type(g, n.type) + " holds " +
+                            std::to_string(n.type.static_numel()));
+        }
+        return n.type;
+    }
+    case Op::ShapeAdd: case Op::ShapeSub: case Op::ShapeMul: case Op::ShapeFloorDiv:
+    case Op::ShapeMod: case Op::ShapeMin: case Op::ShapeMax: {
+        const TensorType &a = operand(g, n, 0), &b = operand(g, n, 1);
+        if (!a.is_scalar() || !b.is_scalar() || !is_int(a.dtype) || a.dtype != b.dtype)
+            fail(n, "expected two scalar integers of one dtype, got " + print_type(g, a) +
+                        " and " + print_type(g, b));
+        return a;
+    }
+    case Op::ShapeOf: {
+        const TensorType &a = operand(g, n, 0);
+        check_axis(n, n.attrs.axis, a.rank());
+        return TensorType{DType::I64, {}};
+    }
+    case Op::MatMul: {
+        const TensorType &a = operand(g, n, 0), &b = operand(g, n, 1);
+        require_float(g, n, a);
+        if (a.dtype != b.dtype)
+            fail(n, "dtype mismatch " + print_type(g, a) + " and " + print_type(g, b));
+        if (a.rank() < 2 || b.rank() < 2)
+            fail(n, "operands must have rank >= 2, got " + print_type(g, a) + " and " +
+                        print_type(g, b));
+        if (!same_dim(g, a.dims[a.rank() - 1], b.dims[b.rank() - 2]))
+            fail(n, "contraction dims differ: " + print_type(g, a) + " and " + print_type(g, b));
+        TensorType ba{a.dtype, std::vector<Dim>(a.dims.begin(), a.dims.end() - 2)};
+        TensorType bb{b.dtype, std::vector<Dim>(b.dims.begin(), b.dims.end() - 2)};
+        TensorType r{a.dtype, broadcast(g, n, ba, bb)};
+        r.dims.push_back(a.dims[a.rank() - 2]);
+        r.dims.push_back(b.dims[b.rank() - 1]);
+        return r;
+    }
+    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Max: case Op::Min: {
+        const TensorType &a = operand(g, n, 0), &b = operand(g, n, 1);
+        require_float(g, n, a);
+        if (a.dtype != b.dtype)
+            fail(n, "dtype mismatch " + print_type(g, a) + " and " + print_type(g, b));
+        return TensorType{a.dtype, broadcast(g, n, a, b)};
+    }
+    case Op::Gelu: case Op::GeluTanh: case Op::Tanh: case Op::Exp: case Op::Relu: case Op::Neg:
+    case Op::Abs: case Op::Sqrt: case Op::Rsqrt: {
+        const TensorType &a = operand(g, n, 0);
+        require_float(g, n, a);
+        return a;
+    }
+    case Op::Cast: {
+        const TensorType &a = operand(g, n, 0);
+        TensorType want{n.type.dtype, a.dims};
+        if (!same_type(g, want, n.type))
+            fail(n, "cast keeps the shape: operand " + print_type(g, a) + ", result " +
+                        print_type(g, n.type));
+        return n.type;
+    }
+    case Op::Transpose: {
+        const TensorType &a = operand(g, n, 0);
+        const auto &p = n.attrs.perm;
+        std::vector<char> seen(a.rank(), 0);
+        bool ok = (int)p.size() == a.rank();
+        for (int64_t i : p) {
+            if (!ok || i < 0 || i >= a.rank() || seen[i]) { ok = false; break; }
+            seen[i] = 1;
+        }
+        if (!ok) fail(n, "perm " + [&] { std::string s = "["; for (size_t i = 0; i < p.size(); ++i) s += (i ? ", " : "") + std::to_string(p[i]); return s + "]"; }() +
+                             " is not a permutation of the axes of " + print_type(g, a));
+        TensorType r{a.dtype, {}};
+        for (int64_t i : p) r.dims.push_back(a.dims[(size_t)i]);
+        return r;
+    }
+    case Op::Reshape: {
+        const TensorType &a = operand(g, n, 0);
+        if (a.dtype != n.type.dtype)
+            fail(n, "reshape keeps the dtype: operand " + print_type(g, a) + ", result " +
+                        print_type(g, n.type));
+        TensorType ra = a, rn = n.type;
+        for (Dim &d : ra.dims) d = resolve_dim(g, d);
+        for (Dim &d : rn.dims) d = resolve_dim(g, d);
+        if (ra.all_static() && rn.all_static() && ra.static_numel() != rn.static_numel())
+            fail(n, "element counts differ: " + print_type(g, a) + " and " + print_type(g, n.type));
+        return n.type;
+    }
+    case Op::ReduceSum: case Op::ReduceMax: case Op::ReduceMean: {
+        const TensorType &a = operand(g, n, 0);
+        require_float(g, n, a);
+        if (n.attrs.axes.empty()) fail(n, "axes must not be empty");
+        std::vector<char> red(a.rank(), 0);
+        for (int64_t ax : n.attrs.axes) {
+            check_axis(n, ax, a.rank());
+            if (red[ax]) fail(n, "axis " + std::to_string(ax) + " listed twice");
+            red[ax] = 1;
+        }
+        TensorType r{a.dtype, {}};
+        for (int i = 0; i < a.rank(); ++i) {
+            if (!red[i]) r.dims.push_back(a.dims[i]);
+            else if (n.attrs.keepdims) r.dims.push_back(Dim::fixed(1));
+        }
+        return r;
+    }
+    case Op::Softmax: {
+        const TensorType &a = operand(g, n, 0);
+        require_float(g, n, a);
+        check_axis(n, n.attrs.axis, a.rank());
+        return a;
+    }
+    case Op::StateWrite:
+    case Op::Print:
+    case Op::Assert:
+        operand(g, n, 0);
+        if (n.op != Op::Print && n.op != Op::Assert && n.attrs.var.empty())
+            fail(n, "needs var=\"name\"");
+        return TensorType{};
+    }
+    fail(n, "unknown op");
+}
+
+Node make_node(const Graph &g, Op op, std::vector<ValueId> inputs, Attrs attrs,
+               std::optional<TensorType> type) {
+    Node n = Node::make(op, std::move(inputs), type ? *type : TensorType{}, {}, std::move(attrs));
+    n.type = infer_type(g, n);
+    return n;
+}
+
+}  // namespace tessel::dsl

@@ -1,0 +1,39 @@
+/** \file
+ * Result types of ops, and dimension equality through shape code.
+ *
+ * infer_type() checks an op's operands and attributes and returns its result type; a mismatch
+ * throws TypeError naming the op and both types ("add: incompatible shapes f32[4, 8] and f32[3]").
+ * Ops whose type comes from an annotation (input, constant, reshape, cast, random draws,
+ * state_read) return their written type after checking it is consistent with the operands.
+ *
+ * resolve_dim() looks through shape code without changing the graph: a `%hidden` dim whose value is
+ * a constant (or constant arithmetic) resolves to a static size; `shape_of(%x)[1]` resolves to x's
+ * dim 1. Two dims are equal when their resolved forms are syntactically equal.
+ */
+#pragma once
+
+#include <optional>
+
+#include "dsl/ir/Graph.h"
+
+namespace tessel::dsl {
+
+/** Result type of `n` in `g`. Precondition: n's operands exist in g. Does not modify g. */
+TensorType infer_type(const Graph &g, const Node &n);
+
+/** Build a node of `op` with its type inferred (or `type` when the op takes an annotation).
+ * The node is not added to g. Example: g.add(make_node(g, Op::Relu, {x})). */
+Node make_node(const Graph &g, Op op, std::vector<ValueId> inputs, Attrs attrs = {},
+               std::optional<TensorType> type = std::nullopt);
+
+/** d with shape code looked through as far as it goes (static > symbol > value reference). */
+Dim resolve_dim(const Graph &g, const Dim &d);
+/** Value of a rank-0 integer shape value if it is a compile-time constant. */
+std::optional<int64_t> constant_shape_value(const Graph &g, ValueId v);
+bool same_dim(const Graph &g, const Dim &a, const Dim &b);
+bool same_type(const Graph &g, const TensorType &a, const TensorType &b);
+
+/** Scalar shape arithmetic with floor semantics; nullopt for division or mod by zero. */
+std::optional<int64_t> eval_shape_op(Op op, int64_t a, int64_t b);
+
+}  // namespace tessel::dsl

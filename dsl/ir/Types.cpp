@@ -1,0 +1,34 @@
+#include "dsl/ir/Types.h"
+
+namespace tessel::dsl {
+
+const char *to_string(DType t) {
+    switch (t) {
+    case DType::F32: return "f32";
+    case DType::F16: return "f16";
+    case DType::BF16: return "bf16";
+    case DType::I32: return "i32";
+    case DType::I64: return "i64";
+    }
+    return "?";
+}
+
+std::optional<DType> parse_dtype(const std::string &s) {
+    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::I32, DType::I64})
+        if (s == to_string(t)) return t;
+    return std::nullopt;
+}
+
+bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+bool is_int(DType t) { return t == DType::I32 || t == DType::I64; }
+
+int byte_size(DType t) {
+    switch (t) {
+    case DType::F32: case DType::I32: return 4;
+    case DType::F16: case DType::BF16: return 2;
+    case DType::I64: return 8;
+    }
+    return 0;
+}
+
+}  // namespace tessel::dsl
