@@ -416,7 +416,15 @@ private:
         if (k == "perm") { want(kAttrPerm); a.perm = int_list(); has_perm = true; }
         else if (k == "axes") { want(kAttrAxes); a.axes = int_list(); has_axes = true; }
         else if (k == "axis") { want(kAttrAxis); a.axis = signed_int(); has_axis = true; }
-        else if (k == "seed") { want(kAttrSeed); a.seed = (uint64_t)expect(Tok::Int, "an integer seed").num; }
+        else if (k == "seed") {
+            want(kAttrSeed);
+            Token t = expect(Tok::Int, "an integer seed");
+            try {
+                a.seed = std::stoull(t.text);
+            } catch (const std::exception &) {
+                error(t.loc, "seed " + t.text + " does not fit in 64 bits");
+            }
+        }
         else if (k == "var") { want(kAttrVar); a.var = expect(Tok::String, "a quoted variable name").text; }
         else if (k == "label") { want(kAttrLabel); a.text = expect(Tok::String, "a quoted label").text; }
         else if (k == "msg") { want(kAttrMsg); a.text = expect(Tok::String, "a quoted message").text; }

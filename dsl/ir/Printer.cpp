@@ -1,5 +1,7 @@
 #include "dsl/ir/Printer.h"
 
+#include "dsl/ir/Numerics.h"
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -42,6 +44,17 @@ std::string print_number(double v) {
     return buf;
 }
 
+std::string print_number(double v, DType dtype) {
+    if (std::isnan(v) || std::isinf(v)) return print_number(v);
+    char buf[64];
+    for (int prec = 1; prec <= 17; ++prec) {
+        std::snprintf(buf, sizeof buf, "%.*g", prec, v);
+        double back = round_to(dtype, std::strtod(buf, nullptr));
+        if (back == v && std::signbit(back) == std::signbit(v)) return buf;
+    }
+    return print_number(v);
+}
+
 std::string print_dim(const Graph &g, const Dim &d) {
     switch (d.kind) {
     case Dim::Kind::Static: return std::to_string(d.size);
@@ -64,7 +77,7 @@ std::string print_node(const Graph &g, ValueId id) {
     if (info.has_result) os << "%" << g.display_name(id) << " = ";
     if (is_splat(n)) {
         // Scalar and splat constants print as a bare literal: `%c = 2048 : i64[]`.
-        os << print_number(n.attrs.value[0]);
+        os << print_number(n.attrs.value[0], n.type.dtype);
     } else if (n.op == Op::Input) {
         os << "input";
     } else {
@@ -80,7 +93,7 @@ std::string print_node(const Graph &g, ValueId id) {
         if (info.attrs & kAttrValue) {
             sep() << "value=[";
             for (size_t i = 0; i < a.value.size(); ++i)
-                os << (i ? ", " : "") << print_number(a.value[i]);
+                os << (i ? ", " : "") << print_number(a.value[i], n.type.dtype);
             os << "]";
         }
         if (info.attrs & kAttrAxis) sep() << "axis=" << a.axis;

@@ -26,5 +26,7 @@ std::string print_type(const Graph &g, const TensorType &t);
 std::string print_dim(const Graph &g, const Dim &d);
 /** Shortest decimal spelling of v that parses back to exactly v (`nan`, `inf`, `-inf`, `-0`). */
 std::string print_number(double v);
+/** Shortest spelling that reads back to v once rounded to `dtype` (`0.1` for the f32 nearest 0.1). */
+std::string print_number(double v, DType dtype);
 
 }  // namespace tessel::dsl
