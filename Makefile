@@ -30,7 +30,7 @@ test: build
 	@$(CTEST) --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE perf
 
 bench: build
-	@$(BUILD)/bench/tessel_bench $(BENCH_ARGS)
+	@./bench/run.sh $(BUILD) $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD)

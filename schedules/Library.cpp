@@ -1,5 +1,6 @@
 #include "schedules/Library.h"
 
+#include "schedules/GeluCpuSchedules.h"
 #include "schedules/GeluSchedules.h"
 
 #include <stdexcept>
@@ -8,6 +9,9 @@ namespace tessel::sched {
 
 const std::vector<LibraryEntry> &schedule_library() {
     static const std::vector<LibraryEntry> library = {
+        {"cpu_blocked", Device::Cpu, "matmul+epilogue",
+         "register-blocked GEMM, packed w panel, fused epilogue; gemv/skinny decode variants", gelu_cpu_blocked},
+        {"cpu_decode", Device::Cpu, "matmul+epilogue", "small-M decode nests only (w streamed once)", gelu_cpu_decode},
         {"cpu_tiled", Device::Cpu, "matmul+epilogue", "register-tiled GEMM, epilogue fused per tile", gelu_cpu_tiled},
         {"cuda_simple", Device::Cuda, "matmul+epilogue", "one output per thread, k in a register", gelu_cuda_simple},
     };

@@ -1,0 +1,356 @@
+// tessel_bench: Tessel's CPU library schedule against OpenBLAS + a separate bias/GELU pass,
+// on the shape suite in bench/shapes.txt, with the machine's FMA peak and STREAM bandwidth
+// measured in the same run.
+//
+// Map: parse_options (our flags; the rest go to Google Benchmark) -> probe_machine (FMA peak,
+// triad bandwidth) -> prepare_shapes (buffers, OpenBLAS cross-check) -> register_* (one
+// Google Benchmark per shape x implementation, compile times, tanh/erf modes) ->
+// RunSpecifiedBenchmarks -> print_summary (medians of every timed iteration, same run).
+#include "baselines/GeluReference.h"
+#include "bench/MachineProbes.h"
+#include "bench/Suite.h"
+#include "driver/GeluKernel.h"
+#include "driver/Random.h"
+#include "schedules/Library.h"
+
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <memory>
+
+extern "C" void openblas_set_num_threads(int);
+extern "C" int openblas_get_parallel(void);
+extern "C" void cblas_sgemm();
+
+namespace tessel::bench {
+namespace {
+
+using Halide::Runtime::Buffer;
+
+struct Options {
+    int threads = 2;
+    std::string shapes = TESSEL_BENCH_SHAPES;
+    std::string schedule = "cpu_blocked";
+    double seconds_per_repetition = 0.3;  ///< timed work per benchmark repetition
+    std::string mode_shape = "mlp_up";    ///< where tanh strict/fast and erf are compared
+    std::string error_shape = "odd_bert"; ///< where errors vs float64 are measured
+};
+
+void print_usage() {
+    std::cout << "tessel_bench [--threads N] [--shapes FILE] [--schedule NAME] [--seconds S]\n"
+                 "             [--mode-shape NAME] [--error-shape NAME] [Google Benchmark flags]\n"
+                 "  --threads N      threads for Tessel, OpenBLAS and the probes (default 2)\n"
+                 "  --shapes FILE    shape suite (default bench/shapes.txt)\n"
+                 "  --schedule NAME  Tessel CPU library schedule to time (default cpu_blocked)\n"
+                 "  --seconds S      timed seconds per benchmark repetition (default 0.3)\n"
+                 "JSON: --benchmark_format=json or --benchmark_out=FILE --benchmark_out_format=json\n";
+}
+
+/** Takes our flags out of argv, leaving Google Benchmark's. */
+Options parse_options(int &argc, char **argv) {
+    Options o;
+    int out = 1;
+    for (int i = 1; i < argc; i++) {
+        const std::string a = argv[i];
+        auto value = [&](const std::string &flag) -> std::string {
+            if (a.rfind(flag + "=", 0) == 0) return a.substr(flag.size() + 1);
+            if (a == flag && i + 1 < argc) return argv[++i];
+            throw std::invalid_argument(flag + " needs a value");
+        };
+        auto is = [&](const char *flag) { return a == flag || a.rfind(std::string(flag) + "=", 0) == 0; };
+        if (is("--threads")) o.threads = std::stoi(value("--threads"));
+        else if (is("--shapes")) o.shapes = value("--shapes");
+        else if (is("--schedule")) o.schedule = value("--schedule");
+        else if (is("--seconds")) o.seconds_per_repetition = std::stod(value("--seconds"));
+        else if (is("--mode-shape")) o.mode_shape = value("--mode-shape");
+        else if (is("--error-shape")) o.error_shape = value("--error-shape");
+        else if (a == "--help" || a == "-h") print_usage(), argv[out++] = argv[i];
+        else argv[out++] = argv[i];
+    }
+    argc = out;
+    if (o.threads < 1) throw std::invalid_argument("--threads must be >= 1");
+    return o;
+}
+
+/** Where the text report goes: stdout, or stderr when stdout carries Google Benchmark's JSON. */
+FILE *g_text = stdout;
+
+/** Every timed iteration of every benchmark, by name, across repetitions. */
+std::map<std::string, std::vector<double>> g_samples;
+
+double median(std::vector<double> v) {
+    if (v.empty()) return NAN;
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+}
+
+struct Machine {
+    double fma_peak_gflops = 0;
+    std::string fma_isa;
+    double triad_gbps_median = 0, triad_gbps_best = 0;
+    std::string openblas;
+    std::string openblas_library;
+    int openblas_parallel = -1;
+};
+
+Machine probe_machine(const Options &o) {
+    Machine m;
+    m.fma_peak_gflops = measure_fma_peak_gflops(o.threads, 0.5, &m.fma_isa);
+    const auto triad = measure_triad_gbps(o.threads, size_t(128) << 20, 10);
+    m.triad_gbps_median = median(triad);
+    m.triad_gbps_best = *std::max_element(triad.begin(), triad.end());
+    m.openblas = openblas_description();
+    m.openblas_parallel = openblas_get_parallel();
+    Dl_info info{};
+    if (dladdr((void *)&cblas_sgemm, &info) && info.dli_fname) m.openblas_library = info.dli_fname;
+    return m;
+}
+
+/** Inputs and outputs of one shape, allocated once and shared by every implementation. */
+struct ShapeData {
+    BenchShape shape;
+    Buffer<float> x, w, bias, y;
+    explicit ShapeData(const BenchShape &s)
+        : shape(s), x(s.K, s.M), w(s.N, s.K), bias(s.N), y(s.N, s.M) {
+        fill_uniform(x, 1), fill_uniform(w, 2), fill_uniform(bias, 3);
+        y.fill(0.0f);
+    }
+};
+
+int iterations_for(const BenchShape &s, const Options &o) {
+    // A rough speed guess only sizes the run; every figure reported is measured.
+    const double guess = s.kind == ShapeKind::Decode ? s.min_bytes() / 40e9 : s.flops() / 300e9;
+    return std::clamp((int)(o.seconds_per_repetition / guess), 3, 400);
+}
+
+/** Registers one timed implementation of a shape. Decode shapes flush every core's
+ * caches before each iteration (outside the timed region), so w comes from DRAM. */
+template <typename Fn>
+void register_timed(const std::string &name, ShapeData *d, const Options &o, CacheFlusher *flusher,
+                    const Machine &machine, Fn fn) {
+    const bool cold = d->shape.kind == ShapeKind::Decode;
+    const int threads = o.threads;
+    const double peak = machine.fma_peak_gflops, bw = machine.triad_gbps_median;
+    benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State &state) {
+        for (auto _ : state) {
+            if (cold) flusher->flush(threads);
+            const auto t0 = std::chrono::steady_clock::now();
+            fn();
+            const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            state.SetIterationTime(t);
+            g_samples[name].push_back(t);
+        }
+        const double t = median(g_samples[name]);
+        state.counters["median_ms"] = t * 1e3;
+        state.counters["GFLOP/s"] = d->shape.flops() / t * 1e-9;
+        state.counters["pct_fma_peak"] = 100 * d->shape.flops() / t * 1e-9 / peak;
+        if (cold) {
+            state.counters["GB/s"] = d->shape.min_bytes() / t * 1e-9;
+            state.counters["pct_triad_bw"] = 100 * d->shape.min_bytes() / t * 1e-9 / bw;
+        }
+    })->UseManualTime()->Iterations(iterations_for(d->shape, o))->Unit(benchmark::kMillisecond);
+}
+
+struct Kernels {
+    // One JIT kernel per GELU epilogue variant, all from the same library schedule.
+    std::unique_ptr<GeluKernel> tanh_fast, tanh_strict, erf;
+};
+
+std::string tessel_name(const BenchShape &s, const std::string &schedule, const std::string &epilogue) {
+    return s.name + "/tessel:" + schedule + "/" + epilogue;
+}
+std::string blas_name(const BenchShape &s, const std::string &epilogue) { return s.name + "/openblas/" + epilogue; }
+
+struct ErrorRow {
+    std::string what;
+    ErrorStats err;
+};
+
+/** Errors vs the float64 reference for each epilogue (and OpenBLAS's), on one shape. */
+std::vector<ErrorRow> measure_errors(ShapeData &d, const Kernels &k) {
+    const BenchShape &s = d.shape;
+    std::vector<ErrorRow> rows;
+    const size_t count = (size_t)s.M * s.N;
+    for (GeluForm form : {GeluForm::Tanh, GeluForm::Erf}) {
+        const auto ref = gelu_mlp_reference(d.x.data(), d.w.data(), d.bias.data(), s.M, s.K, s.N, form);
+        if (form == GeluForm::Tanh) {
+            k.tanh_strict->run(d.x, d.w, d.bias, d.y);
+            rows.push_back({"tessel tanh strict", compare(d.y.data(), ref.data(), count)});
+            k.tanh_fast->run(d.x, d.w, d.bias, d.y);
+            rows.push_back({"tessel tanh fast (v*sigmoid(2u))", compare(d.y.data(), ref.data(), count)});
+        } else {
+            k.erf->run(d.x, d.w, d.bias, d.y);
+            rows.push_back({"tessel erf", compare(d.y.data(), ref.data(), count)});
+        }
+        gelu_mlp_openblas(d.x.data(), d.w.data(), d.bias.data(), d.y.data(), s.M, s.K, s.N, form);
+        rows.push_back({"openblas+epilogue " + to_string(form) + " (libmvec)", compare(d.y.data(), ref.data(), count)});
+    }
+    return rows;
+}
+
+void print_summary(const Options &o, const Machine &m, const std::vector<std::unique_ptr<ShapeData>> &data,
+                   const std::map<std::string, double> &compile_seconds, const std::vector<ErrorRow> &errors,
+                   const std::string &error_shape) {
+    std::fprintf(g_text, "\n== Tessel vs OpenBLAS+epilogue, %d thread(s), medians of all timed iterations ==\n", o.threads);
+    std::fprintf(g_text, "FMA peak (%s loop): %.1f GFLOP/s | STREAM triad: %.1f GB/s median, %.1f best\n",
+                m.fma_isa.c_str(), m.fma_peak_gflops, m.triad_gbps_median, m.triad_gbps_best);
+    std::fprintf(g_text, "OpenBLAS: %s, %s build, %s\n", m.openblas.c_str(),
+                m.openblas_parallel == 2 ? "OpenMP" : m.openblas_parallel == 1 ? "pthread" : "sequential",
+                m.openblas_library.c_str());
+    std::fprintf(g_text, "Epilogue: GELU tanh; Tessel numeric mode fast (vectorized), OpenBLAS pass uses libmvec tanhf.\n");
+    std::fprintf(g_text, "Decode shapes: caches flushed before each iteration (%d threads write+read a %zu MiB buffer).\n\n",
+                o.threads, (size_t)256);
+    std::fprintf(g_text, "%-14s %-16s %10s %12s %8s %9s %9s  %s\n", "shape", "MxKxN", "Tessel ms", "OpenBLAS ms", "ratio",
+                "GFLOP/s", "BLAS GF/s", "% of peak / % of bandwidth");
+    for (const auto &d : data) {
+        const BenchShape &s = d->shape;
+        const double tt = median(g_samples[tessel_name(s, o.schedule, "tanh_fast")]);
+        const double tb = median(g_samples[blas_name(s, "tanh")]);
+        std::string frac;
+        char buf[128];
+        if (s.kind == ShapeKind::Decode) {
+            std::snprintf(buf, sizeof buf, "%5.1f%% bw (%.1f GB/s; BLAS %.1f%%)", 100 * s.min_bytes() / tt * 1e-9 / m.triad_gbps_median,
+                          s.min_bytes() / tt * 1e-9, 100 * s.min_bytes() / tb * 1e-9 / m.triad_gbps_median);
+        } else {
+            std::snprintf(buf, sizeof buf, "%5.1f%% peak (BLAS %.1f%%)", 100 * s.flops() / tt * 1e-9 / m.fma_peak_gflops,
+                          100 * s.flops() / tb * 1e-9 / m.fma_peak_gflops);
+        }
+        frac = buf;
+        std::fprintf(g_text, "%-14s %-16s %10.3f %12.3f %7.2fx %9.1f %9.1f  %s\n", s.name.c_str(), s.dims().c_str(), tt * 1e3,
+                    tb * 1e3, tb / tt, s.flops() / tt * 1e-9, s.flops() / tb * 1e-9, frac.c_str());
+    }
+    // ratio = OpenBLAS time / Tessel time: > 1 means Tessel is faster.
+    std::fprintf(g_text, "(ratio = OpenBLAS ms / Tessel ms; > 1.00x means Tessel is faster)\n");
+
+    for (const auto &d : data) {
+        if (d->shape.name != o.mode_shape) continue;
+        std::fprintf(g_text, "\nGELU epilogue forms on %s (%s), schedule %s:\n", d->shape.name.c_str(), d->shape.dims().c_str(),
+                    o.schedule.c_str());
+        for (const char *e : {"tanh_fast", "tanh_strict", "erf"}) {
+            const double t = median(g_samples[tessel_name(d->shape, o.schedule, e)]);
+            std::fprintf(g_text, "  tessel %-12s %9.3f ms %8.1f GFLOP/s\n", e, t * 1e3, d->shape.flops() / t * 1e-9);
+        }
+        for (const char *e : {"tanh", "erf"}) {
+            const double t = median(g_samples[blas_name(d->shape, e)]);
+            std::fprintf(g_text, "  openblas %-10s %9.3f ms %8.1f GFLOP/s\n", e, t * 1e3, d->shape.flops() / t * 1e-9);
+        }
+    }
+    std::fprintf(g_text, "\nError vs the float64 reference on %s (x, w, bias uniform in [-1, 1)):\n", error_shape.c_str());
+    for (const auto &r : errors)
+        std::fprintf(g_text, "  %-38s max abs %.2e  max rel %.2e\n", r.what.c_str(), r.err.max_abs, r.err.max_rel);
+    std::fprintf(g_text, "\nJIT compile time (all guarded variants, tanh fast):\n");
+    for (const auto &[name, s] : compile_seconds) std::fprintf(g_text, "  %-14s %8.3f s\n", name.c_str(), s);
+}
+
+int run(int argc, char **argv) {
+    const Options o = parse_options(argc, argv);
+    for (int i = 1; i < argc; i++)
+        if (std::string(argv[i]) == "--benchmark_format=json") g_text = stderr;
+    // Threads for every party: Halide's JIT thread pool reads HL_NUM_THREADS when it starts.
+    setenv("HL_NUM_THREADS", std::to_string(o.threads).c_str(), 1);
+    omp_set_num_threads(o.threads);
+    openblas_set_num_threads(o.threads);
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+
+    const auto suite = load_suite(o.shapes);
+    const Halide::Target target = Halide::get_host_target();
+    const Machine machine = probe_machine(o);
+    std::fprintf(g_text, "tessel_bench: %d thread(s), target %s\nOpenBLAS %s [%s build, %s]\n", o.threads,
+                target.to_string().c_str(), machine.openblas.c_str(),
+                machine.openblas_parallel == 2 ? "OpenMP" : machine.openblas_parallel == 1 ? "pthread" : "sequential",
+                machine.openblas_library.c_str());
+    if (machine.openblas_parallel != 2)
+        std::fprintf(g_text, "warning: not OpenBLAS's OpenMP build; its thread pool fights the OpenMP epilogue (use bench/run.sh)\n");
+    std::fprintf(g_text, "FMA peak %.1f GFLOP/s (%s); STREAM triad %.1f GB/s median of 10 (best %.1f)\n", machine.fma_peak_gflops,
+                machine.fma_isa.c_str(), machine.triad_gbps_median, machine.triad_gbps_best);
+    std::fflush(g_text);
+
+    const sched::ScheduleSpec schedule = sched::library_schedule(o.schedule, target);
+    Kernels k;
+    k.tanh_fast = std::make_unique<GeluKernel>(schedule, GeluForm::Tanh, NumericMode::Fast, target);
+    k.tanh_strict = std::make_unique<GeluKernel>(schedule, GeluForm::Tanh, NumericMode::Strict, target);
+    k.erf = std::make_unique<GeluKernel>(schedule, GeluForm::Erf, NumericMode::Fast, target);
+
+    // JIT compile time of every CPU library schedule, as a benchmark so it lands in the JSON.
+    std::map<std::string, double> compile_seconds;
+    for (const auto &entry : sched::schedule_library()) {
+        if (entry.device != sched::Device::Cpu) continue;
+        const std::string name = "compile/" + entry.name;
+        benchmark::RegisterBenchmark(name.c_str(), [=, &compile_seconds](benchmark::State &state) {
+            for (auto _ : state) {
+                GeluKernel kernel(entry.make(target), GeluForm::Tanh, NumericMode::Fast, target);
+                state.SetIterationTime(kernel.compile_seconds());
+                compile_seconds[entry.name] = kernel.compile_seconds();
+                state.counters["variants"] = (double)kernel.schedule().variants.size() + 1;
+            }
+        })->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+    }
+
+    CacheFlusher flusher;
+    std::vector<std::unique_ptr<ShapeData>> data;
+    std::vector<ErrorRow> errors;
+    std::string error_shape;
+    for (const BenchShape &s : suite) {
+        data.push_back(std::make_unique<ShapeData>(s));
+        ShapeData *d = data.back().get();
+        // Cross-check before timing: Tessel and OpenBLAS must agree on this shape.
+        Buffer<float> y_blas(s.N, s.M);
+        k.tanh_fast->run(d->x, d->w, d->bias, d->y);
+        gelu_mlp_openblas(d->x.data(), d->w.data(), d->bias.data(), y_blas.data(), s.M, s.K, s.N, GeluForm::Tanh);
+        const ErrorStats e = compare(d->y.data(), y_blas.data(), (size_t)s.M * s.N);
+        if (!(e.max_rel <= 1e-3)) {
+            std::fprintf(stderr, "error: %s: Tessel and OpenBLAS disagree (max rel %.3g)\n", s.name.c_str(), e.max_rel);
+            return 1;
+        }
+        if (s.name == o.error_shape) errors = measure_errors(*d, k), error_shape = s.name + " (" + s.dims() + ")";
+
+        GeluKernel *fast = k.tanh_fast.get();
+        register_timed(tessel_name(s, o.schedule, "tanh_fast"), d, o, &flusher, machine,
+                       [=] { fast->run(d->x, d->w, d->bias, d->y); });
+        register_timed(blas_name(s, "tanh"), d, o, &flusher, machine, [=] {
+            gelu_mlp_openblas(d->x.data(), d->w.data(), d->bias.data(), d->y.data(), s.M, s.K, s.N, GeluForm::Tanh);
+        });
+        if (s.name == o.mode_shape) {
+            GeluKernel *strict = k.tanh_strict.get(), *erf = k.erf.get();
+            register_timed(tessel_name(s, o.schedule, "tanh_strict"), d, o, &flusher, machine,
+                           [=] { strict->run(d->x, d->w, d->bias, d->y); });
+            register_timed(tessel_name(s, o.schedule, "erf"), d, o, &flusher, machine,
+                           [=] { erf->run(d->x, d->w, d->bias, d->y); });
+            register_timed(blas_name(s, "erf"), d, o, &flusher, machine, [=] {
+                gelu_mlp_openblas(d->x.data(), d->w.data(), d->bias.data(), d->y.data(), s.M, s.K, s.N, GeluForm::Erf);
+            });
+        }
+    }
+
+    benchmark::AddCustomContext("fma_peak_gflops", std::to_string(machine.fma_peak_gflops));
+    benchmark::AddCustomContext("triad_gbps_median", std::to_string(machine.triad_gbps_median));
+    benchmark::AddCustomContext("openblas", machine.openblas + " " + machine.openblas_library);
+    benchmark::AddCustomContext("threads", std::to_string(o.threads));
+    benchmark::AddCustomContext("schedule", o.schedule);
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    print_summary(o, machine, data, compile_seconds, errors, error_shape);
+    return 0;
+}
+
+}  // namespace
+}  // namespace tessel::bench
+
+int main(int argc, char **argv) {
+    try {
+        return tessel::bench::run(argc, argv);
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "tessel_bench: %s\n", e.what());
+        return 1;
+    }
+}

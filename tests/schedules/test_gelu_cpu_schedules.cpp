@@ -1,0 +1,123 @@
+/** \file
+ * Every CPU library schedule against the float64 reference, on awkward shapes (M = 1, 2,
+ * primes, K and N not multiples of any tile or vector) and on the benchmark suite's shapes
+ * scaled down. Each schedule is JIT-compiled once per test case (all its variants) and
+ * then run on the whole shape table, so the test stays short.
+ */
+#include "baselines/GeluReference.h"
+#include "driver/GeluKernel.h"
+#include "driver/Random.h"
+#include "schedules/GeluCpuSchedules.h"
+#include "schedules/Library.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <set>
+
+using namespace tessel;
+using Halide::Runtime::Buffer;
+
+namespace {
+
+struct Shape {
+    int M, K, N;
+    const char *why;
+};
+
+// Chosen so every variant of cpu_blocked (gemv, skinny, gemm, general) runs on AVX2 and
+// AVX-512, with tails in every dimension.
+const Shape kShapes[] = {
+    {1, 1, 1, "smallest"},
+    {1, 7, 5, "M=1, N below a vector"},
+    {1, 37, 1100, "gemv with a shifted tail block"},
+    {1, 64, 4097, "gemv, N one past a block multiple"},
+    {2, 3, 300, "skinny, tiny K"},
+    {3, 53, 29, "primes, N below every block"},
+    {37, 53, 29, "primes"},
+    {5, 29, 257, "skinny with a tail"},
+    {7, 64, 1000, "largest skinny M"},
+    {8, 33, 48, "exactly one register block"},
+    {9, 29, 97, "gemm with tails in M and N"},
+    {16, 100, 1000, "decode 16 rows"},
+    {8, 17, 47, "N one under a register block"},
+    {31, 31, 31, "prime square"},
+    // The benchmark suite, scaled down.
+    {128, 128, 128, "square"},
+    {64, 128, 512, "MLP 512x1024x4096 / 8"},
+    {128, 256, 256, "MLP 1024x4096x4096 / 16"},
+    {1, 512, 2048, "decode 1x4096x4096 / 8 and / 2"},
+    {16, 256, 512, "decode 16x4096x4096 / 16 and / 8"},
+    {1, 256, 4096, "decode 1x4096x16384 / 16 and / 4"},
+    {77, 96, 384, "odd 77x768x3072 / 8"},
+    {3, 256, 688, "odd 3x4096x11008 / 16"},
+};
+
+/** Runs `kernel` on every shape and checks it against the float64 reference. */
+void check_all_shapes(const GeluKernel &kernel, GeluForm form) {
+    for (const Shape &s : kShapes) {
+        CAPTURE(s.M);
+        CAPTURE(s.K);
+        CAPTURE(s.N);
+        CAPTURE(s.why);
+        Buffer<float> x(s.K, s.M), w(s.N, s.K), bias(s.N), y(s.N, s.M);
+        fill_uniform(x, 11), fill_uniform(w, 12), fill_uniform(bias, 13);
+        y.fill(NAN);  // an output the schedule forgets to write fails the check
+        kernel.run(x, w, bias, y);
+        const auto want = gelu_mlp_reference(x.data(), w.data(), bias.data(), s.M, s.K, s.N, form);
+        const ErrorStats e = compare(y.data(), want.data(), (size_t)s.M * s.N);
+        // float32 accumulation of K products of magnitude <= 1 loses about sqrt(K) ulps.
+        CHECK(e.max_rel <= 4e-5 * std::sqrt((double)s.K) + 1e-5);
+    }
+}
+
+std::map<std::string, long> extents(const Shape &s) { return {{"M", s.M}, {"K", s.K}, {"N", s.N}}; }
+
+}  // namespace
+
+TEST_CASE("the shape table reaches every variant of cpu_blocked") {
+    for (const char *target : {"x86-64-linux-avx2-fma", "x86-64-linux-avx512-avx512_skylake-avx2-fma"}) {
+        CAPTURE(target);
+        const auto s = sched::gelu_cpu_blocked(Halide::Target(target));
+        std::set<size_t> picked;
+        for (const Shape &shape : kShapes) picked.insert(s.pick_variant(extents(shape)));
+        CHECK(picked.size() == s.variants.size() + 1);
+    }
+}
+
+TEST_CASE("every CPU library schedule matches the float64 reference on awkward and suite shapes") {
+    const Halide::Target target = Halide::get_host_target();
+    for (const auto &entry : sched::schedule_library()) {
+        if (entry.device != sched::Device::Cpu) continue;
+        SUBCASE(entry.name.c_str()) {
+            // Strict tanh is the slowest epilogue (a libm call per lane) and the strictest check.
+            GeluKernel kernel(entry.make(target), GeluForm::Tanh, NumericMode::Strict, target);
+            check_all_shapes(kernel, GeluForm::Tanh);
+        }
+    }
+}
+
+TEST_CASE("cpu_blocked with the fast tanh and the erf epilogues") {
+    const Halide::Target target = Halide::get_host_target();
+    SUBCASE("tanh fast") {
+        GeluKernel kernel(sched::gelu_cpu_blocked(target), GeluForm::Tanh, NumericMode::Fast, target);
+        check_all_shapes(kernel, GeluForm::Tanh);
+    }
+    SUBCASE("erf") {
+        GeluKernel kernel(sched::gelu_cpu_blocked(target), GeluForm::Erf, NumericMode::Fast, target);
+        check_all_shapes(kernel, GeluForm::Erf);
+    }
+}
+
+TEST_CASE("cpu_blocked compiles for AVX2 as well as AVX-512") {
+    // JIT-run the AVX2 register block (4 rows x 3 vectors of 8) when this machine has AVX2.
+    const Halide::Target host = Halide::get_host_target();
+    if (!host.has_feature(Halide::Target::AVX2)) return;
+    const Halide::Target avx2 = host.without_feature(Halide::Target::AVX512)
+                                    .without_feature(Halide::Target::AVX512_Skylake)
+                                    .without_feature(Halide::Target::AVX512_Cannonlake)
+                                    .without_feature(Halide::Target::AVX512_Zen4)
+                                    .without_feature(Halide::Target::AVX512_SapphireRapids);
+    GeluKernel kernel(sched::gelu_cpu_blocked(avx2), GeluForm::Tanh, NumericMode::Fast, avx2);
+    check_all_shapes(kernel, GeluForm::Tanh);
+}
