@@ -10,5 +10,6 @@ namespace tessel::apps {
 
 void add_demo_command(CLI::App &app, std::function<int()> &action);
 void add_schedules_command(CLI::App &app, std::function<int()> &action);
+void add_simplify_command(CLI::App &app, std::function<int()> &action);
 
 }  // namespace tessel::apps

@@ -13,6 +13,7 @@ int main(int argc, char **argv) {
     std::function<int()> action;
     tessel::apps::add_demo_command(app, action);
     tessel::apps::add_schedules_command(app, action);
+    tessel::apps::add_simplify_command(app, action);
     CLI11_PARSE(app, argc, argv);
     try {
         return action();

@@ -1,0 +1,63 @@
+/** \file
+ * GraphProgram: a whole graph compiled group by group and run on the CPU by Halide's JIT,
+ * or written ahead of time as one static library + header per group.
+ *
+ * Each group is lowered (LowerToHalide.h), given a schedule — the caller's choice through
+ * ScheduleChooser, else `default_group_schedule` — and compiled once. Values that cross group
+ * boundaries are real buffers, allocated per run from the concrete symbol sizes.
+ */
+#pragma once
+
+#include "dsl/interp/Tensor.h"
+#include "dsl/ir/Graph.h"
+#include "lowering/LowerToHalide.h"
+#include "schedules/Schedule.h"
+
+#include <functional>
+#include <map>
+#include <optional>
+
+namespace tessel::lower {
+
+/** A simple, always-applicable schedule for a lowered group: outputs vectorized along n at
+ * the target's width and parallel over their outermost loop; contractions and reductions
+ * computed per outermost iteration of a single output (else at root). */
+sched::ScheduleSpec default_group_schedule(const LoweredGroup &group, const Halide::Target &target);
+
+/** Picks a schedule for a group, or nullopt for the default; may return one that does not
+ * apply (the program then falls back to the default and records why). */
+using ScheduleChooser = std::function<std::optional<sched::ScheduleSpec>(const LoweredGroup &)>;
+
+class GraphProgram {
+public:
+    struct CompiledGroup {
+        GroupSpec spec;
+        LoweredGroup lowered;
+        sched::ScheduleSpec schedule;
+        std::string schedule_note;  ///< why this schedule (e.g. fallback reason)
+        Halide::Pipeline pipeline;
+        double compile_seconds = 0;
+    };
+
+    /** Lowers, schedules and JIT-compiles every group (in the order given, which must be a
+     * topological order of the groups). */
+    GraphProgram(const dsl::Graph &g, const std::vector<GroupSpec> &groups, const Halide::Target &target,
+                 const ScheduleChooser &choose = {});
+
+    /** Runs the graph. `inputs` by input name; `symbols` binds every symbolic dimension.
+     * Returns the graph outputs in Graph::outputs order. */
+    std::vector<dsl::Tensor> run(const std::map<std::string, dsl::Tensor> &inputs,
+                                 const std::map<std::string, int64_t> &symbols) const;
+
+    const std::vector<CompiledGroup> &groups() const { return groups_; }
+
+private:
+    const dsl::Graph &graph_;
+    Halide::Target target_;
+    std::vector<CompiledGroup> groups_;
+};
+
+/** Concrete shape of `v` under `symbols` (row-major, outermost first). */
+std::vector<int64_t> concrete_shape(const dsl::Graph &g, dsl::ValueId v, const std::map<std::string, int64_t> &symbols);
+
+}  // namespace tessel::lower

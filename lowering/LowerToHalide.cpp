@@ -1,0 +1,381 @@
+// Map: ExprBuilder (value_at: one graph value at an index, as a Halide Expr or Func call) ->
+// define_matmul / define_reduction / define_softmax (Funcs with update definitions) ->
+// lower_group(), which binds inputs and outputs.
+#include "lowering/LowerToHalide.h"
+
+#include "algorithms/Gelu.h"
+#include "dsl/ir/Printer.h"
+#include "dsl/ir/TypeInference.h"
+
+#include <algorithm>
+#include <set>
+
+namespace tessel::lower {
+
+using dsl::Graph;
+using dsl::Node;
+using dsl::Op;
+using dsl::ValueId;
+using Halide::Expr;
+using Halide::Func;
+
+std::string axis_name(int axis, int rank) {
+    const int from_end = rank - 1 - axis;
+    if (from_end == 0) return "n";
+    if (from_end == 1) return "m";
+    return "b" + std::to_string(from_end - 2);
+}
+
+std::vector<Halide::Argument> LoweredGroup::arguments() const {
+    std::vector<Halide::Argument> args;
+    for (const auto &p : inputs) args.push_back(p);
+    return args;
+}
+
+Halide::Pipeline LoweredGroup::pipeline() const { return Halide::Pipeline(outputs); }
+
+namespace {
+
+[[noreturn]] void refuse(const Graph &g, ValueId v, const std::string &why) {
+    throw LoweringError("cannot lower " + dsl::print_node(g, v) + ": " + why);
+}
+
+class ExprBuilder {
+public:
+    ExprBuilder(const Graph &g, const GroupSpec &group, LoweredGroup &out) : g_(g), out_(out) {
+        in_group_.insert(group.nodes.begin(), group.nodes.end());
+        mode_ = g.mode == dsl::NumericMode::Fast ? NumericMode::Fast : NumericMode::Strict;
+        // Every operand produced outside the group is an input buffer.
+        for (ValueId v : group.nodes) {
+            for (ValueId in : g.node(v).inputs) {
+                if (!in_group_.count(in) && !params_.count(in)) add_input(in);
+            }
+        }
+        for (ValueId v : group.nodes) {
+            if (g.node(v).op == Op::Input && !params_.count(v)) add_input(v);
+        }
+        // Sibling contractions: matmuls sharing the left operand and result type share a Func.
+        std::vector<ValueId> mms;
+        for (ValueId v : group.nodes)
+            if (g.node(v).op == Op::MatMul) mms.push_back(v);
+        std::set<ValueId> grouped;
+        for (size_t i = 0; i < mms.size(); i++) {
+            if (grouped.count(mms[i])) continue;
+            std::vector<ValueId> siblings{mms[i]};
+            for (size_t j = i + 1; j < mms.size(); j++) {
+                const Node &a = g.node(mms[i]), &b = g.node(mms[j]);
+                if (!grouped.count(mms[j]) && a.inputs[0] == b.inputs[0] && dsl::same_type(g, a.type, b.type))
+                    siblings.push_back(mms[j]);
+            }
+            for (ValueId s : siblings) {
+                grouped.insert(s);
+                siblings_of_[s] = siblings;
+            }
+        }
+    }
+
+    /** Value `v` at tensor index `idx` (idx[0] is the outermost axis). */
+    Expr at(ValueId v, const std::vector<Expr> &idx) {
+        const Node &n = g_.node(v);
+        if (auto p = params_.find(v); p != params_.end()) return p->second(reversed(idx));
+        if (!funcs_.count(v) && in_group_.count(v)) define_stateful_func(v);  // lazily, in use order
+        if (auto f = funcs_.find(v); f != funcs_.end()) {
+            if (auto t = tuple_of_.find(v); t != tuple_of_.end() && f->second.outputs() > 1)
+                return f->second(reversed(idx))[t->second];
+            return f->second(reversed(idx));
+        }
+        if (n.type.dtype != dsl::DType::F32 && n.op != Op::Cast) refuse(g_, v, "only f32 tensors are lowered");
+        auto operand = [&](int i) { return at(n.inputs[i], broadcast_index(n.inputs[i], idx)); };
+        switch (n.op) {
+        case Op::Constant: {
+            if (n.attrs.value.size() == 1) return Expr((float)n.attrs.value[0]);
+            return constant_buffer(v)(reversed(idx));
+        }
+        case Op::Add: return operand(0) + operand(1);
+        case Op::Sub: return operand(0) - operand(1);
+        case Op::Mul: return operand(0) * operand(1);
+        case Op::Div: return operand(0) / operand(1);
+        case Op::Max: return Halide::max(operand(0), operand(1));
+        case Op::Min: return Halide::min(operand(0), operand(1));
+        case Op::Gelu: return gelu_expr(operand(0), GeluForm::Erf, mode_);
+        case Op::GeluTanh: return gelu_expr(operand(0), GeluForm::Tanh, mode_);
+        case Op::Tanh: return Halide::tanh(operand(0));
+        case Op::Exp: return Halide::exp(operand(0));
+        case Op::Relu: return Halide::max(operand(0), 0.0f);
+        case Op::Neg: return -operand(0);
+        case Op::Abs: return Halide::abs(operand(0));
+        case Op::Sqrt: return Halide::sqrt(operand(0));
+        case Op::Rsqrt: return 1.0f / Halide::sqrt(operand(0));
+        case Op::Cast: {
+            if (n.type.dtype != dsl::DType::F32) refuse(g_, v, "only casts to f32 are lowered");
+            return Halide::cast<float>(operand(0));
+        }
+        case Op::Transpose: {
+            std::vector<Expr> in_idx(idx.size());
+            for (size_t i = 0; i < idx.size(); i++) in_idx[perm(n)[i]] = idx[i];
+            return at(n.inputs[0], in_idx);
+        }
+        case Op::Reshape: return at(n.inputs[0], reshape_index(v, idx));
+        default: break;
+        }
+        refuse(g_, v, std::string("op '") + dsl::to_string(n.op) + "' has no Halide lowering inside a group");
+    }
+
+    /** Extent of `axis` of value `v` as an Expr (static, or a bound symbol). */
+    Expr extent(ValueId v, int axis) {
+        const dsl::Dim d = dsl::resolve_dim(g_, g_.node(v).type.dims[axis]);
+        if (d.is_static()) return Expr((int)d.size);
+        if (d.kind == dsl::Dim::Kind::Symbol) {
+            auto s = symbols_.find(d.symbol);
+            if (s != symbols_.end()) return s->second;
+            refuse(g_, v, "dimension '" + d.symbol + "' is bound by no input of this group");
+        }
+        refuse(g_, v, "dimension " + std::to_string(axis) + " depends on shape code that did not fold to a constant");
+    }
+
+    std::vector<Halide::Var> vars(int rank) {
+        std::vector<Halide::Var> vs;
+        for (int a = rank - 1; a >= 0; a--) vs.push_back(Halide::Var(axis_name(a, rank)));
+        return vs;  // Halide order: innermost first
+    }
+
+
+private:
+    const Graph &g_;
+    LoweredGroup &out_;
+    NumericMode mode_;
+    std::set<ValueId> in_group_;
+    std::map<ValueId, Halide::ImageParam> params_;
+    std::map<ValueId, Func> funcs_;
+    std::map<ValueId, int> tuple_of_;  // matmul value -> its element in the shared Func
+    std::map<ValueId, std::vector<ValueId>> siblings_of_;  // matmul -> the matmuls sharing its Func
+
+    /** Defines the Func of a contraction or reduction node the first time it is used. */
+    void define_stateful_func(ValueId v) {
+        const Op op = g_.node(v).op;
+        if (op == Op::MatMul) define_matmul(siblings_of_.at(v));
+        else if (op == Op::Softmax) define_softmax(v);
+        else if (dsl::is_reduction(op)) define_reduction(v);
+    }
+    std::map<std::string, Expr> symbols_;
+    std::map<ValueId, Halide::Buffer<float>> constants_;
+
+    static std::vector<Expr> reversed(const std::vector<Expr> &idx) { return {idx.rbegin(), idx.rend()}; }
+
+    std::string unique_func_name(const std::string &base) {
+        std::string name = base;
+        for (int i = 1; out_.funcs.count(name); i++) name = base + std::to_string(i);
+        return name;
+    }
+
+    void add_input(ValueId v) {
+        const Node &n = g_.node(v);
+        if (n.type.dtype != dsl::DType::F32) refuse(g_, v, "only f32 tensors are lowered");
+        Halide::ImageParam p(Halide::Float(32), std::max(1, n.type.rank()), g_.display_name(v));
+        params_[v] = p;
+        out_.input_values.push_back(v);
+        out_.inputs.push_back(p);
+        for (int a = 0; a < n.type.rank(); a++) {
+            const dsl::Dim d = dsl::resolve_dim(g_, n.type.dims[a]);
+            if (d.kind == dsl::Dim::Kind::Symbol && !symbols_.count(d.symbol))
+                symbols_[d.symbol] = p.dim(n.type.rank() - 1 - a).extent();
+        }
+    }
+
+    const std::vector<int64_t> &perm(const Node &n) {
+        static thread_local std::vector<int64_t> reverse;
+        if (!n.attrs.perm.empty()) return n.attrs.perm;
+        reverse.clear();
+        for (int i = n.type.rank() - 1; i >= 0; i--) reverse.push_back(i);
+        return reverse;
+    }
+
+    /** Numpy broadcasting: map the result index onto operand `in` (aligned at the last axis). */
+    std::vector<Expr> broadcast_index(ValueId in, const std::vector<Expr> &idx) {
+        const auto &dims = g_.node(in).type.dims;
+        const int r = (int)dims.size(), off = (int)idx.size() - r;
+        std::vector<Expr> out;
+        for (int a = 0; a < r; a++) {
+            const dsl::Dim d = dsl::resolve_dim(g_, dims[a]);
+            out.push_back(d.is_static() && d.size == 1 ? Expr(0) : idx[a + off]);
+        }
+        return out;
+    }
+
+    std::vector<Expr> reshape_index(ValueId v, const std::vector<Expr> &idx) {
+        const Node &n = g_.node(v);
+        Expr linear = 0;
+        for (int a = 0; a < n.type.rank(); a++) linear = linear * extent(v, a) + idx[a];
+        const ValueId in = n.inputs[0];
+        const int r = g_.node(in).type.rank();
+        std::vector<Expr> out(r);
+        for (int a = r - 1; a >= 0; a--) {
+            Expr e = extent(in, a);
+            out[a] = linear % e;
+            linear = linear / e;
+        }
+        return out;
+    }
+
+    Halide::Buffer<float> constant_buffer(ValueId v) {
+        auto it = constants_.find(v);
+        if (it != constants_.end()) return it->second;
+        const Node &n = g_.node(v);
+        if (!n.type.all_static()) refuse(g_, v, "a tensor constant needs a static shape");
+        std::vector<int> sizes;
+        for (int a = n.type.rank() - 1; a >= 0; a--) sizes.push_back((int)n.type.dims[a].size);
+        Halide::Buffer<float> b(sizes, g_.display_name(v));
+        for (size_t i = 0; i < n.attrs.value.size(); i++) b.data()[i] = (float)n.attrs.value[i];
+        return constants_[v] = b;
+    }
+
+    void define_matmul(const std::vector<ValueId> &siblings) {
+        const ValueId v = siblings[0];
+        const Node &n = g_.node(v);
+        const int rank = n.type.rank();
+        if (rank < 2) refuse(g_, v, "matmul lowering needs operands of rank >= 2");
+        const std::string name = unique_func_name("matmul");
+        Func f(name);
+        auto vs = vars(rank);
+        const ValueId a = n.inputs[0];
+        const int ra = g_.node(a).type.rank();
+        Halide::RDom k(0, extent(a, ra - 1), "k");
+        std::vector<Expr> idx;  // tensor order
+        for (auto it = vs.rbegin(); it != vs.rend(); ++it) idx.push_back(*it);
+        std::vector<Expr> lhs_idx = idx, rhs_idx = idx;
+        lhs_idx.back() = k;                 // a[..., m, k]
+        rhs_idx[rank - 2] = k;              // b[..., k, n]
+        std::vector<Expr> init, update;
+        std::vector<Halide::Var> args(vs.begin(), vs.end());
+        for (size_t i = 0; i < siblings.size(); i++) {
+            const Node &s = g_.node(siblings[i]);
+            init.push_back(0.0f);
+            Expr prod = at(s.inputs[0], broadcast_index(s.inputs[0], lhs_idx)) *
+                        at(s.inputs[1], broadcast_index(s.inputs[1], rhs_idx));
+            update.push_back(prod);
+            tuple_of_[siblings[i]] = (int)i;
+            funcs_[siblings[i]] = f;
+        }
+        if (siblings.size() == 1) {
+            f(args) = init[0];
+            f(args) += update[0];
+        } else {
+            f(args) = Halide::Tuple(init);
+            std::vector<Expr> acc;
+            std::vector<Expr> call_args(args.begin(), args.end());
+            for (size_t i = 0; i < siblings.size(); i++) acc.push_back(f(call_args)[i] + update[i]);
+            f(args) = Halide::Tuple(acc);
+        }
+        out_.funcs[name] = f;
+        out_.matmul_count += (int)siblings.size();
+    }
+
+    void define_reduction(ValueId v) {
+        const Node &n = g_.node(v);
+        const ValueId in = n.inputs[0];
+        const int rin = g_.node(in).type.rank();
+        std::set<int64_t> axes;
+        for (int64_t a : n.attrs.axes) axes.insert(a < 0 ? a + rin : a);
+        Halide::Region region;
+        for (int64_t a : axes) region.push_back({0, extent(in, (int)a)});
+        const std::string name = unique_func_name("reduce");
+        Halide::RDom r(region, "r");
+        Func f(name);
+        auto vs = vars(n.type.rank());
+        std::vector<Expr> out_idx;
+        for (auto it = vs.rbegin(); it != vs.rend(); ++it) out_idx.push_back(*it);
+        std::vector<Expr> in_idx;
+        int ri = 0, oi = 0;
+        for (int a = 0; a < rin; a++) {
+            if (axes.count(a)) {
+                in_idx.push_back(r[ri++]);
+                if (n.attrs.keepdims) oi++;
+            } else {
+                in_idx.push_back(out_idx[oi++]);
+            }
+        }
+        std::vector<Halide::Var> args(vs.begin(), vs.end());
+        Expr x = at(in, in_idx);
+        if (n.op == Op::ReduceMax) {
+            f(args) = Halide::Float(32).min();
+            f(args) = Halide::max(f(args), x);
+        } else {
+            f(args) = 0.0f;
+            f(args) += x;
+        }
+        out_.funcs[name] = f;
+        if (n.op == Op::ReduceMean) {
+            Expr count = 1;
+            for (int64_t a : axes) count = count * extent(in, (int)a);
+            Func mean(unique_func_name(name + "_mean"));
+            mean(args) = f(args) / Halide::cast<float>(count);
+            funcs_[v] = mean;
+        } else {
+            funcs_[v] = f;
+        }
+    }
+
+    void define_softmax(ValueId v) {
+        const Node &n = g_.node(v);
+        const ValueId in = n.inputs[0];
+        const int rank = n.type.rank();
+        const int axis = (int)(n.attrs.axis < 0 ? n.attrs.axis + rank : n.attrs.axis);
+        auto vs = vars(rank);
+        std::vector<Halide::Var> args(vs.begin(), vs.end());
+        std::vector<Expr> idx;
+        for (auto it = vs.rbegin(); it != vs.rend(); ++it) idx.push_back(*it);
+        Halide::RDom r(0, extent(in, axis), "r");
+        std::vector<Expr> ridx = idx;
+        ridx[axis] = r;
+        // The reductions are indexed by every axis but `axis` (kept as a unit-extent var).
+        Func mx(unique_func_name("softmax_max"));
+        mx(args) = Halide::Float(32).min();
+        mx(args) = Halide::max(mx(args), at(in, ridx));
+        out_.funcs[mx.name()] = mx;
+        std::vector<Expr> red_idx(args.begin(), args.end());
+        red_idx[rank - 1 - axis] = 0;
+        Func sum(unique_func_name("softmax_sum"));
+        sum(args) = 0.0f;
+        sum(args) += Halide::exp(at(in, ridx) - mx(red_idx));
+        out_.funcs[sum.name()] = sum;
+        Func y(unique_func_name("softmax"));
+        y(args) = Halide::exp(at(in, idx) - mx(red_idx)) / sum(red_idx);
+        funcs_[v] = y;
+    }
+};
+
+}  // namespace
+
+LoweredGroup lower_group(const Graph &g, const GroupSpec &group) {
+    LoweredGroup out;
+    out.name = group.name;
+    for (ValueId v : group.nodes) {
+        const Node &n = g.node(v);
+        if (!n.is_pure()) refuse(g, v, std::string("effectful op (") + dsl::to_string(n.info().effect) +
+                                           ") runs in the interpreter only");
+    }
+    try {
+        ExprBuilder b(g, group, out);
+        for (size_t i = 0; i < group.outputs.size(); i++) {
+            const ValueId v = group.outputs[i];
+            const int rank = g.node(v).type.rank();
+            if (rank == 0) refuse(g, v, "scalar outputs are not lowered");
+            Func y(group.outputs.size() == 1 ? "y" : "y" + std::to_string(i));
+            auto vs = b.vars(rank);
+            std::vector<Expr> idx;
+            for (auto it = vs.rbegin(); it != vs.rend(); ++it) idx.push_back(*it);
+            y(std::vector<Halide::Var>(vs.begin(), vs.end())) = b.at(v, idx);
+            out.funcs[y.name()] = y;
+            out.output_values.push_back(v);
+            out.outputs.push_back(y);
+        }
+    } catch (const Halide::Error &e) {
+        throw LoweringError("Halide rejected the lowering of group '" + group.name + "': " + e.what());
+    }
+    bool has_reduction = false;
+    for (ValueId v : group.nodes) has_reduction |= dsl::is_reduction(g.node(v).op);
+    out.kind = out.matmul_count ? "matmul+epilogue" : has_reduction ? "reduction" : "elementwise";
+    return out;
+}
+
+}  // namespace tessel::lower

@@ -1,0 +1,64 @@
+/** \file
+ * Lowering: one group of graph nodes becomes one Halide pipeline.
+ *
+ * Values read from outside the group become ImageParams (named after the value); values the
+ * group exports become output Funcs ("y" for a single output, "y0", "y1"... otherwise).
+ * Inside the group, elementwise, broadcast, permutation and reshape nodes are built as inline
+ * Exprs, so no intermediate of theirs exists in memory: that is producer-consumer fusion.
+ * Contractions and reductions become Funcs with update definitions that schedules address by
+ * name: "matmul" (vars n, m, b0..., RDom k), "reduce"/"reduce1"..., "softmax_max"/"softmax_sum".
+ * Matmuls of one group that share their left operand and shape become ONE Tuple-valued Func
+ * "matmul", so the shared operand is loaded once per reduction step (sibling fusion).
+ *
+ * Axis naming: a tensor's last axis is Halide dimension 0 and loop "n"; the one before is "m";
+ * further leading axes are "b0", "b1", ... Tensors are row-major, as in the graph.
+ *
+ * Legal for pure f32 tensor ops whose dims are static or named symbols bound by a group input;
+ * anything else (effects, integer tensors, unresolved shape code) is refused with LoweringError.
+ */
+#pragma once
+
+#include "dsl/ir/Graph.h"
+
+#include <Halide.h>
+
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tessel::lower {
+
+class LoweringError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+/** Which nodes form the group and which of its values are read outside it. */
+struct GroupSpec {
+    std::string name;
+    std::vector<dsl::ValueId> nodes;    ///< program order
+    std::vector<dsl::ValueId> outputs;  ///< values that must be materialized
+};
+
+struct LoweredGroup {
+    std::string name;
+    std::string kind;  ///< "matmul+epilogue", "reduction", "elementwise"
+    std::vector<dsl::ValueId> input_values;
+    std::vector<Halide::ImageParam> inputs;  ///< parallel to input_values
+    std::vector<dsl::ValueId> output_values;
+    std::vector<Halide::Func> outputs;       ///< parallel to output_values
+    std::map<std::string, Halide::Func> funcs;  ///< every schedulable Func by name
+    int matmul_count = 0;                    ///< contractions (a sibling tuple counts each)
+
+    std::vector<Halide::Argument> arguments() const;
+    Halide::Pipeline pipeline() const;
+};
+
+/** Lowers `group` of `g`. Throws LoweringError naming the node and the reason. */
+LoweredGroup lower_group(const dsl::Graph &g, const GroupSpec &group);
+
+/** The group's axis name for tensor axis `axis` of a rank-`rank` value: "n", "m", "b0"... */
+std::string axis_name(int axis, int rank);
+
+}  // namespace tessel::lower
