@@ -119,6 +119,7 @@ public:
                      std::to_string(e) + " threads, over the limit of " + std::to_string(per_dim_limit[i]));
             total *= e;
         }
+        resources.max_threads_per_block = std::max(resources.max_threads_per_block, total);
         if (total > limits_.max_threads_per_block)
             fail("GPU block of " + std::to_string(total) + " threads is over the limit of " +
                  std::to_string(limits_.max_threads_per_block) + " threads per block");
@@ -167,12 +168,23 @@ public:
         if (!r.is_rvar) fail("'" + d.rvar + "' is not a reduction loop of " + to_string(d.stage));
         Func inter = s.rfactor(r.rvar, Halide::Var(d.new_var));
         t_.funcs[d.intermediate] = inter;
+        // The intermediate's update keeps the other loops (and their split extents).
+        extents_[key(StageRef{d.intermediate, 0})] = extents_[key(d.stage)];
     }
     void operator()(const Bound &d) {
         Func f = func(d.func);
         if (d.extent <= 0) fail("bound extent must be positive, got " + std::to_string(d.extent));
         loop(StageRef{d.func, -1}, d.var);
         f.bound(Halide::Var(d.var), d.min, d.extent);
+        bounds_[d.func][d.var] = d.extent;
+        for (int u = -1; u < f.num_update_definitions(); u++) extents_[key(StageRef{d.func, u})][d.var] = d.extent;
+        check_shared_memory();
+    }
+    void operator()(const BoundExtent &d) {
+        Func f = func(d.func);
+        if (d.extent <= 0) fail("bound_extent extent must be positive, got " + std::to_string(d.extent));
+        loop(StageRef{d.func, -1}, d.var);
+        f.bound_extent(Halide::Var(d.var), d.extent);
         bounds_[d.func][d.var] = d.extent;
         for (int u = -1; u < f.num_update_definitions(); u++) extents_[key(StageRef{d.func, u})][d.var] = d.extent;
         check_shared_memory();
@@ -192,6 +204,11 @@ private:
     std::map<std::string, std::map<std::string, int>> extents_;  // stage key -> loop -> extent
     std::map<std::string, std::map<std::string, int>> bounds_;   // func -> var -> bound extent
     std::set<std::string> shared_funcs_;
+
+public:
+    AppliedResources resources;
+
+private:
 
     static std::string key(const StageRef &s) { return to_string(s); }
 
@@ -267,6 +284,7 @@ private:
     /** Sums the footprint of every GPU-shared Func whose extents are all bounded. */
     void check_shared_memory() {
         long total = 0;
+        bool complete = true;
         for (const auto &name : shared_funcs_) {
             Func f = func(name);
             long bytes = f.defined() && f.outputs() == 1 ? f.type().bytes() : 4;
@@ -277,7 +295,10 @@ private:
                 bytes *= b->second;
             }
             if (known) total += bytes;
+            complete = complete && known;
         }
+        resources.shared_bytes = total;
+        resources.shared_complete = complete;
         if (total > limits_.max_shared_bytes)
             fail("GPU shared memory of " + std::to_string(total) + " bytes is over the limit of " +
                  std::to_string(limits_.max_shared_bytes) + " bytes per block");
@@ -309,7 +330,8 @@ private:
 
 }  // namespace
 
-void apply_schedule(const std::vector<Directive> &steps, ScheduleTarget &target, const std::string &schedule_name) {
+AppliedResources apply_schedule(const std::vector<Directive> &steps, ScheduleTarget &target,
+                                const std::string &schedule_name) {
     Applier applier(target);
     for (size_t i = 0; i < steps.size(); i++) {
         auto where = [&] {
@@ -324,6 +346,7 @@ void apply_schedule(const std::vector<Directive> &steps, ScheduleTarget &target,
             throw ScheduleError(where() + "Halide refused it: " + std::string(e.what()));
         }
     }
+    return applier.resources;
 }
 
 }  // namespace tessel::sched

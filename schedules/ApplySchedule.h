@@ -47,10 +47,19 @@ struct TargetLimits {
     static TargetLimits for_target(const Halide::Target &t);
 };
 
+/** What the checks learned while applying a schedule: the largest GPU thread block and the
+ * GPU shared memory per block of every shared Func whose extents are all known from
+ * `bound`/`bound_extent` directives (shared_complete says whether that is all of them). */
+struct AppliedResources {
+    long max_threads_per_block = 0;
+    long shared_bytes = 0;
+    bool shared_complete = true;
+};
+
 /** Applies `steps` in order. `schedule_name` only labels error messages. Throws
  * ScheduleError on the first invalid step; the Funcs are then partially scheduled and
  * must be discarded (define the algorithm afresh). */
-void apply_schedule(const std::vector<Directive> &steps, ScheduleTarget &target,
+AppliedResources apply_schedule(const std::vector<Directive> &steps, ScheduleTarget &target,
                     const std::string &schedule_name = "schedule");
 
 /** Checks a schedule without keeping its effect: applies it to a throwaway copy of the

@@ -34,18 +34,4 @@ ScheduleSpec gelu_cpu_tiled(const Halide::Target &target) {
     return s;
 }
 
-ScheduleSpec gelu_cuda_simple(const Halide::Target &) {
-    const StageRef y{"y"};
-    ScheduleSpec s("cuda_simple", Device::Cuda);
-    s.description = "one output per thread, 32x8 thread blocks, k accumulated in a register";
-    s.split(y, "n", "no", "ni", 32, Tail::GuardWithIf)
-        .split(y, "m", "mo", "mi", 8, Tail::GuardWithIf)
-        .reorder(y, {"ni", "mi", "no", "mo"})
-        .gpu_blocks(y, {"no", "mo"})
-        .gpu_threads(y, {"ni", "mi"})
-        .compute_at("matmul", "y", "ni")
-        .store_in("matmul", MemoryLevel::Register);
-    return s;
-}
-
 }  // namespace tessel::sched

@@ -20,10 +20,6 @@ namespace tessel::sched {
  * Every split guards its tail, so any M, K, N is correct. */
 ScheduleSpec gelu_cpu_tiled(const Halide::Target &target);
 
-/** CUDA: 32x8 threads per block, one output per thread; the k reduction accumulates in a
- * register inside the thread and the epilogue is fused. */
-ScheduleSpec gelu_cuda_simple(const Halide::Target &target);
-
 /** The stages of a GeluMlp by the names schedules use. */
 ScheduleTarget schedule_target(const GeluMlp &alg, const Halide::Target &target);
 

@@ -1,6 +1,7 @@
 #include "schedules/Library.h"
 
 #include "schedules/GeluCpuSchedules.h"
+#include "schedules/GeluCudaSchedules.h"
 #include "schedules/GeluSchedules.h"
 
 #include <stdexcept>
@@ -14,6 +15,11 @@ const std::vector<LibraryEntry> &schedule_library() {
         {"cpu_decode", Device::Cpu, "matmul+epilogue", "small-M decode nests only (w streamed once)", gelu_cpu_decode},
         {"cpu_tiled", Device::Cpu, "matmul+epilogue", "register-tiled GEMM, epilogue fused per tile", gelu_cpu_tiled},
         {"cuda_simple", Device::Cuda, "matmul+epilogue", "one output per thread, k in a register", gelu_cuda_simple},
+        {"cuda_tiled", Device::Cuda, "matmul+epilogue",
+         "128x64 block / 4x8 thread tiles, x and w k-tiles in shared memory; decode variant for M<=16",
+         gelu_cuda_tiled},
+        {"cuda_decode", Device::Cuda, "matmul+epilogue", "split-K over 16 slices per block for small M",
+         gelu_cuda_decode},
     };
     return library;
 }

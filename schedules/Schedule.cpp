@@ -75,6 +75,9 @@ struct DirectivePrinter {
     std::string operator()(const Bound &d) const {
         return d.func + ".bound(" + d.var + ", " + std::to_string(d.min) + ", " + std::to_string(d.extent) + ")";
     }
+    std::string operator()(const BoundExtent &d) const {
+        return d.func + ".bound_extent(" + d.var + ", " + std::to_string(d.extent) + ")";
+    }
     std::string operator()(const Prefetch &d) const {
         return to_string(d.stage) + ".prefetch(" + d.input + ", " + d.var + ", " + std::to_string(d.distance) + ")";
     }
@@ -206,6 +209,10 @@ ScheduleSpec &ScheduleSpec::rfactor(const StageRef &s, const std::string &rvar, 
 }
 ScheduleSpec &ScheduleSpec::bound(const std::string &func, const std::string &var, int min, int extent) {
     steps.push_back(Bound{func, var, min, extent});
+    return *this;
+}
+ScheduleSpec &ScheduleSpec::bound_extent(const std::string &func, const std::string &var, int extent) {
+    steps.push_back(BoundExtent{func, var, extent});
     return *this;
 }
 ScheduleSpec &ScheduleSpec::prefetch(const StageRef &s, const std::string &input, const std::string &var,

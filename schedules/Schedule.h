@@ -63,12 +63,16 @@ struct StageInput { std::string input, wrapper, consumer; bool operator==(const 
 struct RFactor { StageRef stage; std::string rvar, new_var, intermediate; bool operator==(const RFactor &) const = default; };
 /** Assume the extent of `var` of `func` is exactly `extent` starting at `min`. */
 struct Bound { std::string func, var; int min = 0, extent = 1; bool operator==(const Bound &) const = default; };
+/** Assume the extent of `var` of `func` is exactly `extent`, wherever it starts (Halide's
+ * bound_extent): gives a staged tile a constant size. The region computed grows to `extent`,
+ * so the tile must never reach past its input's edge (guard the variant on divisibility). */
+struct BoundExtent { std::string func, var; int extent = 1; bool operator==(const BoundExtent &) const = default; };
 /** Prefetch `input` `distance` iterations ahead of loop `var`. */
 struct Prefetch { StageRef stage; std::string input, var; int distance = 1; bool operator==(const Prefetch &) const = default; };
 
 using Directive = std::variant<Split, Fuse, Reorder, Vectorize, Unroll, Parallel, GpuBlocks,
                                GpuThreads, ComputeAt, ComputeRoot, ComputeInline, StoreAt,
-                               StoreIn, StageInput, RFactor, Bound, Prefetch>;
+                               StoreIn, StageInput, RFactor, Bound, Prefetch, BoundExtent>;
 
 /** A runtime guard over the extents of the pipeline's inputs, e.g. {"M", "==", 1}
  * or {"N", "%", 16} (divisible). Extents are named by the algorithm (M, K, N). */
@@ -130,6 +134,7 @@ public:
     ScheduleSpec &rfactor(const StageRef &s, const std::string &rvar, const std::string &new_var,
                           const std::string &intermediate);
     ScheduleSpec &bound(const std::string &func, const std::string &var, int min, int extent);
+    ScheduleSpec &bound_extent(const std::string &func, const std::string &var, int extent);
     ScheduleSpec &prefetch(const StageRef &s, const std::string &input, const std::string &var,
                            int distance);
 

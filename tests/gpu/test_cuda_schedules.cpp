@@ -1,0 +1,118 @@
+// CUDA library schedules checked without a GPU: every variant assembles for sm_90 with
+// ptxas, without spills and within the limits; schedules over the limits are refused by
+// apply_schedule before Halide is called.
+#include "driver/PtxReport.h"
+#include "schedules/ApplySchedule.h"
+#include "schedules/GeluCudaSchedules.h"
+#include "schedules/GeluSchedules.h"
+#include "schedules/Library.h"
+#include "codegen/Compile.h"
+
+#include <doctest/doctest.h>
+
+#include <iostream>
+
+using namespace tessel;
+
+namespace {
+
+/** "" when `steps` apply to a fresh GELU MLP for host-cuda, else the error. */
+std::string check_cuda(const std::vector<sched::Directive> &steps) {
+    const Halide::Target t = parse_target("host-cuda");
+    return sched::check_schedule(steps, [&] { return sched::schedule_target(define_gelu_mlp(GeluForm::Tanh), t); },
+                                 "test");
+}
+
+}  // namespace
+
+TEST_SUITE("cuda") {
+
+TEST_CASE("every CUDA library schedule assembles for sm_90 without spills, within the limits") {
+    if (find_ptxas().empty()) {
+        std::cout << "[SKIP] ptxas not found: install the CUDA toolkit to check CUDA schedules\n";
+        return;
+    }
+    const Halide::Target t = parse_target("host-cuda");
+    int checked = 0;
+    for (const auto &e : sched::schedule_library()) {
+        if (e.device != sched::Device::Cuda) continue;
+        for (NumericMode mode : {NumericMode::Strict, NumericMode::Fast}) {
+            SUBCASE((e.name + " " + to_string(mode)).c_str()) {
+                const PtxScheduleReport r = ptx_report(e.make(t), "sm_90", GeluForm::Tanh, mode);
+                INFO(r.to_string());
+                for (const auto &v : r.violations()) INFO(v);
+                CHECK(r.variants.size() == e.make(t).variants.size() + 1);
+                CHECK(r.within_limits());
+                for (const auto &v : r.variants) {
+                    CHECK(v.ptxas.ok);
+                    CHECK_FALSE(v.ptxas.has_spills());
+                }
+                checked++;
+            }
+        }
+    }
+    CHECK(checked >= 1);
+}
+
+TEST_CASE("the tiled and decode schedules declare the resources they were designed for") {
+    const Halide::Target t = parse_target("host-cuda");
+    GeluMlp alg = define_gelu_mlp(GeluForm::Tanh);
+    sched::ScheduleTarget st = sched::schedule_target(alg, t);
+    const sched::CudaTileParams p;
+    const auto res = sched::apply_schedule(sched::gelu_cuda_tiled_steps(p), st, "cuda_tiled");
+    CHECK(res.max_threads_per_block == (p.BN / p.TN) * (p.BM / p.TM));
+    CHECK(res.shared_complete);
+    CHECK(res.shared_bytes == 4L * (p.BN * p.BM + p.KT * (p.BM + p.BN)));
+    CHECK(res.shared_bytes <= 48 * 1024);
+
+    GeluMlp alg2 = define_gelu_mlp(GeluForm::Tanh);
+    sched::ScheduleTarget st2 = sched::schedule_target(alg2, t);
+    const sched::CudaDecodeParams d;
+    const auto res2 = sched::apply_schedule(sched::gelu_cuda_decode_steps(d), st2, "cuda_decode");
+    CHECK(res2.max_threads_per_block == d.NB * d.KS);
+}
+
+TEST_CASE("the library picks decode for small M, tiles where they fit, cuda_simple elsewhere") {
+    const auto s = sched::library_schedule("cuda_tiled", parse_target("host-cuda"));
+    auto pick = [&](long M, long K, long N) { return s.pick_variant({{"M", M}, {"K", K}, {"N", N}}); };
+    CHECK(pick(1, 4096, 4096) == 0);
+    CHECK(pick(16, 4096, 4096) == 0);
+    CHECK(pick(77, 768, 3072) == 1);
+    CHECK(pick(2048, 2048, 2048) == 1);
+    CHECK(pick(77, 770, 3072) == s.variants.size());  // K not a multiple of the k-tile
+    CHECK(pick(40, 768, 3072) == s.variants.size());  // M under one block tile
+}
+
+TEST_CASE("CUDA schedules over the limits are refused before Halide is called") {
+    SUBCASE("a block over 1024 threads") {
+        sched::CudaTileParams p;
+        p.BN = 256, p.TN = 2, p.BM = 64, p.TM = 4;  // 128 x 16 = 2048 threads
+        const std::string err = check_cuda(sched::gelu_cuda_tiled_steps(p));
+        INFO(err);
+        CHECK(err.find("2048 threads") != std::string::npos);
+        CHECK(err.find("over the limit of 1024 threads per block") != std::string::npos);
+    }
+    SUBCASE("a split-K decode block over 1024 threads") {
+        sched::CudaDecodeParams d;
+        d.NB = 64, d.KS = 32;  // 64 columns x 32 k-slices = 2048 threads
+        const std::string err = check_cuda(sched::gelu_cuda_decode_steps(d));
+        INFO(err);
+        CHECK(err.find("GPU block of 2048 threads is over the limit of 1024") != std::string::npos);
+    }
+    SUBCASE("shared memory over 48 KiB") {
+        sched::CudaTileParams p;
+        p.BM = 128, p.TM = 16;  // 128x128 sums alone are 64 KiB
+        const std::string err = check_cuda(sched::gelu_cuda_tiled_steps(p));
+        INFO(err);
+        CHECK(err.find("GPU shared memory of") != std::string::npos);
+        CHECK(err.find("over the limit of 49152 bytes per block") != std::string::npos);
+    }
+    SUBCASE("a zero tile") {
+        sched::CudaTileParams p;
+        p.KT = 0;
+        const std::string err = check_cuda(sched::gelu_cuda_tiled_steps(p));
+        CHECK(err.find("split factor must be positive") != std::string::npos);
+    }
+}
+
+}  // TEST_SUITE
