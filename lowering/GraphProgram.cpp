@@ -10,27 +10,73 @@ namespace tessel::lower {
 
 using dsl::ValueId;
 
+namespace {
+
+bool is_output_func(const LoweredGroup &group, const std::string &name) {
+    for (const auto &y : group.output_names)
+        if (y == name) return true;
+    return false;
+}
+
+}  // namespace
+
 sched::ScheduleSpec default_group_schedule(const LoweredGroup &group, const Halide::Target &target) {
     const int lanes = std::max(4, target.natural_vector_size<float>());
     sched::ScheduleSpec s("default_" + group.kind, sched::Device::Cpu);
     s.description = "outputs vectorized along n, parallel over the outermost loop";
     std::string first_outer;
-    for (const auto &y : group.outputs) {
-        const int rank = y.dimensions();
-        const sched::StageRef st{y.name()};
+    for (size_t i = 0; i < group.outputs.size(); i++) {
+        const int rank = group.outputs[i].dimensions();
+        const sched::StageRef st{group.output_names[i]};
         s.split(st, "n", "no", "ni", lanes, sched::Tail::GuardWithIf).vectorize(st, "ni");
         const std::string outer = rank >= 2 ? axis_name(0, rank) : "no";
         s.parallel(st, outer);
         if (first_outer.empty()) first_outer = outer;
     }
     for (const auto &[name, f] : group.funcs) {
-        bool is_output = false;
-        for (const auto &y : group.outputs) is_output |= y.name() == name;
-        if (is_output || !f.has_update_definition()) continue;
-        if (group.outputs.size() == 1) s.compute_at(name, group.outputs[0].name(), first_outer);
+        if (is_output_func(group, name) || !f.has_update_definition()) continue;
+        if (group.outputs.size() == 1) s.compute_at(name, group.output_names[0], first_outer);
         else s.compute_root(name);
     }
     return s;
+}
+
+sched::ScheduleSpec default_gpu_group_schedule(const LoweredGroup &group, const Halide::Target &) {
+    sched::ScheduleSpec s("default_gpu_" + group.kind, sched::Device::Cuda);
+    s.description = "outputs tiled over GPU blocks and threads, reductions per thread";
+    std::string thread_var;
+    for (size_t i = 0; i < group.outputs.size(); i++) {
+        const sched::StageRef st{group.output_names[i]};
+        if (group.outputs[i].dimensions() >= 2) {
+            s.split(st, "n", "no", "ni", 32, sched::Tail::GuardWithIf)
+                .split(st, "m", "mo", "mi", 8, sched::Tail::GuardWithIf)
+                .reorder(st, {"ni", "mi", "no", "mo"})
+                .gpu_blocks(st, {"no", "mo"})
+                .gpu_threads(st, {"ni", "mi"});
+        } else {
+            s.split(st, "n", "no", "ni", 256, sched::Tail::GuardWithIf).gpu_blocks(st, {"no"}).gpu_threads(st, {"ni"});
+        }
+        if (thread_var.empty()) thread_var = "ni";
+    }
+    for (const auto &[name, f] : group.funcs) {
+        if (is_output_func(group, name) || !f.has_update_definition()) continue;
+        if (group.outputs.size() == 1) {
+            s.compute_at(name, group.output_names[0], thread_var).store_in(name, sched::MemoryLevel::Register);
+        } else {
+            // A root Func on the GPU needs its own kernel launch.
+            s.compute_root(name);
+            const sched::StageRef st{name};
+            s.split(st, "n", "no", "ni", 256, sched::Tail::GuardWithIf).gpu_blocks(st, {"no"}).gpu_threads(st, {"ni"});
+        }
+    }
+    return s;
+}
+
+void apply_to_group(const std::vector<sched::Directive> &steps, LoweredGroup &group, const Halide::Target &target,
+                    const std::string &schedule_name) {
+    sched::ScheduleTarget st{group.funcs, {}, target};
+    for (const auto &p : group.inputs) st.inputs[p.name()] = p;
+    sched::apply_schedule(steps, st, schedule_name);
 }
 
 std::vector<int64_t> concrete_shape(const dsl::Graph &g, ValueId v, const std::map<std::string, int64_t> &symbols) {
@@ -68,37 +114,45 @@ dsl::Tensor to_tensor(const Halide::Buffer<float> &b, const std::vector<int64_t>
 GraphProgram::GraphProgram(const dsl::Graph &g, const std::vector<GroupSpec> &groups, const Halide::Target &target,
                            const ScheduleChooser &choose)
     : graph_(g), target_(target) {
+    const bool gpu = target.has_gpu_feature();
     for (const auto &spec : groups) {
         auto t0 = std::chrono::steady_clock::now();
-        CompiledGroup cg{spec, lower_group(g, spec), {}, "", {}, 0};
-        std::optional<sched::ScheduleSpec> chosen = choose ? choose(cg.lowered) : std::nullopt;
-        auto apply = [&](const sched::ScheduleSpec &s) {
-            sched::ScheduleTarget st{cg.lowered.funcs, {}, target};
-            for (size_t i = 0; i < cg.lowered.inputs.size(); i++) st.inputs[cg.lowered.inputs[i].name()] = cg.lowered.inputs[i];
-            sched::apply_schedule(s.steps, st, s.name);
+        CompiledGroup cg;
+        cg.spec = spec;
+        const LoweredGroup probe = lower_group(g, spec);
+        std::optional<sched::ScheduleSpec> chosen = choose ? choose(probe) : std::nullopt;
+        // Every variant (and the fallback) gets a fresh lowering: schedules mutate Funcs.
+        auto lower_all = [&](const sched::ScheduleSpec &s) {
+            cg.variants.clear();
+            for (size_t i = 0; i <= s.variants.size(); i++) {
+                LoweredGroup lg = lower_group(g, spec);
+                const auto &steps = i < s.variants.size() ? s.variants[i].steps : s.steps;
+                apply_to_group(steps, lg, target, s.name);
+                cg.variants.push_back(std::move(lg));
+            }
+            cg.schedule = s;
         };
         if (chosen) {
             try {
-                apply(*chosen);
-                cg.schedule = *chosen;
+                lower_all(*chosen);
                 cg.schedule_note = "schedule '" + chosen->name + "'";
             } catch (const sched::ScheduleError &e) {
-                // The failed attempt left the Funcs partially scheduled: lower afresh.
-                cg.lowered = lower_group(g, spec);
                 cg.schedule_note = "fell back to the default schedule: " + std::string(e.what());
                 chosen.reset();
             }
         }
         if (!chosen) {
-            cg.schedule = default_group_schedule(cg.lowered, target);
-            apply(cg.schedule);
+            lower_all(gpu ? default_gpu_group_schedule(probe, target) : default_group_schedule(probe, target));
             if (cg.schedule_note.empty()) cg.schedule_note = "default schedule";
         }
-        cg.pipeline = cg.lowered.pipeline();
-        try {
-            cg.pipeline.compile_jit(target);
-        } catch (const Halide::Error &e) {
-            throw LoweringError("Halide failed to compile group '" + spec.name + "': " + e.what());
+        for (auto &lg : cg.variants) {
+            cg.pipelines.push_back(lg.pipeline());
+            if (gpu) continue;  // GPU groups are compiled ahead of time, not run here
+            try {
+                cg.pipelines.back().compile_jit(target);
+            } catch (const Halide::Error &e) {
+                throw LoweringError("Halide failed to compile group '" + spec.name + "': " + e.what());
+            }
         }
         cg.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         groups_.push_back(std::move(cg));
@@ -115,7 +169,12 @@ std::vector<dsl::Tensor> GraphProgram::run(const std::map<std::string, dsl::Tens
         values[v] = to_buffer(it->second, graph_.display_name(v));
     }
     for (const auto &cg : groups_) {
-        const LoweredGroup &lg = cg.lowered;
+        // Pick the schedule variant from the concrete extents its guards name.
+        std::map<std::string, long> extents;
+        for (const auto &[name, src] : cg.lowered().extent_sources)
+            extents[name] = (long)concrete_shape(graph_, src.first, symbols)[src.second];
+        const size_t pick = cg.schedule.pick_variant(extents);
+        const LoweredGroup &lg = cg.variants[pick];
         for (size_t i = 0; i < lg.inputs.size(); i++) {
             auto it = values.find(lg.input_values[i]);
             if (it == values.end())
@@ -133,7 +192,7 @@ std::vector<dsl::Tensor> GraphProgram::run(const std::map<std::string, dsl::Tens
             outs.push_back(b);
         }
         try {
-            Halide::Pipeline p = cg.pipeline;
+            Halide::Pipeline p = cg.pipelines[pick];
             p.realize(Halide::Realization(outs), target_);
         } catch (const Halide::Error &e) {
             throw LoweringError("running group '" + cg.spec.name + "' failed: " + e.what());

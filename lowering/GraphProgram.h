@@ -24,6 +24,14 @@ namespace tessel::lower {
  * computed per outermost iteration of a single output (else at root). */
 sched::ScheduleSpec default_group_schedule(const LoweredGroup &group, const Halide::Target &target);
 
+/** The GPU counterpart: outputs tiled 32x8 over GPU blocks/threads (256 threads along n for
+ * rank-1 outputs), contractions and reductions computed per thread in registers. */
+sched::ScheduleSpec default_gpu_group_schedule(const LoweredGroup &group, const Halide::Target &target);
+
+/** Applies `steps` to `group`'s Funcs for `target` (the Halide calls happen in ApplySchedule). */
+void apply_to_group(const std::vector<sched::Directive> &steps, LoweredGroup &group, const Halide::Target &target,
+                    const std::string &schedule_name);
+
 /** Picks a schedule for a group, or nullopt for the default; may return one that does not
  * apply (the program then falls back to the default and records why). */
 using ScheduleChooser = std::function<std::optional<sched::ScheduleSpec>(const LoweredGroup &)>;
@@ -32,11 +40,13 @@ class GraphProgram {
 public:
     struct CompiledGroup {
         GroupSpec spec;
-        LoweredGroup lowered;
         sched::ScheduleSpec schedule;
         std::string schedule_note;  ///< why this schedule (e.g. fallback reason)
-        Halide::Pipeline pipeline;
+        /** One lowering per schedule variant, then the fallback; each JIT-compiled. */
+        std::vector<LoweredGroup> variants;
+        std::vector<Halide::Pipeline> pipelines;
         double compile_seconds = 0;
+        const LoweredGroup &lowered() const { return variants.back(); }
     };
 
     /** Lowers, schedules and JIT-compiles every group (in the order given, which must be a

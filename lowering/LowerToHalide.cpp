@@ -268,6 +268,7 @@ private:
         }
         out_.funcs[name] = f;
         out_.matmul_count += (int)siblings.size();
+        if (!out_.extent_sources.count("K")) out_.extent_sources["K"] = {a, ra - 1};
     }
 
     void define_reduction(ValueId v) {
@@ -328,16 +329,16 @@ private:
         std::vector<Expr> ridx = idx;
         ridx[axis] = r;
         // The reductions are indexed by every axis but `axis` (kept as a unit-extent var).
-        Func mx(unique_func_name("softmax_max"));
+        Func mx("softmax_max");
         mx(args) = Halide::Float(32).min();
         mx(args) = Halide::max(mx(args), at(in, ridx));
-        out_.funcs[mx.name()] = mx;
+        out_.funcs[unique_func_name("softmax_max")] = mx;
         std::vector<Expr> red_idx(args.begin(), args.end());
         red_idx[rank - 1 - axis] = 0;
-        Func sum(unique_func_name("softmax_sum"));
+        Func sum("softmax_sum");
         sum(args) = 0.0f;
         sum(args) += Halide::exp(at(in, ridx) - mx(red_idx));
-        out_.funcs[sum.name()] = sum;
+        out_.funcs[unique_func_name("softmax_sum")] = sum;
         Func y(unique_func_name("softmax"));
         y(args) = Halide::exp(at(in, idx) - mx(red_idx)) / sum(red_idx);
         funcs_[v] = y;
@@ -360,14 +361,20 @@ LoweredGroup lower_group(const Graph &g, const GroupSpec &group) {
             const ValueId v = group.outputs[i];
             const int rank = g.node(v).type.rank();
             if (rank == 0) refuse(g, v, "scalar outputs are not lowered");
-            Func y(group.outputs.size() == 1 ? "y" : "y" + std::to_string(i));
+            const std::string name = group.outputs.size() == 1 ? "y" : "y" + std::to_string(i);
+            Func y(name);
             auto vs = b.vars(rank);
             std::vector<Expr> idx;
             for (auto it = vs.rbegin(); it != vs.rend(); ++it) idx.push_back(*it);
             y(std::vector<Halide::Var>(vs.begin(), vs.end())) = b.at(v, idx);
-            out.funcs[y.name()] = y;
+            out.funcs[name] = y;
+            out.output_names.push_back(name);
             out.output_values.push_back(v);
             out.outputs.push_back(y);
+            if (i == 0) {
+                out.extent_sources["N"] = {v, rank - 1};
+                if (rank >= 2) out.extent_sources["M"] = {v, rank - 2};
+            }
         }
     } catch (const Halide::Error &e) {
         throw LoweringError("Halide rejected the lowering of group '" + group.name + "': " + e.what());

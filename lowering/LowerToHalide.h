@@ -48,8 +48,14 @@ struct LoweredGroup {
     std::vector<Halide::ImageParam> inputs;  ///< parallel to input_values
     std::vector<dsl::ValueId> output_values;
     std::vector<Halide::Func> outputs;       ///< parallel to output_values
-    std::map<std::string, Halide::Func> funcs;  ///< every schedulable Func by name
+    std::vector<std::string> output_names;   ///< their schedule-facing names ("y", "y0"...)
+    /** Every schedulable Func by its schedule-facing name. Halide may rename a Func whose name
+     * is already taken in the process ("y$3"); schedules always use these names. */
+    std::map<std::string, Halide::Func> funcs;
     int matmul_count = 0;                    ///< contractions (a sibling tuple counts each)
+    /** Where the extents that schedule guards name come from: "M" and "N" are the rows and
+     * columns of the first output, "K" the reduction extent of the first contraction. */
+    std::map<std::string, std::pair<dsl::ValueId, int>> extent_sources;
 
     std::vector<Halide::Argument> arguments() const;
     Halide::Pipeline pipeline() const;

@@ -5,6 +5,7 @@
 #include "dsl/Simplify.h"
 #include "dsl/interp/Interpreter.h"
 #include "lowering/GraphProgram.h"
+#include "schedules/Library.h"
 
 #include <doctest/doctest.h>
 
@@ -31,7 +32,7 @@ GroupSpec whole_graph_group(const dsl::Graph &g) {
 /** Runs `text` through the interpreter and through Halide (one group, default or given schedule)
  * and returns the largest relative difference. */
 double max_relative_difference(const std::string &text, const std::map<std::string, int64_t> &symbols,
-                               const ScheduleChooser &choose = {}) {
+                               const ScheduleChooser &choose = {}, std::string *schedule_note = nullptr) {
     dsl::Graph g = dsl::simplify_text(text, "<test>").graph;
     dsl::RunOptions opts;
     opts.random_missing_inputs = true;
@@ -39,6 +40,7 @@ double max_relative_difference(const std::string &text, const std::map<std::stri
     const dsl::RunResult ref = dsl::interpret(g, {}, opts);
     GraphProgram program(g, {whole_graph_group(g)}, parse_target("host"), choose);
     const auto got = program.run(ref.inputs, ref.symbols);
+    if (schedule_note) *schedule_note = program.groups()[0].schedule_note;
     double worst = 0;
     REQUIRE(got.size() == ref.outputs.size());
     for (size_t o = 0; o < got.size(); o++) {
@@ -99,7 +101,7 @@ std::string lowered_stmt(const std::string &text, const std::map<std::string, in
     const auto dir = std::filesystem::temp_directory_path() / "tessel-lowering-test";
     std::filesystem::create_directories(dir);
     const auto path = dir / "group.stmt";
-    cg.lowered.pipeline().compile_to_lowered_stmt(path.string(), cg.lowered.arguments(), Halide::Text,
+    cg.lowered().pipeline().compile_to_lowered_stmt(path.string(), cg.lowered().arguments(), Halide::Text,
                                                    parse_target("host"));
     std::ifstream in(path);
     std::stringstream ss;
@@ -128,6 +130,22 @@ TEST_CASE("fused groups match the interpreter on awkward shapes") {
                 CHECK(max_relative_difference(r.text, shape) < 1e-4);
             }
         }
+    }
+}
+
+TEST_CASE("a library schedule with guarded variants applies to a lowered group by name") {
+    // cpu_blocked addresses "matmul", "y" and the input "w"; its variants are picked by the
+    // group's M, K, N at run time (M == 1, small M, blocked, fallback).
+    const ScheduleChooser library = [](const LoweredGroup &) {
+        return std::optional<sched::ScheduleSpec>(sched::library_schedule("cpu_blocked", parse_target("host")));
+    };
+    for (auto shape : std::vector<std::map<std::string, int64_t>>{
+             {{"M", 1}, {"K", 9}, {"N", 1030}}, {{"M", 3}, {"K", 17}, {"N", 300}}, {{"M", 19}, {"K", 23}, {"N", 101}},
+             {{"M", 5}, {"K", 7}, {"N", 3}}}) {
+        CAPTURE(shape.at("M"));
+        std::string note;
+        CHECK(max_relative_difference(kGeluMlp, shape, library, &note) < 1e-4);
+        CHECK(note == "schedule 'cpu_blocked'");
     }
 }
 
