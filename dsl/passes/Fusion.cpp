@@ -1,0 +1,349 @@
+// Map: TargetResources presets, ResourceEstimate::to_string -> Planner (the mechanism: visit kernel
+// ops in program order, try_merge() with policy + cycle + cut-edge + resource checks) ->
+// Planner::finish() (constants, group order, outputs, multi-consumer log, traffic) ->
+// plan_fusion(), FusionPlan::to_string().
+#include "dsl/passes/Fusion.h"
+
+#include <algorithm>
+#include <functional>
+#include <queue>
+#include <set>
+#include <sstream>
+
+#include "dsl/analysis/MemoryTraffic.h"
+#include "dsl/ir/Printer.h"
+#include "dsl/ir/TypeInference.h"
+#include "dsl/passes/FusionPolicy.h"
+
+namespace tessel::dsl {
+
+TargetResources TargetResources::host_avx2() { return {"host-avx2", 16, 8, 0, 256 * 1024}; }
+TargetResources TargetResources::host_avx512() { return {"host-avx512", 32, 16, 0, 1 << 20}; }
+TargetResources TargetResources::cuda_sm90() { return {"cuda-sm90", 255, 1, 48 * 1024, int64_t(50) << 20}; }
+TargetResources TargetResources::host() {
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+    if (__builtin_cpu_supports("avx512f")) return host_avx512();
+#endif
+    return host_avx2();
+}
+
+std::string ResourceEstimate::to_string() const {
+    std::string s = "registers " + std::to_string(registers_f32) + " f32";
+    if (shared_bytes) s += ", shared " + format_bytes(shared_bytes);
+    if (cache_bytes) s += ", cache " + format_bytes(cache_bytes);
+    s += fits ? ": fits" : ": does NOT fit";
+    if (!detail.empty()) s += " (" + detail + ")";
+    return s;
+}
+
+int FusionPlan::group_of(ValueId v) const {
+    for (const FusionGroup &grp : groups)
+        if (std::find(grp.nodes.begin(), grp.nodes.end(), v) != grp.nodes.end()) return grp.id;
+    return -1;
+}
+
+namespace {
+
+std::string nm(const Graph &g, ValueId v) { return "%" + g.display_name(v); }
+
+std::string sanitize(const std::string &s) {
+    std::string out;
+    for (char ch : s) out += std::isalnum((unsigned char)ch) ? ch : '_';
+    return out;
+}
+
+/** The mechanism. Groups live in `members_` keyed by a root id; `root_` maps each planned node
+ * (kernel ops except constants) to its group's root. */
+class Planner {
+public:
+    Planner(const Graph &g, const FusionOptions &opts)
+        : g_(g), opts_(opts), policy_(opts.policy ? *opts.policy : default_fusion_policy()) {
+        for (size_t i = 0; i < g.order().size(); i++) pos_[g.order()[i]] = i;
+        for (ValueId v : g.order())
+            for_each_dependency(g.node(v), [&](ValueId d) {
+                auto &u = users_[d];
+                if (std::find(u.begin(), u.end(), v) == u.end()) u.push_back(v);
+            });
+    }
+
+    FusionPlan run() {
+        for (ValueId c : g_.order()) {
+            const FusionClass cls = fusion_class(g_, c);
+            if (cls == FusionClass::Outside) {
+                if (g_.node(c).op != Op::Input) plan_.outside_kernels.push_back(c);
+                continue;
+            }
+            if (cls == FusionClass::Constant) continue;
+            root_[c] = c;
+            members_[c] = {c};
+            // (1) producer -> consumer, one decision per distinct planned operand.
+            std::vector<ValueId> seen;
+            for (ValueId p : g_.node(c).inputs) {
+                if (!root_.count(p) || std::count(seen.begin(), seen.end(), p)) continue;
+                seen.push_back(p);
+                FusionDecision d;
+                if (root_[p] == root_[c]) {
+                    d = FusionDecision::yes("epilogue", nm(g_, p) + " is already in the group of " + nm(g_, c) + " (joined through another operand)");
+                } else {
+                    d = policy_.producer_consumer(g_, p, c, sorted(members_[root_[p]]));
+                    if (d) d = try_merge(root_[c], root_[p], d);
+                }
+                d.producer = p;
+                d.consumer = c;
+                if (!d.fused) cut_.push_back({p, c, d.rule + ": " + d.reason});
+                plan_.decisions.push_back(d);
+            }
+            // (2) siblings: earlier contractions / reductions in other groups.
+            if (opts_.sibling_fusion && (cls == FusionClass::Contraction || cls == FusionClass::Reduction)) {
+                for (ValueId s : g_.order()) {
+                    if (s == c) break;
+                    if (!root_.count(s) || root_[s] == root_[c]) continue;
+                    auto d = policy_.sibling(g_, s, c);
+                    if (!d) continue;
+                    if (d->fused) *d = try_merge(root_[c], root_[s], *d);
+                    d->producer = s;
+                    d->consumer = c;
+                    plan_.decisions.push_back(*d);
+                }
+            }
+        }
+        finish();
+        return std::move(plan_);
+    }
+
+private:
+    const Graph &g_;
+    const FusionOptions &opts_;
+    const FusionPolicy &policy_;
+    std::map<ValueId, size_t> pos_;
+    std::map<ValueId, std::vector<ValueId>> users_;
+    std::map<ValueId, ValueId> root_;
+    std::map<ValueId, std::set<ValueId>> members_;
+    struct Cut {
+        ValueId p, c;
+        std::string why;
+    };
+    std::vector<Cut> cut_;
+    FusionPlan plan_;
+
+    std::vector<ValueId> sorted(const std::set<ValueId> &s) const {
+        std::vector<ValueId> v(s.begin(), s.end());
+        std::sort(v.begin(), v.end(), [&](ValueId a, ValueId b) { return pos_.at(a) < pos_.at(b); });
+        return v;
+    }
+
+    bool contains(const std::set<ValueId> &s, FusionClass c) const {
+        for (ValueId v : s)
+            if (fusion_class(g_, v) == c) return true;
+        return false;
+    }
+
+    /** A node outside `s` on a path from s back into s, or kNoValue. */
+    ValueId cycle_through(const std::set<ValueId> &s) const {
+        std::set<ValueId> seen;
+        std::vector<ValueId> work;
+        auto push_users = [&](ValueId v) {
+            auto it = users_.find(v);
+            if (it == users_.end()) return;
+            for (ValueId u : it->second)
+                if (!s.count(u) && seen.insert(u).second) work.push_back(u);
+        };
+        for (ValueId v : s) push_users(v);
+        while (!work.empty()) {
+            ValueId v = work.back();
+            work.pop_back();
+            auto it = users_.find(v);
+            if (it != users_.end())
+                for (ValueId u : it->second)
+                    if (s.count(u)) return v;
+            push_users(v);
+        }
+        return kNoValue;
+    }
+
+    /** Merge group `b` into group `a` if the policy, the structure and the resources allow;
+     * returns `ok` (the rule's decision) when merged, else the refusal. */
+    FusionDecision try_merge(ValueId a, ValueId b, const FusionDecision &ok) {
+        const std::set<ValueId> &A = members_[a], &B = members_[b];
+        FusionDecision m = policy_.merge(g_, sorted(A), sorted(B));
+        if (!m) return m;
+        if (!opts_.sibling_fusion && contains(A, FusionClass::Contraction) && contains(B, FusionClass::Contraction))
+            return FusionDecision::no("merge", "sibling fusion is off: each contraction keeps its own group");
+        std::set<ValueId> u = A;
+        u.insert(B.begin(), B.end());
+        for (const Cut &cut : cut_)
+            if (u.count(cut.p) && u.count(cut.c))
+                return FusionDecision::no("merge", "would put back together " + nm(g_, cut.p) + " -> " + nm(g_, cut.c) +
+                                          ", cut earlier (" + cut.why + ")");
+        if (ValueId via = cycle_through(u); via != kNoValue)
+            return FusionDecision::no("merge", "would create a cycle between groups through " + nm(g_, via));
+        ResourceEstimate e = policy_.estimate(g_, sorted(u), opts_);
+        if (!e.fits) return FusionDecision::no("resources", "the fused group would not fit: " + e.detail);
+        for (ValueId v : B) root_[v] = a;
+        members_[a] = std::move(u);
+        members_.erase(b);
+        return ok;
+    }
+
+    void finish() {
+        // Constants: cloned into every group that reads them; a constant graph output gets a group.
+        std::map<ValueId, std::set<ValueId>> extra;  // root -> constants
+        for (ValueId k : g_.order()) {
+            if (fusion_class(g_, k) != FusionClass::Constant) continue;
+            bool any = false;
+            for (ValueId u : users_[k])
+                if (root_.count(u)) {
+                    extra[root_[u]].insert(k);
+                    any = true;
+                }
+            (void)any;
+            if (g_.is_output(k)) {
+                root_[k] = k;
+                members_[k] = {k};
+            }
+        }
+        // Order groups topologically (Kahn over groups and the nodes outside them, earliest first).
+        auto unit = [&](ValueId v) { return root_.count(v) ? root_[v] : v; };
+        std::map<ValueId, std::set<ValueId>> succ;
+        std::map<ValueId, int> indeg;
+        std::map<ValueId, size_t> first;
+        for (ValueId v : g_.order()) {
+            if (fusion_class(g_, v) == FusionClass::Constant && !root_.count(v)) continue;
+            const ValueId uv = unit(v);
+            if (!first.count(uv)) first[uv] = pos_[v];
+            indeg.emplace(uv, 0);
+            for_each_dependency(g_.node(v), [&](ValueId d) {
+                if (fusion_class(g_, d) == FusionClass::Constant && !root_.count(d)) return;
+                const ValueId ud = unit(d);
+                if (ud != uv && succ[ud].insert(uv).second) indeg[uv]++;
+            });
+        }
+        using Item = std::pair<size_t, ValueId>;
+        std::priority_queue<Item, std::vector<Item>, std::greater<Item>> ready;
+        for (auto &[u, d] : indeg)
+            if (d == 0) ready.push({first[u], u});
+        std::vector<ValueId> order;
+        while (!ready.empty()) {
+            ValueId u = ready.top().second;
+            ready.pop();
+            if (members_.count(u)) order.push_back(u);
+            for (ValueId s : succ[u])
+                if (--indeg[s] == 0) ready.push({first[s], s});
+        }
+        std::map<ValueId, int> id_of;
+        for (ValueId r : order) {
+            FusionGroup grp;
+            grp.id = (int)plan_.groups.size();
+            id_of[r] = grp.id;
+            std::set<ValueId> nodes = members_[r];
+            nodes.insert(extra[r].begin(), extra[r].end());
+            grp.nodes = sorted(nodes);
+            for (ValueId v : grp.nodes) {
+                if (fusion_class(g_, v) == FusionClass::Constant && !(members_[r].count(v))) continue;
+                bool out = g_.is_output(v);
+                for (ValueId u : users_[v]) out |= !nodes.count(u);
+                if (out) grp.outputs.push_back(v);
+            }
+            grp.kind = group_kind(g_, grp.nodes);
+            grp.name = "g" + std::to_string(grp.id) + "_" +
+                       sanitize(grp.outputs.empty() ? g_.display_name(grp.nodes.back()) : g_.display_name(grp.outputs[0]));
+            grp.estimate = policy_.estimate(g_, grp.nodes, opts_);
+            plan_.groups.push_back(std::move(grp));
+        }
+        // Values with several readers: recomputed / computed once inside one group, or materialized.
+        for (ValueId v : g_.order()) {
+            if (!root_.count(v) || fusion_class(g_, v) == FusionClass::Constant) continue;
+            const auto &us = users_[v];
+            if (us.size() < 2) continue;
+            const int gv = id_of[root_[v]];
+            std::vector<std::string> elsewhere;
+            for (ValueId u : us)
+                if (!root_.count(u) || root_[u] != root_[v])
+                    elsewhere.push_back(nm(g_, u) + (root_.count(u) ? " (group " + std::to_string(id_of[root_[u]]) + ")"
+                                                                   : " (outside kernels)"));
+            FusionDecision d;
+            const std::string n = std::to_string(us.size());
+            if (elsewhere.empty() && !g_.is_output(v)) {
+                const bool cheap = fusion_class(g_, v) == FusionClass::Elementwise ||
+                                   fusion_class(g_, v) == FusionClass::Permutation;
+                d = FusionDecision::yes("multi-consumer",
+                                        cheap ? "recomputed inline in each of its " + n + " readers, all in group " + std::to_string(gv)
+                                              : "computed once in group " + std::to_string(gv) + " and read by its " + n + " readers there");
+            } else {
+                std::string list;
+                for (const auto &s : elsewhere) list += (list.empty() ? "" : ", ") + s;
+                d = FusionDecision::no("multi-consumer", "materialized as an output of group " + std::to_string(gv) +
+                                                             (list.empty() ? " (a graph output)" : ": also read by " + list));
+            }
+            d.producer = v;
+            plan_.decisions.push_back(d);
+        }
+        std::vector<ValueId> ops;
+        for (ValueId v : g_.order())
+            if (root_.count(v)) ops.push_back(v);
+        plan_.before = estimate_traffic_unfused(g_, ops, opts_.symbol_sizes);
+        plan_.after = estimate_traffic_grouped(g_, plan_.groups, opts_.symbol_sizes);
+    }
+};
+
+}  // namespace
+
+FusionPlan plan_fusion(const Graph &g, const FusionOptions &opts) {
+    FusionPlan p = Planner(g, opts).run();
+    for (ValueId v : g.order())
+        for (const Dim &d0 : g.node(v).type.dims) {
+            const Dim d = resolve_dim(g, d0);
+            if (d.kind != Dim::Kind::Symbol) continue;
+            auto it = opts.symbol_sizes.find(d.symbol);
+            p.symbol_sizes[d.symbol] = it != opts.symbol_sizes.end() ? it->second : -kDefaultSymbolSize;
+        }
+    return p;
+}
+
+std::string FusionPlan::to_string(const Graph &g) const {
+    std::ostringstream os;
+    os << "fusion plan for graph " << g.name << ": " << groups.size() << (groups.size() == 1 ? " group\n" : " groups\n");
+    for (const FusionGroup &grp : groups) {
+        std::set<ValueId> members(grp.nodes.begin(), grp.nodes.end());
+        std::vector<ValueId> ins;
+        for (ValueId v : grp.nodes)
+            for (ValueId in : g.node(v).inputs)
+                if (!members.count(in) && std::find(ins.begin(), ins.end(), in) == ins.end()) ins.push_back(in);
+        os << "group " << grp.id << " \"" << grp.name << "\" (" << grp.kind << ", " << grp.nodes.size() << " ops)\n";
+        for (ValueId v : grp.nodes) os << "    " << print_node(g, v) << "\n";
+        os << "  inputs: ";
+        for (size_t i = 0; i < ins.size(); i++) os << (i ? ", " : "") << nm(g, ins[i]);
+        os << "\n  outputs: ";
+        for (size_t i = 0; i < grp.outputs.size(); i++) os << (i ? ", " : "") << nm(g, grp.outputs[i]);
+        os << "\n  estimate: " << grp.estimate.to_string() << "\n";
+    }
+    if (!outside_kernels.empty()) {
+        os << "runs outside kernels (effects and shape code, never fused):\n";
+        for (ValueId v : outside_kernels) os << "    " << print_node(g, v) << "\n";
+    }
+    os << "decisions:\n";
+    for (const FusionDecision &d : decisions) {
+        os << "  [" << (d.fused ? "fused" : "cut") << "] " << d.rule << " " << nm(g, d.producer);
+        if (d.consumer != kNoValue) os << " -> " << nm(g, d.consumer);
+        os << ": " << d.reason << "\n";
+    }
+    if (decisions.empty()) os << "  (no candidate edges)\n";
+    os << "memory traffic: before fusion " << format_bytes(before.bytes_read) << " read + "
+       << format_bytes(before.bytes_written) << " written = " << format_bytes(before.total())
+       << "; after " << format_bytes(after.bytes_read) << " read + " << format_bytes(after.bytes_written)
+       << " written = " << format_bytes(after.total());
+    if (!symbol_sizes.empty()) {
+        os << " with";
+        for (const auto &[sym, n] : symbol_sizes) os << " " << sym << "=" << (n < 0 ? -n : n) << (n < 0 ? " (default)" : "");
+    }
+    if (before.total() > 0) {
+        const int64_t saved = before.total() - after.total();
+        char pct[32];
+        std::snprintf(pct, sizeof pct, "%.1f%%", 100.0 * (double)saved / (double)before.total());
+        os << "; saves " << format_bytes(saved) << " (" << pct << ")";
+    }
+    os << "\n";
+    return os.str();
+}
+
+}  // namespace tessel::dsl
