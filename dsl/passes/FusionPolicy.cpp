@@ -119,6 +119,23 @@ std::set<ValueId> row_sources(const Graph &g, ValueId q) {
     return out;
 }
 
+/** Does reduction r's result, broadcast (numpy, aligned at the last axis) to rank `rank`, land
+ * each of its axes on the input axis it came from (or is that axis of extent 1)? */
+bool maps_back(const Graph &g, ValueId r, int rank) {
+    const Node &n = g.node(r);
+    const int in_rank = g.node(n.inputs[0]).type.rank();
+    const std::set<int64_t> red = reduced_axes(g, r);
+    std::vector<int> kept;
+    for (int a = 0; a < in_rank; a++)
+        if (n.op == Op::Softmax || n.attrs.keepdims || !red.count(a)) kept.push_back(a);
+    const int off = rank - n.type.rank();
+    for (int j = 0; j < n.type.rank(); j++) {
+        const Dim d = resolve_dim(g, n.type.dims[j]);
+        if (off + j != kept[j] && !(d.is_static() && d.size == 1)) return false;
+    }
+    return true;
+}
+
 /** The first node of `group` that is of class c, or kNoValue. */
 ValueId first_of(const Graph &g, const std::vector<ValueId> &group, FusionClass c) {
     for (ValueId v : group)
@@ -137,7 +154,7 @@ public:
         case FusionClass::Elementwise: {
             if (fusion_class(g, p) == FusionClass::Reduction) {
                 const TensorType &in = g.node(g.node(p).inputs[0]).type;
-                if (same_dims(g, cn.type, in))
+                if (same_dims(g, cn.type, in) && maps_back(g, p, cn.type.rank()))
                     return FusionDecision::yes("broadcast-back", nm(g, c) + " reads " + nm(g, p) +
                                                " broadcast back along the reduced axes " +
                                                axes_text(reduced_axes(g, p)) + " of the rows it traverses");

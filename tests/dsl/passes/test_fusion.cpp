@@ -113,6 +113,52 @@ TEST_CASE("fusion: softmax over rows, written out, is one reduction group") {
     CHECK(mc.reason.find("recomputed") != std::string::npos);
 }
 
+TEST_CASE("fusion refuses: a reduction result broadcast along the axis it reduced") {
+    // s[i] = sum_j x[i, j], then y[i, j] = x[i, j] + s[j]: numpy aligns s with the reduced axis.
+    Planned p = plan_text(R"(graph g {
+      %x = input : f32[4, 4]
+      %s = reduce_sum(%x, axes=[1])
+      %y = add(%x, %s)
+      output %y
+    })");
+    CHECK(p.groups() == "reduction: %s | elementwise: %y");
+    FusionDecision d = p.decision("broadcast-back", "s", "y");
+    CHECK_FALSE(d.fused);
+    CHECK(d.reason.find("iterates neither") != std::string::npos);
+}
+
+TEST_CASE("fusion: a reduction over axis 0 without keepdims broadcasts back onto its rows") {
+    Planned p = plan_text(R"(graph g {
+      %x = input : f32[4, 8]
+      %s = reduce_max(%x, axes=[0])
+      %y = sub(%x, %s)
+      output %y
+    })");
+    CHECK(p.groups() == "reduction: %s %y");
+}
+
+TEST_CASE("fusion refuses: an operand chain too long to recompute in the k-loop") {
+    Planned p = plan_text(R"(graph g {
+      %x = input : f32[4, 8]
+      %w = input : f32[8, 16]
+      %a1 = exp(%x)
+      %a2 = exp(%a1)
+      %a3 = exp(%a2)
+      %a4 = exp(%a3)
+      %a5 = exp(%a4)
+      %a6 = exp(%a5)
+      %a7 = exp(%a6)
+      %a8 = exp(%a7)
+      %a9 = exp(%a8)
+      %y = matmul(%a9, %w)
+      output %y
+    })");
+    CHECK(p.plan.groups.size() == 2);
+    FusionDecision d = p.decision("matmul-operand", "a9", "y");
+    CHECK_FALSE(d.fused);
+    CHECK(d.reason.find("9 ops > 8") != std::string::npos);
+}
+
 TEST_CASE("fusion: the softmax op takes an elementwise prologue and epilogue") {
     Planned p = plan_text(R"(graph g {
       %x = input : f32[4, 8]
