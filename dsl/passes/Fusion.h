@@ -51,7 +51,7 @@
  *
  * Example:
  *   FusionPlan p = plan_fusion(simplify_file("algorithms/gelu_mlp.tsl").graph, {});
- *   std::cout << p.to_string(g);   // 1 group "g0_y" (matmul+epilogue): %1 %2 %y ...
+ *   std::cout << p.to_string(g);   // group 0 "g0_y" (matmul+epilogue, 3 ops): %8 %9 %y ...
  */
 #pragma once
 
