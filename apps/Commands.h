@@ -11,5 +11,7 @@ namespace tessel::apps {
 void add_demo_command(CLI::App &app, std::function<int()> &action);
 void add_schedules_command(CLI::App &app, std::function<int()> &action);
 void add_simplify_command(CLI::App &app, std::function<int()> &action);
+void add_compile_command(CLI::App &app, std::function<int()> &action);
+void add_run_command(CLI::App &app, std::function<int()> &action);
 
 }  // namespace tessel::apps

@@ -14,6 +14,8 @@ int main(int argc, char **argv) {
     tessel::apps::add_demo_command(app, action);
     tessel::apps::add_schedules_command(app, action);
     tessel::apps::add_simplify_command(app, action);
+    tessel::apps::add_compile_command(app, action);
+    tessel::apps::add_run_command(app, action);
     CLI11_PARSE(app, argc, argv);
     try {
         return action();

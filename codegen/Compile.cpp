@@ -81,12 +81,12 @@ AotOutput parse_aot_output(const std::string &s) {
     throw CompileError("unknown output '" + s + "' (expected one of: " + known + ")");
 }
 
-std::string generate_ptx(const Halide::Func &output, const std::vector<Halide::Argument> &args,
+std::string generate_ptx(const Halide::Pipeline &pipeline, const std::vector<Halide::Argument> &args,
                          const Halide::Target &target, const std::string &name) {
     if (!target.has_feature(Halide::Target::CUDA))
         throw CompileError("PTX needs a CUDA target; '" + target.to_string() + "' has no 'cuda' feature");
     return with_halide_errors("generating PTX for '" + name + "'", [&] {
-        Halide::Module m = Halide::Pipeline(output).compile_to_module(args, name, target);
+        Halide::Module m = Halide::Pipeline(pipeline).compile_to_module(args, name, target);
         for (const auto &b : m.buffers()) {
             if (b.name().find("gpu_source_kernels") != std::string::npos) {
                 const char *data = reinterpret_cast<const char *>(b.data());
@@ -100,7 +100,7 @@ std::string generate_ptx(const Halide::Func &output, const std::vector<Halide::A
     });
 }
 
-std::vector<fs::path> compile_aot(const Halide::Func &output, const std::vector<Halide::Argument> &args,
+std::vector<fs::path> compile_aot(const Halide::Pipeline &pipeline, const std::vector<Halide::Argument> &args,
                                   const Halide::Target &target, const std::string &name, const fs::path &dir,
                                   const std::set<AotOutput> &outputs) {
     fs::create_directories(dir);
@@ -119,13 +119,13 @@ std::vector<fs::path> compile_aot(const Halide::Func &output, const std::vector<
     want(AotOutput::StmtHtml, Halide::OutputFileType::stmt_html, ".stmt.html");
     if (!files.empty()) {
         with_halide_errors("compiling '" + name + "' ahead of time for " + target.to_string(), [&] {
-            Halide::Pipeline(output).compile_to(files, args, name, target);
+            Halide::Pipeline(pipeline).compile_to(files, args, name, target);
             return 0;
         });
     }
     if (outputs.count(AotOutput::Ptx)) {
         fs::path p = dir / (name + ".ptx");
-        std::ofstream(p) << generate_ptx(output, args, target, name);
+        std::ofstream(p) << generate_ptx(pipeline, args, target, name);
         written.push_back(p);
     }
     return written;

@@ -44,16 +44,16 @@ enum class AotOutput { StaticLibrary, Header, Object, Assembly, Stmt, StmtHtml, 
 std::string to_string(AotOutput o);
 AotOutput parse_aot_output(const std::string &s);
 
-/** Writes the requested outputs for `output` into `dir` as `<name>.<ext>`; returns the paths.
+/** Writes the requested outputs for `pipeline` (a Func converts) into `dir` as `<name>.<ext>`; returns the paths.
  * Ptx writes the device code of a CUDA target (CompileError if the target has no CUDA). */
-std::vector<std::filesystem::path> compile_aot(const Halide::Func &output,
+std::vector<std::filesystem::path> compile_aot(const Halide::Pipeline &pipeline,
                                                const std::vector<Halide::Argument> &args,
                                                const Halide::Target &target, const std::string &name,
                                                const std::filesystem::path &dir,
                                                const std::set<AotOutput> &outputs);
 
 /** The PTX Halide generates for the GPU kernels of a CUDA pipeline. */
-std::string generate_ptx(const Halide::Func &output, const std::vector<Halide::Argument> &args,
+std::string generate_ptx(const Halide::Pipeline &pipeline, const std::vector<Halide::Argument> &args,
                          const Halide::Target &target, const std::string &name);
 
 }  // namespace tessel

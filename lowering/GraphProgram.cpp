@@ -76,6 +76,7 @@ void apply_to_group(const std::vector<sched::Directive> &steps, LoweredGroup &gr
                     const std::string &schedule_name) {
     sched::ScheduleTarget st{group.funcs, {}, target};
     for (const auto &p : group.inputs) st.inputs[p.name()] = p;
+    for (const auto &[role, p] : group.input_roles) st.inputs[role] = p;  // roles win over names
     sched::apply_schedule(steps, st, schedule_name);
 }
 
@@ -112,7 +113,7 @@ dsl::Tensor to_tensor(const Halide::Buffer<float> &b, const std::vector<int64_t>
 }  // namespace
 
 GraphProgram::GraphProgram(const dsl::Graph &g, const std::vector<GroupSpec> &groups, const Halide::Target &target,
-                           const ScheduleChooser &choose)
+                           const ScheduleChooser &choose, bool jit)
     : graph_(g), target_(target) {
     const bool gpu = target.has_gpu_feature();
     for (const auto &spec : groups) {
@@ -147,7 +148,7 @@ GraphProgram::GraphProgram(const dsl::Graph &g, const std::vector<GroupSpec> &gr
         }
         for (auto &lg : cg.variants) {
             cg.pipelines.push_back(lg.pipeline());
-            if (gpu) continue;  // GPU groups are compiled ahead of time, not run here
+            if (gpu || !jit) continue;  // GPU groups are compiled ahead of time, not run here
             try {
                 cg.pipelines.back().compile_jit(target);
             } catch (const Halide::Error &e) {

@@ -49,10 +49,11 @@ public:
         const LoweredGroup &lowered() const { return variants.back(); }
     };
 
-    /** Lowers, schedules and JIT-compiles every group (in the order given, which must be a
-     * topological order of the groups). */
+    /** Lowers, schedules and (with `jit`, on CPU targets) JIT-compiles every group, in the
+     * order given, which must be a topological order of the groups. Without `jit` the
+     * scheduled pipelines are only ready for ahead-of-time compilation. */
     GraphProgram(const dsl::Graph &g, const std::vector<GroupSpec> &groups, const Halide::Target &target,
-                 const ScheduleChooser &choose = {});
+                 const ScheduleChooser &choose = {}, bool jit = true);
 
     /** Runs the graph. `inputs` by input name; `symbols` binds every symbolic dimension.
      * Returns the graph outputs in Graph::outputs order. */

@@ -268,7 +268,11 @@ private:
         }
         out_.funcs[name] = f;
         out_.matmul_count += (int)siblings.size();
-        if (!out_.extent_sources.count("K")) out_.extent_sources["K"] = {a, ra - 1};
+        if (!out_.extent_sources.count("K")) {
+            out_.extent_sources["K"] = {a, ra - 1};
+            if (auto p = params_.find(a); p != params_.end()) out_.input_roles["x"] = p->second;
+            if (auto p = params_.find(n.inputs[1]); p != params_.end()) out_.input_roles["w"] = p->second;
+        }
     }
 
     void define_reduction(ValueId v) {
@@ -380,7 +384,7 @@ LoweredGroup lower_group(const Graph &g, const GroupSpec &group) {
         throw LoweringError("Halide rejected the lowering of group '" + group.name + "': " + e.what());
     }
     bool has_reduction = false;
-    for (ValueId v : group.nodes) has_reduction |= dsl::is_reduction(g.node(v).op);
+    for (ValueId v : group.nodes) has_reduction |= dsl::is_reduction(g.node(v).op) || g.node(v).op == Op::Softmax;
     out.kind = out.matmul_count ? "matmul+epilogue" : has_reduction ? "reduction" : "elementwise";
     return out;
 }

@@ -56,6 +56,9 @@ struct LoweredGroup {
     /** Where the extents that schedule guards name come from: "M" and "N" are the rows and
      * columns of the first output, "K" the reduction extent of the first contraction. */
     std::map<std::string, std::pair<dsl::ValueId, int>> extent_sources;
+    /** Input buffers by the role schedules address them with: "x" and "w" are the left and
+     * right operands of the first contraction when they are group inputs. */
+    std::map<std::string, Halide::ImageParam> input_roles;
 
     std::vector<Halide::Argument> arguments() const;
     Halide::Pipeline pipeline() const;

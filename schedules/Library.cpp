@@ -24,6 +24,11 @@ const std::vector<LibraryEntry> &schedule_library() {
     return library;
 }
 
+std::string default_library_schedule(const std::string &kind, Device device) {
+    if (kind == "matmul+epilogue") return device == Device::Cuda ? "cuda_tiled" : "cpu_blocked";
+    return "";
+}
+
 ScheduleSpec library_schedule(const std::string &name, const Halide::Target &target) {
     std::string names;
     for (const auto &e : schedule_library()) {

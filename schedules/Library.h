@@ -25,6 +25,10 @@ struct LibraryEntry {
 /** All library schedules, in a stable order. */
 const std::vector<LibraryEntry> &schedule_library();
 
+/** The library schedule Tessel uses by default for a fusion group of `kind` on `device`
+ * ("" when the library has none for that kind: the lowering's default schedule is used). */
+std::string default_library_schedule(const std::string &kind, Device device);
+
 /** The schedule named `name` for `target`; throws std::invalid_argument listing the names. */
 ScheduleSpec library_schedule(const std::string &name, const Halide::Target &target);
 

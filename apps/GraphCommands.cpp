@@ -1,0 +1,73 @@
+#include "apps/Commands.h"
+#include "driver/GraphCompiler.h"
+
+#include <iostream>
+
+namespace tessel::apps {
+
+namespace {
+
+/** "M=512" -> {"M", 512}; throws naming the bad item. */
+std::map<std::string, int64_t> parse_dims(const std::vector<std::string> &items) {
+    std::map<std::string, int64_t> dims;
+    for (const auto &item : items) {
+        const auto eq = item.find('=');
+        try {
+            if (eq == std::string::npos || eq == 0) throw std::invalid_argument("");
+            size_t used = 0;
+            const int64_t v = std::stoll(item.substr(eq + 1), &used);
+            if (used != item.size() - eq - 1 || v <= 0) throw std::invalid_argument("");
+            dims[item.substr(0, eq)] = v;
+        } catch (const std::exception &) {
+            throw std::invalid_argument("--dim '" + item + "': expected NAME=POSITIVE_INTEGER, e.g. M=512");
+        }
+    }
+    return dims;
+}
+
+}  // namespace
+
+void add_compile_command(CLI::App &app, std::function<int()> &action) {
+    auto o = std::make_shared<GraphCompileOptions>();
+    auto emit = std::make_shared<std::vector<std::string>>();
+    auto dims = std::make_shared<std::vector<std::string>>();
+    CLI::App *cmd = app.add_subcommand("compile", "Simplify, fuse, lower and compile a graph (.tsl) ahead of time");
+    cmd->add_option("file", o->file, "graph file (.tsl)")->required()->check(CLI::ExistingFile);
+    cmd->add_option("--target", o->target, "host, host-cuda or a Halide target string")->capture_default_str();
+    cmd->add_option("-o,--out", o->out_dir, "output directory")->capture_default_str();
+    std::string kinds;
+    for (const auto &k : graph_emit_kinds()) kinds += (kinds.empty() ? "" : ", ") + k;
+    cmd->add_option("--emit", *emit, "what to write (comma-separated): " + kinds + " [default: lib]")
+        ->delimiter(',')
+        ->check(CLI::IsMember(std::vector<std::string>(graph_emit_kinds().begin(), graph_emit_kinds().end())));
+    cmd->add_option("--schedule", o->schedule, "library schedule NAME or FILE.json for matmul+epilogue groups");
+    cmd->add_option("--dim", *dims, "symbol sizes for the estimates, e.g. --dim M=512")->delimiter(',');
+    cmd->callback([&action, o, emit, dims] {
+        action = [o, emit, dims] {
+            if (!emit->empty()) o->emit = std::set<std::string>(emit->begin(), emit->end());
+            o->symbols = parse_dims(*dims);
+            return compile_graph(*o, std::cout);
+        };
+    });
+}
+
+void add_run_command(CLI::App &app, std::function<int()> &action) {
+    auto o = std::make_shared<GraphRunOptions>();
+    auto dims = std::make_shared<std::vector<std::string>>();
+    CLI::App *cmd = app.add_subcommand("run", "Run a graph (.tsl) on random inputs on the CPU and compare every "
+                                              "output with the reference interpreter");
+    cmd->add_option("file", o->file, "graph file (.tsl)")->required()->check(CLI::ExistingFile);
+    cmd->add_option("--dim", *dims, "symbol sizes, e.g. --dim M=7,K=33 (unbound symbols are 64)")->delimiter(',');
+    cmd->add_option("--seed", o->seed, "seed of the random inputs")->capture_default_str();
+    cmd->add_option("--schedule", o->schedule, "library schedule NAME or FILE.json for matmul+epilogue groups");
+    cmd->add_option("--target", o->target, "a CPU target")->capture_default_str();
+    cmd->add_option("--tolerance", o->tolerance, "max relative error")->capture_default_str();
+    cmd->callback([&action, o, dims] {
+        action = [o, dims] {
+            o->symbols = parse_dims(*dims);
+            return run_graph(*o, std::cout);
+        };
+    });
+}
+
+}  // namespace tessel::apps

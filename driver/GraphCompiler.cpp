@@ -1,0 +1,188 @@
+#include "driver/GraphCompiler.h"
+
+#include "codegen/Compile.h"
+#include "codegen/Ptxas.h"
+#include "driver/Timing.h"
+#include "dsl/Simplify.h"
+#include "dsl/interp/Interpreter.h"
+#include "dsl/ir/Diagnostics.h"
+#include "dsl/ir/Printer.h"
+#include "dsl/passes/Fusion.h"
+#include "lowering/GraphProgram.h"
+#include "schedules/Library.h"
+#include "schedules/ScheduleJson.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+
+namespace tessel {
+
+namespace fs = std::filesystem;
+
+const std::set<std::string> &graph_emit_kinds() {
+    static const std::set<std::string> kinds = {"dot", "stmt", "html", "asm", "lib", "obj", "ptx", "ptx-report"};
+    return kinds;
+}
+
+namespace {
+
+struct PlannedGraph {
+    dsl::Graph graph;
+    dsl::FusionPlan plan;
+    std::vector<lower::GroupSpec> groups;
+};
+
+PlannedGraph plan_graph(const std::string &file, const Halide::Target &target,
+                        const std::map<std::string, int64_t> &symbols) {
+    PlannedGraph p{dsl::simplify_file(file).graph, {}, {}};
+    dsl::FusionOptions fo;
+    fo.target = target.has_gpu_feature() ? dsl::TargetResources::cuda_sm90() : dsl::TargetResources::host();
+    fo.symbol_sizes = symbols;
+    p.plan = dsl::plan_fusion(p.graph, fo);
+    for (const auto &g : p.plan.groups) p.groups.push_back({g.name, g.nodes, g.outputs});
+    return p;
+}
+
+/** --schedule NAME|FILE.json for matmul+epilogue groups, else the library default. */
+lower::ScheduleChooser make_chooser(const std::string &schedule, const Halide::Target &target) {
+    const sched::Device device = target.has_gpu_feature() ? sched::Device::Cuda : sched::Device::Cpu;
+    std::optional<sched::ScheduleSpec> user;
+    if (!schedule.empty()) {
+        user = schedule.size() > 5 && schedule.compare(schedule.size() - 5, 5, ".json") == 0
+                   ? sched::load_schedule(schedule)
+                   : sched::library_schedule(schedule, target);
+        if (user->device != device)
+            throw std::invalid_argument("schedule '" + user->name + "' is for " + sched::to_string(user->device) +
+                                        " but target " + target.to_string() + " is " + sched::to_string(device));
+    }
+    return [user, device, target](const lower::LoweredGroup &g) -> std::optional<sched::ScheduleSpec> {
+        if (g.kind != "matmul+epilogue") return std::nullopt;
+        if (user) return user;
+        const std::string name = sched::default_library_schedule(g.kind, device);
+        if (name.empty()) return std::nullopt;
+        return sched::library_schedule(name, target);
+    };
+}
+
+void print_groups(const lower::GraphProgram &program, std::ostream &out) {
+    for (const auto &cg : program.groups()) {
+        out << "group " << cg.spec.name << " [" << cg.lowered().kind << "]: " << cg.schedule_note;
+        if (!cg.schedule.variants.empty()) out << " (" << cg.schedule.variants.size() << " guarded variants + fallback)";
+        out << "\n";
+    }
+}
+
+std::string read_file(const fs::path &p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+}  // namespace
+
+int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
+    for (const auto &e : o.emit)
+        if (!graph_emit_kinds().count(e)) throw std::invalid_argument("unknown --emit kind '" + e + "'");
+    const Halide::Target target = parse_target(o.target);
+    const bool cuda = target.has_feature(Halide::Target::CUDA);
+    PlannedGraph p = plan_graph(o.file, target, o.symbols);
+    out << p.plan.to_string(p.graph) << "\n";
+
+    fs::create_directories(o.out_dir);
+    const std::string base = p.graph.name;
+    if (o.emit.count("dot")) {
+        const fs::path dot = fs::path(o.out_dir) / (base + ".dot");
+        std::ofstream(dot) << dsl::fusion_plan_to_dot(p.graph, p.plan);
+        out << "wrote " << dot.string() << "\n";
+        if (std::system("command -v dot >/dev/null 2>&1") == 0) {
+            const fs::path svg = fs::path(o.out_dir) / (base + ".svg");
+            const std::string cmd = "dot -Tsvg '" + dot.string() + "' -o '" + svg.string() + "'";
+            if (std::system(cmd.c_str()) == 0) out << "wrote " << svg.string() << "\n";
+            else out << "dot failed; no SVG written\n";
+        } else {
+            out << "Graphviz 'dot' not found: SVG skipped\n";
+        }
+    }
+
+    lower::GraphProgram program(p.graph, p.groups, target, make_chooser(o.schedule, target), /*jit=*/false);
+    print_groups(program, out);
+    for (const auto &cg : program.groups()) {
+        for (size_t v = 0; v < cg.variants.size(); v++) {
+            const auto &lg = cg.variants[v];
+            const bool fallback = v + 1 == cg.variants.size();
+            const std::string fn = fallback ? cg.spec.name : cg.spec.name + "_v" + std::to_string(v + 1);
+            std::set<AotOutput> outs;
+            if (o.emit.count("lib")) outs.insert({AotOutput::StaticLibrary, AotOutput::Header});
+            if (o.emit.count("obj")) outs.insert(AotOutput::Object);
+            if (o.emit.count("asm")) outs.insert(AotOutput::Assembly);
+            if (o.emit.count("stmt")) outs.insert(AotOutput::Stmt);
+            if (o.emit.count("html")) outs.insert(AotOutput::StmtHtml);
+            if (cuda && (o.emit.count("ptx") || o.emit.count("ptx-report"))) outs.insert(AotOutput::Ptx);
+            for (const auto &f : compile_aot(lg.pipeline(), lg.arguments(), target, fn, o.out_dir, outs))
+                out << "wrote " << f.string() << "\n";
+            if (o.emit.count("ptx-report")) {
+                if (!cuda) throw std::invalid_argument("--emit ptx-report needs a CUDA target (e.g. --target host-cuda)");
+                if (find_ptxas().empty()) {
+                    out << "ptx-report: skipped (ptxas not found)\n";
+                    continue;
+                }
+                const PtxasReport r = assemble_ptx(read_file(fs::path(o.out_dir) / (fn + ".ptx")), "sm_90");
+                out << fn << ": " << r.to_string();
+                if (!r.ok || r.has_spills()) return 1;
+            }
+        }
+        if (cg.variants.size() > 1 && o.emit.count("lib"))
+            out << "note: " << cg.spec.name << "_v<i> are the guarded variants of " << cg.spec.name
+                << "; a caller picks one by the guards printed with the schedule\n";
+    }
+    return 0;
+}
+
+int run_graph(const GraphRunOptions &o, std::ostream &out) {
+    const Halide::Target target = parse_target(o.target);
+    if (target.has_gpu_feature()) throw std::invalid_argument("tessel run executes on the CPU; use a CPU target");
+    PlannedGraph p = plan_graph(o.file, target, o.symbols);
+    if (!p.plan.outside_kernels.empty()) {
+        std::string ops;
+        for (dsl::ValueId v : p.plan.outside_kernels) ops += "\n  " + dsl::print_node(p.graph, v);
+        throw std::invalid_argument("graph '" + p.graph.name + "' has ops that run outside kernels (effects or shape "
+                                    "code), which tessel run does not execute:" + ops);
+    }
+    dsl::RunOptions ro;
+    ro.random_missing_inputs = true;
+    ro.input_seed = o.seed;
+    ro.symbol_sizes = o.symbols;
+    ro.default_symbol_size = 64;
+    const dsl::RunResult ref = dsl::interpret(p.graph, {}, ro);
+
+    lower::GraphProgram program(p.graph, p.groups, target, make_chooser(o.schedule, target));
+    out << "graph " << p.graph.name << ": " << program.groups().size() << " fused group(s); symbols";
+    for (const auto &[s, v] : ref.symbols) out << " " << s << "=" << v;
+    out << "\n";
+    print_groups(program, out);
+    const auto got = program.run(ref.inputs, ref.symbols);
+    bool ok = true;
+    for (size_t i = 0; i < got.size(); i++) {
+        double worst = 0;
+        for (int64_t j = 0; j < got[i].numel(); j++) {
+            const double a = got[i].data[j], b = ref.outputs[i].data[j];
+            const double d = std::fabs(a - b) / (1 + std::fabs(b));
+            worst = std::isnan(d) ? (std::isnan(a) && std::isnan(b) ? worst : INFINITY) : std::max(worst, d);
+        }
+        const bool match = worst <= o.tolerance;
+        ok = ok && match;
+        out << "output " << p.graph.display_name(p.graph.outputs[i]) << " " << dsl::print_type(p.graph, p.graph.node(p.graph.outputs[i]).type)
+            << ": max rel error vs interpreter " << std::scientific << std::setprecision(2) << worst
+            << (match ? "  MATCH" : "  MISMATCH") << "\n"
+            << std::defaultfloat;
+    }
+    const double t = median_seconds([&] { program.run(ref.inputs, ref.symbols); }, 3);
+    out << "time per run (median of 3, including host<->buffer copies): " << std::fixed << std::setprecision(3)
+        << t * 1e3 << " ms\n" << std::defaultfloat;
+    return ok ? 0 : 1;
+}
+
+}  // namespace tessel

@@ -1,0 +1,52 @@
+/** \file
+ * `tessel compile` and `tessel run`: a graph file through the whole pipeline.
+ *
+ *   parse + simplify (dsl/Simplify) -> plan_fusion (dsl/passes/Fusion) -> one Halide pipeline per
+ *   group (lowering/) with a schedule -> JIT (run) or files (compile).
+ *
+ * Schedules: `--schedule NAME|FILE.json` applies to every matmul+epilogue group; otherwise such
+ * groups get the library's default for the device, and other groups the lowering's default
+ * schedule. A schedule that does not fit a group falls back to the default, and the reason is
+ * printed with the group.
+ */
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <ostream>
+#include <set>
+#include <string>
+
+namespace tessel {
+
+struct GraphCompileOptions {
+    std::string file;
+    std::string target = "host";
+    std::string out_dir = "tessel-out";
+    /** Any of: dot, stmt, html, asm, lib (static library + header), obj, ptx, ptx-report. */
+    std::set<std::string> emit = {"lib"};
+    std::string schedule;  ///< library name or .json file; "" = defaults
+    std::map<std::string, int64_t> symbols;  ///< sizes for estimates (M=512 ...)
+};
+
+/** Compiles every group of the graph and writes the requested files; prints the fusion plan,
+ * each group's schedule and the files written. Returns 0 on success. */
+int compile_graph(const GraphCompileOptions &options, std::ostream &out);
+
+struct GraphRunOptions {
+    std::string file;
+    std::string target = "host";
+    std::string schedule;
+    std::map<std::string, int64_t> symbols;  ///< unbound symbols default to 64
+    uint64_t seed = 1;
+    double tolerance = 1e-4;  ///< max |got - want| / (1 + |want|)
+};
+
+/** Runs the graph on random inputs by JIT, group by group, and compares every output with the
+ * reference interpreter. Returns 0 when all outputs match within the tolerance. */
+int run_graph(const GraphRunOptions &options, std::ostream &out);
+
+/** Known --emit names, for help and validation. */
+const std::set<std::string> &graph_emit_kinds();
+
+}  // namespace tessel
