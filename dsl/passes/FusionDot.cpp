@@ -36,8 +36,11 @@ std::string fusion_plan_to_dot(const Graph &g, const FusionPlan &p) {
        << "  edge [fontsize=9];\n";
     std::set<ValueId> placed;
     for (const FusionGroup &grp : p.groups) {
+        // The cluster label keeps the estimate's summary; its breakdown is in FusionPlan::to_string.
+        std::string estimate = grp.estimate.to_string();
+        estimate = estimate.substr(0, estimate.find(" ("));
         os << "  subgraph cluster_g" << grp.id << " {\n    label=\""
-           << esc("group " + std::to_string(grp.id) + " " + grp.name + " (" + grp.kind + ")\n" + grp.estimate.to_string())
+           << esc("group " + std::to_string(grp.id) + " " + grp.name + " (" + grp.kind + ")\n" + estimate)
            << "\";\n    style=filled; color=\"#c0c0c0\"; fillcolor=\"#f0f4ff\";\n";
         for (ValueId v : grp.nodes)
             if (placed.insert(v).second) os << "    n" << v << " [label=\"" << esc(node_label(g, v)) << "\"];\n";
