@@ -1,0 +1,415 @@
+/** \file
+ * TuningDatabase (SQLite) and MemoryTuningCache.
+ *
+ * Map: Stmt (RAII prepared statement) -> TuningDatabase::TuningDatabase (WAL, busy timeout,
+ * schema creation and version check in one IMMEDIATE transaction) -> commit / query / insert ->
+ * export_json / import_json -> MemoryTuningCache.
+ *
+ * File layout (schema version 1):
+ *   tessel_schema(name TEXT PRIMARY KEY, version INTEGER)   -- one row: ('tuning', 1)
+ *   records(id, key_json, <one column per key part>, schedule_json, median_ms, samples_json,
+ *           cost_model_version, measured_by, created_unix, notes,
+ *           UNIQUE over every field but id)
+ * key_json is TuningKey::to_json().dump() (sorted fields), so lookups compare one canonical
+ * text; the per-part columns are for humans and for `sqlite3` queries.
+ */
+#include "autoscheduler/TuningDatabase.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "schedules/ScheduleJson.h"
+
+namespace tessel::autosched {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr const char *kExportFormat = "tessel-tuning-db";
+
+const char *kCreateSchema = R"sql(
+CREATE TABLE tessel_schema (name TEXT PRIMARY KEY, version INTEGER NOT NULL);
+CREATE TABLE records (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  key_json TEXT NOT NULL,
+  group_hash TEXT NOT NULL,
+  shape_class TEXT NOT NULL,
+  shapes TEXT NOT NULL,
+  target TEXT NOT NULL,
+  numeric_mode TEXT NOT NULL,
+  space_version INTEGER NOT NULL,
+  tessel_version TEXT NOT NULL,
+  halide_version TEXT NOT NULL,
+  key_schema_version INTEGER NOT NULL,
+  schedule_json TEXT NOT NULL,
+  median_ms REAL NOT NULL,
+  samples_json TEXT NOT NULL,
+  cost_model_version TEXT NOT NULL,
+  measured_by TEXT NOT NULL,
+  created_unix INTEGER NOT NULL,
+  notes TEXT NOT NULL,
+  UNIQUE (key_json, schedule_json, median_ms, samples_json, cost_model_version, measured_by,
+          created_unix, notes));
+CREATE INDEX records_by_key ON records (key_json, median_ms);
+)sql";
+
+/** The best-first order of better_record(), in SQL. */
+const char *kBestOrder = " ORDER BY (measured_by = 'measured') DESC, median_ms ASC, id ASC";
+
+const char *kRecordColumns =
+    "key_json, schedule_json, median_ms, samples_json, cost_model_version, measured_by, created_unix, notes";
+
+/** A prepared statement; finalized on destruction. */
+class Stmt {
+public:
+    Stmt(sqlite3 *db, const char *sql) : db_(db) { rc_ = sqlite3_prepare_v2(db, sql, -1, &s_, nullptr); }
+    ~Stmt() { sqlite3_finalize(s_); }
+    Stmt(const Stmt &) = delete;
+    Stmt &operator=(const Stmt &) = delete;
+    int prepare_rc() const { return rc_; }
+    void bind(int i, const std::string &v) { sqlite3_bind_text(s_, i, v.c_str(), (int)v.size(), SQLITE_TRANSIENT); }
+    void bind(int i, int64_t v) { sqlite3_bind_int64(s_, i, v); }
+    void bind(int i, double v) { sqlite3_bind_double(s_, i, v); }
+    int step() { return sqlite3_step(s_); }
+    std::string text(int i) const {
+        const unsigned char *p = sqlite3_column_text(s_, i);
+        return p ? std::string(reinterpret_cast<const char *>(p), sqlite3_column_bytes(s_, i)) : std::string();
+    }
+    int64_t int64(int i) const { return sqlite3_column_int64(s_, i); }
+    double real(int i) const { return sqlite3_column_double(s_, i); }
+
+private:
+    sqlite3 *db_;
+    sqlite3_stmt *s_ = nullptr;
+    int rc_;
+};
+
+bool is_busy(int rc) { return (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED; }
+
+/** Check the fields a record must have before it is stored. */
+void validate(const TuningRecord &r, const std::string &where) {
+    if (!std::isfinite(r.median_ms) || r.median_ms < 0)
+        throw TuningDatabaseError(where + ": median_ms must be a finite, non-negative time, got " +
+                                  std::to_string(r.median_ms));
+    if (r.measured_by != "measured" && r.measured_by != "model")
+        throw TuningDatabaseError(where + ": measured_by must be \"measured\" or \"model\", got \"" +
+                                  r.measured_by + "\"");
+    for (double s : r.samples)
+        if (!std::isfinite(s)) throw TuningDatabaseError(where + ": a sample is not a finite time");
+}
+
+TuningRecord row_to_record(const Stmt &s) {
+    TuningRecord r;
+    r.key = TuningKey::from_json(json::parse(s.text(0)));
+    r.schedule = json::parse(s.text(1));
+    r.median_ms = s.real(2);
+    r.samples = json::parse(s.text(3)).get<std::vector<double>>();
+    r.cost_model_version = s.text(4);
+    r.measured_by = s.text(5);
+    r.created_unix = s.int64(6);
+    r.notes = s.text(7);
+    return r;
+}
+
+template <typename T>
+T record_field(const json &j, const char *name) {
+    auto it = j.find(name);
+    if (it == j.end()) throw TuningKeyError(std::string("record: missing field '") + name + "'");
+    try {
+        return it->get<T>();
+    } catch (const json::exception &) {
+        throw TuningKeyError(std::string("record: field '") + name + "' has the wrong type");
+    }
+}
+
+}  // namespace
+
+// --- TuningRecord ---------------------------------------------------------------------------
+
+json TuningRecord::to_json() const {
+    return json{{"key", key.to_json()},
+                {"schedule", schedule},
+                {"median_ms", median_ms},
+                {"samples", samples},
+                {"cost_model_version", cost_model_version},
+                {"measured_by", measured_by},
+                {"created_unix", created_unix},
+                {"notes", notes}};
+}
+
+TuningRecord TuningRecord::from_json(const json &j) {
+    if (!j.is_object()) throw TuningKeyError("record: expected a JSON object");
+    TuningRecord r;
+    r.key = TuningKey::from_json(record_field<json>(j, "key"));
+    r.schedule = record_field<json>(j, "schedule");
+    r.median_ms = record_field<double>(j, "median_ms");
+    r.samples = record_field<std::vector<double>>(j, "samples");
+    r.cost_model_version = record_field<std::string>(j, "cost_model_version");
+    r.measured_by = record_field<std::string>(j, "measured_by");
+    r.created_unix = record_field<int64_t>(j, "created_unix");
+    r.notes = record_field<std::string>(j, "notes");
+    return r;
+}
+
+bool better_record(const TuningRecord &a, const TuningRecord &b) {
+    bool am = a.measured_by == "measured", bm = b.measured_by == "measured";
+    if (am != bm) return am;
+    return a.median_ms < b.median_ms;
+}
+
+int64_t now_unix() {
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+// --- TuningDatabase -------------------------------------------------------------------------
+
+void TuningDatabase::fail(const std::string &what, int rc) {
+    std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+    int primary = rc & 0xff;
+    std::string hint;
+    if (primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT)
+        hint = " (the file is not a valid tuning database; move it aside or pass another --db path)";
+    else if (is_busy(rc))
+        hint = " (another process held the database lock past the busy timeout)";
+    throw TuningDatabaseError("tuning database '" + path_ + "': " + what + ": " + msg + hint);
+}
+
+void TuningDatabase::exec(const char *sql) {
+    char *err = nullptr;
+    int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err);
+    sqlite3_free(err);
+    if (rc != SQLITE_OK) fail(std::string("cannot run ") + std::string(sql).substr(0, 40), rc);
+}
+
+void TuningDatabase::begin_immediate(const char *why) {
+    // The busy handler covers most waits; a few lock states (WAL recovery, a journal-mode switch
+    // in progress) return SQLITE_BUSY at once, so retry until the deadline.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms_);
+    for (;;) {
+        int rc = sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr);
+        if (rc == SQLITE_OK) return;
+        if (!is_busy(rc) || std::chrono::steady_clock::now() > deadline) fail(why, rc);
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+}
+
+TuningDatabase::TuningDatabase(const std::string &path, int busy_timeout_ms)
+    : path_(path), busy_timeout_ms_(busy_timeout_ms) {
+    int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+    try {
+        if (rc != SQLITE_OK) fail("cannot open", rc);
+        sqlite3_busy_timeout(db_, busy_timeout_ms);
+        sqlite3_extended_result_codes(db_, 1);
+
+        // Switching to WAL needs a moment of exclusive access when the file is new; several
+        // tuners starting together may see SQLITE_BUSY here despite the busy handler: retry.
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms);
+        for (;;) {
+            Stmt wal(db_, "PRAGMA journal_mode=WAL");
+            rc = wal.prepare_rc() == SQLITE_OK ? wal.step() : wal.prepare_rc();
+            if (rc == SQLITE_ROW || rc == SQLITE_DONE) break;
+            if (!is_busy(rc) || std::chrono::steady_clock::now() > deadline) fail("cannot enable WAL mode", rc);
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+
+        begin_immediate("cannot lock to check the schema");
+        try {
+            Stmt tables(db_, "SELECT name FROM sqlite_master WHERE type = 'table'");
+            if (tables.prepare_rc() != SQLITE_OK) fail("cannot read the schema", tables.prepare_rc());
+            bool ours = false, any = false;
+            while ((rc = tables.step()) == SQLITE_ROW) {
+                any = true;
+                ours |= tables.text(0) == "tessel_schema";
+            }
+            if (rc != SQLITE_DONE) fail("cannot read the schema", rc);
+            if (ours) {
+                Stmt v(db_, "SELECT version FROM tessel_schema WHERE name = 'tuning'");
+                if (v.prepare_rc() != SQLITE_OK || v.step() != SQLITE_ROW)
+                    throw TuningDatabaseError("tuning database '" + path_ + "': the schema version is missing");
+                int64_t version = v.int64(0);
+                if (version > kTuningDatabaseSchemaVersion)
+                    throw TuningDatabaseError("tuning database '" + path_ + "' has schema version " +
+                                              std::to_string(version) + ", newer than this Tessel supports (" +
+                                              std::to_string(kTuningDatabaseSchemaVersion) +
+                                              "); use a newer Tessel or another --db path");
+                // Older versions: none exist yet. Migrations go here, inside this transaction.
+            } else if (any) {
+                throw TuningDatabaseError("tuning database '" + path_ +
+                                          "' is a SQLite database but not a Tessel tuning database");
+            } else {
+                exec(kCreateSchema);
+                Stmt ins(db_, "INSERT INTO tessel_schema (name, version) VALUES ('tuning', ?)");
+                ins.bind(1, (int64_t)kTuningDatabaseSchemaVersion);
+                if ((rc = ins.step()) != SQLITE_DONE) fail("cannot write the schema version", rc);
+            }
+            exec("COMMIT");
+        } catch (...) {
+            sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+            throw;
+        }
+    } catch (...) {
+        sqlite3_close(db_);
+        db_ = nullptr;
+        throw;
+    }
+}
+
+TuningDatabase::~TuningDatabase() { sqlite3_close(db_); }
+
+bool TuningDatabase::insert(const TuningRecord &r) {
+    static const std::string sql =
+        std::string("INSERT OR IGNORE INTO records (") + kRecordColumns +
+        ", group_hash, shape_class, shapes, target, numeric_mode, space_version, tessel_version, "
+        "halide_version, key_schema_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    Stmt s(db_, sql.c_str());
+    if (s.prepare_rc() != SQLITE_OK) fail("cannot prepare insert", s.prepare_rc());
+    s.bind(1, r.key.to_json().dump());
+    s.bind(2, r.schedule.dump());
+    s.bind(3, r.median_ms);
+    s.bind(4, json(r.samples).dump());
+    s.bind(5, r.cost_model_version);
+    s.bind(6, r.measured_by);
+    s.bind(7, r.created_unix);
+    s.bind(8, r.notes);
+    s.bind(9, r.key.group_hash);
+    s.bind(10, r.key.shape_class);
+    s.bind(11, r.key.shapes);
+    s.bind(12, r.key.target);
+    s.bind(13, r.key.numeric_mode);
+    s.bind(14, (int64_t)r.key.space_version);
+    s.bind(15, r.key.tessel_version);
+    s.bind(16, r.key.halide_version);
+    s.bind(17, (int64_t)r.key.schema_version);
+    int rc = s.step();
+    if (rc != SQLITE_DONE) fail("cannot insert a record", rc);
+    return sqlite3_changes(db_) > 0;
+}
+
+void TuningDatabase::commit(const TuningRecord &record) {
+    validate(record, "tuning database '" + path_ + "': commit");
+    begin_immediate("cannot lock to commit");
+    try {
+        insert(record);
+        exec("COMMIT");
+    } catch (...) {
+        sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+        throw;
+    }
+}
+
+std::vector<TuningRecord> TuningDatabase::query(const TuningKey *key, int limit) {
+    std::string sql = std::string("SELECT ") + kRecordColumns + " FROM records";
+    sql += key ? std::string(" WHERE key_json = ?") + kBestOrder : std::string(" ORDER BY id ASC");
+    if (limit >= 0) sql += " LIMIT " + std::to_string(limit);
+    Stmt s(db_, sql.c_str());
+    if (s.prepare_rc() != SQLITE_OK) fail("cannot read records", s.prepare_rc());
+    if (key) s.bind(1, key->to_json().dump());
+    std::vector<TuningRecord> out;
+    int rc;
+    while ((rc = s.step()) == SQLITE_ROW) {
+        try {
+            out.push_back(row_to_record(s));
+        } catch (const std::exception &e) {
+            throw TuningDatabaseError("tuning database '" + path_ + "': a stored record is damaged: " + e.what());
+        }
+    }
+    if (rc != SQLITE_DONE) fail("cannot read records", rc);
+    return out;
+}
+
+std::optional<TuningRecord> TuningDatabase::best(const TuningKey &key) {
+    std::vector<TuningRecord> r = query(&key, 1);
+    if (r.empty()) return std::nullopt;
+    return r.front();
+}
+
+std::vector<TuningRecord> TuningDatabase::top_k(const TuningKey &key, int k) {
+    if (k <= 0) return {};
+    return query(&key, k);
+}
+
+std::vector<TuningRecord> TuningDatabase::all() { return query(nullptr, -1); }
+
+int64_t TuningDatabase::size() {
+    Stmt s(db_, "SELECT COUNT(*) FROM records");
+    int rc = s.prepare_rc() == SQLITE_OK ? s.step() : s.prepare_rc();
+    if (rc != SQLITE_ROW) fail("cannot count records", rc);
+    return s.int64(0);
+}
+
+json TuningDatabase::export_json() {
+    json records = json::array();
+    for (const TuningRecord &r : all()) records.push_back(r.to_json());
+    return json{{"format", kExportFormat}, {"schema_version", kTuningDatabaseSchemaVersion}, {"records", records}};
+}
+
+int64_t TuningDatabase::import_json(const json &doc) {
+    const std::string where = "import into '" + path_ + "'";
+    if (!doc.is_object() || doc.value("format", "") != kExportFormat)
+        throw TuningDatabaseError(where + ": not a Tessel tuning database export (expected \"format\": \"" +
+                                  kExportFormat + "\")");
+    if (!doc.contains("schema_version") || !doc["schema_version"].is_number_integer())
+        throw TuningDatabaseError(where + ": missing integer \"schema_version\"");
+    int64_t version = doc["schema_version"].get<int64_t>();
+    if (version > kTuningDatabaseSchemaVersion)
+        throw TuningDatabaseError(where + ": the export has schema version " + std::to_string(version) +
+                                  ", newer than this Tessel supports (" +
+                                  std::to_string(kTuningDatabaseSchemaVersion) + ")");
+    if (!doc.contains("records") || !doc["records"].is_array())
+        throw TuningDatabaseError(where + ": missing \"records\" array");
+
+    std::vector<TuningRecord> records;
+    const json &rs = doc["records"];
+    for (size_t i = 0; i < rs.size(); ++i) {
+        const std::string rw = where + ": record " + std::to_string(i);
+        try {
+            records.push_back(TuningRecord::from_json(rs[i]));
+            sched::schedule_from_json(records.back().schedule);  // structure only
+        } catch (const std::exception &e) {
+            throw TuningDatabaseError(rw + ": " + e.what());
+        }
+        validate(records.back(), rw);
+    }
+
+    int64_t added = 0;
+    begin_immediate("cannot lock to import");
+    try {
+        for (const TuningRecord &r : records) added += insert(r) ? 1 : 0;
+        exec("COMMIT");
+    } catch (...) {
+        sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+        throw;
+    }
+    return added;
+}
+
+// --- MemoryTuningCache ----------------------------------------------------------------------
+
+void MemoryTuningCache::commit(const TuningRecord &record) {
+    validate(record, "memory tuning cache: commit");
+    if (std::find(records_.begin(), records_.end(), record) == records_.end()) records_.push_back(record);
+}
+
+std::vector<TuningRecord> MemoryTuningCache::top_k(const TuningKey &key, int k) {
+    std::vector<TuningRecord> out;
+    for (const TuningRecord &r : records_)
+        if (r.key == key) out.push_back(r);
+    std::stable_sort(out.begin(), out.end(), better_record);
+    if (k < 0) k = 0;
+    if (out.size() > (size_t)k) out.resize(k);
+    return out;
+}
+
+std::optional<TuningRecord> MemoryTuningCache::lookup(const TuningKey &key) {
+    std::vector<TuningRecord> r = top_k(key, 1);
+    if (r.empty()) return std::nullopt;
+    return r.front();
+}
+
+}  // namespace tessel::autosched

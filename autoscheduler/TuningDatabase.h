@@ -1,0 +1,154 @@
+/** \file
+ * The tuning database (TVM MetaSchedule's Database role): tuned schedules stored under a
+ * TuningKey, so a later compile of the same fusion group, shapes, target and versions reuses them
+ * without measuring.
+ *
+ * TuningCache is the narrow interface the tuner uses (lookup, commit, top_k). Two implementations:
+ *  - TuningDatabase: a SQLite file in WAL mode. Several processes may open the same file and
+ *    commit at once; a writer that finds the file locked waits (busy timeout) instead of failing,
+ *    and each commit is one transaction, so no record is lost. The file carries a schema version;
+ *    a file written by a newer Tessel is refused with a message saying so.
+ *  - MemoryTuningCache: the same semantics in memory, for tests and dry runs.
+ *
+ * Records are never overwritten: every commit is kept (so `tessel db ls` shows the history), and
+ * lookup() returns the best record of a key. "Best" orders measured records before model
+ * estimates (a model's predicted time is not comparable with a measurement), then by median_ms,
+ * then by commit order. A record identical in every field to a stored one is stored once, which
+ * makes import_json() idempotent.
+ *
+ * Example:
+ *   TuningDatabase db("tuning.db");
+ *   if (auto hit = db.lookup(key)) apply(sched::schedule_from_json(hit->schedule), ...);
+ *   else db.commit(TuningRecord{key, sched::to_json(best), 1.84, samples, "analytic-1", "measured",
+ *                               now_unix(), ""});
+ */
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "autoscheduler/TuningKey.h"
+
+struct sqlite3;
+
+namespace tessel::autosched {
+
+/** Version of the database file layout (tables and columns). */
+constexpr int kTuningDatabaseSchemaVersion = 1;
+
+/** A database that cannot be opened, read or written (corrupt file, newer schema, bad import);
+ * what() names the file and the cause. */
+class TuningDatabaseError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+struct TuningRecord {
+    TuningKey key;
+    nlohmann::json schedule;         ///< sched::to_json(ScheduleSpec)
+    double median_ms = 0;            ///< measured median, or the model's estimate
+    std::vector<double> samples;     ///< individual timings in ms (empty for model records)
+    std::string cost_model_version;  ///< model that ranked the candidate
+    std::string measured_by;         ///< "measured" or "model"
+    int64_t created_unix = 0;        ///< seconds since the epoch
+    std::string notes;
+
+    nlohmann::json to_json() const;
+    /** Throws TuningKeyError naming the missing or mistyped field. */
+    static TuningRecord from_json(const nlohmann::json &j);
+    bool operator==(const TuningRecord &o) const = default;
+};
+
+/** True when a should be preferred to b: measured before model, then lower median_ms. Records
+ * equal under this order keep their commit order. */
+bool better_record(const TuningRecord &a, const TuningRecord &b);
+
+/** Seconds since the epoch, for TuningRecord::created_unix. */
+int64_t now_unix();
+
+/** The tuner's view of a database. */
+class TuningCache {
+public:
+    virtual ~TuningCache() = default;
+    /** The best record whose key equals `key` in every part, or nullopt. */
+    virtual std::optional<TuningRecord> lookup(const TuningKey &key) = 0;
+    /** Store a record (kept alongside earlier ones; an identical record is stored once). */
+    virtual void commit(const TuningRecord &record) = 0;
+    /** Up to k records of `key`, best first. */
+    virtual std::vector<TuningRecord> top_k(const TuningKey &key, int k) = 0;
+};
+
+/** SQLite-backed TuningCache. Not copyable; one connection per object. Use one object per thread
+ * (or process); separate objects on the same file are safe together. */
+class TuningDatabase : public TuningCache {
+public:
+    /** Open or create the database at `path` (":memory:" works), creating the schema and turning
+     * on WAL mode. Throws TuningDatabaseError when the file is not a SQLite database, when its
+     * schema version is newer than kTuningDatabaseSchemaVersion, or when it cannot be created.
+     * `busy_timeout_ms`: how long a writer waits for another writer's lock before failing. */
+    explicit TuningDatabase(const std::string &path, int busy_timeout_ms = 60000);
+    ~TuningDatabase() override;
+    TuningDatabase(const TuningDatabase &) = delete;
+    TuningDatabase &operator=(const TuningDatabase &) = delete;
+
+    /** Same as the constructor, as a factory. */
+    static std::unique_ptr<TuningDatabase> open(const std::string &path) {
+        return std::make_unique<TuningDatabase>(path);
+    }
+
+    std::optional<TuningRecord> lookup(const TuningKey &key) override { return best(key); }
+    /** One transaction (BEGIN IMMEDIATE ... COMMIT). */
+    void commit(const TuningRecord &record) override;
+    std::vector<TuningRecord> top_k(const TuningKey &key, int k) override;
+
+    /** The best record of `key` (see the file comment for the order), or nullopt. */
+    std::optional<TuningRecord> best(const TuningKey &key);
+    /** Every record, in commit order. */
+    std::vector<TuningRecord> all();
+    /** Number of records stored. */
+    int64_t size();
+
+    /** {"format": "tessel-tuning-db", "schema_version": N, "records": [...]}, commit order. */
+    nlohmann::json export_json();
+    /** Add the records of an export_json() document, in one transaction. Records already present
+     * are skipped, so importing the same file twice changes nothing. Returns the number of new
+     * records. Throws TuningDatabaseError (nothing is imported) when the document is malformed
+     * or comes from a newer schema; the message names the record. */
+    int64_t import_json(const nlohmann::json &doc);
+
+    const std::string &path() const { return path_; }
+
+private:
+    std::vector<TuningRecord> query(const TuningKey *key, int limit);
+    /** Insert unless identical; returns true when a row was added. Call inside a transaction. */
+    bool insert(const TuningRecord &r);
+    void exec(const char *sql);
+    /** BEGIN IMMEDIATE, waiting up to the busy timeout for other writers. */
+    void begin_immediate(const char *why);
+    [[noreturn]] void fail(const std::string &what, int rc);
+
+    std::string path_;
+    sqlite3 *db_ = nullptr;
+    int busy_timeout_ms_ = 0;
+};
+
+/** In-memory TuningCache with TuningDatabase's semantics (best order, identical records once).
+ * Not thread-safe. */
+class MemoryTuningCache : public TuningCache {
+public:
+    std::optional<TuningRecord> lookup(const TuningKey &key) override;
+    void commit(const TuningRecord &record) override;
+    std::vector<TuningRecord> top_k(const TuningKey &key, int k) override;
+    const std::vector<TuningRecord> &all() const { return records_; }
+
+private:
+    std::vector<TuningRecord> records_;
+};
+
+}  // namespace tessel::autosched

@@ -1,0 +1,42 @@
+/** \file
+ * `tessel db ls|export|import`: inspecting and moving tuning databases
+ * (autoscheduler/TuningDatabase.h). Each function returns a process exit status (0 on success,
+ * 1 on an error, whose message goes to `err`) and never throws.
+ *
+ * Example:
+ *   tessel::db_list("tuning.db", std::cout);
+ *   //   group         class   shapes             target            median_ms  by        date (UTC)
+ *   // * 3f2a1b0c9d8e  decode  K=4096,M=1,N=4096  x86-64-linux avx2     1.842  measured  2025-01-02 13:04
+ *   tessel::db_export("tuning.db", "-");          // JSON on stdout
+ *   tessel::db_import("other.db", "tuning.json"); // idempotent
+ */
+#pragma once
+
+#include <iostream>
+#include <ostream>
+#include <string>
+
+namespace tessel {
+
+/** One line per record in commit order: key summary (group hash prefix, shape class), shapes,
+ * short target, median ms, measured_by, date. A '*' marks the record each key's lookup returns.
+ * Fails (without creating anything) when `path` does not exist. */
+int db_list(const std::string &path, std::ostream &out, std::ostream &err = std::cerr);
+
+/** Write the database as JSON (TuningDatabase::export_json) to `json_out`, or to `out` when
+ * `json_out` is "-". Fails when `path` does not exist. A summary line goes to `err` unless the
+ * JSON itself went to `out`. */
+int db_export(const std::string &path, const std::string &json_out, std::ostream &out = std::cout,
+              std::ostream &err = std::cerr);
+
+/** Add the records of a JSON export (`json_in`; "-" reads stdin) to the database at `path`,
+ * creating it if needed. Importing the same file twice adds nothing the second time. Prints how
+ * many records were new to `out`. */
+int db_import(const std::string &path, const std::string &json_in, std::ostream &out = std::cout,
+              std::ostream &err = std::cerr);
+
+/** "x86-64-linux avx2+3" from "x86-64-linux-avx2-fma-f16c-sse41": arch-bits-os, the widest
+ * vector feature (or "cuda sm_90"), and how many other features there are. */
+std::string short_target(const std::string &target);
+
+}  // namespace tessel

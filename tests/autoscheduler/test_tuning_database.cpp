@@ -1,0 +1,325 @@
+// TuningDatabase (SQLite) and MemoryTuningCache: key sensitivity (each key part mutated in turn
+// misses), best/top_k order, JSON export/import, concurrent writers, schema-version refusal and
+// damaged files.
+#include <doctest/doctest.h>
+
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <thread>
+
+#include "autoscheduler/TuningDatabase.h"
+#include "schedules/ScheduleJson.h"
+
+using namespace tessel;
+using namespace tessel::autosched;
+namespace fs = std::filesystem;
+
+namespace {
+
+/** A fresh path in a per-test temporary directory (removed on destruction). */
+struct TempDir {
+    fs::path dir;
+    TempDir() {
+        char tmpl[] = "/tmp/tessel-tuning-db-XXXXXX";
+        dir = mkdtemp(tmpl);
+    }
+    ~TempDir() {
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+    }
+    std::string file(const std::string &name) const { return (dir / name).string(); }
+};
+
+TuningKey sample_key() {
+    TuningKey k = TuningKey::current();
+    k.group_hash = "0123456789abcdef0123456789abcdef";
+    k.shape_class = "decode";
+    k.shapes = "K=4096,M=1,N=4096";
+    k.target = "x86-64-linux-avx2-avx512-fma-sse41";
+    k.numeric_mode = "strict";
+    k.space_version = 1;
+    return k;
+}
+
+nlohmann::json sample_schedule(int tile) {
+    sched::ScheduleSpec s("tuned_" + std::to_string(tile));
+    s.split({"y"}, "n", "no", "ni", tile).vectorize({"y"}, "ni").parallel({"y"}, "no");
+    return sched::to_json(s);
+}
+
+TuningRecord sample_record(const TuningKey &k, double ms, std::string by = "measured", std::string notes = "") {
+    return TuningRecord{k, sample_schedule(16), ms, {ms, ms * 1.01, ms * 0.99}, "analytic-1", std::move(by),
+                        1735689600, std::move(notes)};
+}
+
+/** Every key part, each mutated on its own. */
+const std::vector<std::pair<const char *, std::function<void(TuningKey &)>>> kMutations = {
+    {"group_hash", [](TuningKey &k) { k.group_hash[0] = k.group_hash[0] == '0' ? '1' : '0'; }},
+    {"shape_class", [](TuningKey &k) { k.shape_class = "square"; }},
+    {"shapes", [](TuningKey &k) { k.shapes = "K=4096,M=2,N=4096"; }},
+    {"target", [](TuningKey &k) { k.target = "x86-64-linux-avx2-fma-sse41"; }},  // one feature fewer
+    {"numeric_mode", [](TuningKey &k) { k.numeric_mode = "fast"; }},
+    {"space_version", [](TuningKey &k) { k.space_version += 1; }},
+    {"tessel_version", [](TuningKey &k) { k.tessel_version = "0.1.1"; }},
+    {"halide_version", [](TuningKey &k) { k.halide_version = "21.0.1"; }},
+    {"schema_version", [](TuningKey &k) { k.schema_version += 1; }},
+};
+
+void check_key_sensitivity(TuningCache &cache) {
+    TuningKey key = sample_key();
+    cache.commit(sample_record(key, 1.5));
+    REQUIRE(cache.lookup(key).has_value());
+    CHECK(cache.lookup(key)->median_ms == 1.5);
+    std::set<std::string> covered;
+    for (const auto &[part, mutate] : kMutations) {
+        CAPTURE(part);
+        TuningKey k = key;
+        mutate(k);
+        // The mutation changes exactly this part.
+        nlohmann::json a = key.to_json(), b = k.to_json();
+        int changed = 0;
+        for (auto it = a.begin(); it != a.end(); ++it) changed += b[it.key()] != it.value();
+        CHECK(changed == 1);
+        CHECK(a[part] != b[part]);
+        covered.insert(part);
+        CHECK_FALSE(k == key);
+        CHECK_FALSE(cache.lookup(k).has_value());
+        CHECK(cache.top_k(k, 5).empty());
+    }
+    // A key part added without a mutation above fails here.
+    CHECK(covered.size() == key.to_json().size());
+    CHECK(cache.lookup(key).has_value());
+}
+
+/** Open a TuningDatabase and run one query; for damaged files the error may come at either step. */
+void open_and_read(const std::string &path) {
+    TuningDatabase db(path);
+    db.all();
+}
+
+}  // namespace
+
+TEST_CASE("tuning database: a lookup hits only when every key part matches (each part mutated)") {
+    TempDir tmp;
+    SUBCASE("sqlite") {
+        TuningDatabase db(tmp.file("t.db"));
+        check_key_sensitivity(db);
+    }
+    SUBCASE("memory") {
+        MemoryTuningCache mem;
+        check_key_sensitivity(mem);
+    }
+}
+
+TEST_CASE("tuning database: keeps every record; best is the fastest measurement; top_k in order") {
+    TempDir tmp;
+    TuningDatabase db(tmp.file("t.db"));
+    MemoryTuningCache mem;
+    TuningKey key = sample_key();
+    TuningKey other = key;
+    other.shapes = "K=4096,M=4096,N=4096";
+    for (TuningCache *c : std::initializer_list<TuningCache *>{&db, &mem}) {
+        c->commit(sample_record(key, 3.0));
+        c->commit(sample_record(key, 1.0));
+        c->commit(sample_record(key, 0.5, "model"));  // a prediction never beats a measurement
+        c->commit(sample_record(key, 2.0));
+        c->commit(sample_record(key, 1.0, "measured", "same time, committed later"));
+        c->commit(sample_record(other, 0.1));
+        c->commit(sample_record(key, 2.0));  // identical to an earlier record: stored once
+    }
+    CHECK(db.size() == 6);
+    CHECK(mem.all().size() == 6);
+    for (TuningCache *c : std::initializer_list<TuningCache *>{&db, &mem}) {
+        std::optional<TuningRecord> best = c->lookup(key);
+        REQUIRE(best);
+        CHECK(best->median_ms == 1.0);
+        CHECK(best->notes.empty());  // ties keep commit order
+        std::vector<TuningRecord> top = c->top_k(key, 10);
+        REQUIRE(top.size() == 5);
+        std::vector<double> ms;
+        for (const TuningRecord &r : top) ms.push_back(r.median_ms);
+        CHECK(ms == std::vector<double>{1.0, 1.0, 2.0, 3.0, 0.5});
+        CHECK(top.back().measured_by == "model");
+        CHECK(c->top_k(key, 2).size() == 2);
+        CHECK(c->top_k(key, 0).empty());
+        CHECK(c->lookup(other)->median_ms == 0.1);
+    }
+    CHECK(db.best(key) == mem.lookup(key));
+    CHECK(db.top_k(key, 10) == mem.top_k(key, 10));
+    // The stored record reads back field for field.
+    CHECK(*db.best(other) == sample_record(other, 0.1));
+}
+
+TEST_CASE("tuning database: commit refuses malformed records") {
+    TempDir tmp;
+    TuningDatabase db(tmp.file("t.db"));
+    CHECK_THROWS_WITH_AS(db.commit(sample_record(sample_key(), 1.0, "guessed")), doctest::Contains("measured_by"),
+                         TuningDatabaseError);
+    CHECK_THROWS_WITH_AS(db.commit(sample_record(sample_key(), std::nan(""))), doctest::Contains("median_ms"),
+                         TuningDatabaseError);
+    CHECK(db.size() == 0);
+}
+
+TEST_CASE("tuning database: JSON export/import round trip; import is idempotent and atomic") {
+    TempDir tmp;
+    TuningDatabase a(tmp.file("a.db"));
+    TuningKey k1 = sample_key(), k2 = sample_key();
+    k2.target = "host-cuda-cuda_capability_90";
+    a.commit(sample_record(k1, 1.25));
+    a.commit(sample_record(k1, 0.75, "measured", "note with \"quotes\" and | bars"));
+    a.commit(sample_record(k2, 0.05, "model"));
+    nlohmann::json doc = a.export_json();
+    CHECK(doc["format"] == "tessel-tuning-db");
+    CHECK(doc["schema_version"] == kTuningDatabaseSchemaVersion);
+    CHECK(doc["records"].size() == 3);
+
+    // Through text, as `tessel db export` writes it.
+    nlohmann::json reread = nlohmann::json::parse(doc.dump(2));
+    TuningDatabase b(tmp.file("b.db"));
+    CHECK(b.import_json(reread) == 3);
+    CHECK(b.all() == a.all());
+    CHECK(b.export_json() == doc);
+    CHECK(b.import_json(reread) == 0);  // same records again: stored once
+    CHECK(b.size() == 3);
+    CHECK(a.import_json(doc) == 0);
+    CHECK(b.lookup(k1)->median_ms == 0.75);
+
+    SUBCASE("a malformed record imports nothing and names the record") {
+        nlohmann::json bad = doc;
+        bad["records"].push_back(sample_record(k1, 9.0).to_json());
+        bad["records"][3].erase("median_ms");
+        TuningDatabase c(tmp.file("c.db"));
+        CHECK_THROWS_WITH_AS(c.import_json(bad), doctest::Contains("record 3"), TuningDatabaseError);
+        CHECK(c.size() == 0);
+    }
+    SUBCASE("a schedule that is not a schedule is refused") {
+        nlohmann::json bad = doc;
+        bad["records"][1]["schedule"] = nlohmann::json{{"steps", 3}};
+        CHECK_THROWS_WITH_AS(b.import_json(bad), doctest::Contains("record 1"), TuningDatabaseError);
+    }
+    SUBCASE("an export from a newer schema is refused") {
+        nlohmann::json bad = doc;
+        bad["schema_version"] = kTuningDatabaseSchemaVersion + 1;
+        CHECK_THROWS_WITH_AS(b.import_json(bad), doctest::Contains("newer"), TuningDatabaseError);
+    }
+    SUBCASE("not an export") {
+        CHECK_THROWS_WITH_AS(b.import_json(nlohmann::json::array()), doctest::Contains("not a Tessel tuning"),
+                             TuningDatabaseError);
+    }
+}
+
+TEST_CASE("tuning database: several writer processes at once lose no record") {
+    TempDir tmp;
+    const std::string path = tmp.file("shared.db");  // created by whichever child gets there first
+    const int kWriters = 6, kRecords = 40;
+    std::fflush(nullptr);
+    std::vector<pid_t> children;
+    for (int w = 0; w < kWriters; ++w) {
+        pid_t pid = fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            int status = 0;
+            try {
+                TuningDatabase db(path);
+                for (int i = 0; i < kRecords; ++i)
+                    db.commit(sample_record(sample_key(), 1.0 + i, "measured",
+                                            "writer " + std::to_string(w) + " record " + std::to_string(i)));
+            } catch (const std::exception &e) {
+                std::fprintf(stderr, "writer %d: %s\n", w, e.what());
+                status = 1;
+            }
+            _exit(status);
+        }
+        children.push_back(pid);
+    }
+    for (pid_t pid : children) {
+        int status = 0;
+        REQUIRE(waitpid(pid, &status, 0) == pid);
+        CHECK(WIFEXITED(status));
+        CHECK(WEXITSTATUS(status) == 0);
+    }
+    TuningDatabase db(path);
+    CHECK(db.size() == kWriters * kRecords);
+    std::set<std::string> notes;
+    for (const TuningRecord &r : db.all()) notes.insert(r.notes);
+    CHECK(notes.size() == (size_t)(kWriters * kRecords));
+    CHECK(db.lookup(sample_key())->median_ms == 1.0);
+}
+
+TEST_CASE("tuning database: writer threads with their own connections lose no record") {
+    TempDir tmp;
+    const std::string path = tmp.file("threads.db");
+    const int kWriters = 4, kRecords = 30;
+    std::vector<std::thread> threads;
+    std::vector<std::string> errors(kWriters);
+    for (int w = 0; w < kWriters; ++w)
+        threads.emplace_back([&, w] {
+            try {
+                TuningDatabase db(path);
+                for (int i = 0; i < kRecords; ++i)
+                    db.commit(sample_record(sample_key(), 2.0, "measured", std::to_string(w) + "/" + std::to_string(i)));
+            } catch (const std::exception &e) {
+                errors[w] = e.what();
+            }
+        });
+    for (std::thread &t : threads) t.join();
+    for (const std::string &e : errors) CHECK(e == "");
+    CHECK(TuningDatabase(path).size() == kWriters * kRecords);
+}
+
+TEST_CASE("tuning database: a file from a newer schema is refused with a clear message") {
+    TempDir tmp;
+    const std::string path = tmp.file("new.db");
+    { TuningDatabase db(path); db.commit(sample_record(sample_key(), 1.0)); }
+    sqlite3 *raw = nullptr;
+    REQUIRE(sqlite3_open(path.c_str(), &raw) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(raw, "UPDATE tessel_schema SET version = 99", nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(raw);
+    CHECK_THROWS_WITH_AS(TuningDatabase{path}, doctest::Contains("schema version 99, newer than this Tessel supports"),
+                         TuningDatabaseError);
+}
+
+TEST_CASE("tuning database: damaged or foreign files give a clear error, not a crash") {
+    TempDir tmp;
+    SUBCASE("text file") {
+        const std::string path = tmp.file("text.db");
+        std::ofstream(path) << "this is not a database, just some text that is long enough to have a header\n";
+        CHECK_THROWS_WITH_AS(open_and_read(path), doctest::Contains("not a valid tuning database"), TuningDatabaseError);
+    }
+    SUBCASE("pages overwritten") {
+        const std::string path = tmp.file("damaged.db");
+        {
+            TuningDatabase db(path);
+            for (int i = 0; i < 50; ++i) db.commit(sample_record(sample_key(), 1.0 + i));
+        }
+        REQUIRE(fs::file_size(path) > 8192);
+        {
+            std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+            f.seekp(4096);
+            std::string junk(fs::file_size(path) - 4096, '\xA5');
+            f.write(junk.data(), (std::streamsize)junk.size());
+        }
+        CHECK_THROWS_AS(open_and_read(path), TuningDatabaseError);
+    }
+    SUBCASE("another program's SQLite database") {
+        const std::string path = tmp.file("foreign.db");
+        sqlite3 *raw = nullptr;
+        REQUIRE(sqlite3_open(path.c_str(), &raw) == SQLITE_OK);
+        REQUIRE(sqlite3_exec(raw, "CREATE TABLE photos (id INTEGER)", nullptr, nullptr, nullptr) == SQLITE_OK);
+        sqlite3_close(raw);
+        CHECK_THROWS_WITH_AS(open_and_read(path), doctest::Contains("not a Tessel tuning database"), TuningDatabaseError);
+    }
+    SUBCASE("an empty file is a new database") {
+        const std::string path = tmp.file("empty.db");
+        std::ofstream{path};
+        TuningDatabase db(path);
+        CHECK(db.size() == 0);
+    }
+}
