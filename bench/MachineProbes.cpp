@@ -3,6 +3,7 @@
 #include <immintrin.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 
 namespace tessel::bench {
@@ -40,53 +41,50 @@ __attribute__((target("avx2,fma"))) float fma_loop_avx2(long iterations) {
     return out[0] + out[7];
 }
 
+volatile float g_sink = 0;
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace
 
-double measure_fma_peak_gflops(int threads, double seconds, std::string *isa) {
-    const bool avx512 = __builtin_cpu_supports("avx512f");
-    const int lanes = avx512 ? 16 : 8;
-    if (isa) *isa = avx512 ? "avx512 (zmm)" : "avx2 (ymm)";
-    auto run = [&](long iterations) {
-        volatile float sink = 0;
-        const auto t0 = std::chrono::steady_clock::now();
-#pragma omp parallel num_threads(threads)
-        {
-            const float r = avx512 ? fma_loop_avx512(iterations) : fma_loop_avx2(iterations);
-#pragma omp atomic
-            sink += r;
-        }
-        return seconds_since(t0);
-    };
-    // Calibrate to about `seconds`, then take the best of three runs (a peak, by definition).
-    long iterations = 1 << 20;
-    while (run(iterations) < seconds / 4) iterations *= 2;
-    iterations = (long)(iterations * (seconds / run(iterations)));
-    double best = 1e30;
-    for (int r = 0; r < 3; r++) best = std::min(best, run(iterations));
-    return 2.0 * lanes * kChains * (double)iterations * threads / best * 1e-9;
+FmaPeakProbe::FmaPeakProbe(int threads, double seconds)
+    : threads_(threads), avx512_(__builtin_cpu_supports("avx512f")) {
+    while (run() < seconds / 4) iterations_ *= 2;
+    iterations_ = std::max(1L, (long)(iterations_ * (seconds / run())));
 }
 
-std::vector<double> measure_triad_gbps(int threads, size_t bytes_per_array, int passes) {
-    const long n = (long)(bytes_per_array / sizeof(double));
-    std::vector<double> a(n), b(n), c(n);
-    const double s = 3.0;
-    auto pass = [&] {
-        const auto t0 = std::chrono::steady_clock::now();
-#pragma omp parallel for simd schedule(static) num_threads(threads)
-        for (long i = 0; i < n; i++) a[i] = b[i] + s * c[i];
-        return seconds_since(t0);
-    };
-    // First-touch the pages with the same static partition the timed passes use.
-#pragma omp parallel for schedule(static) num_threads(threads)
+double FmaPeakProbe::run() const {
+    float sink = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+#pragma omp parallel num_threads(threads_) reduction(+ : sink)
+    sink += avx512_ ? fma_loop_avx512(iterations_) : fma_loop_avx2(iterations_);
+    const double t = seconds_since(t0);
+    g_sink = g_sink + sink;
+    return t;
+}
+
+double FmaPeakProbe::flops() const { return 2.0 * (avx512_ ? 16 : 8) * kChains * (double)iterations_ * threads_; }
+
+std::string FmaPeakProbe::isa() const { return avx512_ ? "avx512 zmm FMA" : "avx2 ymm FMA"; }
+
+TriadProbe::TriadProbe(int threads, size_t bytes_per_array)
+    : threads_(threads), a_(bytes_per_array / sizeof(double)), b_(a_.size()), c_(a_.size()) {
+    const long n = (long)a_.size();
+    double *a = a_.data(), *b = b_.data(), *c = c_.data();
+#pragma omp parallel for schedule(static) num_threads(threads_)
     for (long i = 0; i < n; i++) a[i] = 0, b[i] = 1, c[i] = 2;
-    pass();
-    std::vector<double> gbps;
-    for (int p = 0; p < passes; p++) gbps.push_back(3.0 * sizeof(double) * n / pass() * 1e-9);
-    return gbps;
+}
+
+double TriadProbe::run() {
+    const long n = (long)a_.size();
+    double *a = a_.data(), *b = b_.data(), *c = c_.data();
+    const double s = 3.0;
+    const auto t0 = std::chrono::steady_clock::now();
+#pragma omp parallel for simd schedule(static) num_threads(threads_)
+    for (long i = 0; i < n; i++) a[i] = b[i] + s * c[i];
+    return seconds_since(t0);
 }
 
 CacheFlusher::CacheFlusher(size_t bytes) : buffer_(bytes, 1) {}

@@ -11,17 +11,38 @@
 
 namespace tessel::bench {
 
-/** Runs `threads` copies of an FMA loop with 16 independent accumulator chains (enough
- * to cover FMA latency x throughput on AVX-512 and AVX2 cores) for about `seconds`;
- * returns GFLOP/s over all threads. Uses 512-bit FMAs when the CPU has AVX-512F, else
- * 256-bit; `isa` says which. Never touches memory inside the loop. */
-double measure_fma_peak_gflops(int threads, double seconds, std::string *isa);
+/** An FMA loop with 16 independent accumulator chains per thread (enough to cover FMA
+ * latency x throughput on AVX-512 and AVX2 cores), run by `threads` OpenMP threads. Uses
+ * 512-bit FMAs when the CPU has AVX-512F, else 256-bit. Never touches memory in the loop.
+ * Example: FmaPeakProbe p(2, 0.02); double gflops = p.flops() / p.run() * 1e-9; */
+class FmaPeakProbe {
+public:
+    /** Calibrates the iteration count so one run() takes about `seconds`. */
+    FmaPeakProbe(int threads, double seconds);
+    double run() const;  ///< seconds for one run
+    double flops() const;
+    std::string isa() const;
+
+private:
+    int threads_;
+    long iterations_ = 1 << 16;
+    bool avx512_;
+};
 
 /** STREAM triad a[i] = b[i] + s * c[i] over three arrays of doubles of `bytes_per_array`
  * (use >= 4x the last-level cache), OpenMP-parallel with `threads`, counted as STREAM
- * does: 3 x 8 bytes per element (the write-allocate read is not counted). Returns one
- * GB/s figure per pass; the first, page-faulting pass is not included. */
-std::vector<double> measure_triad_gbps(int threads, size_t bytes_per_array, int passes);
+ * does: 3 x 8 bytes per element (the write-allocate read is not counted). The pages are
+ * first touched by the threads that use them. */
+class TriadProbe {
+public:
+    TriadProbe(int threads, size_t bytes_per_array);
+    double run();  ///< seconds for one pass
+    double bytes() const { return 3.0 * sizeof(double) * a_.size(); }
+
+private:
+    int threads_;
+    std::vector<double> a_, b_, c_;
+};
 
 /** Evicts the caches of every core: each of `threads` OpenMP threads writes and reads its
  * share of a buffer much larger than the last-level cache, one store per cache line. */

@@ -2,10 +2,12 @@
 // on the shape suite in bench/shapes.txt, with the machine's FMA peak and STREAM bandwidth
 // measured in the same run.
 //
-// Map: parse_options (our flags; the rest go to Google Benchmark) -> probe_machine (FMA peak,
-// triad bandwidth) -> prepare_shapes (buffers, OpenBLAS cross-check) -> register_* (one
-// Google Benchmark per shape x implementation, compile times, tanh/erf modes) ->
-// RunSpecifiedBenchmarks -> print_summary (medians of every timed iteration, same run).
+// Map: parse_options (our flags; the rest go to Google Benchmark, with 3 randomly
+// interleaved repetitions by default) -> register_probes (FMA peak, STREAM triad, as
+// benchmarks interleaved with the kernels) -> per shape: buffers, cross-check against
+// OpenBLAS, register_timed (Tessel, OpenBLAS; tanh strict/fast and erf on one shape) ->
+// compile-time benchmarks -> RunSpecifiedBenchmarks -> print_summary (medians of every
+// timed iteration of this run).
 #include "baselines/GeluReference.h"
 #include "bench/MachineProbes.h"
 #include "bench/Suite.h"
@@ -93,26 +95,60 @@ double median(std::vector<double> v) {
     return v[v.size() / 2];
 }
 
+/** The machine's limits, from the probe benchmarks run interleaved with the kernels. */
 struct Machine {
-    double fma_peak_gflops = 0;
+    double fma_peak_gflops = 0, fma_peak_gflops_best = 0;
     std::string fma_isa;
-    double triad_gbps_median = 0, triad_gbps_best = 0;
+    double triad_gbps = 0, triad_gbps_best = 0;
     std::string openblas;
     std::string openblas_library;
     int openblas_parallel = -1;
 };
 
-Machine probe_machine(const Options &o) {
+std::string openblas_build(int parallel) {
+    return parallel == 2 ? "OpenMP" : parallel == 1 ? "pthread" : "sequential";
+}
+
+Machine describe_openblas() {
     Machine m;
-    m.fma_peak_gflops = measure_fma_peak_gflops(o.threads, 0.5, &m.fma_isa);
-    const auto triad = measure_triad_gbps(o.threads, size_t(128) << 20, 10);
-    m.triad_gbps_median = median(triad);
-    m.triad_gbps_best = *std::max_element(triad.begin(), triad.end());
     m.openblas = openblas_description();
     m.openblas_parallel = openblas_get_parallel();
     Dl_info info{};
     if (dladdr((void *)&cblas_sgemm, &info) && info.dli_fname) m.openblas_library = info.dli_fname;
     return m;
+}
+
+/** Registers the FMA-peak and triad probes as benchmarks, so they sample the machine at
+ * the same times (interleaved repetitions) as the kernels they are compared with. */
+void register_probes(const Options &o, FmaPeakProbe *fma, TriadProbe *triad) {
+    const int fma_iterations = std::clamp((int)(o.seconds_per_repetition / 0.02), 3, 100);
+    benchmark::RegisterBenchmark("probe/fma_peak", [=](benchmark::State &state) {
+        for (auto _ : state) {
+            const double t = fma->run();
+            state.SetIterationTime(t);
+            g_samples["probe/fma_peak"].push_back(t);
+        }
+        state.counters["GFLOP/s"] = fma->flops() / median(g_samples["probe/fma_peak"]) * 1e-9;
+    })->UseManualTime()->Iterations(fma_iterations)->Unit(benchmark::kMillisecond);
+    const int triad_iterations = std::clamp((int)(o.seconds_per_repetition / 0.015), 3, 100);
+    benchmark::RegisterBenchmark("probe/stream_triad", [=](benchmark::State &state) {
+        for (auto _ : state) {
+            const double t = triad->run();
+            state.SetIterationTime(t);
+            g_samples["probe/stream_triad"].push_back(t);
+        }
+        state.counters["GB/s"] = triad->bytes() / median(g_samples["probe/stream_triad"]) * 1e-9;
+    })->UseManualTime()->Iterations(triad_iterations)->Unit(benchmark::kMillisecond);
+}
+
+void summarize_probes(Machine &m, const FmaPeakProbe &fma, const TriadProbe &triad) {
+    const auto &f = g_samples["probe/fma_peak"];
+    const auto &t = g_samples["probe/stream_triad"];
+    m.fma_isa = fma.isa();
+    m.fma_peak_gflops = fma.flops() / median(f) * 1e-9;
+    m.fma_peak_gflops_best = fma.flops() / *std::min_element(f.begin(), f.end()) * 1e-9;
+    m.triad_gbps = triad.bytes() / median(t) * 1e-9;
+    m.triad_gbps_best = triad.bytes() / *std::min_element(t.begin(), t.end()) * 1e-9;
 }
 
 /** Inputs and outputs of one shape, allocated once and shared by every implementation. */
@@ -135,11 +171,9 @@ int iterations_for(const BenchShape &s, const Options &o) {
 /** Registers one timed implementation of a shape. Decode shapes flush every core's
  * caches before each iteration (outside the timed region), so w comes from DRAM. */
 template <typename Fn>
-void register_timed(const std::string &name, ShapeData *d, const Options &o, CacheFlusher *flusher,
-                    const Machine &machine, Fn fn) {
+void register_timed(const std::string &name, ShapeData *d, const Options &o, CacheFlusher *flusher, Fn fn) {
     const bool cold = d->shape.kind == ShapeKind::Decode;
     const int threads = o.threads;
-    const double peak = machine.fma_peak_gflops, bw = machine.triad_gbps_median;
     benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State &state) {
         for (auto _ : state) {
             if (cold) flusher->flush(threads);
@@ -152,11 +186,7 @@ void register_timed(const std::string &name, ShapeData *d, const Options &o, Cac
         const double t = median(g_samples[name]);
         state.counters["median_ms"] = t * 1e3;
         state.counters["GFLOP/s"] = d->shape.flops() / t * 1e-9;
-        state.counters["pct_fma_peak"] = 100 * d->shape.flops() / t * 1e-9 / peak;
-        if (cold) {
-            state.counters["GB/s"] = d->shape.min_bytes() / t * 1e-9;
-            state.counters["pct_triad_bw"] = 100 * d->shape.min_bytes() / t * 1e-9 / bw;
-        }
+        if (cold) state.counters["GB/s"] = d->shape.min_bytes() / t * 1e-9;
     })->UseManualTime()->Iterations(iterations_for(d->shape, o))->Unit(benchmark::kMillisecond);
 }
 
@@ -194,6 +224,31 @@ std::vector<ErrorRow> measure_errors(ShapeData &d, const Kernels &k) {
         gelu_mlp_openblas(d.x.data(), d.w.data(), d.bias.data(), d.y.data(), s.M, s.K, s.N, form);
         rows.push_back({"openblas+epilogue " + to_string(form) + " (libmvec)", compare(d.y.data(), ref.data(), count)});
     }
+    // The epilogue alone: K = 1, x = 1, bias = 0 makes the matmul exact, so y = gelu(v) for
+    // v = w spread over [-8, 8], and the error is the GELU formula's alone.
+    const int n = 1 << 16;
+    Buffer<float> x1(1, 1), wv(n, 1), b0(n), y1(n, 1);
+    x1.fill(1.0f), b0.fill(0.0f);
+    for (int i = 0; i < n; i++) wv(i, 0) = -8.0f + 16.0f * i / (n - 1);
+    struct Epilogue {
+        const char *what;
+        GeluKernel *kernel;
+        GeluForm form;
+    };
+    for (const Epilogue &e : {Epilogue{"epilogue only: tessel tanh strict", k.tanh_strict.get(), GeluForm::Tanh},
+                              Epilogue{"epilogue only: tessel tanh fast", k.tanh_fast.get(), GeluForm::Tanh},
+                              Epilogue{"epilogue only: tessel erf", k.erf.get(), GeluForm::Erf}}) {
+        e.kernel->run(x1, wv, b0, y1);
+        std::vector<double> want(n);
+        for (int i = 0; i < n; i++) want[i] = gelu_reference(wv(i, 0), e.form);
+        rows.push_back({e.what, compare(y1.data(), want.data(), n)});
+    }
+    for (GeluForm form : {GeluForm::Tanh, GeluForm::Erf}) {
+        gelu_mlp_openblas(x1.data(), wv.data(), b0.data(), y1.data(), 1, 1, n, form);
+        std::vector<double> want(n);
+        for (int i = 0; i < n; i++) want[i] = gelu_reference(wv(i, 0), form);
+        rows.push_back({"epilogue only: openblas pass " + to_string(form), compare(y1.data(), want.data(), n)});
+    }
     return rows;
 }
 
@@ -201,11 +256,10 @@ void print_summary(const Options &o, const Machine &m, const std::vector<std::un
                    const std::map<std::string, double> &compile_seconds, const std::vector<ErrorRow> &errors,
                    const std::string &error_shape) {
     std::fprintf(g_text, "\n== Tessel vs OpenBLAS+epilogue, %d thread(s), medians of all timed iterations ==\n", o.threads);
-    std::fprintf(g_text, "FMA peak (%s loop): %.1f GFLOP/s | STREAM triad: %.1f GB/s median, %.1f best\n",
-                m.fma_isa.c_str(), m.fma_peak_gflops, m.triad_gbps_median, m.triad_gbps_best);
-    std::fprintf(g_text, "OpenBLAS: %s, %s build, %s\n", m.openblas.c_str(),
-                m.openblas_parallel == 2 ? "OpenMP" : m.openblas_parallel == 1 ? "pthread" : "sequential",
-                m.openblas_library.c_str());
+    std::fprintf(g_text, "FMA peak (%s loop): %.1f GFLOP/s median, %.1f best | STREAM triad: %.1f GB/s median, %.1f best\n",
+                 m.fma_isa.c_str(), m.fma_peak_gflops, m.fma_peak_gflops_best, m.triad_gbps, m.triad_gbps_best);
+    std::fprintf(g_text, "OpenBLAS: %s, %s build, %s\n", m.openblas.c_str(), openblas_build(m.openblas_parallel).c_str(),
+                 m.openblas_library.c_str());
     std::fprintf(g_text, "Epilogue: GELU tanh; Tessel numeric mode fast (vectorized), OpenBLAS pass uses libmvec tanhf.\n");
     std::fprintf(g_text, "Decode shapes: caches flushed before each iteration (%d threads write+read a %zu MiB buffer).\n\n",
                 o.threads, (size_t)256);
@@ -218,8 +272,8 @@ void print_summary(const Options &o, const Machine &m, const std::vector<std::un
         std::string frac;
         char buf[128];
         if (s.kind == ShapeKind::Decode) {
-            std::snprintf(buf, sizeof buf, "%5.1f%% bw (%.1f GB/s; BLAS %.1f%%)", 100 * s.min_bytes() / tt * 1e-9 / m.triad_gbps_median,
-                          s.min_bytes() / tt * 1e-9, 100 * s.min_bytes() / tb * 1e-9 / m.triad_gbps_median);
+            std::snprintf(buf, sizeof buf, "%5.1f%% bw (%.1f GB/s; BLAS %.1f%%)", 100 * s.min_bytes() / tt * 1e-9 / m.triad_gbps,
+                          s.min_bytes() / tt * 1e-9, 100 * s.min_bytes() / tb * 1e-9 / m.triad_gbps);
         } else {
             std::snprintf(buf, sizeof buf, "%5.1f%% peak (BLAS %.1f%%)", 100 * s.flops() / tt * 1e-9 / m.fma_peak_gflops,
                           100 * s.flops() / tb * 1e-9 / m.fma_peak_gflops);
@@ -244,7 +298,8 @@ void print_summary(const Options &o, const Machine &m, const std::vector<std::un
             std::fprintf(g_text, "  openblas %-10s %9.3f ms %8.1f GFLOP/s\n", e, t * 1e3, d->shape.flops() / t * 1e-9);
         }
     }
-    std::fprintf(g_text, "\nError vs the float64 reference on %s (x, w, bias uniform in [-1, 1)):\n", error_shape.c_str());
+    std::fprintf(g_text, "\nError vs the float64 reference on %s (x, w, bias uniform in [-1, 1)),\n"
+                         "and of the epilogue alone (K = 1, v in [-8, 8], 65536 points):\n", error_shape.c_str());
     for (const auto &r : errors)
         std::fprintf(g_text, "  %-38s max abs %.2e  max rel %.2e\n", r.what.c_str(), r.err.max_abs, r.err.max_rel);
     std::fprintf(g_text, "\nJIT compile time (all guarded variants, tanh fast):\n");
@@ -259,21 +314,34 @@ int run(int argc, char **argv) {
     setenv("HL_NUM_THREADS", std::to_string(o.threads).c_str(), 1);
     omp_set_num_threads(o.threads);
     openblas_set_num_threads(o.threads);
+    // Defaults for a noisy shared machine: 3 repetitions, randomly interleaved, so every
+    // implementation and probe samples the same stretches of time.
+    std::vector<char *> args(argv, argv + argc);
+    std::string reps = "--benchmark_repetitions=3", interleave = "--benchmark_enable_random_interleaving=true";
+    auto given = [&](const char *flag) {
+        for (int i = 1; i < argc; i++)
+            if (std::string(argv[i]).rfind(flag, 0) == 0) return true;
+        return false;
+    };
+    if (!given("--benchmark_repetitions")) args.push_back(reps.data());
+    if (!given("--benchmark_enable_random_interleaving")) args.push_back(interleave.data());
+    argc = (int)args.size();
+    argv = args.data();
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
 
     const auto suite = load_suite(o.shapes);
     const Halide::Target target = Halide::get_host_target();
-    const Machine machine = probe_machine(o);
+    Machine machine = describe_openblas();
     std::fprintf(g_text, "tessel_bench: %d thread(s), target %s\nOpenBLAS %s [%s build, %s]\n", o.threads,
-                target.to_string().c_str(), machine.openblas.c_str(),
-                machine.openblas_parallel == 2 ? "OpenMP" : machine.openblas_parallel == 1 ? "pthread" : "sequential",
-                machine.openblas_library.c_str());
+                 target.to_string().c_str(), machine.openblas.c_str(), openblas_build(machine.openblas_parallel).c_str(),
+                 machine.openblas_library.c_str());
     if (machine.openblas_parallel != 2)
         std::fprintf(g_text, "warning: not OpenBLAS's OpenMP build; its thread pool fights the OpenMP epilogue (use bench/run.sh)\n");
-    std::fprintf(g_text, "FMA peak %.1f GFLOP/s (%s); STREAM triad %.1f GB/s median of 10 (best %.1f)\n", machine.fma_peak_gflops,
-                machine.fma_isa.c_str(), machine.triad_gbps_median, machine.triad_gbps_best);
     std::fflush(g_text);
+    FmaPeakProbe fma(o.threads, 0.02);
+    TriadProbe triad(o.threads, size_t(128) << 20);
+    register_probes(o, &fma, &triad);
 
     const sched::ScheduleSpec schedule = sched::library_schedule(o.schedule, target);
     Kernels k;
@@ -315,30 +383,30 @@ int run(int argc, char **argv) {
         if (s.name == o.error_shape) errors = measure_errors(*d, k), error_shape = s.name + " (" + s.dims() + ")";
 
         GeluKernel *fast = k.tanh_fast.get();
-        register_timed(tessel_name(s, o.schedule, "tanh_fast"), d, o, &flusher, machine,
+        register_timed(tessel_name(s, o.schedule, "tanh_fast"), d, o, &flusher,
                        [=] { fast->run(d->x, d->w, d->bias, d->y); });
-        register_timed(blas_name(s, "tanh"), d, o, &flusher, machine, [=] {
+        register_timed(blas_name(s, "tanh"), d, o, &flusher, [=] {
             gelu_mlp_openblas(d->x.data(), d->w.data(), d->bias.data(), d->y.data(), s.M, s.K, s.N, GeluForm::Tanh);
         });
         if (s.name == o.mode_shape) {
             GeluKernel *strict = k.tanh_strict.get(), *erf = k.erf.get();
-            register_timed(tessel_name(s, o.schedule, "tanh_strict"), d, o, &flusher, machine,
+            register_timed(tessel_name(s, o.schedule, "tanh_strict"), d, o, &flusher,
                            [=] { strict->run(d->x, d->w, d->bias, d->y); });
-            register_timed(tessel_name(s, o.schedule, "erf"), d, o, &flusher, machine,
+            register_timed(tessel_name(s, o.schedule, "erf"), d, o, &flusher,
                            [=] { erf->run(d->x, d->w, d->bias, d->y); });
-            register_timed(blas_name(s, "erf"), d, o, &flusher, machine, [=] {
+            register_timed(blas_name(s, "erf"), d, o, &flusher, [=] {
                 gelu_mlp_openblas(d->x.data(), d->w.data(), d->bias.data(), d->y.data(), s.M, s.K, s.N, GeluForm::Erf);
             });
         }
     }
 
-    benchmark::AddCustomContext("fma_peak_gflops", std::to_string(machine.fma_peak_gflops));
-    benchmark::AddCustomContext("triad_gbps_median", std::to_string(machine.triad_gbps_median));
-    benchmark::AddCustomContext("openblas", machine.openblas + " " + machine.openblas_library);
+    benchmark::AddCustomContext("openblas", machine.openblas + " [" + openblas_build(machine.openblas_parallel) +
+                                                " build] " + machine.openblas_library);
     benchmark::AddCustomContext("threads", std::to_string(o.threads));
     benchmark::AddCustomContext("schedule", o.schedule);
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
+    summarize_probes(machine, fma, triad);
     print_summary(o, machine, data, compile_seconds, errors, error_shape);
     return 0;
 }

@@ -23,26 +23,28 @@ CpuBlocking CpuBlocking::for_target(const Halide::Target &target) {
     // AVX-512 has 32 vector registers (8 x 3 + 4 = 28), AVX2 has 16 (4 x 3 + 4 = 16).
     b.mr = target.has_feature(Halide::Target::AVX512) ? 8 : 4;
     b.nr = 3 * b.lanes;
-    // 64 vectors: a 4 KiB run of each row of w per task, accumulators in L1.
-    b.gemv_block = 64 * b.lanes;
-    b.skinny_block = 16 * b.lanes;
+    b.panel_blocks = 1;
+    // Decode: 512 rows of w per task (8 tasks for K = 4096, so a descheduled thread's
+    // share is picked up by the other), 8 rows read together.
+    b.decode_max_m = 16;
+    b.k_chunk = 512;
+    b.k_unroll = 8;
     return b;
 }
 
-std::vector<Directive> gelu_cpu_gemm_steps(const CpuBlocking &b) {
+std::vector<Directive> gelu_cpu_gemm_steps(const CpuBlocking &b, int panel_blocks) {
     ScheduleSpec s;
-    // Output: register tiles of nr x mr; all row tiles of one column block run in a row,
-    // so the packed panel of w for that block is reused from L2 by every row tile.
+    // Output: register tiles of nr x mr; all row tiles of one panel of columns run in a row,
+    // so the packed panel of w for those columns is reused from cache by every row tile.
     s.split(kY, "n", "no", "ni", b.nr, Tail::ShiftInwards)
         .split(kY, "m", "mo", "mi", b.mr, Tail::ShiftInwards)
-        .reorder(kY, {"ni", "mi", "mo", "no"})
+        .split(kY, "no", "np", "nb", panel_blocks, Tail::GuardWithIf)
+        .reorder(kY, {"ni", "mi", "mo", "nb", "np"})
         .split(kY, "ni", "nv", "nl", b.lanes)
         .vectorize(kY, "nl")
         .unroll(kY, "nv")
         .unroll(kY, "mi")
-        .parallel(kY, "no");
-    // The matmul tile is the register block: k outermost inside it, everything else
-    // unrolled, so its mr x 3 vectors never leave registers until bias+GELU reads them.
+        .parallel(kY, "np");
     // The tile's extents are nr x mr by bounds inference; the splits by exactly nr and mr
     // (outer loops of extent 1) state those extents so unroll can check them.
     s.compute_at("matmul", "y", "mo").store_in("matmul", MemoryLevel::Register);
@@ -62,48 +64,43 @@ std::vector<Directive> gelu_cpu_gemm_steps(const CpuBlocking &b) {
     // Packed panel of w: the nr columns of this block for every k, contiguous, copied
     // once per column block (a strided read of w becomes one sequential stream).
     s.stage_input("w", "w_panel", "matmul")
-        .compute_at("w_panel", "y", "no")
+        .compute_at("w_panel", "y", "np")
         .split(StageRef{"w_panel"}, kWrapperN, "pv", "pl", b.lanes)
         .vectorize(StageRef{"w_panel"}, "pl");
     return s.steps;
 }
 
-std::vector<Directive> gelu_cpu_gemv_steps(const CpuBlocking &b) {
+std::vector<Directive> gelu_cpu_decode_steps(const CpuBlocking &b) {
     ScheduleSpec s;
-    s.split(kY, "n", "no", "ni", b.gemv_block, Tail::ShiftInwards)
+    // Split K into chunks of k_chunk rows of w (rfactor); each chunk is a parallel task that
+    // reads its rows of w front to back, one sequential stream per thread, into partial
+    // sums of all M x N outputs (L2-resident). k_unroll rows at a time update 4 vectors of
+    // partial sums held in registers, for each row of x in turn (w comes from L1 after the
+    // first row). The chunks' partial sums are added in the epilogue's tile.
+    // Every split guards its tail, so this nest is correct for any extents.
+    s.split(kUpdate, "k", "kt", "kr", b.k_chunk, Tail::GuardWithIf)
+        .rfactor(kUpdate, "kt", "u", "partial")
+        .compute_root("partial")
+        .split(StageRef{"partial"}, "n", "nv", "nl", b.lanes, Tail::GuardWithIf)
+        .vectorize(StageRef{"partial"}, "nl")
+        .parallel(StageRef{"partial"}, "u")
+        .split(StageRef{"partial", 0}, "n", "nv", "nl", b.lanes, Tail::GuardWithIf)
+        .split(StageRef{"partial", 0}, "nv", "nvo", "nvi", 4, Tail::GuardWithIf)
+        .split(StageRef{"partial", 0}, "kr", "kro", "kri", b.k_unroll, Tail::GuardWithIf)
+        .reorder(StageRef{"partial", 0}, {"nl", "nvi", "kri", "m", "nvo", "kro", "u"})
+        .vectorize(StageRef{"partial", 0}, "nl")
+        .unroll(StageRef{"partial", 0}, "nvi")
+        .unroll(StageRef{"partial", 0}, "kri")
+        .parallel(StageRef{"partial", 0}, "u");
+    s.split(kY, "n", "no", "ni", b.nr, Tail::GuardWithIf)
         .split(kY, "ni", "nv", "nl", b.lanes)
         .vectorize(kY, "nl")
-        .parallel(kY, "no");
-    // Per column block: for each k, one contiguous run of gemv_block floats of w, FMA'd
-    // into accumulators that stay in L1. w is read exactly once, in long runs.
-    s.compute_at("matmul", "y", "no")
+        .compute_at("matmul", "y", "no")
         .split(kInit, "n", "nv", "nl", b.lanes)
         .vectorize(kInit, "nl")
         .split(kUpdate, "n", "nv", "nl", b.lanes)
-        .split(kUpdate, "nv", "nvo", "nvi", 8)
-        .reorder(kUpdate, {"nl", "nvi", "nvo", "m", "k"})
-        .vectorize(kUpdate, "nl")
-        .unroll(kUpdate, "nvi");
-    return s.steps;
-}
-
-std::vector<Directive> gelu_cpu_skinny_steps(const CpuBlocking &b) {
-    ScheduleSpec s;
-    s.split(kY, "n", "no", "ni", b.skinny_block, Tail::ShiftInwards)
-        .split(kY, "ni", "nv", "nl", b.lanes)
-        .reorder(kY, {"nl", "nv", "m", "no"})
-        .vectorize(kY, "nl")
-        .parallel(kY, "no");
-    // Rows of x innermost but one: each vector of w loaded for k is used by all M rows
-    // before the next k, so w is still read once.
-    s.compute_at("matmul", "y", "no")
-        .split(kInit, "n", "nv", "nl", b.lanes)
-        .vectorize(kInit, "nl")
-        .split(kUpdate, "n", "nt", "nb", b.skinny_block)
-        .split(kUpdate, "nb", "nv", "nl", b.lanes)
-        .reorder(kUpdate, {"nl", "m", "nv", "k", "nt"})
-        .vectorize(kUpdate, "nl")
-        .unroll(kUpdate, "nv");
+        .reorder(kUpdate, {"nl", "nv", "m", "kt"})
+        .vectorize(kUpdate, "nl");
     return s.steps;
 }
 
@@ -125,10 +122,8 @@ std::vector<Directive> gelu_cpu_general_steps(const CpuBlocking &b) {
 ScheduleSpec gelu_cpu_decode(const Halide::Target &target) {
     const CpuBlocking b = CpuBlocking::for_target(target);
     ScheduleSpec s("cpu_decode", Device::Cpu);
-    s.description = "small M only: w streamed once in contiguous runs, columns in parallel";
-    s.variants.push_back({{{"M", "==", 1}, {"N", ">=", b.gemv_block}}, gelu_cpu_gemv_steps(b)});
-    s.variants.push_back({{{"N", ">=", b.skinny_block}}, gelu_cpu_skinny_steps(b)});
-    s.steps = gelu_cpu_general_steps(b);
+    s.description = "split-K decode nest for every shape: w streamed once, one sequential stream per thread";
+    s.steps = gelu_cpu_decode_steps(b);
     return s;
 }
 
@@ -136,10 +131,9 @@ ScheduleSpec gelu_cpu_blocked(const Halide::Target &target) {
     const CpuBlocking b = CpuBlocking::for_target(target);
     ScheduleSpec s("cpu_blocked", Device::Cpu);
     s.description = std::to_string(b.mr) + " rows x 3 vectors register block, packed w panel, fused epilogue; "
-                    "decode nests for M < " + std::to_string(b.mr);
-    s.variants.push_back({{{"M", "==", 1}, {"N", ">=", b.gemv_block}}, gelu_cpu_gemv_steps(b)});
-    s.variants.push_back({{{"M", "<=", b.mr - 1}, {"N", ">=", b.skinny_block}}, gelu_cpu_skinny_steps(b)});
-    s.variants.push_back({{{"M", ">=", b.mr}, {"N", ">=", b.nr}}, gelu_cpu_gemm_steps(b)});
+                    "split-K decode nest for M <= " + std::to_string(b.decode_max_m);
+    s.variants.push_back({{{"M", "<=", b.decode_max_m}}, gelu_cpu_decode_steps(b)});
+    s.variants.push_back({{{"M", ">=", b.mr}, {"N", ">=", b.nr}}, gelu_cpu_gemm_steps(b, b.panel_blocks)});
     s.steps = gelu_cpu_general_steps(b);
     return s;
 }

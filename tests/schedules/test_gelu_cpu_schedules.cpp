@@ -25,21 +25,23 @@ struct Shape {
     const char *why;
 };
 
-// Chosen so every variant of cpu_blocked (gemv, skinny, gemm, general) runs on AVX2 and
-// AVX-512, with tails in every dimension.
+// Chosen so every variant of cpu_blocked (decode, gemm, general) runs on AVX2 and AVX-512,
+// with tails in every dimension.
 const Shape kShapes[] = {
     {1, 1, 1, "smallest"},
     {1, 7, 5, "M=1, N below a vector"},
-    {1, 37, 1100, "gemv with a shifted tail block"},
-    {1, 64, 4097, "gemv, N one past a block multiple"},
-    {2, 3, 300, "skinny, tiny K"},
+    {1, 1037, 1100, "decode, K not a multiple of the k chunk"},
+    {1, 64, 4097, "decode, N one past a vector multiple"},
+    {2, 3, 300, "decode, tiny K"},
     {3, 53, 29, "primes, N below every block"},
     {37, 53, 29, "primes"},
-    {5, 29, 257, "skinny with a tail"},
-    {7, 64, 1000, "largest skinny M"},
+    {41, 19, 23, "N below a register block on AVX2 and AVX-512"},
+    {5, 29, 257, "decode with a tail"},
+    {7, 64, 1000, "small M"},
     {8, 33, 48, "exactly one register block"},
     {9, 29, 97, "gemm with tails in M and N"},
-    {16, 100, 1000, "decode 16 rows"},
+    {16, 100, 1000, "largest decode M"},
+    {17, 523, 50, "smallest gemm M above decode"},
     {8, 17, 47, "N one under a register block"},
     {31, 31, 31, "prime square"},
     // The benchmark suite, scaled down.
@@ -76,7 +78,7 @@ std::map<std::string, long> extents(const Shape &s) { return {{"M", s.M}, {"K", 
 }  // namespace
 
 TEST_CASE("the shape table reaches every variant of cpu_blocked") {
-    for (const char *target : {"x86-64-linux-avx2-fma", "x86-64-linux-avx512-avx512_skylake-avx2-fma"}) {
+    for (const std::string target : {"x86-64-linux-avx2-fma", "x86-64-linux-avx512-avx512_skylake-avx2-fma"}) {
         CAPTURE(target);
         const auto s = sched::gelu_cpu_blocked(Halide::Target(target));
         std::set<size_t> picked;
