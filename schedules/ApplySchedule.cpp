@@ -189,6 +189,24 @@ public:
         for (int u = -1; u < f.num_update_definitions(); u++) extents_[key(StageRef{d.func, u})][d.var] = d.extent;
         check_shared_memory();
     }
+    void operator()(const AssumeAligned &d) {
+        if (!is_power_of_two(d.lanes) || d.lanes < 2 || d.lanes > limits_.max_vector_lanes)
+            fail("assume_aligned lanes must be a power of two from 2 to " + std::to_string(limits_.max_vector_lanes) +
+                 ", got " + std::to_string(d.lanes));
+        Halide::OutputImageParam p;
+        if (auto in = t_.inputs.find(d.buffer); in != t_.inputs.end()) {
+            p = in->second;
+        } else {
+            Func f = func(d.buffer);
+            if (!f.defined() || f.outputs() != 1) fail("'" + d.buffer + "' is not a single-valued output Func");
+            p = f.output_buffer();
+        }
+        // Constraints, asserted when the pipeline runs; Halide then knows the alignment.
+        const int l = d.lanes;
+        for (int i = 0; i < p.dimensions(); i++) p.dim(i).set_min(0);
+        p.dim(0).set_extent((p.dim(0).extent() / l) * l);
+        for (int i = 1; i < p.dimensions(); i++) p.dim(i).set_stride((p.dim(i).stride() / l) * l);
+    }
     void operator()(const Prefetch &d) {
         Stage s = stage(d.stage);
         VarOrRVar v = loop(d.stage, d.var);

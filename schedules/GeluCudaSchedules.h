@@ -1,21 +1,22 @@
 /** \file
  * Hand-written CUDA schedules for the GELU(x @ w + bias) group (algorithms/Gelu.h).
  *
- * Three shapes of kernel, all with the bias+GELU epilogue fused into the thread that owns
- * the output (the matmul accumulators never leave registers):
+ * Every kernel fuses the bias+GELU epilogue into the thread that owns the output:
  *  - cuda_simple: one output per thread; the baseline, correct for any shape.
- *  - cuda_tiled: a block computes a BN x BM output tile, each thread a TN x TM sub-tile
- *    accumulated in registers; k runs in tiles of KT, and each k-tile of x and w is staged
- *    cooperatively into GPU shared memory by all threads of the block before the unrolled
- *    inner k loop reads it. Tails are guarded, so any M, K, N is correct.
- *  - cuda_decode: for small M (decode, M <= 16): a block of 512 threads owns 32 output
- *    columns; split-K via rfactor: 16 groups of 32 threads each reduce a sixteenth of K
- *    (k = 16 ko + slice) for every column, with coalesced streaming reads of w, and the block reduces the 4
- *    partial sums in shared memory before the epilogue. cuda_tiled uses it as a guarded
- *    variant for M <= 16.
+ *  - register tiles (gelu_cuda_regtile_steps, cuda_tiled's GEMM variants): a block computes a
+ *    BN x BM output tile, each thread a TN x TM sub-tile whose sums are its own registers
+ *    (matmul computed at the innermost GPU thread loop); every KU k-steps the thread loads
+ *    its KU x TM slice of x and TN x KU slice of w as float4s (x, w, y promised float4
+ *    aligned by assume_aligned, guarded K % KU, N % 4), neighbours' lines served by L1.
+ *  - gemv (gelu_cuda_gemv_steps, the M <= 16 variants): a block owns NB columns (float4 per
+ *    thread) x MB rows; KS k-slices (k = KS ko + slice, so a warp reads adjacent rows of w)
+ *    each keep 4 x MB sums in registers with KU float4 loads of w in flight; the block adds
+ *    the slices through shared memory before the epilogue. w is streamed once.
+ *  - the first design (gelu_cuda_tiled_steps, gelu_cuda_decode_steps; library entry
+ *    cuda_tiled_shared): block sums in shared memory, x and w k-tiles staged in shared memory;
+ *    a 32-column split-K decode kernel, still cuda_decode's fallback for any shape.
  *
- * The tile sizes are parameters (CudaTileParams) so tests can build variants that break
- * the limits on purpose; the library uses the defaults.
+ * Tile sizes are parameters so tests can build variants that break the limits on purpose.
  */
 #pragma once
 
@@ -43,6 +44,39 @@ struct CudaDecodeParams {
     int MB = 16;  ///< rows per block (the variant's guard is M <= MB)
 };
 
+/** Tile sizes of the register-tiled GEMM (cuda_tiled's main variant). Threads per block =
+ * (BN / TN) * (BM / TM); each thread keeps TN x TM sums in registers. */
+struct CudaRegTileParams {
+    int BN = 64;   ///< output columns (n, contiguous) per block
+    int BM = 128;  ///< output rows (m) per block
+    int TN = 8;    ///< columns per thread (float4 pieces)
+    int TM = 8;    ///< rows per thread
+    int KU = 4;    ///< k values per register load of x and w (x loads are KU-wide vectors)
+};
+
+/** The steps of the register-tiled GEMM with sizes `p` (no variants). */
+std::vector<Directive> gelu_cuda_regtile_steps(const CudaRegTileParams &p);
+
+/** When gelu_cuda_regtile_steps(p) applies: N >= BN, M >= BM (full tiles, shifted inwards at
+ * the edges), N % 4 == 0 and K % KU == 0 (float4-aligned rows). */
+std::vector<Guard> gelu_cuda_regtile_guards(const CudaRegTileParams &p);
+
+/** Sizes of the small-M (decode) kernel. Threads per block = (NB / 4) * KS; shared memory
+ * holds the KS x NB x MB partial sums (4 bytes each). */
+struct CudaGemvParams {
+    int NB = 16;  ///< output columns per block, 4 (one float4) per thread of a k-slice
+    int KS = 64;  ///< k-slices (split-K inside the block)
+    int MB = 1;   ///< rows per block (the variant's guard includes M % MB == 0)
+    int KU = 8;   ///< k steps unrolled per slice (float4 loads of w in flight per thread)
+    int MAXM = 16;  ///< the variant's guard M <= MAXM: row blocks beyond re-read w
+};
+
+/** The steps of the small-M kernel with sizes `p` (no variants). */
+std::vector<Directive> gelu_cuda_gemv_steps(const CudaGemvParams &p);
+
+/** When gelu_cuda_gemv_steps(p) applies: M <= MAXM, M % MB == 0, N >= NB, N % 4 == 0. */
+std::vector<Guard> gelu_cuda_gemv_guards(const CudaGemvParams &p);
+
 /** CUDA: 32x8 threads per block, one output per thread; the k reduction accumulates in a
  * register inside the thread and the epilogue is fused. */
 ScheduleSpec gelu_cuda_simple(const Halide::Target &target);
@@ -57,11 +91,19 @@ std::vector<Guard> gelu_cuda_tiled_guards(const CudaTileParams &p);
 /** The steps of cuda_decode with sizes `p` (no variants). */
 std::vector<Directive> gelu_cuda_decode_steps(const CudaDecodeParams &p);
 
-/** CUDA tiled GEMM (defaults of CudaTileParams). Variants, first match wins: cuda_decode for
- * M <= 16; the tiled steps where gelu_cuda_tiled_guards hold; else cuda_simple's steps. */
+/** The library's gemv variants (guards and steps), M == 16, M % 4 == 0, any M <= 16. */
+std::vector<ScheduleSpec::Variant> gelu_cuda_gemv_variants();
+
+/** CUDA GEMM. Variants, first match wins: the gemv variants for M <= 16; the register tiles
+ * 64x128/8x8 and 64x32/4x4 where their guards hold; else cuda_simple's steps. */
 ScheduleSpec gelu_cuda_tiled(const Halide::Target &target);
 
-/** CUDA split-K decode schedule on its own (any M; fast for small M). */
+/** The first CUDA design, kept as a comparison: block sums in shared memory
+ * (gelu_cuda_tiled_steps), the 32-column split-K decode for M <= 16, cuda_simple elsewhere. */
+ScheduleSpec gelu_cuda_tiled_shared(const Halide::Target &target);
+
+/** CUDA small-M schedule on its own: the gemv variants, with the 32-column split-K kernel
+ * (gelu_cuda_decode_steps) as the fallback for any shape. */
 ScheduleSpec gelu_cuda_decode(const Halide::Target &target);
 
 }  // namespace tessel::sched

@@ -16,10 +16,12 @@ const std::vector<LibraryEntry> &schedule_library() {
         {"cpu_tiled", Device::Cpu, "matmul+epilogue", "register-tiled GEMM, epilogue fused per tile", gelu_cpu_tiled},
         {"cuda_simple", Device::Cuda, "matmul+epilogue", "one output per thread, k in a register", gelu_cuda_simple},
         {"cuda_tiled", Device::Cuda, "matmul+epilogue",
-         "128x64 block / 4x8 thread tiles, x and w k-tiles in shared memory; decode variant for M<=16",
+         "register-tiled GEMM (64x128 / 8x8, 64x32 / 4x4), float4 loads; split-K gemv variants for M<=16",
          gelu_cuda_tiled},
-        {"cuda_decode", Device::Cuda, "matmul+epilogue", "split-K over 16 slices per block for small M",
+        {"cuda_decode", Device::Cuda, "matmul+epilogue", "split-K gemv for small M (float4 columns, w streamed once)",
          gelu_cuda_decode},
+        {"cuda_tiled_shared", Device::Cuda, "matmul+epilogue",
+         "the first CUDA design (block sums in shared memory), kept for comparison", gelu_cuda_tiled_shared},
     };
     return library;
 }

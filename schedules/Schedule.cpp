@@ -78,6 +78,9 @@ struct DirectivePrinter {
     std::string operator()(const BoundExtent &d) const {
         return d.func + ".bound_extent(" + d.var + ", " + std::to_string(d.extent) + ")";
     }
+    std::string operator()(const AssumeAligned &d) const {
+        return d.buffer + ".assume_aligned(" + std::to_string(d.lanes) + ")";
+    }
     std::string operator()(const Prefetch &d) const {
         return to_string(d.stage) + ".prefetch(" + d.input + ", " + d.var + ", " + std::to_string(d.distance) + ")";
     }
@@ -213,6 +216,10 @@ ScheduleSpec &ScheduleSpec::bound(const std::string &func, const std::string &va
 }
 ScheduleSpec &ScheduleSpec::bound_extent(const std::string &func, const std::string &var, int extent) {
     steps.push_back(BoundExtent{func, var, extent});
+    return *this;
+}
+ScheduleSpec &ScheduleSpec::assume_aligned(const std::string &buffer, int lanes) {
+    steps.push_back(AssumeAligned{buffer, lanes});
     return *this;
 }
 ScheduleSpec &ScheduleSpec::prefetch(const StageRef &s, const std::string &input, const std::string &var,

@@ -67,12 +67,19 @@ struct Bound { std::string func, var; int min = 0, extent = 1; bool operator==(c
  * bound_extent): gives a staged tile a constant size. The region computed grows to `extent`,
  * so the tile must never reach past its input's edge (guard the variant on divisibility). */
 struct BoundExtent { std::string func, var; int extent = 1; bool operator==(const BoundExtent &) const = default; };
+/** Promise that `buffer` (an input, or the output Func) starts at index 0 in every dimension
+ * and that its dimension-0 extent and every row stride are multiples of `lanes` elements.
+ * Halide asserts this when the pipeline runs (a buffer that breaks it is refused, never
+ * misread) and can then prove `lanes`-wide loads and stores aligned (e.g. float4 ld.global.v4
+ * on CUDA). Guard the variant on the extents' divisibility so dense buffers always qualify. */
+struct AssumeAligned { std::string buffer; int lanes = 4; bool operator==(const AssumeAligned &) const = default; };
 /** Prefetch `input` `distance` iterations ahead of loop `var`. */
 struct Prefetch { StageRef stage; std::string input, var; int distance = 1; bool operator==(const Prefetch &) const = default; };
 
 using Directive = std::variant<Split, Fuse, Reorder, Vectorize, Unroll, Parallel, GpuBlocks,
                                GpuThreads, ComputeAt, ComputeRoot, ComputeInline, StoreAt,
-                               StoreIn, StageInput, RFactor, Bound, Prefetch, BoundExtent>;
+                               StoreIn, StageInput, RFactor, Bound, Prefetch, BoundExtent,
+                               AssumeAligned>;
 
 /** A runtime guard over the extents of the pipeline's inputs, e.g. {"M", "==", 1}
  * or {"N", "%", 16} (divisible). Extents are named by the algorithm (M, K, N). */
@@ -137,6 +144,7 @@ public:
     ScheduleSpec &bound_extent(const std::string &func, const std::string &var, int extent);
     ScheduleSpec &prefetch(const StageRef &s, const std::string &input, const std::string &var,
                            int distance);
+    ScheduleSpec &assume_aligned(const std::string &buffer, int lanes);
 
     bool operator==(const ScheduleSpec &) const = default;
 };

@@ -37,6 +37,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RFactor, stage, rvar, new_var, intermediate)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Bound, func, var, min, extent)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Prefetch, stage, input, var, distance)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(BoundExtent, func, var, extent)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(AssumeAligned, buffer, lanes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Guard, extent, op, value)
 
 namespace {
@@ -45,7 +46,7 @@ namespace {
 constexpr const char *kOpNames[] = {"split",        "fuse",         "reorder",   "vectorize",  "unroll",
                                     "parallel",     "gpu_blocks",   "gpu_threads", "compute_at", "compute_root",
                                     "compute_inline", "store_at",   "store_in",  "stage_input", "rfactor",
-                                    "bound",        "prefetch",     "bound_extent"};
+                                    "bound",        "prefetch",     "bound_extent", "assume_aligned"};
 static_assert(std::size(kOpNames) == std::variant_size_v<Directive>, "every directive needs a JSON op name");
 
 json directive_to_json(const Directive &d) {

@@ -6,6 +6,7 @@
 #include "schedules/GeluCudaSchedules.h"
 #include "schedules/GeluSchedules.h"
 #include "schedules/Library.h"
+#include "schedules/ScheduleJson.h"
 #include "codegen/Compile.h"
 
 #include <doctest/doctest.h>
@@ -72,15 +73,64 @@ TEST_CASE("the tiled and decode schedules declare the resources they were design
     CHECK(res2.max_threads_per_block == d.NB * d.KS);
 }
 
-TEST_CASE("the library picks decode for small M, tiles where they fit, cuda_simple elsewhere") {
+TEST_CASE("the register tiles and the gemv declare the resources they were designed for") {
+    const Halide::Target t = parse_target("host-cuda");
+    for (const sched::CudaRegTileParams p : {sched::CudaRegTileParams{}, sched::CudaRegTileParams{64, 32, 4, 4, 4}}) {
+        GeluMlp alg = define_gelu_mlp(GeluForm::Tanh);
+        sched::ScheduleTarget st = sched::schedule_target(alg, t);
+        const auto res = sched::apply_schedule(sched::gelu_cuda_regtile_steps(p), st, "regtile");
+        CHECK(res.max_threads_per_block == (p.BN / p.TN) * (p.BM / p.TM));
+        CHECK(res.shared_bytes == 0);  // the sums and the loaded slices are registers
+    }
+    for (const sched::CudaGemvParams p : {sched::CudaGemvParams{}, sched::CudaGemvParams{16, 32, 16, 4, 16}}) {
+        GeluMlp alg = define_gelu_mlp(GeluForm::Tanh);
+        sched::ScheduleTarget st = sched::schedule_target(alg, t);
+        const auto res = sched::apply_schedule(sched::gelu_cuda_gemv_steps(p), st, "gemv");
+        CHECK(res.max_threads_per_block == (p.NB / 4) * p.KS);
+        CHECK(res.shared_complete);
+        CHECK(res.shared_bytes == 4L * p.KS * p.NB * p.MB);
+        CHECK(res.shared_bytes <= 48 * 1024);
+    }
+}
+
+TEST_CASE("the library picks gemv for small M, register tiles where they fit, cuda_simple elsewhere") {
     const auto s = sched::library_schedule("cuda_tiled", parse_target("host-cuda"));
     auto pick = [&](long M, long K, long N) { return s.pick_variant({{"M", M}, {"K", K}, {"N", N}}); };
-    CHECK(pick(1, 4096, 4096) == 0);
-    CHECK(pick(16, 4096, 4096) == 0);
-    CHECK(pick(77, 768, 3072) == 1);
-    CHECK(pick(2048, 2048, 2048) == 1);
-    CHECK(pick(77, 770, 3072) == s.variants.size());  // K not a multiple of the k-tile
-    CHECK(pick(40, 768, 3072) == s.variants.size());  // M under one block tile
+    REQUIRE(s.variants.size() == 5);
+    CHECK(pick(16, 4096, 4096) == 0);     // gemv, one block of 16 rows
+    CHECK(pick(8, 4096, 4096) == 1);      // gemv, row blocks of 4
+    CHECK(pick(1, 4096, 4096) == 2);      // gemv, one row per block
+    CHECK(pick(3, 4096, 11008) == 2);
+    CHECK(pick(2048, 2048, 2048) == 3);   // 64x128 blocks of 8x8
+    CHECK(pick(77, 768, 3072) == 4);      // 64x32 blocks of 4x4
+    CHECK(pick(40, 768, 3072) == 4);
+    CHECK(pick(77, 770, 3072) == s.variants.size());  // K not a multiple of 4
+    CHECK(pick(20, 768, 3072) == s.variants.size());  // M under the smallest tile, over 16
+    CHECK(pick(1, 4096, 6) == s.variants.size());     // N not a multiple of 4
+    const auto d = sched::library_schedule("cuda_decode", parse_target("host-cuda"));
+    CHECK(d.pick_variant({{"M", 1}, {"K", 4096}, {"N", 4098}}) == d.variants.size());  // first decode kernel
+}
+
+TEST_CASE("assume_aligned is checked and serialized") {
+    SUBCASE("lanes that are not a power of two are refused") {
+        sched::ScheduleSpec s;
+        s.assume_aligned("w", 3);
+        const std::string err = check_cuda(s.steps);
+        INFO(err);
+        CHECK(err.find("assume_aligned lanes must be a power of two") != std::string::npos);
+    }
+    SUBCASE("an unknown buffer is refused") {
+        sched::ScheduleSpec s;
+        s.assume_aligned("v", 4);
+        CHECK(check_cuda(s.steps).find("no stage named 'v'") != std::string::npos);
+    }
+    SUBCASE("inputs and the output accept it") {
+        sched::ScheduleSpec s;
+        s.assume_aligned("x", 4).assume_aligned("w", 4).assume_aligned("y", 4);
+        CHECK(check_cuda(s.steps) == "");
+        CHECK(sched::to_string(s.steps[0]) == "x.assume_aligned(4)");
+        CHECK(sched::schedule_from_json(sched::to_json(s)) == s);
+    }
 }
 
 TEST_CASE("CUDA schedules over the limits are refused before Halide is called") {
