@@ -13,5 +13,7 @@ void add_schedules_command(CLI::App &app, std::function<int()> &action);
 void add_simplify_command(CLI::App &app, std::function<int()> &action);
 void add_compile_command(CLI::App &app, std::function<int()> &action);
 void add_run_command(CLI::App &app, std::function<int()> &action);
+void add_tune_command(CLI::App &app, std::function<int()> &action);
+void add_db_command(CLI::App &app, std::function<int()> &action);
 
 }  // namespace tessel::apps

@@ -22,7 +22,11 @@ void add_demo_command(CLI::App &app, std::function<int()> &action) {
         ->capture_default_str()
         ->check(CLI::IsMember({"strict", "fast"}));
     cmd->add_option("--target", o->target, "host, host-cuda or a Halide target string")->capture_default_str();
-    cmd->add_option("--schedule", o->cpu_schedule, "CPU library schedule")->capture_default_str();
+    cmd->add_option("--schedule", o->cpu_schedule, "CPU schedule: auto (tuning database, else the autoscheduler's "
+                                                   "model pick), a library name, or FILE.json")
+        ->capture_default_str();
+    cmd->add_option("--db", o->db, "tuning database")->capture_default_str();
+    cmd->add_flag("--tune", o->tune, "with --schedule auto: on a database miss, measure candidates");
     cmd->add_option("--cuda-schedule", o->cuda_schedule, "CUDA library schedule")->capture_default_str();
     cmd->add_option("--repeats", o->repeats, "timed repetitions")->capture_default_str()->check(CLI::PositiveNumber);
     cmd->add_flag("!--no-cuda", o->cuda, "skip the CUDA PTX check");

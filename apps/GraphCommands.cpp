@@ -40,8 +40,12 @@ void add_compile_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--emit", *emit, "what to write (comma-separated): " + kinds + " [default: lib]")
         ->delimiter(',')
         ->check(CLI::IsMember(std::vector<std::string>(graph_emit_kinds().begin(), graph_emit_kinds().end())));
-    cmd->add_option("--schedule", o->schedule, "library schedule NAME or FILE.json for matmul+epilogue groups");
-    cmd->add_option("--dim", *dims, "symbol sizes for the estimates, e.g. --dim M=512")->delimiter(',');
+    cmd->add_option("--schedule", o->schedule, "library schedule NAME or FILE.json for matmul+epilogue groups "
+                                               "(default: tuning database, else autoscheduler, else library)");
+    cmd->add_option("--dim", *dims, "symbol sizes, e.g. --dim M=512 (with every size known the autoscheduler applies)")
+        ->delimiter(',');
+    cmd->add_option("--db", o->db, "tuning database")->capture_default_str();
+    cmd->add_flag("--tune", o->tune, "on a database miss, measure candidates instead of taking the model's pick");
     cmd->callback([&action, o, emit, dims] {
         action = [o, emit, dims] {
             if (!emit->empty()) o->emit = std::set<std::string>(emit->begin(), emit->end());
@@ -59,7 +63,10 @@ void add_run_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("file", o->file, "graph file (.tsl)")->required()->check(CLI::ExistingFile);
     cmd->add_option("--dim", *dims, "symbol sizes, e.g. --dim M=7,K=33 (unbound symbols are 64)")->delimiter(',');
     cmd->add_option("--seed", o->seed, "seed of the random inputs")->capture_default_str();
-    cmd->add_option("--schedule", o->schedule, "library schedule NAME or FILE.json for matmul+epilogue groups");
+    cmd->add_option("--schedule", o->schedule, "library schedule NAME or FILE.json for matmul+epilogue groups "
+                                               "(default: tuning database, else the autoscheduler's model pick)");
+    cmd->add_option("--db", o->db, "tuning database")->capture_default_str();
+    cmd->add_flag("--tune", o->tune, "on a database miss, measure candidates instead of taking the model's pick");
     cmd->add_option("--target", o->target, "a CPU target")->capture_default_str();
     cmd->add_option("--tolerance", o->tolerance, "max relative error")->capture_default_str();
     cmd->callback([&action, o, dims] {

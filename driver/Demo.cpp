@@ -6,6 +6,10 @@
 #include "driver/GeluKernel.h"
 #include "driver/Random.h"
 #include "driver/Timing.h"
+#include "driver/Tune.h"
+#include "dsl/Simplify.h"
+#include "dsl/passes/Fusion.h"
+#include "schedules/ScheduleJson.h"
 #include "schedules/Library.h"
 
 #include <cmath>
@@ -15,9 +19,27 @@ namespace tessel {
 
 using Halide::Runtime::Buffer;
 
+namespace {
+
+/** The CPU schedule: a library name, a JSON file, or "auto" (database hit / autoscheduler). */
+sched::ScheduleSpec demo_schedule(const DemoOptions &o, const Halide::Target &target, std::ostream &out) {
+    if (o.cpu_schedule == "auto") {
+        const std::string text = gelu_mlp_graph_text(o.form == GeluForm::Tanh, o.mode == NumericMode::Fast);
+        const dsl::Graph g = dsl::simplify_text(text, "<demo>").graph;
+        const auto r = autoschedule_group(g, text, "<demo>", dsl::plan_fusion(g).groups.at(0).name, o.db, o.target,
+                                          {{"M", o.M}, {"K", o.K}, {"N", o.N}}, o.tune, &out);
+        if (r) return r->schedule;
+    }
+    if (o.cpu_schedule.size() > 5 && o.cpu_schedule.compare(o.cpu_schedule.size() - 5, 5, ".json") == 0)
+        return sched::load_schedule(o.cpu_schedule);
+    return sched::library_schedule(o.cpu_schedule == "auto" ? "cpu_blocked" : o.cpu_schedule, target);
+}
+
+}  // namespace
+
 int run_demo(const DemoOptions &o, std::ostream &out) {
     const Halide::Target target = parse_target(o.target);
-    const sched::ScheduleSpec schedule = sched::library_schedule(o.cpu_schedule, target);
+    const sched::ScheduleSpec schedule = demo_schedule(o, target, out);
     out << "Tessel demo: y = gelu_" << to_string(o.form) << "(x @ w + bias), M=" << o.M << " K=" << o.K << " N=" << o.N
         << ", numeric mode " << to_string(o.mode) << "\n"
         << "target " << target.to_string() << ", schedule " << schedule.name << "\n";

@@ -17,7 +17,11 @@ struct DemoOptions {
     GeluForm form = GeluForm::Tanh;
     NumericMode mode = NumericMode::Strict;
     std::string target = "host";
-    std::string cpu_schedule = "cpu_tiled";
+    /** "auto": a tuning-database hit for this shape, else the autoscheduler's model pick
+     * (`tune`: measured); or a library schedule name, or a .json schedule file. */
+    std::string cpu_schedule = "auto";
+    std::string db = "tessel-tuning.db";
+    bool tune = false;
     std::string cuda_schedule = "cuda_simple";
     int repeats = 10;
     bool cuda = true;  ///< also check the CUDA variant when ptxas is available

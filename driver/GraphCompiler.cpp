@@ -3,6 +3,7 @@
 #include "codegen/Compile.h"
 #include "codegen/Ptxas.h"
 #include "driver/Timing.h"
+#include "driver/Tune.h"
 #include "dsl/Simplify.h"
 #include "dsl/interp/Interpreter.h"
 #include "dsl/ir/Diagnostics.h"
@@ -45,8 +46,20 @@ PlannedGraph plan_graph(const std::string &file, const Halide::Target &target,
     return p;
 }
 
-/** --schedule NAME|FILE.json for matmul+epilogue groups, else the library default. */
-lower::ScheduleChooser make_chooser(const std::string &schedule, const Halide::Target &target) {
+/** Where a group's schedule comes from when none is named: the tuning database or the
+ * autoscheduler when every size is known, else the library default for the device. */
+struct AutoSchedule {
+    const dsl::Graph *graph;
+    std::string graph_text, graph_name, db;
+    std::map<std::string, int64_t> symbols;
+    bool tune = false;
+    std::ostream *log = nullptr;
+};
+
+/** --schedule NAME|FILE.json for matmul+epilogue groups, else `autos` (when given), else the
+ * library default. */
+lower::ScheduleChooser make_chooser(const std::string &schedule, const Halide::Target &target,
+                                    std::optional<AutoSchedule> autos = std::nullopt) {
     const sched::Device device = target.has_gpu_feature() ? sched::Device::Cuda : sched::Device::Cpu;
     std::optional<sched::ScheduleSpec> user;
     if (!schedule.empty()) {
@@ -57,9 +70,18 @@ lower::ScheduleChooser make_chooser(const std::string &schedule, const Halide::T
             throw std::invalid_argument("schedule '" + user->name + "' is for " + sched::to_string(user->device) +
                                         " but target " + target.to_string() + " is " + sched::to_string(device));
     }
-    return [user, device, target](const lower::LoweredGroup &g) -> std::optional<sched::ScheduleSpec> {
+    return [user, device, target, autos](const lower::LoweredGroup &g) -> std::optional<sched::ScheduleSpec> {
         if (g.kind != "matmul+epilogue") return std::nullopt;
         if (user) return user;
+        if (autos) {
+            auto r = autoschedule_group(*autos->graph, autos->graph_text, autos->graph_name, g.name, autos->db,
+                                        target.to_string(), autos->symbols, autos->tune, autos->log);
+            if (r) {
+                sched::ScheduleSpec s = r->schedule;
+                s.name += " [" + r->source + "]";
+                return s;
+            }
+        }
         const std::string name = sched::default_library_schedule(g.kind, device);
         if (name.empty()) return std::nullopt;
         return sched::library_schedule(name, target);
@@ -107,7 +129,8 @@ int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
         }
     }
 
-    lower::GraphProgram program(p.graph, p.groups, target, make_chooser(o.schedule, target), /*jit=*/false);
+    const AutoSchedule autos{&p.graph, read_file(o.file), o.file, o.db, o.symbols, o.tune, &out};
+    lower::GraphProgram program(p.graph, p.groups, target, make_chooser(o.schedule, target, autos), /*jit=*/false);
     print_groups(program, out);
     for (const auto &cg : program.groups()) {
         for (size_t v = 0; v < cg.variants.size(); v++) {
@@ -158,7 +181,8 @@ int run_graph(const GraphRunOptions &o, std::ostream &out) {
     ro.default_symbol_size = 64;
     const dsl::RunResult ref = dsl::interpret(p.graph, {}, ro);
 
-    lower::GraphProgram program(p.graph, p.groups, target, make_chooser(o.schedule, target));
+    const AutoSchedule autos{&p.graph, read_file(o.file), o.file, o.db, ref.symbols, o.tune, &out};
+    lower::GraphProgram program(p.graph, p.groups, target, make_chooser(o.schedule, target, autos));
     out << "graph " << p.graph.name << ": " << program.groups().size() << " fused group(s); symbols";
     for (const auto &[s, v] : ref.symbols) out << " " << s << "=" << v;
     out << "\n";

@@ -4,9 +4,10 @@
  *   parse + simplify (dsl/Simplify) -> plan_fusion (dsl/passes/Fusion) -> one Halide pipeline per
  *   group (lowering/) with a schedule -> JIT (run) or files (compile).
  *
- * Schedules: `--schedule NAME|FILE.json` applies to every matmul+epilogue group; otherwise such
- * groups get the library's default for the device, and other groups the lowering's default
- * schedule. A schedule that does not fit a group falls back to the default, and the reason is
+ * Schedules: `--schedule NAME|FILE.json` applies to every matmul+epilogue group. Otherwise, when
+ * every size of the group is known, a tuning-database hit, else the autoscheduler's model pick
+ * (`--tune`: measured); when sizes are symbolic, the library's default for the device (its
+ * guarded variants cover every shape). Other groups get the lowering's default schedule. A schedule that does not fit a group falls back to the default, and the reason is
  * printed with the group.
  */
 #pragma once
@@ -25,8 +26,10 @@ struct GraphCompileOptions {
     std::string out_dir = "tessel-out";
     /** Any of: dot, stmt, html, asm, lib (static library + header), obj, ptx, ptx-report. */
     std::set<std::string> emit = {"lib"};
-    std::string schedule;  ///< library name or .json file; "" = defaults
-    std::map<std::string, int64_t> symbols;  ///< sizes for estimates (M=512 ...)
+    std::string schedule;  ///< library name or .json file; "" = tuning database / autoscheduler / library default
+    std::map<std::string, int64_t> symbols;  ///< sizes for estimates (M=512 ...); with all sizes known the autoscheduler applies
+    std::string db = "tessel-tuning.db";    ///< tuning database consulted when no schedule is named
+    bool tune = false;                      ///< on a database miss, measure candidates instead of the model's pick
 };
 
 /** Compiles every group of the graph and writes the requested files; prints the fusion plan,
@@ -36,8 +39,10 @@ int compile_graph(const GraphCompileOptions &options, std::ostream &out);
 struct GraphRunOptions {
     std::string file;
     std::string target = "host";
-    std::string schedule;
+    std::string schedule;  ///< "" = tuning database hit, else the autoscheduler's model pick
     std::map<std::string, int64_t> symbols;  ///< unbound symbols default to 64
+    std::string db = "tessel-tuning.db";
+    bool tune = false;     ///< on a database miss, measure candidates
     uint64_t seed = 1;
     double tolerance = 1e-4;  ///< max |got - want| / (1 + |want|)
 };

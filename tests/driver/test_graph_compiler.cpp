@@ -31,6 +31,7 @@ TEST_CASE("tessel run: every example graph matches the interpreter") {
             CAPTURE(shape.at("M"));
             GraphRunOptions o;
             o.file = example(g);
+            o.db = (fs::temp_directory_path() / "tessel-test-run.db").string();
             o.symbols = shape;
             std::ostringstream out;
             const int rc = run_graph(o, out);
@@ -47,6 +48,7 @@ TEST_CASE("tessel compile: one fused group for the running example, with DOT, st
     o.out_dir = (fs::temp_directory_path() / "tessel-test-compile").string();
     o.emit = {"dot", "stmt", "lib"};
     o.symbols = {{"M", 512}, {"K", 1024}};
+    o.schedule = "cpu_blocked";
     fs::remove_all(o.out_dir);
     std::ostringstream out;
     REQUIRE(compile_graph(o, out) == 0);
@@ -58,6 +60,29 @@ TEST_CASE("tessel compile: one fused group for the running example, with DOT, st
     CHECK(text.find("schedule 'cpu_blocked'") != std::string::npos);
     for (const char *f : {"gelu_mlp.dot", "g0_y.stmt", "g0_y.a", "g0_y.h"}) CHECK(fs::exists(fs::path(o.out_dir) / f));
     fs::remove_all(o.out_dir);
+}
+
+TEST_CASE("without a named schedule: symbolic sizes take the library default, known sizes the autoscheduler") {
+    const auto dir = fs::temp_directory_path() / "tessel-test-auto";
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    GraphCompileOptions o;
+    o.file = example("gelu_mlp.tsl");
+    o.out_dir = (dir / "out").string();
+    o.db = (dir / "tuning.db").string();
+    o.emit = {"stmt"};
+    std::ostringstream symbolic;
+    REQUIRE(compile_graph(o, symbolic) == 0);
+    CHECK(symbolic.str().find("schedule 'cpu_blocked'") != std::string::npos);
+    o.symbols = {{"M", 64}, {"K", 256}};
+    std::ostringstream known;
+    REQUIRE(compile_graph(o, known) == 0);
+    INFO(known.str());
+    CHECK(known.str().find("[model]") != std::string::npos);  // the model's pick, stored in the database
+    std::ostringstream again;
+    REQUIRE(compile_graph(o, again) == 0);
+    CHECK(again.str().find("[database]") != std::string::npos);  // now a database hit
+    fs::remove_all(dir);
 }
 
 TEST_CASE("tessel compile for CUDA: the running example's static library builds and its PTX assembles for sm_90") {

@@ -1,0 +1,52 @@
+#include "apps/Commands.h"
+#include "driver/DatabaseCommands.h"
+#include "driver/Tune.h"
+
+#include <iostream>
+
+namespace tessel::apps {
+
+void add_tune_command(CLI::App &app, std::function<int()> &action) {
+    auto o = std::make_shared<TuneOptions>();
+    auto no_measure = std::make_shared<bool>(false);
+    CLI::App *cmd = app.add_subcommand("tune", "Autoschedule the matmul+epilogue groups of a graph: prune, rank with the "
+                                               "cost model, measure the top candidates in isolated processes, store the "
+                                               "winner in the tuning database, report coverage");
+    cmd->add_option("file", o->file, "graph file (.tsl)")->required()->check(CLI::ExistingFile);
+    cmd->add_option("--shapes", o->shapes, "MxKxN shapes, comma-separated (default: the graph's fixed shape, else "
+                                           "the suite shapes that fit it)")
+        ->delimiter(',');
+    cmd->add_option("--suite", o->suite, "shape suite file (default: bench/shapes.txt of this checkout)");
+    cmd->add_option("--budget", o->params.budget, "candidates measured per shape")->capture_default_str()->check(CLI::PositiveNumber);
+    cmd->add_option("--repeats", o->params.repeats, "timed runs per candidate")->capture_default_str()->check(CLI::PositiveNumber);
+    cmd->add_option("--timeout", o->params.timeout_seconds, "seconds per candidate (compile included)")->capture_default_str();
+    cmd->add_option("--db", o->db, "tuning database (SQLite)")->capture_default_str();
+    cmd->add_option("--target", o->target, "host, host-cuda or a Halide target string")->capture_default_str();
+    cmd->add_flag("--explain", o->explain, "print each term of the cost estimate for the top candidates");
+    cmd->add_flag("--model-only", *no_measure, "rank with the cost model only; measure nothing");
+    cmd->add_flag("!--no-coverage", o->coverage, "skip the coverage report");
+    cmd->callback([&action, o, no_measure] {
+        action = [o, no_measure] {
+            o->params.measure = !*no_measure;
+            return run_tune(*o, std::cout);
+        };
+    });
+}
+
+void add_db_command(CLI::App &app, std::function<int()> &action) {
+    auto path = std::make_shared<std::string>("tessel-tuning.db");
+    auto file = std::make_shared<std::string>("-");
+    CLI::App *cmd = app.add_subcommand("db", "Inspect, export or import the tuning database");
+    cmd->require_subcommand(1);
+    cmd->add_option("--db", *path, "tuning database (SQLite)")->capture_default_str();
+    CLI::App *ls = cmd->add_subcommand("ls", "one line per record");
+    CLI::App *ex = cmd->add_subcommand("export", "write every record as JSON");
+    ex->add_option("file", *file, "output file, '-' for standard output")->capture_default_str();
+    CLI::App *im = cmd->add_subcommand("import", "read records from JSON (idempotent)");
+    im->add_option("file", *file, "input file, '-' for standard input")->required();
+    ls->callback([&action, path] { action = [path] { return db_list(*path, std::cout); }; });
+    ex->callback([&action, path, file] { action = [path, file] { return db_export(*path, *file); }; });
+    im->callback([&action, path, file] { action = [path, file] { return db_import(*path, *file); }; });
+}
+
+}  // namespace tessel::apps

@@ -1,0 +1,28 @@
+// tessel-measure: the child process IsolatedMeasurer (autoscheduler/Measurer.h) runs for every
+// candidate. Reads {"task": MeasureTask, "schedule": ScheduleSpec} as JSON on stdin, writes one
+// Measurement as JSON on stdout, and exits 0; exit status 2 for a request it cannot read (the
+// parent then records a Crash with this program's stderr). It is the only program that runs
+// candidate schedules; whatever goes wrong in one stays in this process.
+#include "autoscheduler/MeasureTask.h"
+#include "schedules/ScheduleJson.h"
+
+#include <iostream>
+#include <iterator>
+
+int main() {
+    using namespace tessel;
+    autosched::MeasureTask task;
+    sched::ScheduleSpec schedule;
+    try {
+        const std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+        const nlohmann::json request = nlohmann::json::parse(text);
+        task = autosched::measure_task_from_json(request.at("task"));
+        schedule = sched::schedule_from_json(request.at("schedule"));
+    } catch (const std::exception &e) {
+        std::cerr << "tessel-measure: bad request: " << e.what() << "\n";
+        return 2;
+    }
+    const autosched::Measurement m = autosched::run_measurement(task, schedule);
+    std::cout << autosched::to_json(m).dump() << std::endl;
+    return 0;
+}

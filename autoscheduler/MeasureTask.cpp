@@ -1,0 +1,224 @@
+// MeasureTask.cpp: the JSON forms of MeasureTask and Measurement, and run_measurement(), the
+// one function that compiles and times a candidate (run by the tessel-measure child).
+#include "autoscheduler/MeasureTask.h"
+
+#include "codegen/Compile.h"
+#include "dsl/Simplify.h"
+#include "dsl/passes/Fusion.h"
+#include "lowering/GraphProgram.h"
+#include "lowering/LowerToHalide.h"
+#include "schedules/ApplySchedule.h"
+#include "schedules/ScheduleJson.h"
+
+#include <Halide.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <random>
+#include <stdexcept>
+#include <thread>
+
+namespace tessel::autosched {
+
+namespace {
+
+const std::pair<Status, const char *> kStatuses[] = {{Status::Ok, "ok"},
+                                                     {Status::CompileError, "compile-error"},
+                                                     {Status::RuntimeError, "runtime-error"},
+                                                     {Status::Crash, "crash"},
+                                                     {Status::Timeout, "timeout"}};
+const std::pair<Fault, const char *> kFaults[] = {
+    {Fault::None, "none"}, {Fault::Crash, "crash"}, {Fault::Hang, "hang"}, {Fault::HalideError, "halide-error"}};
+
+template <typename E, size_t N>
+E parse_enum(const std::pair<E, const char *> (&table)[N], const std::string &s, const char *what) {
+    std::string known;
+    for (const auto &[v, name] : table) {
+        if (s == name) return v;
+        known += (known.empty() ? "" : ", ") + std::string(name);
+    }
+    throw std::invalid_argument("unknown " + std::string(what) + " '" + s + "' (expected one of: " + known + ")");
+}
+
+thread_local std::string t_run_error;
+void capture_error(Halide::JITUserContext *, const char *msg) {
+    t_run_error = msg ? msg : "unknown Halide runtime error";
+    while (!t_run_error.empty() && t_run_error.back() == '\n') t_run_error.pop_back();
+}
+
+Measurement failed(Status s, std::string message, double compile_seconds = 0) {
+    Measurement m;
+    m.status = s;
+    m.message = std::move(message);
+    m.compile_seconds = compile_seconds;
+    return m;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/** The fault schedule: storing the contraction inside the loop it is computed at passes
+ * Tessel's checks (both loops exist) but Halide's lowering rejects the location. Needs a group
+ * with a contraction ("matmul"), like every group the tuner measures. */
+sched::ScheduleSpec halide_rejected_schedule(const lower::LoweredGroup &g) {
+    const std::string &y = g.output_names.at(0);
+    sched::ScheduleSpec s("fault_halide_error");
+    s.compute_at("matmul", y, "m").store_at("matmul", y, "n");
+    return s;
+}
+
+Halide::Buffer<float> make_buffer(const std::vector<int64_t> &shape, const std::string &name) {
+    std::vector<int> sizes(shape.rbegin(), shape.rend());  // Halide dimension 0 is the last axis
+    if (sizes.empty()) sizes.push_back(1);
+    return Halide::Buffer<float>(sizes, name);
+}
+
+}  // namespace
+
+std::string to_string(Status s) {
+    for (const auto &[v, name] : kStatuses)
+        if (v == s) return name;
+    return "?";
+}
+std::string to_string(Fault f) {
+    for (const auto &[v, name] : kFaults)
+        if (v == f) return name;
+    return "?";
+}
+Status parse_status(const std::string &s) { return parse_enum(kStatuses, s, "measurement status"); }
+Fault parse_fault(const std::string &s) { return parse_enum(kFaults, s, "fault"); }
+
+nlohmann::json to_json(const MeasureTask &t) {
+    nlohmann::json faults = nlohmann::json::object();
+    for (const auto &[name, f] : t.fault_by_schedule) faults[name] = to_string(f);
+    return {{"graph_text", t.graph_text}, {"graph_name", t.graph_name}, {"group", t.group},
+            {"symbols", t.symbols},       {"target", t.target},         {"repeats", t.repeats},
+            {"warmup", t.warmup},         {"timeout_seconds", t.timeout_seconds}, {"seed", t.seed},
+            {"fault", to_string(t.fault)}, {"fault_by_schedule", faults}};
+}
+
+MeasureTask measure_task_from_json(const nlohmann::json &j) {
+    MeasureTask t;
+    t.graph_text = j.at("graph_text").get<std::string>();
+    t.graph_name = j.value("graph_name", t.graph_name);
+    t.group = j.value("group", t.group);
+    t.symbols = j.value("symbols", t.symbols);
+    t.target = j.value("target", t.target);
+    t.repeats = j.value("repeats", t.repeats);
+    t.warmup = j.value("warmup", t.warmup);
+    t.timeout_seconds = j.value("timeout_seconds", t.timeout_seconds);
+    t.seed = j.value("seed", t.seed);
+    t.fault = parse_fault(j.value("fault", std::string("none")));
+    const nlohmann::json faults = j.value("fault_by_schedule", nlohmann::json::object());
+    for (const auto &[name, f] : faults.items())
+        t.fault_by_schedule[name] = parse_fault(f.get<std::string>());
+    return t;
+}
+
+nlohmann::json to_json(const Measurement &m) {
+    return {{"status", to_string(m.status)}, {"median_ms", m.median_ms}, {"samples", m.samples},
+            {"message", m.message},          {"compile_seconds", m.compile_seconds}};
+}
+
+Measurement measurement_from_json(const nlohmann::json &j) {
+    Measurement m;
+    m.status = parse_status(j.at("status").get<std::string>());
+    m.median_ms = j.value("median_ms", 0.0);
+    m.samples = j.value("samples", std::vector<double>{});
+    m.message = j.value("message", std::string());
+    m.compile_seconds = j.value("compile_seconds", 0.0);
+    return m;
+}
+
+double median(std::vector<double> samples) {
+    if (samples.empty()) return 0;
+    std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
+    return samples[samples.size() / 2];
+}
+
+Measurement run_measurement(const MeasureTask &task, const sched::ScheduleSpec &schedule) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const Fault fault = task.fault_for(schedule.name);
+    dsl::Graph graph;
+    lower::GroupSpec spec;
+    Halide::Target target;
+    try {
+        target = parse_target(task.target);
+        graph = dsl::simplify_text(task.graph_text, task.graph_name).graph;
+        dsl::FusionOptions fo;
+        fo.symbol_sizes = task.symbols;
+        const dsl::FusionPlan plan = dsl::plan_fusion(graph, fo);
+        std::string names;
+        for (const auto &g : plan.groups) {
+            names += (names.empty() ? "" : ", ") + g.name;
+            const bool hit = task.group.empty() ? g.kind == "matmul+epilogue" : g.name == task.group;
+            if (hit && spec.name.empty()) spec = {g.name, g.nodes, g.outputs};
+        }
+        if (spec.name.empty())
+            return failed(Status::CompileError, "the graph has no fusion group '" +
+                                                    (task.group.empty() ? "<matmul+epilogue>" : task.group) +
+                                                    "' (groups: " + names + ")");
+    } catch (const std::exception &e) {
+        return failed(Status::CompileError, std::string("preparing the task failed: ") + e.what());
+    }
+
+    // Lower, pick the schedule variant for this shape, apply it, JIT.
+    lower::LoweredGroup lowered;
+    Halide::Callable callable;
+    std::vector<Halide::Buffer<float>> buffers;  // inputs, then outputs, in callable order
+    try {
+        lowered = lower::lower_group(graph, spec);
+        std::map<std::string, long> extents;
+        for (const auto &[name, src] : lowered.extent_sources)
+            extents[name] = (long)lower::concrete_shape(graph, src.first, task.symbols)[src.second];
+        const sched::ScheduleSpec applied =
+            fault == Fault::HalideError ? halide_rejected_schedule(lowered) : schedule;
+        try {
+            lower::apply_to_group(applied.steps_for(extents), lowered, target, applied.name);
+        } catch (const sched::ScheduleError &e) {
+            return failed(Status::CompileError, e.what(), seconds_since(t0));
+        }
+        Halide::Pipeline p = lowered.pipeline();
+        p.jit_handlers().custom_error = capture_error;
+        callable = p.compile_to_callable(lowered.arguments(), target);
+
+        std::mt19937 rng(task.seed);
+        std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+        for (size_t i = 0; i < lowered.inputs.size(); i++) {
+            buffers.push_back(make_buffer(lower::concrete_shape(graph, lowered.input_values[i], task.symbols),
+                                          lowered.inputs[i].name()));
+            buffers.back().for_each_value([&](float &v) { v = dist(rng); });
+        }
+        for (dsl::ValueId v : lowered.output_values)
+            buffers.push_back(make_buffer(lower::concrete_shape(graph, v, task.symbols), graph.display_name(v)));
+    } catch (const Halide::Error &e) {
+        return failed(Status::CompileError, std::string("Halide: ") + e.what(), seconds_since(t0));
+    } catch (const std::exception &e) {
+        return failed(Status::CompileError, e.what(), seconds_since(t0));
+    }
+    Measurement m;
+    m.compile_seconds = seconds_since(t0);
+
+    if (fault == Fault::Crash) std::abort();
+    if (fault == Fault::Hang)
+        for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+
+    Halide::JITUserContext context;
+    Halide::JITUserContext *context_ptr = &context;
+    std::vector<const void *> argv{&context_ptr};
+    for (auto &b : buffers) argv.push_back(b.raw_buffer());
+    auto run_once = [&]() -> bool { return callable.call_argv_fast(argv.size(), argv.data()) == 0; };
+    for (int i = 0; i < task.warmup; i++)
+        if (!run_once()) return failed(Status::RuntimeError, t_run_error, m.compile_seconds);
+    for (int i = 0; i < std::max(1, task.repeats); i++) {
+        const auto r0 = std::chrono::steady_clock::now();
+        if (!run_once()) return failed(Status::RuntimeError, t_run_error, m.compile_seconds);
+        m.samples.push_back(seconds_since(r0) * 1e3);
+    }
+    m.median_ms = median(m.samples);
+    return m;
+}
+
+}  // namespace tessel::autosched

@@ -1,0 +1,257 @@
+// Measurer.cpp
+//   IsolatedMeasurer::measure_one  spawn tessel-measure in its own process group, feed it JSON,
+//                                  collect stdout/stderr under a deadline, classify the outcome
+//   InProcessMeasurer::measure     run_measurement() in a loop
+//   progress_bar / format_progress the text progress line
+#include "autoscheduler/Measurer.h"
+
+#include "schedules/ScheduleJson.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <poll.h>
+#include <spawn.h>
+#include <sstream>
+#include <stdexcept>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+namespace tessel::autosched {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/** The last `lines` lines of `text`, for crash messages. */
+std::string tail_lines(const std::string &text, int lines) {
+    size_t pos = text.size();
+    while (pos > 0 && (text[pos - 1] == '\n')) pos--;
+    const size_t end = pos;
+    for (int n = 0; n < lines && pos > 0; n++) {
+        pos = text.rfind('\n', pos - 1);
+        if (pos == std::string::npos) { pos = 0; break; }
+    }
+    return text.substr(pos == 0 ? 0 : pos + 1, end - (pos == 0 ? 0 : pos + 1));
+}
+
+Measurement outcome(Status s, std::string message) {
+    Measurement m;
+    m.status = s;
+    m.message = std::move(message);
+    return m;
+}
+
+/** Drives progress callbacks: best Ok median so far and the ETA from the mean time per candidate. */
+class ProgressTracker {
+public:
+    ProgressTracker(const ProgressFn &fn, int total) : fn_(fn), total_(total), t0_(Clock::now()) {}
+    void done(const Measurement &m) {
+        done_++;
+        if (m.ok() && (best_ == 0 || m.median_ms < best_)) best_ = m.median_ms;
+        if (!fn_) return;
+        const double elapsed = std::chrono::duration<double>(Clock::now() - t0_).count();
+        fn_(done_, total_, best_, elapsed / done_ * (total_ - done_));
+    }
+
+private:
+    const ProgressFn &fn_;
+    int total_, done_ = 0;
+    double best_ = 0;
+    Clock::time_point t0_;
+};
+
+}  // namespace
+
+std::string find_measure_executable() {
+    std::vector<fs::path> tries;
+    std::error_code ec;
+    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    if (!ec) {
+        tries.push_back(self.parent_path() / "tessel-measure");
+        tries.push_back(self.parent_path().parent_path() / "apps" / "tessel-measure");
+        tries.push_back(self.parent_path().parent_path().parent_path() / "apps" / "tessel-measure");
+    }
+#ifdef TESSEL_MEASURE_BUILD_PATH
+    tries.push_back(TESSEL_MEASURE_BUILD_PATH);
+#endif
+    for (const auto &p : tries)
+        if (fs::is_regular_file(p, ec) && access(p.c_str(), X_OK) == 0) return p.string();
+    return "";
+}
+
+IsolatedMeasurer::IsolatedMeasurer(std::string child_path) : child_path_(std::move(child_path)) {
+    if (child_path_.empty()) child_path_ = find_measure_executable();
+    if (child_path_.empty())
+        throw std::runtime_error("cannot find the tessel-measure executable (looked next to this program, in "
+                                 "../apps/, and at the build path); build target 'tessel-measure'");
+}
+
+Measurement IsolatedMeasurer::measure_one(const MeasureTask &task, const sched::ScheduleSpec &candidate) const {
+    const std::string request = nlohmann::json{{"task", to_json(task)}, {"schedule", sched::to_json(candidate)}}.dump();
+
+    // stdin is a socket so that writing to a child that already died gives EPIPE, not SIGPIPE.
+    int in_sock[2], out_pipe[2], err_pipe[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in_sock) != 0)
+        return outcome(Status::Crash, std::string("socketpair failed: ") + std::strerror(errno));
+    if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
+        return outcome(Status::Crash, std::string("pipe failed: ") + std::strerror(errno));
+
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, in_sock[1], STDIN_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attr, 0);  // its own group: the timeout kills Halide's worker threads' process too
+    std::string path = child_path_;
+    char *argv[] = {path.data(), nullptr};
+    pid_t pid = -1;
+    const int rc = posix_spawn(&pid, path.c_str(), &actions, &attr, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+    close(in_sock[1]);
+    close(out_pipe[1]);
+    close(err_pipe[1]);
+    if (rc != 0) {
+        close(in_sock[0]);
+        close(out_pipe[0]);
+        close(err_pipe[0]);
+        return outcome(Status::Crash, "cannot start " + path + ": " + std::strerror(rc));
+    }
+
+    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(std::max(0.01, task.timeout_seconds)));
+    std::string out, err;
+    size_t written = 0;
+    int fds[3] = {in_sock[0], out_pipe[0], err_pipe[0]};
+    fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    bool timed_out = false;
+    while (fds[1] >= 0 || fds[2] >= 0) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+        if (left <= 0) {
+            timed_out = true;
+            break;
+        }
+        pollfd p[3];
+        int n = 0, which[3];
+        if (fds[0] >= 0) { p[n] = {fds[0], POLLOUT, 0}; which[n++] = 0; }
+        if (fds[1] >= 0) { p[n] = {fds[1], POLLIN, 0}; which[n++] = 1; }
+        if (fds[2] >= 0) { p[n] = {fds[2], POLLIN, 0}; which[n++] = 2; }
+        const int r = poll(p, n, (int)std::min<long long>(left, 1000));
+        if (r < 0 && errno != EINTR) break;
+        for (int i = 0; i < n && r > 0; i++) {
+            if (!p[i].revents) continue;
+            int &fd = fds[which[i]];
+            if (which[i] == 0) {
+                const ssize_t k = send(fd, request.data() + written, request.size() - written, MSG_NOSIGNAL);
+                if (k > 0) written += (size_t)k;
+                if (k < 0 && errno != EAGAIN && errno != EINTR) written = request.size();  // child gone
+                if (written == request.size()) { close(fd); fd = -1; }
+                continue;
+            }
+            char buf[4096];
+            const ssize_t k = read(fd, buf, sizeof buf);
+            if (k > 0) (which[i] == 1 ? out : err).append(buf, (size_t)k);
+            else if (k == 0 || (errno != EAGAIN && errno != EINTR)) { close(fd); fd = -1; }
+        }
+    }
+    for (int &fd : fds)
+        if (fd >= 0) close(fd);
+
+    int wstatus = 0;
+    if (!timed_out) {
+        // Output closed: the child is exiting. Give it until the deadline to be reaped.
+        while (waitpid(pid, &wstatus, WNOHANG) == 0) {
+            if (Clock::now() >= deadline) { timed_out = true; break; }
+            usleep(1000);
+        }
+    }
+    if (timed_out) {
+        kill(-pid, SIGKILL);
+        kill(pid, SIGKILL);
+        waitpid(pid, &wstatus, 0);
+        std::ostringstream msg;
+        msg << "no result within " << task.timeout_seconds << " s; killed process group " << pid;
+        const std::string t = tail_lines(err, 5);
+        if (!t.empty()) msg << "; stderr: " << t;
+        return outcome(Status::Timeout, msg.str());
+    }
+    // Any other process the candidate left in its group goes too.
+    kill(-pid, SIGKILL);
+
+    if (WIFSIGNALED(wstatus)) {
+        const int sig = WTERMSIG(wstatus);
+        std::string msg = "killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
+        const std::string t = tail_lines(err, 5);
+        if (!t.empty()) msg += "; stderr: " + t;
+        return outcome(Status::Crash, msg);
+    }
+    try {
+        return measurement_from_json(nlohmann::json::parse(out));
+    } catch (const std::exception &e) {
+        std::string msg = "exited with status " + std::to_string(WEXITSTATUS(wstatus)) + " without a result (" +
+                          e.what() + ")";
+        const std::string t = tail_lines(err, 5);
+        if (!t.empty()) msg += "; stderr: " + t;
+        return outcome(Status::Crash, msg);
+    }
+}
+
+std::vector<Measurement> IsolatedMeasurer::measure(const MeasureTask &task,
+                                                   const std::vector<sched::ScheduleSpec> &candidates,
+                                                   const ProgressFn &progress) {
+    std::vector<Measurement> results;
+    ProgressTracker tracker(progress, (int)candidates.size());
+    for (const auto &c : candidates) {
+        results.push_back(measure_one(task, c));
+        tracker.done(results.back());
+    }
+    return results;
+}
+
+std::vector<Measurement> InProcessMeasurer::measure(const MeasureTask &task,
+                                                    const std::vector<sched::ScheduleSpec> &candidates,
+                                                    const ProgressFn &progress) {
+    std::vector<Measurement> results;
+    ProgressTracker tracker(progress, (int)candidates.size());
+    for (const auto &c : candidates) {
+        results.push_back(run_measurement(task, c));
+        tracker.done(results.back());
+    }
+    return results;
+}
+
+std::string format_progress(int done, int total, double best_ms, double eta_seconds, int width) {
+    const int filled = total > 0 ? (int)((long long)done * width / total) : width;
+    std::ostringstream s;
+    s << '[' << std::string(filled, '#') << std::string(width - filled, '-') << "] " << done << '/' << total;
+    s.setf(std::ios::fixed);
+    s.precision(2);
+    if (best_ms > 0) s << " best " << best_ms << " ms";
+    else s << " best -";
+    s << " eta " << (long long)std::llround(std::max(0.0, eta_seconds)) << " s";
+    return s.str();
+}
+
+ProgressFn progress_bar(std::ostream &out, int width) {
+    return [&out, width](int done, int total, double best_ms, double eta_seconds) {
+        // Pad so a shorter line fully overwrites the previous one.
+        out << '\r' << format_progress(done, total, best_ms, eta_seconds, width) << "   ";
+        if (done == total) out << '\n';
+        out.flush();
+    };
+}
+
+}  // namespace tessel::autosched

@@ -1,0 +1,150 @@
+#include "autoscheduler/SearchSpace.h"
+
+#include "schedules/GeluCpuSchedules.h"
+#include "schedules/GeluCudaSchedules.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace tessel::autosched {
+
+std::string Workload::shape_class() const {
+    if (M <= 16) return "decode";
+    const int64_t lo = std::min({M, K, N}), hi = std::max({M, K, N});
+    return hi <= 2 * lo ? "square" : "mlp";
+}
+
+std::string Workload::to_string() const {
+    return "M=" + std::to_string(M) + ",K=" + std::to_string(K) + ",N=" + std::to_string(N);
+}
+
+void add_epilogue_cost(const dsl::Graph &g, const std::vector<dsl::ValueId> &nodes, Workload &w) {
+    using dsl::Op;
+    const bool fast = g.mode == dsl::NumericMode::Fast;
+    for (dsl::ValueId v : nodes) {
+        switch (g.node(v).op) {
+        case Op::MatMul: case Op::Constant: case Op::Input: break;
+        case Op::Sqrt: case Op::Rsqrt: w.epilogue_flops += 4; break;
+        case Op::Exp: w.epilogue_flops += 20; break;
+        case Op::Tanh: w.epilogue_scalar_calls += 1; break;
+        case Op::Gelu: w.epilogue_flops += 30; break;  // Halide's vectorized erf polynomial
+        case Op::GeluTanh:
+            if (fast) w.epilogue_flops += 25;  // v / (1 + exp(-2u)), vectorized
+            else w.epilogue_flops += 8, w.epilogue_scalar_calls += 1;  // libm tanhf per element
+            break;
+        default: w.epilogue_flops += 1; break;
+        }
+    }
+}
+
+std::string CandidateParams::to_string() const {
+    std::ostringstream os;
+    os << nest;
+    if (nest == "gemm") os << " mr=" << mr << " nr=" << nr_vectors << "v panel=" << panel_blocks;
+    if (nest == "decode") os << " kchunk=" << k_chunk << " kunroll=" << k_unroll;
+    if (nest == "cuda_tiled") os << " block=" << BN << "x" << BM << " thread=" << TN << "x" << TM << " kt=" << KT;
+    if (nest == "cuda_decode") os << " nb=" << NB << " ks=" << KS << " mb=" << MB;
+    return os.str();
+}
+
+nlohmann::json CandidateParams::to_json() const {
+    nlohmann::json j{{"nest", nest}};
+    auto put = [&](const char *k, int v) {
+        if (v) j[k] = v;
+    };
+    put("mr", mr), put("nr_vectors", nr_vectors), put("panel_blocks", panel_blocks), put("k_unroll", k_unroll);
+    put("k_chunk", k_chunk), put("BN", BN), put("BM", BM), put("TN", TN), put("TM", TM);
+    put("KT", KT), put("NB", NB), put("KS", KS), put("MB", MB);
+    return j;
+}
+
+namespace {
+
+void enumerate_cpu(const Workload &w, const CpuModel &cpu, std::vector<CandidateParams> &out) {
+    // Register blocks: rows x vectors of w, up to what the register file could ever hold.
+    for (int mr : {1, 2, 4, 6, 8, 12, 16})
+        for (int nv : {1, 2, 3, 4, 6})
+            for (int pb : {1, 2, 4, 8}) {
+                if (mr * nv > cpu.vector_registers) continue;  // not even the accumulators fit
+                CandidateParams p;
+                p.nest = "gemm", p.mr = mr, p.nr_vectors = nv, p.panel_blocks = pb;
+                out.push_back(p);
+            }
+    // Split-K streaming nest: chunks of rows of w per task, from a few vectors' worth up to K.
+    for (int chunk : {64, 128, 256, 512, 1024, 2048})
+        for (int ku : {1, 2, 4, 8}) {
+            if (chunk > std::max<int64_t>(w.K, 64)) continue;
+            CandidateParams p;
+            p.nest = "decode", p.k_chunk = chunk, p.k_unroll = ku;
+            out.push_back(p);
+        }
+    CandidateParams general;
+    general.nest = "general";
+    out.push_back(general);
+    (void)cpu;
+}
+
+void enumerate_cuda(const Workload &, const CudaModel &, std::vector<CandidateParams> &out) {
+    for (int BN : {32, 64, 128, 256})
+        for (int BM : {16, 32, 64, 128})
+            for (int TN : {1, 2, 4, 8})
+                for (int TM : {1, 2, 4, 8})
+                    for (int KT : {8, 16, 32}) {
+                        if (TN > BN || TM > BM) continue;
+                        CandidateParams p;
+                        p.nest = "cuda_tiled", p.BN = BN, p.BM = BM, p.TN = TN, p.TM = TM, p.KT = KT;
+                        out.push_back(p);
+                    }
+    for (int NB : {16, 32, 64})
+        for (int KS : {4, 8, 16, 32}) {
+            CandidateParams p;
+            p.nest = "cuda_decode", p.NB = NB, p.KS = KS, p.MB = 16;
+            out.push_back(p);
+        }
+    CandidateParams simple;
+    simple.nest = "cuda_simple";
+    out.push_back(simple);
+}
+
+}  // namespace
+
+std::vector<CandidateParams> enumerate_space(const Workload &w, const TargetModel &model) {
+    std::vector<CandidateParams> out;
+    if (model.device == sched::Device::Cuda) enumerate_cuda(w, model.cuda, out);
+    else enumerate_cpu(w, model.cpu, out);
+    return out;
+}
+
+sched::ScheduleSpec make_schedule(const CandidateParams &p, const Halide::Target &target) {
+    using sched::Guard;
+    sched::ScheduleSpec s("tuned_" + p.nest, target.has_feature(Halide::Target::CUDA) ? sched::Device::Cuda
+                                                                                       : sched::Device::Cpu);
+    s.description = "autoscheduled: " + p.to_string();
+    if (s.device == sched::Device::Cuda) {
+        s.steps = sched::gelu_cuda_simple(target).steps;
+        if (p.nest == "cuda_tiled") {
+            const sched::CudaTileParams t{p.BN, p.BM, p.TN, p.TM, p.KT};
+            s.variants.push_back({sched::gelu_cuda_tiled_guards(t), sched::gelu_cuda_tiled_steps(t)});
+        } else if (p.nest == "cuda_decode") {
+            const sched::CudaDecodeParams d{p.NB, p.KS, p.MB};
+            s.variants.push_back({{Guard{"M", "<=", p.MB}}, sched::gelu_cuda_decode_steps(d)});
+        }
+        return s;
+    }
+    sched::CpuBlocking b = sched::CpuBlocking::for_target(target);
+    if (p.mr) b.mr = p.mr;
+    if (p.nr_vectors) b.nr = p.nr_vectors * b.lanes;
+    if (p.panel_blocks) b.panel_blocks = p.panel_blocks;
+    if (p.k_unroll) b.k_unroll = p.k_unroll;
+    if (p.k_chunk) b.k_chunk = p.k_chunk;
+    s.steps = sched::gelu_cpu_general_steps(b);
+    if (p.nest == "gemm") {
+        s.variants.push_back({{Guard{"M", ">=", b.mr}, Guard{"N", ">=", b.nr}}, sched::gelu_cpu_gemm_steps(b, b.panel_blocks)});
+    } else if (p.nest == "decode") {
+        // The decode nest guards every tail itself: valid for any shape, fast for small M.
+        s.variants.push_back({{Guard{"M", "<=", b.decode_max_m}}, sched::gelu_cpu_decode_steps(b)});
+    }
+    return s;
+}
+
+}  // namespace tessel::autosched

@@ -1,0 +1,181 @@
+#include "autoscheduler/Tuner.h"
+
+#include "codegen/Compile.h"
+#include "codegen/Ptxas.h"
+#include "lowering/GraphProgram.h"
+#include "schedules/ScheduleJson.h"
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <iomanip>
+#include <sstream>
+
+namespace tessel::autosched {
+
+TuningKey Tuner::key_for(const TuneRequest &r) {
+    TuningKey k = TuningKey::current();
+    k.group_hash = r.group_hash;
+    k.shape_class = r.workload.shape_class();
+    k.shapes = r.workload.to_string();
+    k.target = parse_target(r.target).to_string();
+    k.numeric_mode = r.numeric_mode;
+    k.space_version = kSearchSpaceVersion;
+    return k;
+}
+
+size_t Tuner::pick_winner(const std::vector<RankedCandidate> &ranked, double tie_tolerance, std::string *why) {
+    double best = INFINITY;
+    size_t fastest = ranked.size();
+    for (size_t i = 0; i < ranked.size(); i++) {
+        if (ranked[i].measured && ranked[i].measured->ok() && ranked[i].measured->median_ms < best) {
+            best = ranked[i].measured->median_ms;
+            fastest = i;
+        }
+    }
+    if (fastest == ranked.size()) return fastest;
+    // `ranked` is in model order: the first candidate inside the tie band is the model's best.
+    for (size_t i = 0; i < ranked.size(); i++) {
+        const auto &m = ranked[i].measured;
+        if (m && m->ok() && m->median_ms <= best * (1 + tie_tolerance)) {
+            if (why) {
+                std::ostringstream os;
+                os << std::fixed << std::setprecision(3);
+                if (i == fastest) os << "fastest measured median (" << best << " ms)";
+                else
+                    os << "within " << tie_tolerance * 100 << "% of the fastest median (" << m->median_ms << " vs "
+                       << best << " ms): tied, and the cost model ranks it higher (#" << i + 1 << " vs #"
+                       << fastest + 1 << ")";
+                *why = os.str();
+            }
+            return i;
+        }
+    }
+    return fastest;
+}
+
+namespace {
+
+std::string check_with_ptxas(const TuneRequest &r, const sched::ScheduleSpec &s, const Halide::Target &target) {
+    lower::LoweredGroup lg = lower::lower_group(*r.graph, r.group);
+    const size_t pick = s.pick_variant({{"M", (long)r.workload.M}, {"K", (long)r.workload.K}, {"N", (long)r.workload.N}});
+    lower::apply_to_group(pick < s.variants.size() ? s.variants[pick].steps : s.steps, lg, target, s.name);
+    const PtxasReport rep = assemble_ptx(generate_ptx(lg.pipeline(), lg.arguments(), target, r.group.name), "sm_90");
+    if (!rep.ok) return "ptxas failed";
+    if (rep.has_spills()) return "spills";
+    for (const auto &k : rep.kernels)
+        if (k.registers > 255) return "over 255 registers";
+    std::string regs;
+    for (const auto &k : rep.kernels) regs += (regs.empty() ? "" : "/") + std::to_string(k.registers);
+    return "ok (" + regs + " registers, no spills)";
+}
+
+}  // namespace
+
+TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
+    const auto t0 = std::chrono::steady_clock::now();
+    TuneResult result;
+    result.key = key_for(r);
+    const Halide::Target target = parse_target(r.target);
+    auto finish = [&] {
+        result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        return result;
+    };
+
+    if (cache_) {
+        if (auto hit = cache_->lookup(result.key)) {
+            result.schedule = sched::schedule_from_json(hit->schedule);
+            result.source = "database";
+            result.time_ms = hit->median_ms;
+            result.decision = "database hit (" + hit->measured_by + ", " + hit->cost_model_version + ")";
+            return finish();
+        }
+    }
+
+    const TargetModel tm = TargetModel::for_target(target);
+    const std::vector<CandidateParams> space = enumerate_space(r.workload, tm);
+    std::vector<CandidateParams> survivors = prune(space, r.workload, tm, &result.prune);
+    if (survivors.empty()) {
+        // Tiny problems fail the parallel-work rule everywhere: keep the always-correct nest.
+        CandidateParams fallback;
+        fallback.nest = tm.device == sched::Device::Cuda ? "cuda_simple" : "general";
+        survivors.push_back(fallback);
+    }
+    const auto costs = model_.predict(r.workload, survivors);
+    std::vector<size_t> order(survivors.size());
+    for (size_t i = 0; i < order.size(); i++) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return costs[a].total_s() < costs[b].total_s(); });
+    for (size_t i : order) result.ranked.push_back({survivors[i], costs[i], std::nullopt, ""});
+    if (log) *log << result.prune.to_string() << "\n";
+
+    size_t winner = 0;
+    if (tm.device == sched::Device::Cuda) {
+        result.source = "model+ptxas";
+        bool found = false;
+        for (int i = 0; i < (int)result.ranked.size() && i < params_.ptxas_checks && !found; i++) {
+            auto &c = result.ranked[i];
+            c.ptxas = find_ptxas().empty() ? "skipped (no ptxas)" : check_with_ptxas(r, make_schedule(c.params, target), target);
+            if (c.ptxas.rfind("ok", 0) == 0 || c.ptxas.rfind("skipped", 0) == 0) {
+                winner = i;
+                found = true;
+            }
+        }
+        result.decision = "no GPU here: tuned by the cost model and the ptxas check alone; " +
+                          std::string(found ? "the best-ranked candidate that assembled cleanly" : "none assembled cleanly; the model's pick");
+        result.time_ms = result.ranked[winner].cost.total_s() * 1e3;
+    } else if (params_.measure && measurer_) {
+        int budget = params_.budget;
+        auto corr = params_.class_rank_correlation.find(r.workload.shape_class());
+        if (corr != params_.class_rank_correlation.end() && corr->second < params_.min_rank_correlation) budget *= 2;
+        budget = std::min<int>(budget, (int)result.ranked.size());
+        MeasureTask task;
+        task.graph_text = r.graph_text;
+        task.graph_name = r.graph_name;
+        task.group = r.group.name;
+        task.symbols = r.symbols;
+        task.target = r.target;
+        task.repeats = params_.repeats;
+        task.warmup = params_.warmup;
+        task.timeout_seconds = params_.timeout_seconds;
+        std::vector<sched::ScheduleSpec> schedules;
+        for (int i = 0; i < budget; i++) {
+            schedules.push_back(make_schedule(result.ranked[i].params, target));
+            schedules.back().name = "candidate_" + std::to_string(i + 1);
+        }
+        const auto measured = measurer_->measure(task, schedules, log ? progress_bar(*log) : ProgressFn{});
+        for (int i = 0; i < budget; i++) result.ranked[i].measured = measured[i];
+        result.measured_count = budget;
+        winner = pick_winner(result.ranked, params_.tie_tolerance, &result.decision);
+        if (winner == result.ranked.size()) {
+            winner = 0;
+            result.source = "model";
+            result.decision = "every measured candidate failed; the model's pick";
+            result.time_ms = result.ranked[0].cost.total_s() * 1e3;
+        } else {
+            result.source = "measured";
+            result.time_ms = result.ranked[winner].measured->median_ms;
+        }
+    } else {
+        result.source = "model";
+        result.decision = "the cost model's top pick (not measured)";
+        result.time_ms = result.ranked[0].cost.total_s() * 1e3;
+    }
+    result.params = result.ranked[winner].params;
+    result.schedule = make_schedule(result.params, target);
+
+    if (cache_) {
+        TuningRecord rec;
+        rec.key = result.key;
+        rec.schedule = sched::to_json(result.schedule);
+        rec.median_ms = result.time_ms;
+        if (result.ranked[winner].measured) rec.samples = result.ranked[winner].measured->samples;
+        rec.cost_model_version = model_.version();
+        rec.measured_by = result.source == "measured" ? "measured" : "model";
+        rec.created_unix = (int64_t)std::time(nullptr);
+        rec.notes = result.params.to_string() + "; " + result.decision;
+        cache_->commit(rec);
+    }
+    return finish();
+}
+
+}  // namespace tessel::autosched

@@ -1,0 +1,100 @@
+/** \file
+ * Tuner: wires the autoscheduler's parts — search space, pruning, cost model, measurer and
+ * tuning cache — for one matmul+epilogue group at one shape on one target.
+ *
+ *   cache hit? -> return it (no measurement)
+ *   enumerate_space -> prune (counts per rule) -> cost model ranks every survivor
+ *   CPU, measuring:   measure the model's top `budget` in isolated children; near-tie rule below
+ *   CPU, model only:  the model's top pick
+ *   CUDA (no GPU):    the model's best candidates in order, each assembled with ptxas -v for
+ *                     sm_90; the first without spills and within limits wins
+ *   -> commit the winner to the cache
+ *
+ * Near-tie rule (so re-tuning picks the same winner): every candidate whose median is within
+ * `tie_tolerance` (3%) of the fastest median is tied with it; among the tied, the one the cost
+ * model ranks best wins. Measurement noise between near-equal candidates therefore cannot flip
+ * the choice; only a candidate more than 3% faster can.
+ */
+#pragma once
+
+#include "autoscheduler/CostModel.h"
+#include "autoscheduler/MeasureTask.h"
+#include "autoscheduler/Measurer.h"
+#include "autoscheduler/Pruning.h"
+#include "autoscheduler/TuningDatabase.h"
+#include "dsl/ir/Graph.h"
+#include "lowering/LowerToHalide.h"
+
+#include <optional>
+#include <ostream>
+
+namespace tessel::autosched {
+
+/** Every knob of the tuner; the apps parse these, nothing reads the environment. */
+struct TunerParams {
+    int budget = 6;               ///< candidates measured per shape (CPU)
+    int repeats = 5;              ///< timed runs per candidate (median)
+    int warmup = 1;               ///< untimed runs before them
+    double timeout_seconds = 30;  ///< per candidate, compile included
+    double tie_tolerance = 0.03;  ///< near-tie band, relative to the fastest median
+    bool measure = true;          ///< false: the model's pick, no measurement
+    int ptxas_checks = 4;         ///< CUDA: how many top candidates may be assembled
+    /** Shape classes whose model ranking correlated poorly (< this) get twice the budget. */
+    double min_rank_correlation = 0.5;
+    std::map<std::string, double> class_rank_correlation;  ///< filled by coverage runs
+};
+
+/** What to tune: one group of a graph (for lowering and measurement) at one workload. */
+struct TuneRequest {
+    const dsl::Graph *graph = nullptr;
+    lower::GroupSpec group;
+    std::string graph_text, graph_name;  ///< for the measuring child
+    std::string group_hash;              ///< structural_hash of the group (TuningKey)
+    std::map<std::string, int64_t> symbols;
+    Workload workload;
+    std::string target = "host";
+    std::string numeric_mode = "strict";
+};
+
+struct RankedCandidate {
+    CandidateParams params;
+    CostBreakdown cost;
+    std::optional<Measurement> measured;
+    std::string ptxas;  ///< CUDA: the ptxas verdict when checked
+};
+
+struct TuneResult {
+    TuningKey key;
+    sched::ScheduleSpec schedule;
+    CandidateParams params;
+    std::string source;        ///< "database", "measured", "model", "model+ptxas"
+    double time_ms = 0;        ///< measured median, or the model's estimate
+    PruneReport prune;
+    std::vector<RankedCandidate> ranked;  ///< every survivor in model order (measured ones filled)
+    int measured_count = 0;
+    double seconds = 0;        ///< wall time of this tune() call
+    std::string decision;      ///< why the winner won
+};
+
+class Tuner {
+public:
+    /** `measurer` may be null (model only); `cache` may be null (no reuse). */
+    Tuner(const CostModel &model, Measurer *measurer, TuningCache *cache, TunerParams params)
+        : model_(model), measurer_(measurer), cache_(cache), params_(std::move(params)) {}
+
+    TuneResult tune(const TuneRequest &request, std::ostream *log = nullptr);
+
+    /** The key a request is stored under. */
+    static TuningKey key_for(const TuneRequest &request);
+
+    /** The near-tie rule on measured candidates in model order; returns the winner's index. */
+    static size_t pick_winner(const std::vector<RankedCandidate> &ranked, double tie_tolerance, std::string *why);
+
+private:
+    const CostModel &model_;
+    Measurer *measurer_;
+    TuningCache *cache_;
+    TunerParams params_;
+};
+
+}  // namespace tessel::autosched

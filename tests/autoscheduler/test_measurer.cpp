@@ -1,0 +1,174 @@
+/** \file
+ * Measurer: isolation (a crash, a hang and a Halide error in a candidate are recorded, the
+ * tuner carries on), the JSON protocol, the progress bar, and Halide's own autoschedulers
+ * against the float64 reference. Shapes are small and timeouts short so the test stays fast.
+ */
+#include "autoscheduler/HalideAutoschedulers.h"
+#include "autoscheduler/Measurer.h"
+
+#include "baselines/GeluReference.h"
+#include "codegen/Compile.h"
+#include "driver/Random.h"
+#include "schedules/Library.h"
+
+#include <doctest/doctest.h>
+
+#include <sstream>
+
+using namespace tessel;
+using namespace tessel::autosched;
+
+namespace {
+
+// One layer with every dim symbolic, so tests pick small shapes.
+const char *kGraph = R"(graph mlp {
+  %x = input : f32[M, K]
+  %w = input : f32[K, N]
+  %bias = input : f32[N]
+  %y = gelu(matmul(%x, %w) + %bias)
+  output %y
+}
+)";
+
+MeasureTask small_task() {
+    MeasureTask t;
+    t.graph_text = kGraph;
+    t.symbols = {{"M", 8}, {"K", 64}, {"N", 96}};
+    t.repeats = 3;
+    t.warmup = 1;
+    t.timeout_seconds = 20;  // JIT of a blocked schedule takes a few seconds on 2 busy cores
+    return t;
+}
+
+sched::ScheduleSpec good(const std::string &name) {
+    sched::ScheduleSpec s = sched::library_schedule("cpu_blocked", parse_target("host"));
+    s.name = name;
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("isolated measurer: crash and hang are recorded, good candidates still measured") {
+    IsolatedMeasurer m;
+    MeasureTask task = small_task();
+    task.fault_by_schedule = {{"crashes", Fault::Crash}, {"hangs", Fault::Hang}};
+    // The hang is detected by the deadline, so keep it short but above a good candidate's compile.
+    task.timeout_seconds = 15;
+    std::vector<std::string> lines;
+    std::vector<Measurement> r = m.measure(task, {good("first"), good("crashes"), good("hangs"), good("last")},
+                                           [&](int done, int total, double best, double eta) {
+                                               lines.push_back(format_progress(done, total, best, eta, 4));
+                                           });
+    REQUIRE(r.size() == 4);
+    CHECK(r[0].status == Status::Ok);
+    CHECK(r[1].status == Status::Crash);
+    CHECK(r[1].message.find("signal 6") != std::string::npos);
+    CHECK(r[2].status == Status::Timeout);
+    CHECK(r[3].status == Status::Ok);
+    for (int i : {0, 3}) {
+        CHECK(r[i].median_ms > 0);
+        CHECK(r[i].samples.size() == 3);
+        CHECK(r[i].compile_seconds > 0);
+    }
+    REQUIRE(lines.size() == 4);
+    CHECK(lines[3].rfind("[####] 4/4 best ", 0) == 0);
+}
+
+TEST_CASE("isolated measurer: schedule errors and Halide errors are CompileError with the message") {
+    IsolatedMeasurer m;
+    MeasureTask task = small_task();
+    sched::ScheduleSpec bad("bad_var");
+    bad.vectorize(sched::StageRef{"y"}, "no_such_loop");
+    task.fault_by_schedule = {{"halide_rejects", Fault::HalideError}};
+    std::vector<Measurement> r = m.measure(task, {bad, good("halide_rejects")});
+    REQUIRE(r.size() == 2);
+    CHECK(r[0].status == Status::CompileError);
+    CHECK(r[0].message.find("bad_var") != std::string::npos);
+    CHECK(r[0].message.find("no_such_loop") != std::string::npos);
+    CHECK(r[1].status == Status::CompileError);
+    CHECK(r[1].message.find("Halide") != std::string::npos);
+    MESSAGE("schedule error: " << r[0].message);
+    MESSAGE("Halide error:   " << r[1].message);
+}
+
+TEST_CASE("measurement of a malformed task is a CompileError, not an exception") {
+    MeasureTask task = small_task();
+    task.group = "no_such_group";
+    Measurement r = run_measurement(task, good("g"));
+    CHECK(r.status == Status::CompileError);
+    CHECK(r.message.find("no_such_group") != std::string::npos);
+    task = small_task();
+    task.symbols.erase("N");
+    CHECK(run_measurement(task, good("g")).status == Status::CompileError);
+}
+
+TEST_CASE("in-process measurer runs the same path") {
+    InProcessMeasurer m;
+    std::vector<Measurement> r = m.measure(small_task(), {good("a")});
+    REQUIRE(r.size() == 1);
+    CHECK(r[0].status == Status::Ok);
+    CHECK(r[0].median_ms > 0);
+}
+
+TEST_CASE("task and measurement JSON round-trip") {
+    MeasureTask t = small_task();
+    t.fault_by_schedule = {{"x", Fault::Hang}};
+    const MeasureTask u = measure_task_from_json(nlohmann::json::parse(to_json(t).dump()));
+    CHECK(u.graph_text == t.graph_text);
+    CHECK(u.symbols == t.symbols);
+    CHECK(u.repeats == t.repeats);
+    CHECK(u.fault_for("x") == Fault::Hang);
+    CHECK(u.fault_for("y") == Fault::None);
+    Measurement m{Status::Timeout, 1.5, {1.0, 1.5, 2.0}, "slow", 0.25};
+    const Measurement n = measurement_from_json(to_json(m));
+    CHECK(n.status == Status::Timeout);
+    CHECK(n.samples == m.samples);
+    CHECK(n.message == "slow");
+    CHECK_THROWS_AS(parse_fault("explode"), std::invalid_argument);
+}
+
+TEST_CASE("progress bar") {
+    struct Row { int done, total; double best, eta; const char *want; };
+    const Row rows[] = {
+        {0, 10, 0, 0, "[----------] 0/10 best - eta 0 s"},
+        {5, 10, 1.234, 12.4, "[#####-----] 5/10 best 1.23 ms eta 12 s"},
+        {10, 10, 0.5, 0, "[##########] 10/10 best 0.50 ms eta 0 s"},
+    };
+    for (const Row &r : rows) CHECK(format_progress(r.done, r.total, r.best, r.eta, 10) == r.want);
+    std::ostringstream out;
+    ProgressFn bar = progress_bar(out, 10);
+    bar(1, 2, 2.0, 3.0);
+    bar(2, 2, 1.0, 0.0);
+    CHECK(out.str().find("\r[#####-----] 1/2") == 0);
+    CHECK(out.str().back() == '\n');
+}
+
+TEST_CASE("Halide's autoschedulers: plugins load, and the result matches the float64 reference") {
+    const Halide::Target target = parse_target("host");
+    const GemmShape s{7, 37, 45};  // primes and a non-multiple of every vector width
+    Halide::Runtime::Buffer<float> x(s.K, s.M), w(s.N, s.K), bias(s.N), y(s.N, s.M);
+    fill_uniform(x, 1);
+    fill_uniform(w, 2);
+    fill_uniform(bias, 3);
+    const std::vector<double> want =
+        gelu_mlp_reference(x.data(), w.data(), bias.data(), s.M, s.K, s.N, GeluForm::Tanh);
+    int matched = 0;
+    for (const std::string name : {"Mullapudi2016", "Li2018"}) {
+        CAPTURE(name);
+        HalideScheduledGelu k = schedule_gelu_with_halide(name, s, target, GeluForm::Tanh, NumericMode::Fast);
+        if (!k.ok) {
+            MESSAGE(name << " could not run: " << k.message);
+            continue;
+        }
+        REQUIRE(k.callable(x, w, bias, y) == 0);
+        const ErrorStats e = compare(y.data(), want.data(), want.size());
+        CHECK(e.max_rel < 1e-4);
+        if (e.max_rel < 1e-4) matched++;
+        CHECK(k.search_seconds >= 0);
+    }
+    CHECK(matched >= 1);
+    // Anderson2021 is a GPU autoscheduler; on a CPU target it says so instead of failing obscurely.
+    HalideScheduledGelu a = schedule_gelu_with_halide("Anderson2021", s, target);
+    CHECK_FALSE(a.ok);
+    CHECK(a.message.find("GPU") != std::string::npos);
+}

@@ -1,0 +1,204 @@
+// The autoscheduler's parts alone (search space, pruning, cost model, tie rule, coverage
+// statistics) and wired together with a fake measurer and an in-memory cache.
+#include "autoscheduler/Coverage.h"
+#include "autoscheduler/Pruning.h"
+#include "autoscheduler/Tuner.h"
+#include "codegen/Compile.h"
+#include "dsl/Simplify.h"
+#include "dsl/passes/Fusion.h"
+#include "driver/GeluKernel.h"
+#include "baselines/GeluReference.h"
+#include "driver/Random.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+using namespace tessel;
+using namespace tessel::autosched;
+
+namespace {
+
+TargetModel avx512_model() { return TargetModel::for_target(parse_target("x86-64-linux-avx-avx2-avx512-fma-f16c-sse41")); }
+
+const char *kGelu = R"(graph gelu_mlp {
+  %x = input : f32[M, K]
+  %w = input : f32[K, N]
+  %bias = input : f32[N]
+  %y = gelu(matmul(%x, %w) + %bias)
+  output %y
+})";
+
+/** A measurer that returns times from a formula instead of running anything. */
+class FakeMeasurer : public Measurer {
+public:
+    std::function<double(const sched::ScheduleSpec &)> time_ms;
+    int calls = 0;
+    std::vector<Measurement> measure(const MeasureTask &, const std::vector<sched::ScheduleSpec> &candidates,
+                                     const ProgressFn &) override {
+        std::vector<Measurement> out;
+        for (const auto &c : candidates) {
+            calls++;
+            Measurement m;
+            m.median_ms = time_ms(c);
+            m.samples = {m.median_ms};
+            out.push_back(m);
+        }
+        return out;
+    }
+};
+
+}  // namespace
+
+TEST_CASE("the search space follows the target: vector width and register file") {
+    const Workload w{512, 1024, 4096};
+    auto space512 = enumerate_space(w, avx512_model());
+    auto space2 = enumerate_space(w, TargetModel::for_target(parse_target("x86-64-linux-avx-avx2-fma-f16c-sse41")));
+    CHECK(!space512.empty());
+    // With 16 registers (AVX2) no block of more than 16 accumulators is generated.
+    for (const auto &p : space2)
+        if (p.nest == "gemm") CHECK(p.mr * p.nr_vectors <= 16);
+    CHECK(space512.size() > space2.size());
+    auto cuda = enumerate_space(w, TargetModel::for_target(parse_target("host-cuda")));
+    CHECK(std::all_of(cuda.begin(), cuda.end(), [](const CandidateParams &p) { return p.nest.rfind("cuda", 0) == 0; }));
+}
+
+TEST_CASE("pruning rules each remove what they state, and report counts") {
+    const TargetModel m = avx512_model();
+    PruneReport report;
+    const Workload square{2048, 2048, 2048}, decode{1, 4096, 4096};
+    auto kept = prune(enumerate_space(square, m), square, m, &report);
+    CHECK(report.generated == enumerate_space(square, m).size());
+    CHECK(report.survivors == kept.size());
+    size_t removed = 0;
+    for (const auto &[rule, n] : report.removed_by_rule) removed += n;
+    CHECK(removed + kept.size() == report.generated);
+    for (const auto &p : kept) {
+        CHECK(p.nest != "decode");  // decode only for M <= 16
+        if (p.nest == "gemm") {
+            CHECK(p.mr * p.nr_vectors + p.nr_vectors + 1 <= 32);
+            CHECK(p.mr * p.nr_vectors >= 8);
+        }
+    }
+    auto decode_kept = prune(enumerate_space(decode, m), decode, m);
+    CHECK(std::none_of(decode_kept.begin(), decode_kept.end(), [](const CandidateParams &p) { return p.nest == "gemm" && p.mr > 1; }));
+    CHECK(std::any_of(decode_kept.begin(), decode_kept.end(), [](const CandidateParams &p) { return p.nest == "decode"; }));
+    // A rule's reason names the numbers.
+    CandidateParams big;
+    big.nest = "gemm", big.mr = 16, big.nr_vectors = 2, big.panel_blocks = 1;
+    CHECK(pruning_rules(sched::Device::Cpu)[1].violation(big, square, m) == "35 vector registers needed, 32 available");
+}
+
+TEST_CASE("cost model: terms respond to what they model") {
+    const TargetModel m = avx512_model();
+    AnalyticalCostModel model(m);
+    CandidateParams small, big;
+    small.nest = big.nest = "gemm";
+    small.mr = 2, small.nr_vectors = 4, small.panel_blocks = 1;
+    big.mr = 8, big.nr_vectors = 3, big.panel_blocks = 1;
+    const Workload square{2048, 2048, 2048};
+    auto c = model.predict(square, std::vector<CandidateParams>{small, big});
+    CHECK(c[1].pipe_efficiency > c[0].pipe_efficiency);  // more FMAs per load
+    CHECK(c[1].total_s() < c[0].total_s());
+    // Decode is memory-bound: memory dominates compute.
+    CandidateParams dec;
+    dec.nest = "decode", dec.k_chunk = 512, dec.k_unroll = 4;
+    auto d = model.predict(Workload{1, 4096, 4096}, std::vector<CandidateParams>{dec});
+    CHECK(d[0].memory_s > d[0].compute_s);
+    CHECK(d[0].explain().find("memory") != std::string::npos);
+    // A per-class calibration scales only its class.
+    model.set_calibration("decode", Calibration{1, 2, 1});
+    auto d2 = model.predict(Workload{1, 4096, 4096}, std::vector<CandidateParams>{dec});
+    CHECK(d2[0].memory_s == doctest::Approx(2 * d[0].memory_s));
+    auto c2 = model.predict(square, std::vector<CandidateParams>{small});
+    CHECK(c2[0].total_s() == doctest::Approx(c[0].total_s()));
+}
+
+TEST_CASE("near-tie rule: within the tolerance the model's better-ranked candidate wins") {
+    auto measured = [](double ms) {
+        Measurement m;
+        m.median_ms = ms;
+        return std::optional<Measurement>(m);
+    };
+    std::vector<RankedCandidate> ranked(3);
+    ranked[0].measured = measured(10.2);  // model's #1, 2% slower than the fastest: tied
+    ranked[1].measured = measured(10.0);
+    ranked[2].measured = measured(11.0);
+    std::string why;
+    CHECK(Tuner::pick_winner(ranked, 0.03, &why) == 0);
+    CHECK(why.find("tied") != std::string::npos);
+    ranked[0].measured = measured(10.5);  // 5% slower: no longer tied
+    CHECK(Tuner::pick_winner(ranked, 0.03, &why) == 1);
+    ranked[1].measured->status = Status::Crash;
+    CHECK(Tuner::pick_winner(ranked, 0.03, &why) == 0);
+}
+
+TEST_CASE("spearman rank correlation") {
+    CHECK(spearman({1, 2, 3, 4}, {10, 20, 30, 40}) == doctest::Approx(1));
+    CHECK(spearman({1, 2, 3, 4}, {40, 30, 20, 10}) == doctest::Approx(-1));
+    CHECK(spearman({1, 2}, {1, 2}) == 0);  // too few points
+    CHECK(spearman({1, 1, 1}, {1, 2, 3}) == 0);  // no spread
+}
+
+TEST_CASE("tuner: measures the model's top K, commits the winner, and a second run is a cache hit") {
+    dsl::Graph g = dsl::simplify_text(kGelu, "<test>").graph;
+    const dsl::FusionPlan plan = dsl::plan_fusion(g);
+    REQUIRE(plan.groups.size() == 1);
+    TuneRequest r;
+    r.graph = &g;
+    r.group = {plan.groups[0].name, plan.groups[0].nodes, plan.groups[0].outputs};
+    r.graph_text = kGelu;
+    r.group_hash = structural_hash(g, plan.groups[0]);
+    r.workload = Workload{64, 256, 512};
+    r.symbols = {{"M", 64}, {"K", 256}, {"N", 512}};
+    AnalyticalCostModel model(TargetModel::for_target(parse_target("host")));
+    MemoryTuningCache cache;
+    FakeMeasurer fake;
+    // Pretend that exactly the candidate ranked third by the model is fastest.
+    fake.time_ms = [&](const sched::ScheduleSpec &s) { return s.name == "candidate_3" ? 1.0 : 2.0; };
+    TunerParams params;
+    params.budget = 4;
+    Tuner tuner(model, &fake, &cache, params);
+    TuneResult first = tuner.tune(r);
+    CHECK(first.source == "measured");
+    CHECK(fake.calls == 4);
+    CHECK(first.measured_count == 4);
+    CHECK(first.params == first.ranked[2].params);
+    CHECK(first.time_ms == 1.0);
+    TuneResult second = tuner.tune(r);
+    CHECK(second.source == "database");
+    CHECK(fake.calls == 4);  // nothing measured again
+    CHECK(second.schedule == first.schedule);
+    // Model-only tuning measures nothing and still returns a schedule.
+    MemoryTuningCache empty;
+    params.measure = false;
+    Tuner model_only(model, &fake, &empty, params);
+    TuneResult m = model_only.tune(r);
+    CHECK(m.source == "model");
+    CHECK(fake.calls == 4);
+    CHECK(m.params == m.ranked[0].params);
+}
+
+TEST_CASE("tuned schedules are correct on shapes they were not tuned for") {
+    // make_schedule keeps the general nest as fallback, so any shape is handled.
+    const Halide::Target host = parse_target("host");
+    const TargetModel m = TargetModel::for_target(host);
+    const Workload tuned_for{512, 1024, 4096};
+    auto kept = prune(enumerate_space(tuned_for, m), tuned_for, m);
+    AnalyticalCostModel model(m);
+    auto costs = model.predict(tuned_for, kept);
+    const size_t best = std::min_element(costs.begin(), costs.end(), [](auto &a, auto &b) { return a.total_s() < b.total_s(); }) - costs.begin();
+    CandidateParams dec;
+    dec.nest = "decode", dec.k_chunk = 64, dec.k_unroll = 4;
+    for (const CandidateParams &p : {kept[best], dec}) {
+        CAPTURE(p.to_string());
+        GeluKernel k(make_schedule(p, host), GeluForm::Erf, NumericMode::Strict, host);
+        for (auto [M, K, N] : std::vector<std::tuple<int, int, int>>{{1, 37, 29}, {9, 70, 101}, {33, 129, 64}}) {
+            Halide::Runtime::Buffer<float> x(K, M), w(N, K), bias(N), y(N, M);
+            fill_uniform(x, 1), fill_uniform(w, 2), fill_uniform(bias, 3);
+            k.run(x, w, bias, y);
+            const auto ref = gelu_mlp_reference(x.data(), w.data(), bias.data(), M, K, N, GeluForm::Erf);
+            CHECK(compare(y.data(), ref.data(), (size_t)M * N).max_rel < 1e-4);
+        }
+    }
+}
