@@ -56,13 +56,19 @@ FmaPeakProbe::FmaPeakProbe(int threads, double seconds)
 }
 
 double FmaPeakProbe::run() const {
+    // Each thread times its own loop, so the time a sleeping thread waits to be scheduled
+    // (milliseconds on a busy 2-core machine) is not counted as FMA time; the figure is
+    // the sum of the threads' rates, returned as the equivalent time for flops().
     float sink = 0;
-    const auto t0 = std::chrono::steady_clock::now();
-#pragma omp parallel num_threads(threads_) reduction(+ : sink)
-    sink += avx512_ ? fma_loop_avx512(iterations_) : fma_loop_avx2(iterations_);
-    const double t = seconds_since(t0);
+    double rate = 0;  // FMA loop iterations per second, all threads
+#pragma omp parallel num_threads(threads_) reduction(+ : sink, rate)
+    {
+        const auto t0 = std::chrono::steady_clock::now();
+        sink += avx512_ ? fma_loop_avx512(iterations_) : fma_loop_avx2(iterations_);
+        rate += iterations_ / seconds_since(t0);
+    }
     g_sink = g_sink + sink;
-    return t;
+    return (double)iterations_ * threads_ / rate;
 }
 
 double FmaPeakProbe::flops() const { return 2.0 * (avx512_ ? 16 : 8) * kChains * (double)iterations_ * threads_; }
@@ -73,18 +79,32 @@ TriadProbe::TriadProbe(int threads, size_t bytes_per_array)
     : threads_(threads), a_(bytes_per_array / sizeof(double)), b_(a_.size()), c_(a_.size()) {
     const long n = (long)a_.size();
     double *a = a_.data(), *b = b_.data(), *c = c_.data();
-#pragma omp parallel for schedule(static) num_threads(threads_)
-    for (long i = 0; i < n; i++) a[i] = 0, b[i] = 1, c[i] = 2;
+    // First touch by the thread that streams each part in run().
+#pragma omp parallel num_threads(threads_)
+    {
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        for (long i = n * t / nt; i < n * (t + 1) / nt; i++) a[i] = 0, b[i] = 1, c[i] = 2;
+    }
 }
 
 double TriadProbe::run() {
+    // Each thread times its own (static) share, as the FMA probe does, so a thread's wait
+    // to be scheduled is not counted; the result is the sum of the threads' bandwidths,
+    // returned as the equivalent time for bytes().
     const long n = (long)a_.size();
     double *a = a_.data(), *b = b_.data(), *c = c_.data();
     const double s = 3.0;
-    const auto t0 = std::chrono::steady_clock::now();
-#pragma omp parallel for simd schedule(static) num_threads(threads_)
-    for (long i = 0; i < n; i++) a[i] = b[i] + s * c[i];
-    return seconds_since(t0);
+    double elements_per_second = 0;
+#pragma omp parallel num_threads(threads_) reduction(+ : elements_per_second)
+    {
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        const long lo = n * t / nt, hi = n * (t + 1) / nt;
+        const auto t0 = std::chrono::steady_clock::now();
+#pragma omp simd
+        for (long i = lo; i < hi; i++) a[i] = b[i] + s * c[i];
+        elements_per_second += (hi - lo) / seconds_since(t0);
+    }
+    return n / elements_per_second;
 }
 
 CacheFlusher::CacheFlusher(size_t bytes) : buffer_(bytes, 1) {}

@@ -14,6 +14,7 @@ namespace tessel::bench {
 /** An FMA loop with 16 independent accumulator chains per thread (enough to cover FMA
  * latency x throughput on AVX-512 and AVX2 cores), run by `threads` OpenMP threads. Uses
  * 512-bit FMAs when the CPU has AVX-512F, else 256-bit. Never touches memory in the loop.
+ * Each thread times its own loop: a thread's wait to be scheduled is not FMA time.
  * Example: FmaPeakProbe p(2, 0.02); double gflops = p.flops() / p.run() * 1e-9; */
 class FmaPeakProbe {
 public:
@@ -32,7 +33,7 @@ private:
 /** STREAM triad a[i] = b[i] + s * c[i] over three arrays of doubles of `bytes_per_array`
  * (use >= 4x the last-level cache), OpenMP-parallel with `threads`, counted as STREAM
  * does: 3 x 8 bytes per element (the write-allocate read is not counted). The pages are
- * first touched by the threads that use them. */
+ * first touched by the threads that use them; each thread times its own share. */
 class TriadProbe {
 public:
     TriadProbe(int threads, size_t bytes_per_array);

@@ -121,7 +121,7 @@ Machine describe_openblas() {
 /** Registers the FMA-peak and triad probes as benchmarks, so they sample the machine at
  * the same times (interleaved repetitions) as the kernels they are compared with. */
 void register_probes(const Options &o, FmaPeakProbe *fma, TriadProbe *triad) {
-    const int fma_iterations = std::clamp((int)(o.seconds_per_repetition / 0.02), 3, 100);
+    const int fma_iterations = std::clamp((int)(o.seconds_per_repetition / 0.05), 3, 100);
     benchmark::RegisterBenchmark("probe/fma_peak", [=](benchmark::State &state) {
         for (auto _ : state) {
             const double t = fma->run();
@@ -339,7 +339,7 @@ int run(int argc, char **argv) {
     if (machine.openblas_parallel != 2)
         std::fprintf(g_text, "warning: not OpenBLAS's OpenMP build; its thread pool fights the OpenMP epilogue (use bench/run.sh)\n");
     std::fflush(g_text);
-    FmaPeakProbe fma(o.threads, 0.02);
+    FmaPeakProbe fma(o.threads, 0.05);
     TriadProbe triad(o.threads, size_t(128) << 20);
     register_probes(o, &fma, &triad);
 
