@@ -22,7 +22,7 @@ struct DemoOptions {
     std::string cpu_schedule = "auto";
     std::string db = "tessel-tuning.db";
     bool tune = false;
-    std::string cuda_schedule = "cuda_simple";
+    std::string cuda_schedule = "cuda_tiled_shared";
     int repeats = 10;
     bool cuda = true;  ///< also check the CUDA variant when ptxas is available
 };
