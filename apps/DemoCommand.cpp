@@ -49,7 +49,7 @@ void add_schedules_command(CLI::App &app, std::function<int()> &action) {
         action = [verbose, target] {
             const Halide::Target t = tessel::parse_target(*target);
             for (const auto &e : sched::schedule_library()) {
-                std::cout << std::left << std::setw(16) << e.name << std::setw(6) << sched::to_string(e.device)
+                std::cout << std::left << std::setw(19) << e.name << std::setw(6) << sched::to_string(e.device)
                           << std::setw(18) << e.group << e.summary << "\n";
                 if (*verbose) std::cout << sched::to_string(e.make(t)) << "\n";
             }

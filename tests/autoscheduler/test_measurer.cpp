@@ -69,6 +69,7 @@ TEST_CASE("isolated measurer: crash and hang are recorded, good candidates still
         CHECK(r[i].median_ms > 0);
         CHECK(r[i].samples.size() == 3);
         CHECK(r[i].compile_seconds > 0);
+        MESSAGE("good candidate " << i << ": compile " << r[i].compile_seconds << " s, median " << r[i].median_ms << " ms");
     }
     REQUIRE(lines.size() == 4);
     CHECK(lines[3].rfind("[####] 4/4 best ", 0) == 0);
