@@ -115,6 +115,20 @@ std::vector<CandidateParams> enumerate_space(const Workload &w, const TargetMode
     return out;
 }
 
+std::optional<CandidateParams> library_point(const Workload &w, const Halide::Target &target) {
+    if (target.has_feature(Halide::Target::CUDA)) return std::nullopt;
+    const sched::CpuBlocking b = sched::CpuBlocking::for_target(target);
+    CandidateParams p;
+    if (w.M <= b.decode_max_m) {
+        p.nest = "decode", p.k_chunk = b.k_chunk, p.k_unroll = b.k_unroll;
+    } else if (w.M >= b.mr && w.N >= b.nr) {
+        p.nest = "gemm", p.mr = b.mr, p.nr_vectors = b.nr / b.lanes, p.panel_blocks = b.panel_blocks;
+    } else {
+        p.nest = "general";
+    }
+    return p;
+}
+
 sched::ScheduleSpec make_schedule(const CandidateParams &p, const Halide::Target &target) {
     using sched::Guard;
     sched::ScheduleSpec s("tuned_" + p.nest, target.has_feature(Halide::Target::CUDA) ? sched::Device::Cuda

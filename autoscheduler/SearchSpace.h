@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,11 @@ void add_epilogue_cost(const dsl::Graph &g, const std::vector<dsl::ValueId> &nod
 
 /** Every point of the space for `w` on `model` (before pruning), in a stable order. */
 std::vector<CandidateParams> enumerate_space(const Workload &w, const TargetModel &model);
+
+/** The point that reproduces the library's default schedule for `w` (cpu_blocked's nest for
+ * this shape), or nullopt on CUDA. The tuner always measures it beside the model's top K, so
+ * a tuned schedule is never worse than the library's beyond the near-tie band. */
+std::optional<CandidateParams> library_point(const Workload &w, const Halide::Target &target);
 
 /** The ScheduleSpec of a point: its nest as a guarded variant, the general nest as fallback. */
 sched::ScheduleSpec make_schedule(const CandidateParams &p, const Halide::Target &target);

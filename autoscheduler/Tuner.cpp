@@ -128,6 +128,22 @@ TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
         auto corr = params_.class_rank_correlation.find(r.workload.shape_class());
         if (corr != params_.class_rank_correlation.end() && corr->second < params_.min_rank_correlation) budget *= 2;
         budget = std::min<int>(budget, (int)result.ranked.size());
+        // Seed: the library's own point is always measured too (moved up to the budget's end).
+        if (auto lib = library_point(r.workload, target)) {
+            auto it = std::find_if(result.ranked.begin(), result.ranked.end(),
+                                   [&](const RankedCandidate &c) { return c.params == *lib; });
+            if (it == result.ranked.end()) {
+                result.ranked.push_back({*lib, model_.predict(r.workload, std::vector<CandidateParams>{*lib})[0], std::nullopt, ""});
+                it = result.ranked.end() - 1;
+            }
+            const size_t at = it - result.ranked.begin();
+            if (at >= (size_t)budget) {
+                RankedCandidate seed = *it;
+                result.ranked.erase(it);
+                result.ranked.insert(result.ranked.begin() + budget, seed);
+                budget++;
+            }
+        }
         MeasureTask task;
         task.graph_text = r.graph_text;
         task.graph_name = r.graph_name;

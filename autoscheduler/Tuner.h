@@ -4,7 +4,9 @@
  *
  *   cache hit? -> return it (no measurement)
  *   enumerate_space -> prune (counts per rule) -> cost model ranks every survivor
- *   CPU, measuring:   measure the model's top `budget` in isolated children; near-tie rule below
+ *   CPU, measuring:   measure the model's top `budget` in isolated children, plus the library's
+ *                     own point for the shape (library_point) when it is not among them;
+ *                     near-tie rule below
  *   CPU, model only:  the model's top pick
  *   CUDA (no GPU):    the model's best candidates in order, each assembled with ptxas -v for
  *                     sm_90; the first without spills and within limits wins
