@@ -20,13 +20,14 @@ std::vector<SuiteShape> load_shape_suite(const std::string &path) {
         line = line.substr(0, line.find('#'));
         std::istringstream ls(line);
         SuiteShape s;
-        std::string kind;
-        if (!(ls >> s.name)) continue;
-        if (!(ls >> kind >> s.workload.M >> s.workload.K >> s.workload.N) || s.workload.M <= 0 || s.workload.K <= 0 ||
-            s.workload.N <= 0)
-            throw std::runtime_error(path + ":" + std::to_string(n) + ": expected 'name kind M K N' with positive sizes");
+        if (!(ls >> s.name)) continue;  // blank or comment line
+        if (!(ls >> s.kind >> s.workload.M >> s.workload.K >> s.workload.N) || s.workload.M <= 0 || s.workload.K <= 0 ||
+            s.workload.N <= 0 || (s.kind != "compute" && s.kind != "decode"))
+            throw std::runtime_error(path + ":" + std::to_string(n) +
+                                     ": expected `name compute|decode M K N` with positive extents");
         out.push_back(s);
     }
+    if (out.empty()) throw std::runtime_error("shape suite '" + path + "' has no shapes");
     return out;
 }
 

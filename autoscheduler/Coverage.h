@@ -23,9 +23,11 @@ namespace tessel::autosched {
 /** One shape of the repository's suite (bench/shapes.txt: `name kind M K N`). */
 struct SuiteShape {
     std::string name;
+    std::string kind;  ///< "compute" (judged against the FMA peak) or "decode" (against bandwidth)
     Workload workload;
 };
-/** Reads a suite file; throws std::runtime_error naming the file and line on a bad line. */
+/** Reads a suite file; throws std::runtime_error naming the file and line on a bad line. The
+ * benchmark (bench/Suite.h) reads the same file through this function. */
 std::vector<SuiteShape> load_shape_suite(const std::string &path);
 
 /** Spearman's rank correlation of two equally long series (average ranks for ties); 0 when
