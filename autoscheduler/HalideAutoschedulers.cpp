@@ -216,7 +216,7 @@ int compare_autoschedulers(const std::vector<GemmShape> &shapes, std::ostream &o
         << parse_target(o.target).to_string() << ", median of " << o.repeats << " runs\n";
     out << std::left << std::setw(16) << "shape MxKxN" << std::setw(20) << "contender" << std::right
         << std::setw(10) << "search s" << std::setw(11) << "compile s" << std::setw(12) << "median ms"
-        << std::setw(10) << "GFLOP/s" << std::setw(14) << "vs best Halide" << "\n";
+        << std::setw(10) << "GFLOP/s" << std::setw(16) << "vs best Halide" << "\n";
     for (const GemmShape &s : shapes) {
         const std::vector<ContenderResult> rows = benchmark_gelu_contenders(s, o);
         double best_halide = 0;
@@ -229,14 +229,17 @@ int compare_autoschedulers(const std::vector<GemmShape> &shapes, std::ostream &o
             else any_halide = any_halide || r.ok;
             out << std::left << std::setw(16) << shape << std::setw(20) << r.name << std::right << std::fixed;
             if (!r.ok) {
+                const bool skipped = r.message.find("GPUs only") != std::string::npos;
                 out << std::setw(10) << "-" << std::setw(11) << "-" << std::setw(12) << "-" << std::setw(10) << "-"
-                    << std::setw(14) << "failed" << "\n";
+                    << std::setw(16) << (skipped ? "n/a" : "failed") << "\n";
                 notes.push_back(shape + " " + r.name + ": " + r.message);
                 continue;
             }
-            out << std::setw(10) << std::setprecision(2) << (tessel ? 0.0 : r.search_seconds) << std::setw(11)
+            std::ostringstream search;
+            search << std::fixed << std::setprecision(2) << r.search_seconds;
+            out << std::setw(10) << (tessel ? std::string("-") : search.str()) << std::setw(11) << std::setprecision(2)
                 << r.compile_seconds << std::setw(12) << std::setprecision(3) << r.median_ms << std::setw(10)
-                << std::setprecision(1) << r.gflops << std::setw(13) << std::setprecision(2)
+                << std::setprecision(1) << r.gflops << std::setw(15) << std::setprecision(2)
                 << (best_halide > 0 ? r.gflops / best_halide : 0.0) << "x\n";
         }
     }
