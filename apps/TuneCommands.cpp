@@ -1,10 +1,29 @@
 #include "apps/Commands.h"
 #include "driver/DatabaseCommands.h"
 #include "driver/Tune.h"
+#include "autoscheduler/HalideAutoschedulers.h"
 
 #include <iostream>
 
 namespace tessel::apps {
+
+namespace {
+
+/** --compare: the tuned schedule against the library and Halide's autoschedulers, same run. */
+void compare_with_halide(const autosched::Workload &w, const autosched::TuneResult &r, const dsl::Graph &g,
+                         std::ostream &out) {
+    autosched::CompareOptions c;
+    c.target = r.key.target;
+    c.tessel_specs = {{"tuned", r.schedule}};
+    c.mode = g.mode == dsl::NumericMode::Fast ? NumericMode::Fast : NumericMode::Strict;
+    bool tanh_form = false;
+    for (dsl::ValueId v : g.order()) tanh_form |= g.node(v).op == dsl::Op::GeluTanh;
+    c.form = tanh_form ? GeluForm::Tanh : GeluForm::Erf;
+    out << "\ncomparison in the same run (" << to_string(c.form) << ", " << to_string(c.mode) << "):\n";
+    autosched::compare_autoschedulers({{(int)w.M, (int)w.K, (int)w.N}}, out, c);
+}
+
+}  // namespace
 
 void add_tune_command(CLI::App &app, std::function<int()> &action) {
     auto o = std::make_shared<TuneOptions>();
@@ -25,9 +44,13 @@ void add_tune_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_flag("--explain", o->explain, "print each term of the cost estimate for the top candidates");
     cmd->add_flag("--model-only", *no_measure, "rank with the cost model only; measure nothing");
     cmd->add_flag("!--no-coverage", o->coverage, "skip the coverage report");
-    cmd->callback([&action, o, no_measure] {
-        action = [o, no_measure] {
+    auto compare = std::make_shared<bool>(false);
+    cmd->add_flag("--compare", *compare, "after each shape, time the tuned schedule, the library's cpu_blocked and "
+                                         "Halide's autoschedulers in the same run");
+    cmd->callback([&action, o, no_measure, compare] {
+        action = [o, no_measure, compare] {
             o->params.measure = !*no_measure;
+            if (*compare) o->after_each = compare_with_halide;
             return run_tune(*o, std::cout);
         };
     });

@@ -4,6 +4,8 @@
 //   benchmark_gelu_contenders / compare_autoschedulers    same inputs, same timing, one table
 #include "autoscheduler/HalideAutoschedulers.h"
 
+#include <functional>
+
 #include "baselines/GeluReference.h"
 #include "codegen/Compile.h"
 #include "driver/GeluKernel.h"
@@ -180,13 +182,17 @@ std::vector<ContenderResult> benchmark_gelu_contenders(const GemmShape &shape, c
         }
         rows.push_back(std::move(r));
     }
-    for (const std::string &name : o.tessel_schedules) {
+    std::vector<std::pair<std::string, std::function<sched::ScheduleSpec()>>> tessel;
+    for (const std::string &name : o.tessel_schedules)
+        tessel.push_back({name, [&target, name] { return sched::library_schedule(name, target); }});
+    for (const auto &[label, spec] : o.tessel_specs) tessel.push_back({label, [&spec] { return spec; }});
+    for (const auto &[name, make] : tessel) {
         ContenderResult r;
         r.name = "tessel:" + name;
         r.shape = shape;
         try {
             auto t0 = Clock::now();
-            GeluKernel kernel(sched::library_schedule(name, target), o.form, o.mode, target);
+            GeluKernel kernel(make(), o.form, o.mode, target);
             r.compile_seconds = seconds_since(t0);
             Buffer<float> y(shape.N, shape.M);
             Inputs &mut = const_cast<Inputs &>(in);

@@ -16,6 +16,7 @@
 #pragma once
 
 #include "algorithms/Gelu.h"
+#include "schedules/Schedule.h"
 
 #include <Halide.h>
 
@@ -81,6 +82,8 @@ struct CompareOptions {
     NumericMode mode = NumericMode::Fast;
     std::vector<std::string> autoschedulers;  ///< empty = all of halide_autoscheduler_names()
     std::vector<std::string> tessel_schedules = {"cpu_blocked"};  ///< library names, same run
+    /** Further Tessel schedules by label (e.g. "tuned" for the autoscheduler's pick), same run. */
+    std::vector<std::pair<std::string, sched::ScheduleSpec>> tessel_specs;
     int verify_rows = 4;       ///< rows of y checked against the float64 reference
 };
 

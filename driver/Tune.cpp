@@ -195,6 +195,7 @@ int run_tune(const TuneOptions &o, std::ostream &out) {
             autosched::TuneResult r = tuner.tune(make_request(g, fg, text, o.file, symbols, w, o.target), &out);
             out << "\n";
             print_result(r, o, out);
+            if (o.after_each) o.after_each(w, r, g, out);
             if (r.schedule.steps.empty()) failures++;
             results.push_back(std::move(r));
             workloads.push_back(w);

@@ -9,6 +9,7 @@
 #include "dsl/ir/Graph.h"
 #include "lowering/GraphProgram.h"
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -28,6 +29,10 @@ struct TuneOptions {
     int explain_top = 5;
     bool coverage = true;   ///< print the coverage report and calibration experiment
     autosched::TunerParams params;
+    /** Called after each shape with its tuned schedule (the CLI's --compare runs Halide's
+     * autoschedulers and the library beside it, in the same run). */
+    std::function<void(const autosched::Workload &, const autosched::TuneResult &, const dsl::Graph &, std::ostream &)>
+        after_each;
 };
 
 /** Runs the tuner; returns 0 when every shape got a schedule. */
