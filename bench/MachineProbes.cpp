@@ -3,6 +3,8 @@
 #include <immintrin.h>
 #include <omp.h>
 
+#include <thread>
+
 #include <algorithm>
 #include <chrono>
 
@@ -110,15 +112,25 @@ double TriadProbe::run() {
 CacheFlusher::CacheFlusher(size_t bytes) : buffer_(bytes, 1) {}
 
 void CacheFlusher::flush(int threads) {
+    // Plain threads, not OpenMP: OpenMP's workers spin for a while after a parallel region,
+    // and would take the cores from whichever implementation is timed right after the flush
+    // (OpenBLAS's OpenMP build reuses those spinning workers; Halide's pool cannot).
     char *p = buffer_.data();
     const long lines = (long)(buffer_.size() / 64);
-    long sum = 0;
-#pragma omp parallel for schedule(static) reduction(+ : sum) num_threads(threads)
-    for (long i = 0; i < lines; i++) {
-        p[i * 64] += 1;
-        sum += p[i * 64 + 32];
+    std::vector<long> sums(threads, 0);
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; t++) {
+        pool.emplace_back([=, &sums] {
+            long sum = 0;
+            for (long i = lines * t / threads; i < lines * (t + 1) / threads; i++) {
+                p[i * 64] += 1;
+                sum += p[i * 64 + 32];
+            }
+            sums[t] = sum;
+        });
     }
-    sink_ = sink_ + sum;
+    for (auto &th : pool) th.join();
+    for (long s : sums) sink_ = sink_ + s;
 }
 
 }  // namespace tessel::bench

@@ -14,6 +14,7 @@
 #include "driver/GeluKernel.h"
 #include "driver/Random.h"
 #include "schedules/Library.h"
+#include "schedules/ScheduleJson.h"
 
 #include <benchmark/benchmark.h>
 #include <omp.h>
@@ -45,14 +46,26 @@ struct Options {
     double seconds_per_repetition = 0.3;  ///< timed work per benchmark repetition
     std::string mode_shape = "mlp_up";    ///< where tanh strict/fast and erf are compared
     std::string error_shape = "odd_bert"; ///< where errors vs float64 are measured
+    std::string baseline;                 ///< a second schedule timed beside `schedule` ("" = none)
+    std::string save_schedule;            ///< write `schedule` as JSON here and exit
 };
+
+/** A library schedule by name, or a schedule stored as JSON (a path ending in .json). */
+sched::ScheduleSpec resolve_schedule(const std::string &name, const Halide::Target &target) {
+    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0) return sched::load_schedule(name);
+    return sched::library_schedule(name, target);
+}
 
 void print_usage() {
     std::cout << "tessel_bench [--threads N] [--shapes FILE] [--schedule NAME] [--seconds S]\n"
-                 "             [--mode-shape NAME] [--error-shape NAME] [Google Benchmark flags]\n"
+                 "             [--mode-shape NAME] [--error-shape NAME] [--baseline NAME|FILE.json]\n"
+                 "             [--save-schedule FILE.json] [Google Benchmark flags]\n"
                  "  --threads N      threads for Tessel, OpenBLAS and the probes (default 2)\n"
                  "  --shapes FILE    shape suite (default bench/shapes.txt)\n"
-                 "  --schedule NAME  Tessel CPU library schedule to time (default cpu_blocked)\n"
+                 "  --schedule NAME  Tessel CPU library schedule (or FILE.json) to time (default cpu_blocked)\n"
+                 "  --baseline NAME  a second schedule (library name or FILE.json) timed in the same run,\n"
+                 "                   e.g. the previous version of --schedule saved with --save-schedule\n"
+                 "  --save-schedule FILE.json  write --schedule for this machine's target as JSON and exit\n"
                  "  --seconds S      timed seconds per benchmark repetition (default 0.3)\n"
                  "JSON: --benchmark_format=json or --benchmark_out=FILE --benchmark_out_format=json\n";
 }
@@ -75,6 +88,8 @@ Options parse_options(int &argc, char **argv) {
         else if (is("--seconds")) o.seconds_per_repetition = std::stod(value("--seconds"));
         else if (is("--mode-shape")) o.mode_shape = value("--mode-shape");
         else if (is("--error-shape")) o.error_shape = value("--error-shape");
+        else if (is("--baseline")) o.baseline = value("--baseline");
+        else if (is("--save-schedule")) o.save_schedule = value("--save-schedule");
         else if (a == "--help" || a == "-h") print_usage(), argv[out++] = argv[i];
         else argv[out++] = argv[i];
     }
@@ -193,6 +208,7 @@ void register_timed(const std::string &name, ShapeData *d, const Options &o, Cac
 struct Kernels {
     // One JIT kernel per GELU epilogue variant, all from the same library schedule.
     std::unique_ptr<GeluKernel> tanh_fast, tanh_strict, erf;
+    std::unique_ptr<GeluKernel> baseline;  ///< --baseline, tanh fast (null when not asked for)
 };
 
 std::string tessel_name(const BenchShape &s, const std::string &schedule, const std::string &epilogue) {
@@ -284,6 +300,19 @@ void print_summary(const Options &o, const Machine &m, const std::vector<std::un
     }
     // ratio = OpenBLAS time / Tessel time: > 1 means Tessel is faster.
     std::fprintf(g_text, "(ratio = OpenBLAS ms / Tessel ms; > 1.00x means Tessel is faster)\n");
+    if (!o.baseline.empty()) {
+        std::fprintf(g_text, "\nBaseline %s vs %s (same run, tanh fast):\n", o.baseline.c_str(), o.schedule.c_str());
+        std::fprintf(g_text, "%-14s %12s %10s %12s %9s %9s\n", "shape", "baseline ms", "Tessel ms", "OpenBLAS ms", "base/BLAS",
+                     "speedup");
+        for (const auto &d : data) {
+            const BenchShape &s = d->shape;
+            const double tt = median(g_samples[tessel_name(s, o.schedule, "tanh_fast")]);
+            const double t0 = median(g_samples[tessel_name(s, "baseline", "tanh_fast")]);
+            const double tb = median(g_samples[blas_name(s, "tanh")]);
+            std::fprintf(g_text, "%-14s %12.3f %10.3f %12.3f %8.2fx %8.2fx\n", s.name.c_str(), t0 * 1e3, tt * 1e3, tb * 1e3,
+                         tb / t0, t0 / tt);
+        }
+    }
 
     for (const auto &d : data) {
         if (d->shape.name != o.mode_shape) continue;
@@ -343,11 +372,18 @@ int run(int argc, char **argv) {
     TriadProbe triad(o.threads, size_t(128) << 20);
     register_probes(o, &fma, &triad);
 
-    const sched::ScheduleSpec schedule = sched::library_schedule(o.schedule, target);
+    const sched::ScheduleSpec schedule = resolve_schedule(o.schedule, target);
+    if (!o.save_schedule.empty()) {
+        sched::save_schedule(schedule, o.save_schedule);
+        std::fprintf(g_text, "wrote %s to %s\n", o.schedule.c_str(), o.save_schedule.c_str());
+        return 0;
+    }
     Kernels k;
     k.tanh_fast = std::make_unique<GeluKernel>(schedule, GeluForm::Tanh, NumericMode::Fast, target);
     k.tanh_strict = std::make_unique<GeluKernel>(schedule, GeluForm::Tanh, NumericMode::Strict, target);
     k.erf = std::make_unique<GeluKernel>(schedule, GeluForm::Erf, NumericMode::Fast, target);
+    if (!o.baseline.empty())
+        k.baseline = std::make_unique<GeluKernel>(resolve_schedule(o.baseline, target), GeluForm::Tanh, NumericMode::Fast, target);
 
     // JIT compile time of every CPU library schedule, as a benchmark so it lands in the JSON.
     std::map<std::string, double> compile_seconds;
@@ -385,6 +421,17 @@ int run(int argc, char **argv) {
         GeluKernel *fast = k.tanh_fast.get();
         register_timed(tessel_name(s, o.schedule, "tanh_fast"), d, o, &flusher,
                        [=] { fast->run(d->x, d->w, d->bias, d->y); });
+        if (k.baseline) {
+            GeluKernel *base = k.baseline.get();
+            base->run(d->x, d->w, d->bias, y_blas);
+            const ErrorStats eb = compare(d->y.data(), y_blas.data(), (size_t)s.M * s.N);
+            if (!(eb.max_rel <= 1e-3)) {
+                std::fprintf(stderr, "error: %s: baseline and schedule disagree (max rel %.3g)\n", s.name.c_str(), eb.max_rel);
+                return 1;
+            }
+            register_timed(tessel_name(s, "baseline", "tanh_fast"), d, o, &flusher,
+                           [=] { base->run(d->x, d->w, d->bias, d->y); });
+        }
         register_timed(blas_name(s, "tanh"), d, o, &flusher, [=] {
             gelu_mlp_openblas(d->x.data(), d->w.data(), d->bias.data(), d->y.data(), s.M, s.K, s.N, GeluForm::Tanh);
         });
