@@ -45,8 +45,8 @@ private:
     std::vector<double> a_, b_, c_;
 };
 
-/** Evicts the caches of every core: each of `threads` OpenMP threads writes and reads its
- * share of a buffer much larger than the last-level cache, one store per cache line. */
+/** Evicts the caches of every core: each of `threads` plain threads (not OpenMP, whose
+ * spinning workers would slow the kernel timed next) writes and reads its share of a buffer much larger than the last-level cache, one store per cache line. */
 class CacheFlusher {
 public:
     explicit CacheFlusher(size_t bytes = size_t(256) << 20);
