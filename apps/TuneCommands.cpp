@@ -61,12 +61,12 @@ void add_db_command(CLI::App &app, std::function<int()> &action) {
     auto file = std::make_shared<std::string>("-");
     CLI::App *cmd = app.add_subcommand("db", "Inspect, export or import the tuning database");
     cmd->require_subcommand(1);
-    cmd->add_option("--db", *path, "tuning database (SQLite)")->capture_default_str();
     CLI::App *ls = cmd->add_subcommand("ls", "one line per record");
     CLI::App *ex = cmd->add_subcommand("export", "write every record as JSON");
     ex->add_option("file", *file, "output file, '-' for standard output")->capture_default_str();
     CLI::App *im = cmd->add_subcommand("import", "read records from JSON (idempotent)");
     im->add_option("file", *file, "input file, '-' for standard input")->required();
+    for (CLI::App *sub : {ls, ex, im}) sub->add_option("--db", *path, "tuning database (SQLite)")->capture_default_str();
     ls->callback([&action, path] { action = [path] { return db_list(*path, std::cout); }; });
     ex->callback([&action, path, file] { action = [path, file] { return db_export(*path, *file); }; });
     im->callback([&action, path, file] { action = [path, file] { return db_import(*path, *file); }; });

@@ -87,7 +87,7 @@ TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
             result.schedule = sched::schedule_from_json(hit->schedule);
             result.source = "database";
             result.time_ms = hit->median_ms;
-            result.decision = "database hit (" + hit->measured_by + ", " + hit->cost_model_version + ")";
+            result.decision = "database hit (" + hit->measured_by + ", " + hit->cost_model_version + "): " + hit->notes;
             return finish();
         }
     }
