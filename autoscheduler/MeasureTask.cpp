@@ -96,7 +96,7 @@ nlohmann::json to_json(const MeasureTask &t) {
     return {{"graph_text", t.graph_text}, {"graph_name", t.graph_name}, {"group", t.group},
             {"symbols", t.symbols},       {"target", t.target},         {"repeats", t.repeats},
             {"warmup", t.warmup},         {"timeout_seconds", t.timeout_seconds}, {"seed", t.seed},
-            {"fault", to_string(t.fault)}, {"fault_by_schedule", faults}};
+            {"flush_bytes", t.flush_bytes}, {"fault", to_string(t.fault)}, {"fault_by_schedule", faults}};
 }
 
 MeasureTask measure_task_from_json(const nlohmann::json &j) {
@@ -110,6 +110,7 @@ MeasureTask measure_task_from_json(const nlohmann::json &j) {
     t.warmup = j.value("warmup", t.warmup);
     t.timeout_seconds = j.value("timeout_seconds", t.timeout_seconds);
     t.seed = j.value("seed", t.seed);
+    t.flush_bytes = j.value("flush_bytes", t.flush_bytes);
     t.fault = parse_fault(j.value("fault", std::string("none")));
     const nlohmann::json faults = j.value("fault_by_schedule", nlohmann::json::object());
     for (const auto &[name, f] : faults.items())
@@ -212,7 +213,12 @@ Measurement run_measurement(const MeasureTask &task, const sched::ScheduleSpec &
     auto run_once = [&]() -> bool { return callable.call_argv_fast(argv.size(), argv.data()) == 0; };
     for (int i = 0; i < task.warmup; i++)
         if (!run_once()) return failed(Status::RuntimeError, t_run_error, m.compile_seconds);
+    std::vector<char> flush_buffer((size_t)std::max<int64_t>(0, task.flush_bytes));
+    volatile char flush_sink = 0;
     for (int i = 0; i < std::max(1, task.repeats); i++) {
+        // Evict the inputs: touch every cache line of a buffer larger than the caches.
+        for (size_t b = 0; b < flush_buffer.size(); b += 64) flush_buffer[b] = (char)(flush_buffer[b] + 1);
+        for (size_t b = 0; b < flush_buffer.size(); b += 64) flush_sink = flush_sink + flush_buffer[b];
         const auto r0 = std::chrono::steady_clock::now();
         if (!run_once()) return failed(Status::RuntimeError, t_run_error, m.compile_seconds);
         m.samples.push_back(seconds_since(r0) * 1e3);

@@ -40,6 +40,10 @@ struct MeasureTask {
     int warmup = 1;                         ///< untimed runs before them
     double timeout_seconds = 60;            ///< per candidate, compile included (IsolatedMeasurer)
     uint32_t seed = 1;                      ///< random inputs
+    /** Before every timed run (untimed), write and read a buffer of this many bytes so the
+     * inputs start cold, as in the benchmark's decode rows; 0 = warm runs. The tuner flushes
+     * for memory-bound (decode) shapes, whose weights only partly fit the last-level cache. */
+    int64_t flush_bytes = 0;
     Fault fault = Fault::None;              ///< test hook, every candidate; never set by the tuner
     /** Test hook: a fault for the candidate of this schedule name only (wins over `fault`), so
      * one batch can mix good and faulty candidates. */

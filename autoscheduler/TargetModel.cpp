@@ -1,5 +1,7 @@
 #include "autoscheduler/TargetModel.h"
 
+#include <cstdlib>
+#include <fstream>
 #include <sstream>
 #include <thread>
 #include <unistd.h>
@@ -8,8 +10,22 @@ namespace tessel::autosched {
 
 namespace {
 
-int64_t cache_size(int name, int64_t fallback) {
-    const long v = sysconf(name);
+/** Size of the data or unified cache of `level` from sysfs ("32768K"), else sysconf, else
+ * `fallback`. sysfs first: some virtual machines report implausible sizes through sysconf. */
+int64_t cache_size(int level, int sysconf_name, int64_t fallback) {
+    for (int index = 0; index < 8; index++) {
+        const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+        std::ifstream lv(dir + "level"), ty(dir + "type"), sz(dir + "size");
+        int l = 0;
+        std::string type, size;
+        if (!(lv >> l) || !(ty >> type) || !(sz >> size)) continue;
+        if (l != level || type == "Instruction" || size.empty()) continue;
+        int64_t bytes = std::atoll(size.c_str());
+        if (size.back() == 'K') bytes <<= 10;
+        if (size.back() == 'M') bytes <<= 20;
+        if (bytes > 0) return bytes;
+    }
+    const long v = sysconf(sysconf_name);
     return v > 0 ? v : fallback;
 }
 
@@ -25,9 +41,9 @@ TargetModel TargetModel::for_target(const Halide::Target &target) {
     m.cpu.cores = std::max(1u, std::thread::hardware_concurrency());
     m.cpu.lanes = std::max(4, target.natural_vector_size<float>());
     m.cpu.vector_registers = target.has_feature(Halide::Target::AVX512) ? 32 : 16;
-    m.cpu.l1_bytes = cache_size(_SC_LEVEL1_DCACHE_SIZE, m.cpu.l1_bytes);
-    m.cpu.l2_bytes = cache_size(_SC_LEVEL2_CACHE_SIZE, m.cpu.l2_bytes);
-    m.cpu.l3_bytes = cache_size(_SC_LEVEL3_CACHE_SIZE, m.cpu.l3_bytes);
+    m.cpu.l1_bytes = cache_size(1, _SC_LEVEL1_DCACHE_SIZE, m.cpu.l1_bytes);
+    m.cpu.l2_bytes = cache_size(2, _SC_LEVEL2_CACHE_SIZE, m.cpu.l2_bytes);
+    m.cpu.l3_bytes = cache_size(3, _SC_LEVEL3_CACHE_SIZE, m.cpu.l3_bytes);
     return m;
 }
 
