@@ -104,6 +104,9 @@ FILE *g_text = stdout;
 /** Every timed iteration of every benchmark, by name, across repetitions. */
 std::map<std::string, std::vector<double>> g_samples;
 
+/** Smallest sample, NaN when a filter left the benchmark out. */
+double fastest(const std::vector<double> &v) { return v.empty() ? NAN : *std::min_element(v.begin(), v.end()); }
+
 double median(std::vector<double> v) {
     if (v.empty()) return NAN;
     std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
@@ -161,9 +164,9 @@ void summarize_probes(Machine &m, const FmaPeakProbe &fma, const TriadProbe &tri
     const auto &t = g_samples["probe/stream_triad"];
     m.fma_isa = fma.isa();
     m.fma_peak_gflops = fma.flops() / median(f) * 1e-9;
-    m.fma_peak_gflops_best = fma.flops() / *std::min_element(f.begin(), f.end()) * 1e-9;
+    m.fma_peak_gflops_best = fma.flops() / fastest(f) * 1e-9;
     m.triad_gbps = triad.bytes() / median(t) * 1e-9;
-    m.triad_gbps_best = triad.bytes() / *std::min_element(t.begin(), t.end()) * 1e-9;
+    m.triad_gbps_best = triad.bytes() / fastest(t) * 1e-9;
 }
 
 /** Inputs and outputs of one shape, allocated once and shared by every implementation. */
