@@ -14,9 +14,9 @@ void add_demo_command(CLI::App &app, std::function<int()> &action) {
     auto mode = std::make_shared<std::string>("strict");
     CLI::App *cmd = app.add_subcommand("demo", "Compile GELU(x @ w + bias), verify it against a float64 reference "
                                                "and OpenBLAS, time it; check the CUDA variant's PTX with ptxas");
-    cmd->add_option("-M", o->M, "rows of x and y")->capture_default_str()->check(CLI::PositiveNumber);
-    cmd->add_option("-K", o->K, "columns of x, rows of w")->capture_default_str()->check(CLI::PositiveNumber);
-    cmd->add_option("-N", o->N, "columns of w and y")->capture_default_str()->check(CLI::PositiveNumber);
+    cmd->add_option("-M", o->M, "rows of x and y")->capture_default_str()->check(CLI::Range(1, 1 << 24));
+    cmd->add_option("-K", o->K, "columns of x, rows of w")->capture_default_str()->check(CLI::Range(1, 1 << 24));
+    cmd->add_option("-N", o->N, "columns of w and y")->capture_default_str()->check(CLI::Range(1, 1 << 24));
     cmd->add_option("--gelu", *form, "GELU form")->capture_default_str()->check(CLI::IsMember({"tanh", "erf"}));
     cmd->add_option("--mode", *mode, "numeric mode (fast allows rewrites that change rounding)")
         ->capture_default_str()
@@ -28,7 +28,7 @@ void add_demo_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--db", o->db, "tuning database")->capture_default_str();
     cmd->add_flag("--tune", o->tune, "with --schedule auto: on a database miss, measure candidates");
     cmd->add_option("--cuda-schedule", o->cuda_schedule, "CUDA library schedule")->capture_default_str();
-    cmd->add_option("--repeats", o->repeats, "timed repetitions")->capture_default_str()->check(CLI::PositiveNumber);
+    cmd->add_option("--repeats", o->repeats, "timed repetitions")->capture_default_str()->check(CLI::Range(1, 100000));
     cmd->add_flag("!--no-cuda", o->cuda, "skip the CUDA PTX check");
     cmd->callback([&action, o, form, mode] {
         action = [o, form, mode] {

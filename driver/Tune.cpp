@@ -136,6 +136,9 @@ std::optional<Workload> group_workload(const dsl::Graph &g, const lower::GroupSp
 }
 
 int run_tune(const TuneOptions &o, std::ostream &out) {
+    // Validate every argument before anything is created on disk (the database).
+    std::vector<std::pair<std::string, Workload>> requested;
+    for (const auto &s : o.shapes) requested.push_back({s, parse_shape(s)});
     const std::string text = read_text(o.file);
     const dsl::Graph g = dsl::simplify_text(text, o.file).graph;
     const Halide::Target target = parse_target(o.target);
@@ -169,8 +172,7 @@ int run_tune(const TuneOptions &o, std::ostream &out) {
             continue;
         }
         // Shapes: given, else the graph's own (all static), else the suite's that fit.
-        std::vector<std::pair<std::string, Workload>> shapes;
-        for (const auto &s : o.shapes) shapes.push_back({s, parse_shape(s)});
+        std::vector<std::pair<std::string, Workload>> shapes = requested;
         if (shapes.empty() && dims->M.is_static() && dims->K.is_static() && dims->N.is_static())
             shapes.push_back({"graph", Workload{dims->M.size, dims->K.size, dims->N.size}});
         const bool from_suite = shapes.empty();
