@@ -50,12 +50,6 @@ struct Options {
     std::string save_schedule;            ///< write `schedule` as JSON here and exit
 };
 
-/** A library schedule by name, or a schedule stored as JSON (a path ending in .json). */
-sched::ScheduleSpec resolve_schedule(const std::string &name, const Halide::Target &target) {
-    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0) return sched::load_schedule(name);
-    return sched::library_schedule(name, target);
-}
-
 void print_usage() {
     std::cout << "tessel_bench [--threads N] [--shapes FILE] [--schedule NAME] [--seconds S]\n"
                  "             [--mode-shape NAME] [--error-shape NAME] [--baseline NAME|FILE.json]\n"
@@ -375,7 +369,7 @@ int run(int argc, char **argv) {
     TriadProbe triad(o.threads, size_t(128) << 20);
     register_probes(o, &fma, &triad);
 
-    const sched::ScheduleSpec schedule = resolve_schedule(o.schedule, target);
+    const sched::ScheduleSpec schedule = sched::resolve_schedule(o.schedule, target);
     if (!o.save_schedule.empty()) {
         sched::save_schedule(schedule, o.save_schedule);
         std::fprintf(g_text, "wrote %s to %s\n", o.schedule.c_str(), o.save_schedule.c_str());
@@ -386,7 +380,7 @@ int run(int argc, char **argv) {
     k.tanh_strict = std::make_unique<GeluKernel>(schedule, GeluForm::Tanh, NumericMode::Strict, target);
     k.erf = std::make_unique<GeluKernel>(schedule, GeluForm::Erf, NumericMode::Fast, target);
     if (!o.baseline.empty())
-        k.baseline = std::make_unique<GeluKernel>(resolve_schedule(o.baseline, target), GeluForm::Tanh, NumericMode::Fast, target);
+        k.baseline = std::make_unique<GeluKernel>(sched::resolve_schedule(o.baseline, target), GeluForm::Tanh, NumericMode::Fast, target);
 
     // JIT compile time of every CPU library schedule, as a benchmark so it lands in the JSON.
     std::map<std::string, double> compile_seconds;

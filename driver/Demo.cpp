@@ -31,9 +31,7 @@ sched::ScheduleSpec demo_schedule(const DemoOptions &o, const Halide::Target &ta
                                           {{"M", o.M}, {"K", o.K}, {"N", o.N}}, o.tune, &out);
         if (r) return r->schedule;
     }
-    if (o.cpu_schedule.size() > 5 && o.cpu_schedule.compare(o.cpu_schedule.size() - 5, 5, ".json") == 0)
-        return sched::load_schedule(o.cpu_schedule);
-    return sched::library_schedule(o.cpu_schedule == "auto" ? "cpu_blocked" : o.cpu_schedule, target);
+    return sched::resolve_schedule(o.cpu_schedule == "auto" ? "cpu_blocked" : o.cpu_schedule, target);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include "codegen/Compile.h"
 #include "codegen/Ptxas.h"
+#include "driver/TextFile.h"
 #include "driver/Timing.h"
 #include "driver/Tune.h"
 #include "dsl/Simplify.h"
@@ -63,9 +64,7 @@ lower::ScheduleChooser make_chooser(const std::string &schedule, const Halide::T
     const sched::Device device = target.has_gpu_feature() ? sched::Device::Cuda : sched::Device::Cpu;
     std::optional<sched::ScheduleSpec> user;
     if (!schedule.empty()) {
-        user = schedule.size() > 5 && schedule.compare(schedule.size() - 5, 5, ".json") == 0
-                   ? sched::load_schedule(schedule)
-                   : sched::library_schedule(schedule, target);
+        user = sched::resolve_schedule(schedule, target);
         if (user->device != device)
             throw std::invalid_argument("schedule '" + user->name + "' is for " + sched::to_string(user->device) +
                                         " but target " + target.to_string() + " is " + sched::to_string(device));
@@ -96,13 +95,6 @@ void print_groups(const lower::GraphProgram &program, std::ostream &out) {
     }
 }
 
-std::string read_file(const fs::path &p) {
-    std::ifstream in(p);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
 }  // namespace
 
 int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
@@ -129,7 +121,7 @@ int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
         }
     }
 
-    const AutoSchedule autos{&p.graph, read_file(o.file), o.file, o.db, o.symbols, o.tune, &out};
+    const AutoSchedule autos{&p.graph, read_text_file(o.file), o.file, o.db, o.symbols, o.tune, &out};
     lower::GraphProgram program(p.graph, p.groups, target, make_chooser(o.schedule, target, autos), /*jit=*/false);
     print_groups(program, out);
     for (const auto &cg : program.groups()) {
@@ -152,7 +144,7 @@ int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
                     out << "ptx-report: skipped (ptxas not found)\n";
                     continue;
                 }
-                const PtxasReport r = assemble_ptx(read_file(fs::path(o.out_dir) / (fn + ".ptx")), "sm_90");
+                const PtxasReport r = assemble_ptx(read_text_file((fs::path(o.out_dir) / (fn + ".ptx")).string()), "sm_90");
                 out << fn << ": " << r.to_string();
                 if (!r.ok || r.has_spills()) return 1;
             }
@@ -181,7 +173,7 @@ int run_graph(const GraphRunOptions &o, std::ostream &out) {
     ro.default_symbol_size = 64;
     const dsl::RunResult ref = dsl::interpret(p.graph, {}, ro);
 
-    const AutoSchedule autos{&p.graph, read_file(o.file), o.file, o.db, ref.symbols, o.tune, &out};
+    const AutoSchedule autos{&p.graph, read_text_file(o.file), o.file, o.db, ref.symbols, o.tune, &out};
     lower::GraphProgram program(p.graph, p.groups, target, make_chooser(o.schedule, target, autos));
     out << "graph " << p.graph.name << ": " << program.groups().size() << " fused group(s); symbols";
     for (const auto &[s, v] : ref.symbols) out << " " << s << "=" << v;

@@ -1,5 +1,7 @@
 #include "driver/Tune.h"
 
+#include "driver/TextFile.h"
+
 #include "autoscheduler/Coverage.h"
 #include "autoscheduler/TuningKey.h"
 #include "codegen/Compile.h"
@@ -22,14 +24,6 @@ namespace tessel {
 using autosched::Workload;
 
 namespace {
-
-std::string read_text(const std::string &path) {
-    std::ifstream in(path);
-    if (!in) throw std::invalid_argument("cannot read '" + path + "'");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
 
 /** "512x1024x4096" -> Workload. */
 Workload parse_shape(const std::string &s) {
@@ -139,7 +133,7 @@ int run_tune(const TuneOptions &o, std::ostream &out) {
     // Validate every argument before anything is created on disk (the database).
     std::vector<std::pair<std::string, Workload>> requested;
     for (const auto &s : o.shapes) requested.push_back({s, parse_shape(s)});
-    const std::string text = read_text(o.file);
+    const std::string text = read_text_file(o.file);
     const dsl::Graph g = dsl::simplify_text(text, o.file).graph;
     const Halide::Target target = parse_target(o.target);
     dsl::FusionOptions fo;

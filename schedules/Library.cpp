@@ -1,5 +1,7 @@
 #include "schedules/Library.h"
 
+#include "schedules/ScheduleJson.h"
+
 #include "schedules/GeluCpuSchedules.h"
 #include "schedules/GeluCudaSchedules.h"
 #include "schedules/GeluSchedules.h"
@@ -34,6 +36,14 @@ std::string default_library_schedule(const std::string &kind, Device device) {
     // faster on paper but has only been checked with ptxas so far.
     if (kind == "matmul+epilogue") return device == Device::Cuda ? "cuda_tiled_shared" : "cpu_blocked";
     return "";
+}
+
+ScheduleSpec resolve_schedule(const std::string &name_or_file, const Halide::Target &target) {
+    const std::string ext = ".json";
+    if (name_or_file.size() > ext.size() &&
+        name_or_file.compare(name_or_file.size() - ext.size(), ext.size(), ext) == 0)
+        return load_schedule(name_or_file);
+    return library_schedule(name_or_file, target);
 }
 
 ScheduleSpec library_schedule(const std::string &name, const Halide::Target &target) {

@@ -29,6 +29,10 @@ const std::vector<LibraryEntry> &schedule_library();
  * ("" when the library has none for that kind: the lowering's default schedule is used). */
 std::string default_library_schedule(const std::string &kind, Device device);
 
+/** A schedule a user named: a path ending in ".json" is read with load_schedule, anything
+ * else is a library name. Used by every command that takes `--schedule NAME|FILE.json`. */
+ScheduleSpec resolve_schedule(const std::string &name_or_file, const Halide::Target &target);
+
 /** The schedule named `name` for `target`; throws std::invalid_argument listing the names. */
 ScheduleSpec library_schedule(const std::string &name, const Halide::Target &target);
 

@@ -10,24 +10,15 @@
 #include "driver/DatabaseCommands.h"
 #include "schedules/ScheduleJson.h"
 
+#include "tests/TempDir.h"
+
 using namespace tessel;
 using namespace tessel::autosched;
 namespace fs = std::filesystem;
 
-namespace {
+using tessel::testing::TempDir;
 
-struct TempDir {
-    fs::path dir;
-    TempDir() {
-        char tmpl[] = "/tmp/tessel-db-cmd-XXXXXX";
-        dir = mkdtemp(tmpl);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(dir, ec);
-    }
-    std::string file(const std::string &name) const { return (dir / name).string(); }
-};
+namespace {
 
 TuningRecord record(const std::string &shapes, double ms, const std::string &by) {
     TuningKey k = TuningKey::current();

@@ -17,25 +17,15 @@
 #include "autoscheduler/TuningDatabase.h"
 #include "schedules/ScheduleJson.h"
 
+#include "tests/TempDir.h"
+
 using namespace tessel;
 using namespace tessel::autosched;
 namespace fs = std::filesystem;
 
-namespace {
+using tessel::testing::TempDir;
 
-/** A fresh path in a per-test temporary directory (removed on destruction). */
-struct TempDir {
-    fs::path dir;
-    TempDir() {
-        char tmpl[] = "/tmp/tessel-tuning-db-XXXXXX";
-        dir = mkdtemp(tmpl);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(dir, ec);
-    }
-    std::string file(const std::string &name) const { return (dir / name).string(); }
-};
+namespace {
 
 TuningKey sample_key() {
     TuningKey k = TuningKey::current();
