@@ -3,6 +3,7 @@
 #include "autoscheduler/MeasureTask.h"
 
 #include "codegen/Compile.h"
+#include "codegen/ParallelRuntime.h"
 #include "dsl/Simplify.h"
 #include "dsl/passes/Fusion.h"
 #include "lowering/GraphProgram.h"
@@ -183,6 +184,7 @@ Measurement run_measurement(const MeasureTask &task, const sched::ScheduleSpec &
         }
         Halide::Pipeline p = lowered.pipeline();
         p.jit_handlers().custom_error = capture_error;
+        use_openmp_parallel_runtime(p.jit_handlers());
         callable = p.compile_to_callable(lowered.arguments(), target);
 
         std::mt19937 rng(task.seed);

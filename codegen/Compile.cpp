@@ -1,5 +1,7 @@
 #include "codegen/Compile.h"
 
+#include "codegen/ParallelRuntime.h"
+
 #include <chrono>
 #include <fstream>
 
@@ -53,6 +55,7 @@ JitKernel compile_jit(const Halide::Func &output, const std::vector<Halide::Argu
         auto t0 = std::chrono::steady_clock::now();
         Halide::Pipeline p(output);
         p.jit_handlers().custom_error = capture_halide_error;
+        use_openmp_parallel_runtime(p.jit_handlers());
         JitKernel k{p.compile_to_callable(args, target), 0};
         k.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         return k;

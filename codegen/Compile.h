@@ -27,7 +27,8 @@ public:
  * Halide target string such as "x86-64-linux-avx2-fma". Throws CompileError naming it. */
 Halide::Target parse_target(const std::string &text);
 
-/** Compiles `output` for `target` to a Callable (JIT), timing the compilation. */
+/** Compiles `output` for `target` to a Callable (JIT), timing the compilation. Its parallel
+ * loops run on OpenMP (codegen/ParallelRuntime.h). */
 struct JitKernel {
     Halide::Callable callable;
     double compile_seconds = 0;

@@ -1,5 +1,6 @@
 #include "lowering/GraphProgram.h"
 
+#include "codegen/ParallelRuntime.h"
 #include "dsl/ir/Printer.h"
 #include "dsl/ir/TypeInference.h"
 #include "schedules/ApplySchedule.h"
@@ -150,6 +151,7 @@ GraphProgram::GraphProgram(const dsl::Graph &g, const std::vector<GroupSpec> &gr
             cg.pipelines.push_back(lg.pipeline());
             if (gpu || !jit) continue;  // GPU groups are compiled ahead of time, not run here
             try {
+                use_openmp_parallel_runtime(cg.pipelines.back().jit_handlers());
                 cg.pipelines.back().compile_jit(target);
             } catch (const Halide::Error &e) {
                 throw LoweringError("Halide failed to compile group '" + spec.name + "': " + e.what());
