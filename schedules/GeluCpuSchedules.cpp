@@ -1,5 +1,5 @@
 // Map: CpuBlocking::for_target (register block per ISA) -> one function per loop nest
-// (gemm, gemv, skinny, general) -> gelu_cpu_blocked / gelu_cpu_decode, which combine the
+// (gemm, split-K gemm, decode, general) -> gelu_cpu_blocked / gelu_cpu_decode, which combine the
 // nests with the guards under which each is valid.
 #include "schedules/GeluCpuSchedules.h"
 
@@ -104,6 +104,53 @@ std::vector<Directive> gelu_cpu_decode_steps(const CpuBlocking &b) {
     return s.steps;
 }
 
+std::vector<Directive> gelu_cpu_splitk_gemm_steps(const CpuBlocking &b) {
+    ScheduleSpec s;
+    const StageRef kPartial{"partial"}, kPartialUpdate{"partial", 0}, kPartialSum{"partial_sum"};
+    // Split K into chunks of k_chunk rows of w, one parallel task each (rfactor), as in the
+    // decode nest; but inside a task the partial sums are computed by the gemm register block
+    // (MR rows x 3 vectors accumulated over the whole chunk in registers), so every element
+    // of w loaded is used MR times from a register instead of once per row of x from L1.
+    // The wrapper partial_sum is the chunk's M x N partial sums in memory; its tiles are
+    // where the register block is computed. Guard: M >= MR and N >= NR (shifted tails).
+    s.split(kUpdate, "k", "kt", "kr", b.k_chunk, Tail::GuardWithIf)
+        .rfactor(kUpdate, "kt", "u", "partial")
+        .stage_input("partial", "partial_sum", "matmul")
+        .compute_root("partial_sum")
+        .split(kPartialSum, "n", "no", "ni", b.nr, Tail::ShiftInwards)
+        .split(kPartialSum, "m", "mo", "mi", b.mr, Tail::ShiftInwards)
+        .reorder(kPartialSum, {"ni", "mi", "mo", "no", "u"})
+        .split(kPartialSum, "ni", "nv", "nl", b.lanes)
+        .vectorize(kPartialSum, "nl")
+        .unroll(kPartialSum, "nv")
+        .unroll(kPartialSum, "mi")
+        .parallel(kPartialSum, "u")
+        .compute_at("partial", "partial_sum", "mo")
+        .store_in("partial", MemoryLevel::Register);
+    for (const StageRef &stage : {kPartial, kPartialUpdate}) {
+        s.split(stage, "n", "nt", "nr", b.nr).split(stage, "nr", "nv", "nl", b.lanes).split(stage, "m", "mt", "mr", b.mr);
+    }
+    s.reorder(kPartial, {"nl", "nv", "mr", "nt", "mt"})
+        .vectorize(kPartial, "nl")
+        .unroll(kPartial, "nv")
+        .unroll(kPartial, "mr")
+        .reorder(kPartialUpdate, {"nl", "nv", "mr", "kr", "nt", "mt", "u"})
+        .vectorize(kPartialUpdate, "nl")
+        .unroll(kPartialUpdate, "nv")
+        .unroll(kPartialUpdate, "mr");
+    // The chunks' partial sums are added in the epilogue's tile, as in the decode nest.
+    s.split(kY, "n", "no", "ni", b.nr, Tail::GuardWithIf)
+        .split(kY, "ni", "nv", "nl", b.lanes)
+        .vectorize(kY, "nl")
+        .compute_at("matmul", "y", "no")
+        .split(kInit, "n", "nv", "nl", b.lanes)
+        .vectorize(kInit, "nl")
+        .split(kUpdate, "n", "nv", "nl", b.lanes)
+        .reorder(kUpdate, {"nl", "nv", "m", "kt"})
+        .vectorize(kUpdate, "nl");
+    return s.steps;
+}
+
 std::vector<Directive> gelu_cpu_general_steps(const CpuBlocking &b) {
     ScheduleSpec s;
     // One vector of outputs per tile, every tail guarded: correct for any extents.
@@ -131,7 +178,9 @@ ScheduleSpec gelu_cpu_blocked(const Halide::Target &target) {
     const CpuBlocking b = CpuBlocking::for_target(target);
     ScheduleSpec s("cpu_blocked", Device::Cpu);
     s.description = std::to_string(b.mr) + " rows x 3 vectors register block, packed w panel, fused epilogue; "
-                    "split-K decode nest for M <= " + std::to_string(b.decode_max_m);
+                    "split-K with the register block for " + std::to_string(b.mr) + " <= M <= " +
+                    std::to_string(b.decode_max_m) + ", split-K decode nest for M < " + std::to_string(b.mr);
+    s.variants.push_back({{{"M", ">=", b.mr}, {"M", "<=", b.decode_max_m}, {"N", ">=", b.nr}}, gelu_cpu_splitk_gemm_steps(b)});
     s.variants.push_back({{{"M", "<=", b.decode_max_m}}, gelu_cpu_decode_steps(b)});
     s.variants.push_back({{{"M", ">=", b.mr}, {"N", ">=", b.nr}}, gelu_cpu_gemm_steps(b, b.panel_blocks)});
     s.steps = gelu_cpu_general_steps(b);

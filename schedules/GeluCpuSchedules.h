@@ -2,9 +2,14 @@
  * Fast CPU schedules for the GELU(x @ w + bias) group (algorithms/Gelu.h), for x86-64 with
  * AVX2 or AVX-512: the vector width and the register block are read from the Halide target.
  *
- * Three loop nests, each written for one family of shapes, combined in one ScheduleSpec
- * through guarded variants so that every M, K, N is correct:
+ * Four loop nests, each written for one family of shapes, combined in one ScheduleSpec
+ * through guarded variants (tried in this order) so that every M, K, N is correct:
  *
+ *   split-K gemm  MR <= M <= 16, N >= NR
+ *                              split-K as below, but each task computes its partial sums
+ *                              with the gemm register block (MR x 3 vectors accumulated
+ *                              over the chunk in registers): w is loaded once per MR rows of
+ *                              x, not once per row, so M = 16 is no longer load-bound.
  *   decode  M <= 16            split-K: each parallel task reads a chunk of rows of w front
  *                              to back (one sequential stream per thread, w read exactly
  *                              once) into partial sums of all outputs; the partial sums are
@@ -41,7 +46,7 @@ struct CpuBlocking {
     static CpuBlocking for_target(const Halide::Target &target);
 };
 
-/** The best CPU schedule: decode, gemm and general nests as guarded variants.
+/** The best CPU schedule: split-K gemm, decode, gemm and general nests as guarded variants.
  * Example: library_schedule("cpu_blocked", get_host_target()). */
 ScheduleSpec gelu_cpu_blocked(const Halide::Target &target);
 
@@ -53,6 +58,7 @@ ScheduleSpec gelu_cpu_decode(const Halide::Target &target);
  * holds (see the file comment). Exposed for tests and for composing new schedules. */
 std::vector<Directive> gelu_cpu_gemm_steps(const CpuBlocking &b, int panel_blocks);
 std::vector<Directive> gelu_cpu_decode_steps(const CpuBlocking &b);
+std::vector<Directive> gelu_cpu_splitk_gemm_steps(const CpuBlocking &b);
 std::vector<Directive> gelu_cpu_general_steps(const CpuBlocking &b);
 
 }  // namespace tessel::sched

@@ -25,7 +25,7 @@ struct Shape {
     const char *why;
 };
 
-// Chosen so every variant of cpu_blocked (decode, gemm, general) runs on AVX2 and AVX-512,
+// Chosen so every variant of cpu_blocked (split-K gemm, decode, gemm, general) runs on AVX2 and AVX-512,
 // with tails in every dimension.
 const Shape kShapes[] = {
     {1, 1, 1, "smallest"},
@@ -41,6 +41,7 @@ const Shape kShapes[] = {
     {8, 33, 48, "exactly one register block"},
     {9, 29, 97, "gemm with tails in M and N"},
     {16, 100, 1000, "largest decode M"},
+    {12, 1037, 101, "split-K gemm: M between register blocks, K not a multiple of the k chunk"},
     {17, 523, 50, "smallest gemm M above decode"},
     {8, 17, 47, "N one under a register block"},
     {31, 31, 31, "prime square"},
