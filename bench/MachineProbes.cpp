@@ -109,6 +109,20 @@ double TriadProbe::run() {
     return n / elements_per_second;
 }
 
+float stream_read(const float *data, size_t count, int threads) {
+    float total = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+    {
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        const size_t lo = count * t / nt, hi = count * (t + 1) / nt;
+        float sum = 0;
+#pragma omp simd reduction(+ : sum)
+        for (size_t i = lo; i < hi; i++) sum += data[i];
+        total += sum;
+    }
+    return total;
+}
+
 CacheFlusher::CacheFlusher(size_t bytes) : buffer_(bytes, 1) {}
 
 void CacheFlusher::flush(int threads) {

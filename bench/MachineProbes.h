@@ -45,6 +45,12 @@ private:
     std::vector<double> a_, b_, c_;
 };
 
+/** Reads `count` floats once, front to back, each of `threads` OpenMP threads one contiguous
+ * share (vectorized sum, 4 independent vectors per thread). Timed after a cache flush, it is
+ * the least time any kernel that must read those bytes can take on this machine right now:
+ * the measured floor for the decode shapes, whose weights are read exactly once. */
+float stream_read(const float *data, size_t count, int threads);
+
 /** Evicts the caches of every core: each of `threads` plain threads (not OpenMP, whose
  * spinning workers would slow the kernel timed next) writes and reads its share of a buffer much larger than the last-level cache, one store per cache line. */
 class CacheFlusher {
