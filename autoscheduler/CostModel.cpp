@@ -47,7 +47,7 @@ CostBreakdown AnalyticalCostModel::estimate_cpu(const Workload &w, const Candida
     const double peak = c.peak_gflops() * 1e9 / c.cores;  // per core, flop/s
     double M_exec = M, N_exec = N;
     double pipe = 1, dram = 0, cache = 0;
-    if (p.nest == "gemm") {
+    if (p.nest == "gemm" || p.nest == "splitk") {
         const double nr = p.nr_vectors * L;
         // Shifted-inward tails recompute a partial tile.
         M_exec = ceil_div(M, p.mr) * p.mr;
@@ -58,14 +58,27 @@ CostBreakdown AnalyticalCostModel::estimate_cpu(const Workload &w, const Candida
         const double cycles = std::max(fmas / c.fma_units, loads / c.load_ports) + 0.5;
         pipe = (fmas / c.fma_units) / cycles;
         pipe *= std::min(1.0, fmas / (c.fma_latency * c.fma_units));
-        b.tasks = (int64_t)ceil_div(N, nr * p.panel_blocks);
-        // w is packed once per panel (read, written, read back from cache); x is re-read once
-        // per panel from cache.
-        dram = K * N * 4 + M * N * 4 + M * K * 4;
-        cache = M * K * 4 * std::max(0.0, (double)b.tasks - 1) + 2 * K * N * 4;
+        if (p.nest == "gemm") {
+            b.tasks = (int64_t)ceil_div(N, nr * p.panel_blocks);
+            // w is packed once per panel (read, written, read back from cache); x is re-read
+            // once per panel from cache.
+            dram = K * N * 4 + M * N * 4 + M * K * 4;
+            cache = M * K * 4 * std::max(0.0, (double)b.tasks - 1) + 2 * K * N * 4;
+        } else {
+            // One task per chunk of k: w read once from DRAM, in strips of nr columns (re-read
+            // from cache by every further block of mr rows); each chunk's partial sums are
+            // written and read back.
+            b.tasks = (int64_t)ceil_div(K, p.k_chunk);
+            dram = K * N * 4 + M * N * 4 + M * K * 4;
+            cache = K * N * 4 * std::max(0.0, ceil_div(M, p.mr) - 1) + 2.0 * b.tasks * M * N * 4;
+        }
     } else if (p.nest == "decode") {
-        // Each vector of w feeds M FMAs; partial sums are re-loaded every k_unroll rows of w.
-        pipe = std::min(1.0, M / (M + 2.0 / std::max(1, p.k_unroll)));
+        // Per row of x and 4 vectors of partial sums: k_unroll x 4 FMAs against as many loads
+        // of w (from L1 after the first row), k_unroll broadcasts of x, and the partial sums'
+        // 4 loads and 4 stores: load-bound, whatever M is.
+        const double ku = std::max(1, p.k_unroll);
+        const double fmas = 4 * ku, loads = 4 * ku + ku + 8;
+        pipe = (fmas / c.fma_units) / (std::max(fmas / c.fma_units, loads / c.load_ports) + 0.5);
         b.tasks = (int64_t)ceil_div(K, p.k_chunk);
         // w streamed once; the M x N accumulators are loaded and stored once per k_unroll rows of
         // w, and each chunk's partial sums are written and read back.

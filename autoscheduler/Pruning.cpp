@@ -11,7 +11,7 @@ std::string num(int64_t v) { return std::to_string(v); }
 
 int64_t cpu_tasks(const CandidateParams &p, const Workload &w, const CpuModel &cpu) {
     if (p.nest == "gemm") return ceil_div(w.N, (int64_t)p.nr_vectors * cpu.lanes * p.panel_blocks);
-    if (p.nest == "decode") return ceil_div(w.K, p.k_chunk);
+    if (p.nest == "decode" || p.nest == "splitk") return ceil_div(w.K, p.k_chunk);
     return w.M;  // general: parallel over rows
 }
 
@@ -22,12 +22,15 @@ std::vector<PruningRule> make_cpu_rules() {
              const int nr = p.nr_vectors * m.cpu.lanes;
              if (p.nest == "gemm" && (w.M < p.mr || w.N < nr))
                  return "gemm needs M >= " + num(p.mr) + " and N >= " + num(nr);
-             if (p.nest == "decode" && w.M > 16) return "decode streams w once for all rows: only for M <= 16";
+             if (p.nest == "splitk" && (w.M < p.mr || w.N < nr))
+                 return "split-K register block needs M >= " + num(p.mr) + " and N >= " + num(nr);
+             if ((p.nest == "decode" || p.nest == "splitk") && w.M > 16)
+                 return p.nest + " streams w once for all rows: only for M <= 16";
              return "";
          }},
         {"register-budget", "accumulators + w vectors + broadcast fit the register file",
          [](const CandidateParams &p, const Workload &, const TargetModel &m) -> std::string {
-             if (p.nest != "gemm") return "";
+             if (p.nest != "gemm" && p.nest != "splitk") return "";
              const int need = p.mr * p.nr_vectors + p.nr_vectors + 1;
              if (need > m.cpu.vector_registers)
                  return num(need) + " vector registers needed, " + num(m.cpu.vector_registers) + " available";
@@ -35,7 +38,7 @@ std::vector<PruningRule> make_cpu_rules() {
          }},
         {"latency-hiding", "enough independent accumulators to cover FMA latency",
          [](const CandidateParams &p, const Workload &, const TargetModel &m) -> std::string {
-             if (p.nest != "gemm") return "";
+             if (p.nest != "gemm" && p.nest != "splitk") return "";
              const int need = m.cpu.fma_latency * m.cpu.fma_units;
              if (p.mr * p.nr_vectors < need)
                  return num(p.mr * p.nr_vectors) + " accumulators < " + num(need) + " (latency x FMA units)";
@@ -54,9 +57,9 @@ std::vector<PruningRule> make_cpu_rules() {
              if (bytes > m.cpu.l2_bytes) return "panel of " + num(bytes >> 10) + " KiB > L2 " + num(m.cpu.l2_bytes >> 10) + " KiB";
              return "";
          }},
-        {"partials-fit-l2", "the decode nest's partial sums (M x N per chunk) fit in L2",
+        {"partials-fit-l2", "the split-K nests' partial sums (M x N per chunk) fit in L2",
          [](const CandidateParams &p, const Workload &w, const TargetModel &m) -> std::string {
-             if (p.nest != "decode") return "";
+             if (p.nest != "decode" && p.nest != "splitk") return "";
              const int64_t bytes = w.M * w.N * 4;
              if (bytes > m.cpu.l2_bytes) return num(bytes >> 10) + " KiB of partial sums per chunk > L2";
              return "";

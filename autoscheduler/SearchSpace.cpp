@@ -41,6 +41,7 @@ std::string CandidateParams::to_string() const {
     std::ostringstream os;
     os << nest;
     if (nest == "gemm") os << " mr=" << mr << " nr=" << nr_vectors << "v panel=" << panel_blocks;
+    if (nest == "splitk") os << " mr=" << mr << " nr=" << nr_vectors << "v kchunk=" << k_chunk;
     if (nest == "decode") os << " kchunk=" << k_chunk << " kunroll=" << k_unroll;
     if (nest == "cuda_tiled") os << " block=" << BN << "x" << BM << " thread=" << TN << "x" << TM << " kt=" << KT;
     if (nest == "cuda_decode") os << " nb=" << NB << " ks=" << KS << " mb=" << MB;
@@ -68,6 +69,16 @@ void enumerate_cpu(const Workload &w, const CpuModel &cpu, std::vector<Candidate
                 if (mr * nv > cpu.vector_registers) continue;  // not even the accumulators fit
                 CandidateParams p;
                 p.nest = "gemm", p.mr = mr, p.nr_vectors = nv, p.panel_blocks = pb;
+                out.push_back(p);
+            }
+    // Split-K with the register block: chunks of rows of w per task, each chunk's partial sums
+    // accumulated in a register block (only the blocks the gemm nest would consider).
+    for (int mr : {4, 6, 8, 12, 16})
+        for (int nv : {1, 2, 3, 4})
+            for (int chunk : {256, 512, 1024}) {
+                if (mr * nv > cpu.vector_registers || chunk > std::max<int64_t>(w.K, 256)) continue;
+                CandidateParams p;
+                p.nest = "splitk", p.mr = mr, p.nr_vectors = nv, p.k_chunk = chunk;
                 out.push_back(p);
             }
     // Split-K streaming nest: chunks of rows of w per task, from a few vectors' worth up to K.
@@ -119,7 +130,9 @@ std::optional<CandidateParams> library_point(const Workload &w, const Halide::Ta
     if (target.has_feature(Halide::Target::CUDA)) return std::nullopt;
     const sched::CpuBlocking b = sched::CpuBlocking::for_target(target);
     CandidateParams p;
-    if (w.M <= b.decode_max_m) {
+    if (w.M >= b.mr && w.M <= b.decode_max_m && w.N >= b.nr) {
+        p.nest = "splitk", p.mr = b.mr, p.nr_vectors = b.nr / b.lanes, p.k_chunk = b.k_chunk;
+    } else if (w.M <= b.decode_max_m) {
         p.nest = "decode", p.k_chunk = b.k_chunk, p.k_unroll = b.k_unroll;
     } else if (w.M >= b.mr && w.N >= b.nr) {
         p.nest = "gemm", p.mr = b.mr, p.nr_vectors = b.nr / b.lanes, p.panel_blocks = b.panel_blocks;
@@ -154,6 +167,8 @@ sched::ScheduleSpec make_schedule(const CandidateParams &p, const Halide::Target
     s.steps = sched::gelu_cpu_general_steps(b);
     if (p.nest == "gemm") {
         s.variants.push_back({{Guard{"M", ">=", b.mr}, Guard{"N", ">=", b.nr}}, sched::gelu_cpu_gemm_steps(b, b.panel_blocks)});
+    } else if (p.nest == "splitk") {
+        s.variants.push_back({{Guard{"M", ">=", b.mr}, Guard{"N", ">=", b.nr}}, sched::gelu_cpu_splitk_gemm_steps(b)});
     } else if (p.nest == "decode") {
         // The decode nest guards every tail itself: valid for any shape, fast for small M.
         s.variants.push_back({{Guard{"M", "<=", b.decode_max_m}}, sched::gelu_cpu_decode_steps(b)});
