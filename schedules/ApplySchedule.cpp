@@ -170,6 +170,12 @@ public:
         t_.funcs[d.intermediate] = inter;
         // The intermediate's update keeps the other loops (and their split extents).
         extents_[key(StageRef{d.intermediate, 0})] = extents_[key(d.stage)];
+        // The new pure var spans the factored loop: vectorize/gpu_threads may address it.
+        if (auto it = extents_[key(d.stage)].find(d.rvar); it != extents_[key(d.stage)].end()) {
+            const int e = it->second;
+            extents_[key(StageRef{d.intermediate, -1})][d.new_var] = e;
+            extents_[key(StageRef{d.intermediate, 0})][d.new_var] = e;
+        }
     }
     void operator()(const Bound &d) {
         Func f = func(d.func);

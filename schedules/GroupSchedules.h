@@ -1,0 +1,84 @@
+/** \file
+ * Group-generic library schedules: elementwise and reduction fusion groups, CPU and CUDA.
+ *
+ * A matmul+epilogue group always has the stages "matmul" and "y", so its schedules are fixed
+ * values (GeluCpuSchedules.h). Elementwise and reduction groups name their stages after the
+ * graph ("y" or "y0", "y1"...; "reduce", "reduce1", "softmax_max"...; loops "n", "m", "b0"...),
+ * so these schedules are generated from a GroupShape, a plain description the lowering fills
+ * in (lower::group_shape). The result is an ordinary ScheduleSpec; every split guards its tail,
+ * so any extent is correct (M = 1, primes, fewer elements than one vector).
+ *
+ *   cpu_elementwise  every output: 2 vectors of the target's f32 width per iteration (8 lanes
+ *                    on AVX2, 16 on AVX-512), unrolled; parallel over the outermost axis (rank 1:
+ *                    blocks of kCpuBlock elements in parallel). Reductions, if any, are placed as
+ *                    cpu_rows places them but not vectorized. Legal for any group.
+ *   cpu_rows         as cpu_elementwise, and every reduction is computed per row of the output
+ *                    when the group has one output (else at root, parallel over its outermost
+ *                    axis). A reduction along the innermost axis sums a vector of partial results
+ *                    (split by the vector width + rfactor), then adds the lanes; any other is
+ *                    vectorized along its own n. Legal for any group (matmul Funcs are treated
+ *                    as reductions; this is the lowering's fallback for every kind).
+ *   cuda_elementwise outputs tiled 32x8 over GPU blocks x threads (256 threads along n for rank
+ *                    1; batch axes fused into the third block dimension). A single output's
+ *                    reductions run per thread in registers; with several outputs each reduction
+ *                    is computed at root in its own kernel. Legal for any group.
+ *   cuda_rows        one GPU block per output row when the group has one output of rank 2 or 3
+ *                    and every reduction runs along the innermost axis with the output's rank
+ *                    (softmax, layernorm): kCudaRowThreads threads split each row reduction
+ *                    (rfactor into shared memory, lanes added by one thread), then compute the
+ *                    row's outputs. Any other group gets cuda_elementwise's nest. A reduction
+ *                    whose result a row reads at other rows (a transposed broadcast) is still
+ *                    correct but computes those rows in every block.
+ */
+#pragma once
+
+#include "schedules/Schedule.h"
+
+#include <Halide.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tessel::sched {
+
+/** A Func with an update definition (a reduction or contraction), as schedules see it. */
+struct GroupReduction {
+    std::string name;                ///< "reduce", "reduce1", "softmax_max", "matmul"...
+    int rank = 0;                    ///< pure args, named like tensor axes: "n", "m", "b0"...
+    std::vector<std::string> rvars;  ///< the update's reduction loops, innermost first ("r", "k")
+    /** rvars[0] walks the innermost (contiguous) axis of the reduced input, alone. */
+    bool along_n = false;
+    /** The pure loop "n" spans data (it is not a reduced axis kept with extent 1). */
+    bool n_is_data = false;
+    bool operator==(const GroupReduction &) const = default;
+};
+
+/** What group-generic schedules need to know about a fusion group. */
+struct GroupShape {
+    std::string kind;  ///< "elementwise", "reduction" or "matmul+epilogue"
+    std::vector<std::pair<std::string, int>> outputs;  ///< output Func name, rank
+    std::vector<GroupReduction> reductions;
+    bool operator==(const GroupShape &) const = default;
+};
+
+constexpr int kCpuBlock = 4096;        ///< rank-1 outputs: elements per parallel task
+constexpr int kCudaRowThreads = 256;   ///< cuda_rows: threads per row (block)
+
+ScheduleSpec cpu_elementwise(const GroupShape &g, const Halide::Target &target);
+ScheduleSpec cpu_rows(const GroupShape &g, const Halide::Target &target);
+ScheduleSpec cuda_elementwise(const GroupShape &g, const Halide::Target &target);
+ScheduleSpec cuda_rows(const GroupShape &g, const Halide::Target &target);
+
+/** The always-applicable schedule for `g` on `target`: cpu_elementwise for elementwise groups,
+ * cpu_rows for any other (cuda_elementwise / cuda_rows on GPU targets). */
+ScheduleSpec fallback_group_schedule(const GroupShape &g, const Halide::Target &target);
+
+/** Whether cuda_rows uses its block-per-row nest for `g` (else cuda_elementwise's). */
+bool cuda_rows_applies(const GroupShape &g);
+
+/** A representative group of `kind` ("elementwise": one rank-2 output; "reduction": softmax
+ * over rows), for listing and testing the schedules without a graph. */
+GroupShape example_group_shape(const std::string &kind);
+
+}  // namespace tessel::sched
