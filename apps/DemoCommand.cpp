@@ -51,7 +51,15 @@ void add_schedules_command(CLI::App &app, std::function<int()> &action) {
             for (const auto &e : sched::schedule_library()) {
                 std::cout << std::left << std::setw(19) << e.name << std::setw(6) << sched::to_string(e.device)
                           << std::setw(18) << e.group << e.summary << "\n";
-                if (*verbose) std::cout << sched::to_string(e.make(t)) << "\n";
+                if (!*verbose) continue;
+                if (e.group_generic()) {
+                    // Generated per group: shown for a representative one.
+                    std::cout << "  (generated for each " << e.group << " group; shown for "
+                              << (e.group == "reduction" ? "softmax over rows" : "one rank-2 output") << ")\n"
+                              << sched::to_string(e.make_for_group(sched::example_group_shape(e.group), t)) << "\n";
+                } else {
+                    std::cout << sched::to_string(e.make(t)) << "\n";
+                }
             }
             return 0;
         };

@@ -1,14 +1,20 @@
 /** \file
  * The named schedule library: every hand-written schedule Tessel ships, by name.
  * `tessel schedules` lists it; `--schedule NAME` picks from it.
+ *
+ * Two sorts of entries: matmul+epilogue schedules address fixed stage names and are made from
+ * the target alone (`make`); group-generic ones (GroupSchedules.h: elementwise and reduction
+ * groups) are generated from the group's GroupShape and the target (`make_for_group`).
  */
 #pragma once
 
+#include "schedules/GroupSchedules.h"
 #include "schedules/Schedule.h"
 
 #include <Halide.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,21 +25,48 @@ struct LibraryEntry {
     Device device;
     std::string group;  ///< which fusion group kind it schedules, e.g. "matmul+epilogue"
     std::string summary;
+    /** Fixed-stage schedules (matmul+epilogue); empty for group-generic entries. */
     std::function<ScheduleSpec(const Halide::Target &)> make;
+    /** Group-generic schedules; empty for fixed-stage entries. */
+    std::function<ScheduleSpec(const GroupShape &, const Halide::Target &)> make_for_group;
+    bool group_generic() const { return (bool)make_for_group; }
 };
 
 /** All library schedules, in a stable order. */
 const std::vector<LibraryEntry> &schedule_library();
 
+/** The entry named `name`; throws std::invalid_argument listing the names. */
+const LibraryEntry &library_entry(const std::string &name);
+
 /** The library schedule Tessel uses by default for a fusion group of `kind` on `device`
- * ("" when the library has none for that kind: the lowering's default schedule is used). */
+ * (cpu_blocked / cuda_tiled_shared, cpu_elementwise / cuda_elementwise, cpu_rows / cuda_rows;
+ * "" for an unknown kind: the lowering's default schedule is used). */
 std::string default_library_schedule(const std::string &kind, Device device);
 
 /** A schedule a user named: a path ending in ".json" is read with load_schedule, anything
  * else is a library name. Used by every command that takes `--schedule NAME|FILE.json`. */
 ScheduleSpec resolve_schedule(const std::string &name_or_file, const Halide::Target &target);
 
-/** The schedule named `name` for `target`; throws std::invalid_argument listing the names. */
+/** The schedule named `name` for `target`; throws std::invalid_argument listing the names, or
+ * for a group-generic entry (it needs a group: use the overload below). */
 ScheduleSpec library_schedule(const std::string &name, const Halide::Target &target);
+
+/** The schedule named `name` for a group of shape `shape` (fixed-stage entries ignore it).
+ * For a lowered group: lower::library_schedule_for. */
+ScheduleSpec library_schedule(const std::string &name, const GroupShape &shape, const Halide::Target &target);
+
+/** `--schedule NAME|FILE.json` as graph commands use it: the fusion group kind it is for (a
+ * library entry's group; a file's optional top-level "group", else "matmul+epilogue") and the
+ * schedule for one group of that kind. */
+struct GroupScheduleChoice {
+    std::string group;
+    Device device = Device::Cpu;
+    std::optional<ScheduleSpec> fixed;  ///< files and fixed-stage library entries
+    std::function<ScheduleSpec(const GroupShape &, const Halide::Target &)> make_for_group;
+    ScheduleSpec for_group(const GroupShape &shape, const Halide::Target &target) const {
+        return fixed ? *fixed : make_for_group(shape, target);
+    }
+};
+GroupScheduleChoice resolve_group_schedule(const std::string &name_or_file, const Halide::Target &target);
 
 }  // namespace tessel::sched

@@ -143,7 +143,7 @@ ScheduleSpec schedule_from_json(const json &j) {
     return s;
 }
 
-ScheduleSpec load_schedule(const std::string &path) {
+ScheduleSpec load_schedule(const std::string &path, std::string *group) {
     std::ifstream in(path);
     if (!in) throw ScheduleJsonError("cannot open schedule file '" + path + "'");
     json j;
@@ -153,6 +153,11 @@ ScheduleSpec load_schedule(const std::string &path) {
         throw ScheduleJsonError(path + ": " + e.what());
     }
     try {
+        if (group) {
+            const json g = j.is_object() ? j.value("group", json("matmul+epilogue")) : json("matmul+epilogue");
+            if (!g.is_string()) throw ScheduleJsonError("\"group\" must be a string");
+            *group = g.get<std::string>();
+        }
         return schedule_from_json(j);
     } catch (const ScheduleJsonError &e) {
         throw ScheduleJsonError(path + ": " + e.what());

@@ -91,7 +91,7 @@ TEST_CASE("the shape table reaches every variant of cpu_blocked") {
 TEST_CASE("every CPU library schedule matches the float64 reference on awkward and suite shapes") {
     const Halide::Target target = Halide::get_host_target();
     for (const auto &entry : sched::schedule_library()) {
-        if (entry.device != sched::Device::Cpu) continue;
+        if (entry.device != sched::Device::Cpu || entry.group != "matmul+epilogue") continue;
         SUBCASE(entry.name.c_str()) {
             // Strict tanh is the slowest epilogue (a libm call per lane) and the strictest check.
             GeluKernel kernel(entry.make(target), GeluForm::Tanh, NumericMode::Strict, target);
