@@ -57,22 +57,22 @@ struct AutoSchedule {
     std::ostream *log = nullptr;
 };
 
-/** --schedule NAME|FILE.json for matmul+epilogue groups, else `autos` (when given), else the
- * library default. */
+/** --schedule NAME|FILE.json for groups of the kind it is for, the library default for every
+ * other group; without it, `autos` (when given) for matmul+epilogue groups, else the library
+ * default. */
 lower::ScheduleChooser make_chooser(const std::string &schedule, const Halide::Target &target,
                                     std::optional<AutoSchedule> autos = std::nullopt) {
     const sched::Device device = target.has_gpu_feature() ? sched::Device::Cuda : sched::Device::Cpu;
-    std::optional<sched::ScheduleSpec> user;
+    std::optional<sched::GroupScheduleChoice> user;
     if (!schedule.empty()) {
-        user = sched::resolve_schedule(schedule, target);
+        user = sched::resolve_group_schedule(schedule, target);
         if (user->device != device)
-            throw std::invalid_argument("schedule '" + user->name + "' is for " + sched::to_string(user->device) +
+            throw std::invalid_argument("schedule '" + schedule + "' is for " + sched::to_string(user->device) +
                                         " but target " + target.to_string() + " is " + sched::to_string(device));
     }
     return [user, device, target, autos](const lower::LoweredGroup &g) -> std::optional<sched::ScheduleSpec> {
-        if (g.kind != "matmul+epilogue") return std::nullopt;
-        if (user) return user;
-        if (autos) {
+        if (user && g.kind == user->group) return user->for_group(lower::group_shape(g), target);
+        if (!user && autos && g.kind == "matmul+epilogue") {
             auto r = autoschedule_group(*autos->graph, autos->graph_text, autos->graph_name, g.name, autos->db,
                                         target.to_string(), autos->symbols, autos->tune, autos->log);
             if (r) {
@@ -83,7 +83,7 @@ lower::ScheduleChooser make_chooser(const std::string &schedule, const Halide::T
         }
         const std::string name = sched::default_library_schedule(g.kind, device);
         if (name.empty()) return std::nullopt;
-        return sched::library_schedule(name, target);
+        return lower::library_schedule_for(name, g, target);
     };
 }
 

@@ -4,11 +4,13 @@
  *   parse + simplify (dsl/Simplify) -> plan_fusion (dsl/passes/Fusion) -> one Halide pipeline per
  *   group (lowering/) with a schedule -> JIT (run) or files (compile).
  *
- * Schedules: `--schedule NAME|FILE.json` applies to every matmul+epilogue group. Otherwise, when
- * every size of the group is known, a tuning-database hit, else the autoscheduler's model pick
- * (`--tune`: measured); when sizes are symbolic, the library's default for the device (its
- * guarded variants cover every shape). Other groups get the lowering's default schedule. A schedule that does not fit a group falls back to the default, and the reason is
- * printed with the group.
+ * Schedules: `--schedule NAME|FILE.json` applies to every group of the kind it is for (a library
+ * entry's group, e.g. cpu_rows to reduction groups; a file's "group" field, else matmul+epilogue);
+ * every other group gets its kind's library default. Without `--schedule`, a matmul+epilogue group
+ * whose sizes are all known gets a tuning-database hit, else the autoscheduler's model pick
+ * (`--tune`: measured); otherwise each group gets the library default for its kind and device
+ * (guarded variants or guarded tails cover every shape). A schedule that does not fit a group
+ * falls back to the lowering's default, and the reason is printed with the group.
  */
 #pragma once
 

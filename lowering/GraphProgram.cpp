@@ -4,6 +4,7 @@
 #include "dsl/ir/Printer.h"
 #include "dsl/ir/TypeInference.h"
 #include "schedules/ApplySchedule.h"
+#include "schedules/Library.h"
 
 #include <chrono>
 
@@ -13,64 +14,42 @@ using dsl::ValueId;
 
 namespace {
 
-bool is_output_func(const LoweredGroup &group, const std::string &name) {
-    for (const auto &y : group.output_names)
-        if (y == name) return true;
-    return false;
+/** "r$x" -> "r", "k$x.ko" -> "ko": the name ApplySchedule resolves a loop by. */
+std::string loop_name(const std::string &dim_var) {
+    std::string s = dim_var.substr(dim_var.rfind('.') == std::string::npos ? 0 : dim_var.rfind('.') + 1);
+    if (s.size() > 2 && s.compare(s.size() - 2, 2, "$x") == 0) s.resize(s.size() - 2);
+    return s;
 }
 
 }  // namespace
 
-sched::ScheduleSpec default_group_schedule(const LoweredGroup &group, const Halide::Target &target) {
-    const int lanes = std::max(4, target.natural_vector_size<float>());
-    sched::ScheduleSpec s("default_" + group.kind, sched::Device::Cpu);
-    s.description = "outputs vectorized along n, parallel over the outermost loop";
-    std::string first_outer;
-    for (size_t i = 0; i < group.outputs.size(); i++) {
-        const int rank = group.outputs[i].dimensions();
-        const sched::StageRef st{group.output_names[i]};
-        s.split(st, "n", "no", "ni", lanes, sched::Tail::GuardWithIf).vectorize(st, "ni");
-        const std::string outer = rank >= 2 ? axis_name(0, rank) : "no";
-        s.parallel(st, outer);
-        if (first_outer.empty()) first_outer = outer;
-    }
+sched::GroupShape group_shape(const LoweredGroup &group) {
+    sched::GroupShape g;
+    g.kind = group.kind;
+    for (size_t i = 0; i < group.outputs.size(); i++) g.outputs.push_back({group.output_names[i], group.outputs[i].dimensions()});
     for (const auto &[name, f] : group.funcs) {
-        if (is_output_func(group, name) || !f.has_update_definition()) continue;
-        if (group.outputs.size() == 1) s.compute_at(name, group.output_names[0], first_outer);
-        else s.compute_root(name);
+        if (!f.has_update_definition()) continue;
+        sched::GroupReduction r;
+        r.name = name;
+        r.rank = f.dimensions();
+        for (const auto &d : f.function().update(0).schedule().dims())
+            if (d.is_rvar()) r.rvars.push_back(loop_name(d.var));
+        if (auto it = group.reduction_axes.find(name); it != group.reduction_axes.end()) {
+            r.along_n = it->second.along_n;
+            r.n_is_data = it->second.n_is_data;
+        }
+        g.reductions.push_back(std::move(r));
     }
-    return s;
+    return g;
 }
 
-sched::ScheduleSpec default_gpu_group_schedule(const LoweredGroup &group, const Halide::Target &) {
-    sched::ScheduleSpec s("default_gpu_" + group.kind, sched::Device::Cuda);
-    s.description = "outputs tiled over GPU blocks and threads, reductions per thread";
-    std::string thread_var;
-    for (size_t i = 0; i < group.outputs.size(); i++) {
-        const sched::StageRef st{group.output_names[i]};
-        if (group.outputs[i].dimensions() >= 2) {
-            s.split(st, "n", "no", "ni", 32, sched::Tail::GuardWithIf)
-                .split(st, "m", "mo", "mi", 8, sched::Tail::GuardWithIf)
-                .reorder(st, {"ni", "mi", "no", "mo"})
-                .gpu_blocks(st, {"no", "mo"})
-                .gpu_threads(st, {"ni", "mi"});
-        } else {
-            s.split(st, "n", "no", "ni", 256, sched::Tail::GuardWithIf).gpu_blocks(st, {"no"}).gpu_threads(st, {"ni"});
-        }
-        if (thread_var.empty()) thread_var = "ni";
-    }
-    for (const auto &[name, f] : group.funcs) {
-        if (is_output_func(group, name) || !f.has_update_definition()) continue;
-        if (group.outputs.size() == 1) {
-            s.compute_at(name, group.output_names[0], thread_var).store_in(name, sched::MemoryLevel::Register);
-        } else {
-            // A root Func on the GPU needs its own kernel launch.
-            s.compute_root(name);
-            const sched::StageRef st{name};
-            s.split(st, "n", "no", "ni", 256, sched::Tail::GuardWithIf).gpu_blocks(st, {"no"}).gpu_threads(st, {"ni"});
-        }
-    }
-    return s;
+sched::ScheduleSpec library_schedule_for(const std::string &name, const LoweredGroup &group,
+                                         const Halide::Target &target) {
+    return sched::library_schedule(name, group_shape(group), target);
+}
+
+sched::ScheduleSpec default_group_schedule(const LoweredGroup &group, const Halide::Target &target) {
+    return sched::fallback_group_schedule(group_shape(group), target);
 }
 
 void apply_to_group(const std::vector<sched::Directive> &steps, LoweredGroup &group, const Halide::Target &target,
@@ -139,13 +118,15 @@ GraphProgram::GraphProgram(const dsl::Graph &g, const std::vector<GroupSpec> &gr
                 lower_all(*chosen);
                 cg.schedule_note = "schedule '" + chosen->name + "'";
             } catch (const sched::ScheduleError &e) {
-                cg.schedule_note = "fell back to the default schedule: " + std::string(e.what());
+                cg.schedule_note = std::string(e.what());
                 chosen.reset();
             }
         }
         if (!chosen) {
-            lower_all(gpu ? default_gpu_group_schedule(probe, target) : default_group_schedule(probe, target));
-            if (cg.schedule_note.empty()) cg.schedule_note = "default schedule";
+            const sched::ScheduleSpec fallback = default_group_schedule(probe, target);
+            lower_all(fallback);
+            const std::string what = "default schedule '" + fallback.name + "'";
+            cg.schedule_note = cg.schedule_note.empty() ? what : "fell back to the " + what + ": " + cg.schedule_note;
         }
         for (auto &lg : cg.variants) {
             cg.pipelines.push_back(lg.pipeline());

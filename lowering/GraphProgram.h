@@ -3,7 +3,8 @@
  * or written ahead of time as one static library + header per group.
  *
  * Each group is lowered (LowerToHalide.h), given a schedule — the caller's choice through
- * ScheduleChooser, else `default_group_schedule` — and compiled once. Values that cross group
+ * ScheduleChooser, else `default_group_schedule` (a group-generic library schedule) — and
+ * compiled once. Values that cross group
  * boundaries are real buffers, allocated per run from the concrete symbol sizes.
  */
 #pragma once
@@ -11,6 +12,7 @@
 #include "dsl/interp/Tensor.h"
 #include "dsl/ir/Graph.h"
 #include "lowering/LowerToHalide.h"
+#include "schedules/GroupSchedules.h"
 #include "schedules/Schedule.h"
 
 #include <functional>
@@ -19,14 +21,20 @@
 
 namespace tessel::lower {
 
-/** A simple, always-applicable schedule for a lowered group: outputs vectorized along n at
- * the target's width and parallel over their outermost loop; contractions and reductions
- * computed per outermost iteration of a single output (else at root). */
-sched::ScheduleSpec default_group_schedule(const LoweredGroup &group, const Halide::Target &target);
+/** The group as group-generic schedules see it (schedules/GroupSchedules.h); `group` must
+ * not be scheduled yet (its reduction loops are read from the Halide Funcs). */
+sched::GroupShape group_shape(const LoweredGroup &group);
 
-/** The GPU counterpart: outputs tiled 32x8 over GPU blocks/threads (256 threads along n for
- * rank-1 outputs), contractions and reductions computed per thread in registers. */
-sched::ScheduleSpec default_gpu_group_schedule(const LoweredGroup &group, const Halide::Target &target);
+/** Library schedule `name` for `group`: group-generic entries (cpu_rows...) are generated
+ * from its shape, fixed ones (matmul+epilogue) returned as they are. Throws
+ * std::invalid_argument for an unknown name. */
+sched::ScheduleSpec library_schedule_for(const std::string &name, const LoweredGroup &group,
+                                         const Halide::Target &target);
+
+/** The schedule a group gets when none is chosen or the chosen one does not apply: the
+ * always-applicable group-generic library schedule for its kind and the target's device
+ * (cpu_elementwise or cpu_rows; cuda_elementwise or cuda_rows). */
+sched::ScheduleSpec default_group_schedule(const LoweredGroup &group, const Halide::Target &target);
 
 /** Applies `steps` to `group`'s Funcs for `target` (the Halide calls happen in ApplySchedule). */
 void apply_to_group(const std::vector<sched::Directive> &steps, LoweredGroup &group, const Halide::Target &target,

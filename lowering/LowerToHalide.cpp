@@ -236,6 +236,7 @@ private:
         if (rank < 2) refuse(g_, v, "matmul lowering needs operands of rank >= 2");
         const std::string name = unique_func_name("matmul");
         Func f(name);
+        out_.funcs[name] = f;  // claim the name now: an operand may define further contractions
         auto vs = vars(rank);
         const ValueId a = n.inputs[0];
         const int ra = g_.node(a).type.rank();
@@ -266,7 +267,7 @@ private:
             for (size_t i = 0; i < siblings.size(); i++) acc.push_back(f(call_args)[i] + update[i]);
             f(args) = Halide::Tuple(acc);
         }
-        out_.funcs[name] = f;
+        out_.reduction_axes[name] = {false, true};
         out_.matmul_count += (int)siblings.size();
         if (!out_.extent_sources.count("K")) {
             out_.extent_sources["K"] = {a, ra - 1};
@@ -286,6 +287,7 @@ private:
         const std::string name = unique_func_name("reduce");
         Halide::RDom r(region, "r");
         Func f(name);
+        out_.funcs[name] = f;  // claim the name now: the input may define further reductions
         auto vs = vars(n.type.rank());
         std::vector<Expr> out_idx;
         for (auto it = vs.rbegin(); it != vs.rend(); ++it) out_idx.push_back(*it);
@@ -308,7 +310,11 @@ private:
             f(args) = 0.0f;
             f(args) += x;
         }
-        out_.funcs[name] = f;
+        // Halide's RDom walks the reduced axes in increasing order, so r alone is the last axis
+        // only when that is the sole reduced axis; n is reduced when keepdims kept it as 1.
+        const bool last_reduced = axes.count(rin - 1) > 0;
+        out_.reduction_axes[name] = {last_reduced && axes.size() == 1,
+                                     n.type.rank() >= 1 && !(n.attrs.keepdims && last_reduced)};
         if (n.op == Op::ReduceMean) {
             Expr count = 1;
             for (int64_t a : axes) count = count * extent(in, (int)a);
@@ -336,13 +342,17 @@ private:
         Func mx("softmax_max");
         mx(args) = Halide::Float(32).min();
         mx(args) = Halide::max(mx(args), at(in, ridx));
-        out_.funcs[unique_func_name("softmax_max")] = mx;
+        const std::string mx_name = unique_func_name("softmax_max");
+        out_.funcs[mx_name] = mx;
+        out_.reduction_axes[mx_name] = {axis == rank - 1, axis != rank - 1};
         std::vector<Expr> red_idx(args.begin(), args.end());
         red_idx[rank - 1 - axis] = 0;
         Func sum("softmax_sum");
         sum(args) = 0.0f;
         sum(args) += Halide::exp(at(in, ridx) - mx(red_idx));
-        out_.funcs[unique_func_name("softmax_sum")] = sum;
+        const std::string sum_name = unique_func_name("softmax_sum");
+        out_.funcs[sum_name] = sum;
+        out_.reduction_axes[sum_name] = {axis == rank - 1, axis != rank - 1};
         Func y(unique_func_name("softmax"));
         y(args) = Halide::exp(at(in, idx) - mx(red_idx)) / sum(red_idx);
         funcs_[v] = y;

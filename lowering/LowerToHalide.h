@@ -59,6 +59,13 @@ struct LoweredGroup {
     /** Input buffers by the role schedules address them with: "x" and "w" are the left and
      * right operands of the first contraction when they are group inputs. */
     std::map<std::string, Halide::ImageParam> input_roles;
+    /** For each Func with an update definition, by name: facts schedules need that the Halide
+     * Func does not show (see sched::GroupReduction). */
+    struct ReductionAxes {
+        bool along_n = false;    ///< its innermost reduction loop walks the input's last axis, alone
+        bool n_is_data = false;  ///< its pure loop "n" is not a reduced axis kept with extent 1
+    };
+    std::map<std::string, ReductionAxes> reduction_axes;
 
     std::vector<Halide::Argument> arguments() const;
     Halide::Pipeline pipeline() const;

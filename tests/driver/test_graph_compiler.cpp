@@ -1,10 +1,13 @@
 // Every example graph, end to end: simplify -> fuse -> lower -> schedule -> JIT, against the
 // reference interpreter on awkward shapes; and `tessel compile` writing its files.
 #include "driver/GraphCompiler.h"
+#include "schedules/ScheduleJson.h"
+#include "tests/TempDir.h"
 
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 using namespace tessel;
@@ -85,6 +88,61 @@ TEST_CASE("without a named schedule: symbolic sizes take the library default, kn
     fs::remove_all(dir);
 }
 
+TEST_CASE("elementwise and reduction groups get their library schedules; --schedule picks by group kind") {
+    testing::TempDir dir;
+    const std::string ew = dir.file("ew.tsl");
+    std::ofstream(ew) << "graph ew {\n  %x = input : f32[M, N]\n  %y = tanh(%x) * 2.0\n  output %y\n}\n";
+    auto compile = [&](const std::string &file, const std::string &schedule) {
+        GraphCompileOptions o;
+        o.file = file;
+        o.out_dir = dir.file("out");
+        o.db = dir.file("tuning.db");
+        o.emit = {"stmt"};
+        o.schedule = schedule;
+        std::ostringstream out;
+        REQUIRE(compile_graph(o, out) == 0);
+        return out.str();
+    };
+    auto has = [](const std::string &text, const std::string &line) {
+        INFO(text);
+        CHECK(text.find(line) != std::string::npos);
+    };
+    SUBCASE("library defaults by kind (sizes symbolic)") {
+        has(compile(ew, ""), "group g0_y [elementwise]: schedule 'cpu_elementwise'");
+        has(compile(example("softmax_rows.tsl"), ""), "group g0_y [reduction]: schedule 'cpu_rows'");
+        const std::string ln = compile(example("layernorm_matmul.tsl"), "");
+        has(ln, "group g0_ln [reduction]: schedule 'cpu_rows'");
+        has(ln, "group g1_y [matmul+epilogue]: schedule 'cpu_blocked'");
+    }
+    SUBCASE("--schedule cpu_rows applies to the reduction group; the matmul group keeps its default") {
+        const std::string ln = compile(example("layernorm_matmul.tsl"), "cpu_rows");
+        has(ln, "group g0_ln [reduction]: schedule 'cpu_rows'");
+        has(ln, "group g1_y [matmul+epilogue]: schedule 'cpu_blocked'");
+        has(compile(ew, "cpu_rows"), "group g0_y [elementwise]: schedule 'cpu_elementwise'");
+    }
+    SUBCASE("a schedule file is for matmul+epilogue groups unless its \"group\" says otherwise") {
+        sched::ScheduleSpec s("rows_by_hand");
+        s.parallel({"y"}, "m");
+        nlohmann::json j = sched::to_json(s);
+        std::ofstream(dir.file("plain.json")) << j.dump();
+        j["group"] = "reduction";
+        std::ofstream(dir.file("rows.json")) << j.dump();
+        has(compile(example("softmax_rows.tsl"), dir.file("plain.json")), "group g0_y [reduction]: schedule 'cpu_rows'");
+        has(compile(example("softmax_rows.tsl"), dir.file("rows.json")), "group g0_y [reduction]: schedule 'rows_by_hand'");
+    }
+    SUBCASE("tessel run with --schedule cpu_rows matches the interpreter") {
+        GraphRunOptions o;
+        o.file = example("softmax_rows.tsl");
+        o.db = dir.file("tuning.db");
+        o.schedule = "cpu_rows";
+        o.symbols = {{"M", 13}, {"N", 37}};
+        std::ostringstream out;
+        CHECK(run_graph(o, out) == 0);
+        has(out.str(), "MATCH");
+        has(out.str(), "schedule 'cpu_rows'");
+    }
+}
+
 TEST_CASE("tessel compile for CUDA: the running example's static library builds and its PTX assembles for sm_90") {
     GraphCompileOptions o;
     o.file = example("gelu_mlp.tsl");
@@ -111,6 +169,8 @@ TEST_CASE("bad requests are refused with what and where") {
     GraphCompileOptions c;
     c.file = example("gelu_mlp.tsl");
     c.schedule = "cuda_tiled";  // a CUDA schedule for a CPU target
+    CHECK_THROWS_WITH(compile_graph(c, out), doctest::Contains("is for cuda but target"));
+    c.schedule = "cuda_rows";  // a group-generic CUDA schedule, too
     CHECK_THROWS_WITH(compile_graph(c, out), doctest::Contains("is for cuda but target"));
     c.schedule = "no_such_schedule";
     CHECK_THROWS_WITH(compile_graph(c, out), doctest::Contains("no library schedule named 'no_such_schedule'"));
