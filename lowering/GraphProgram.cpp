@@ -37,6 +37,7 @@ sched::GroupShape group_shape(const LoweredGroup &group) {
         if (auto it = group.reduction_axes.find(name); it != group.reduction_axes.end()) {
             r.along_n = it->second.along_n;
             r.n_is_data = it->second.n_is_data;
+            r.row_local = it->second.row_local;
         }
         g.reductions.push_back(std::move(r));
     }

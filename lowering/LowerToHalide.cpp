@@ -267,7 +267,7 @@ private:
             for (size_t i = 0; i < siblings.size(); i++) acc.push_back(f(call_args)[i] + update[i]);
             f(args) = Halide::Tuple(acc);
         }
-        out_.reduction_axes[name] = {false, true};
+        out_.reduction_axes[name] = {false, true, true};
         out_.matmul_count += (int)siblings.size();
         if (!out_.extent_sources.count("K")) {
             out_.extent_sources["K"] = {a, ra - 1};
@@ -314,7 +314,8 @@ private:
         // only when that is the sole reduced axis; n is reduced when keepdims kept it as 1.
         const bool last_reduced = axes.count(rin - 1) > 0;
         out_.reduction_axes[name] = {last_reduced && axes.size() == 1,
-                                     n.type.rank() >= 1 && !(n.attrs.keepdims && last_reduced)};
+                                     n.type.rank() >= 1 && !(n.attrs.keepdims && last_reduced),
+                                     n.type.rank() >= 1 && !axes.count(0)};
         if (n.op == Op::ReduceMean) {
             Expr count = 1;
             for (int64_t a : axes) count = count * extent(in, (int)a);
@@ -344,7 +345,7 @@ private:
         mx(args) = Halide::max(mx(args), at(in, ridx));
         const std::string mx_name = unique_func_name("softmax_max");
         out_.funcs[mx_name] = mx;
-        out_.reduction_axes[mx_name] = {axis == rank - 1, axis != rank - 1};
+        out_.reduction_axes[mx_name] = {axis == rank - 1, axis != rank - 1, axis != 0};
         std::vector<Expr> red_idx(args.begin(), args.end());
         red_idx[rank - 1 - axis] = 0;
         Func sum("softmax_sum");
@@ -352,7 +353,7 @@ private:
         sum(args) += Halide::exp(at(in, ridx) - mx(red_idx));
         const std::string sum_name = unique_func_name("softmax_sum");
         out_.funcs[sum_name] = sum;
-        out_.reduction_axes[sum_name] = {axis == rank - 1, axis != rank - 1};
+        out_.reduction_axes[sum_name] = {axis == rank - 1, axis != rank - 1, axis != 0};
         Func y(unique_func_name("softmax"));
         y(args) = Halide::exp(at(in, idx) - mx(red_idx)) / sum(red_idx);
         funcs_[v] = y;

@@ -64,6 +64,7 @@ struct LoweredGroup {
     struct ReductionAxes {
         bool along_n = false;    ///< its innermost reduction loop walks the input's last axis, alone
         bool n_is_data = false;  ///< its pure loop "n" is not a reduced axis kept with extent 1
+        bool row_local = false;  ///< it keeps its input's outermost axis
     };
     std::map<std::string, ReductionAxes> reduction_axes;
 

@@ -34,22 +34,22 @@ std::string cpu_output(ScheduleSpec &s, const std::string &name, int rank, int l
     return row;
 }
 
-/** Places every reduction (per row of a single output, else at root in parallel); with
- * `vectorize`, also vectorizes each one (see the file comment of GroupSchedules.h). */
+/** Places every reduction (row-local ones per row of a single output, else at root in
+ * parallel); with `vectorize`, also vectorizes each one (see GroupSchedules.h). */
 void cpu_reductions(ScheduleSpec &s, const GroupShape &g, const std::string &row, int lanes, bool vectorize) {
-    const bool single = g.outputs.size() == 1;
     for (const auto &r : g.reductions) {
         const StageRef pure{r.name}, update{r.name, 0};
-        if (single) s.compute_at(r.name, g.outputs[0].first, row);
+        const bool per_row = g.outputs.size() == 1 && r.row_local;
+        if (per_row) s.compute_at(r.name, g.outputs[0].first, row);
         else s.compute_root(r.name);
-        std::string outer = r.rank >= 1 ? axis(0, r.rank) : "";
+        // At root: parallel over the outermost axis, or along n when the outermost is reduced.
+        std::string par = r.rank == 0 ? "" : r.row_local ? axis(0, r.rank) : r.n_is_data ? "n" : "";
         if (vectorize && r.along_n && !r.rvars.empty()) {
             // A vector of partial results over the row (lane u sums elements u, u + lanes, ...);
             // the merged update then adds the lanes. The guarded tail leaves lanes at identity.
             const std::string lanes_func = r.name + "_lanes";
             s.split(update, r.rvars[0], "ro", "ri", lanes, kGuard).rfactor(update, "ri", "u", lanes_func);
-            if (r.rank >= 1) s.compute_at(lanes_func, r.name, outer);
-            else if (single) s.compute_at(lanes_func, g.outputs[0].first, row);
+            if (r.rank >= 1) s.compute_at(lanes_func, r.name, axis(0, r.rank));
             else s.compute_root(lanes_func);
             s.vectorize(StageRef{lanes_func}, "u").vectorize(StageRef{lanes_func, 0}, "u");
         } else if (vectorize && r.n_is_data && r.rank >= 1) {
@@ -59,9 +59,9 @@ void cpu_reductions(ScheduleSpec &s, const GroupShape &g, const std::string &row
             order.insert(order.end(), r.rvars.begin(), r.rvars.end());
             order.push_back("no");
             s.split(update, "n", "no", "nl", lanes, kGuard).reorder(update, order).vectorize(update, "nl");
-            if (outer == "n") outer = "no";
+            if (par == "n") par = "no";
         }
-        if (!single && !outer.empty()) s.parallel(pure, outer).parallel(update, outer);
+        if (!per_row && !par.empty()) s.parallel(pure, par).parallel(update, par);
     }
 }
 
@@ -71,7 +71,7 @@ ScheduleSpec cpu_group(const std::string &name, const GroupShape &g, const Halid
     s.description = "outputs: 2 x " + std::to_string(lanes) + " lanes along n, parallel over rows";
     if (!g.reductions.empty())
         s.description += std::string("; reductions ") + (vectorize ? "vectorized, " : "") +
-                         (g.outputs.size() == 1 ? "per output row" : "at root, parallel");
+                         (g.outputs.size() == 1 ? "per output row where row-local, else at root" : "at root, parallel");
     std::string first_row;
     for (const auto &[out, rank] : g.outputs) {
         const std::string row = cpu_output(s, out, rank, lanes);
@@ -118,11 +118,11 @@ void gpu_tile(ScheduleSpec &s, const StageRef &st, int rank, bool n_is_data) {
 
 ScheduleSpec cuda_tiles(const std::string &name, const GroupShape &g) {
     ScheduleSpec s(name, Device::Cuda);
-    s.description = "outputs tiled over GPU blocks and threads; reductions per thread in registers (one output) "
-                    "or at root in their own kernels";
+    s.description = "outputs tiled over GPU blocks and threads; reductions per thread in registers (one output, "
+                    "row-local) or at root in their own kernels";
     for (const auto &[out, rank] : g.outputs) gpu_tile(s, StageRef{out}, rank, true);
     for (const auto &r : g.reductions) {
-        if (g.outputs.size() == 1) {
+        if (g.outputs.size() == 1 && r.row_local) {
             s.compute_at(r.name, g.outputs[0].first, "ni").store_in(r.name, MemoryLevel::Register);
         } else {
             // A root Func on the GPU needs its own kernel launch (a rank-0 one runs on the host).
@@ -151,7 +151,7 @@ bool cuda_rows_applies(const GroupShape &g) {
     const int rank = g.outputs[0].second;
     if (rank < 2 || rank > 3) return false;
     return std::all_of(g.reductions.begin(), g.reductions.end(),
-                       [&](const GroupReduction &r) { return r.along_n && r.rank == rank && !r.rvars.empty(); });
+                       [&](const GroupReduction &r) { return r.along_n && r.row_local && r.rank == rank && !r.rvars.empty(); });
 }
 
 ScheduleSpec cuda_rows(const GroupShape &g, const Halide::Target &target) {
@@ -196,9 +196,9 @@ ScheduleSpec fallback_group_schedule(const GroupShape &g, const Halide::Target &
 GroupShape example_group_shape(const std::string &kind) {
     GroupShape g{kind, {{"y", 2}}, {}};
     if (kind == "reduction") {
-        g.reductions = {{"softmax_max", 2, {"r"}, true, false}, {"softmax_sum", 2, {"r"}, true, false}};
+        g.reductions = {{"softmax_max", 2, {"r"}, true, false, true}, {"softmax_sum", 2, {"r"}, true, false, true}};
     } else if (kind == "matmul+epilogue") {
-        g.reductions = {{"matmul", 2, {"k"}, false, true}};
+        g.reductions = {{"matmul", 2, {"k"}, false, true, true}};
     }
     return g;
 }

@@ -12,16 +12,18 @@
  *                    on AVX2, 16 on AVX-512), unrolled; parallel over the outermost axis (rank 1:
  *                    blocks of kCpuBlock elements in parallel). Reductions, if any, are placed as
  *                    cpu_rows places them but not vectorized. Legal for any group.
- *   cpu_rows         as cpu_elementwise, and every reduction is computed per row of the output
- *                    when the group has one output (else at root, parallel over its outermost
- *                    axis). A reduction along the innermost axis sums a vector of partial results
- *                    (split by the vector width + rfactor), then adds the lanes; any other is
- *                    vectorized along its own n. Legal for any group (matmul Funcs are treated
- *                    as reductions; this is the lowering's fallback for every kind).
+ *   cpu_rows         as cpu_elementwise, and every row-local reduction (one that keeps the
+ *                    outermost axis: row sums, softmax, matmul) is computed per row of the output
+ *                    when the group has one output; others (column sums, totals: per row they
+ *                    would be recomputed for every row) and those of groups with several outputs
+ *                    are computed at root, in parallel. A reduction along the innermost axis sums
+ *                    a vector of partial results (split by the vector width + rfactor), then adds
+ *                    the lanes; any other is vectorized along its own n. Legal for any group
+ *                    (matmul Funcs are treated as reductions: this is the lowering's fallback).
  *   cuda_elementwise outputs tiled 32x8 over GPU blocks x threads (256 threads along n for rank
  *                    1; batch axes fused into the third block dimension). A single output's
- *                    reductions run per thread in registers; with several outputs each reduction
- *                    is computed at root in its own kernel. Legal for any group.
+ *                    row-local reductions run per thread in registers; any other reduction is
+ *                    computed at root in its own kernel. Legal for any group.
  *   cuda_rows        one GPU block per output row when the group has one output of rank 2 or 3
  *                    and every reduction runs along the innermost axis with the output's rank
  *                    (softmax, layernorm): kCudaRowThreads threads split each row reduction
@@ -51,6 +53,9 @@ struct GroupReduction {
     bool along_n = false;
     /** The pure loop "n" spans data (it is not a reduced axis kept with extent 1). */
     bool n_is_data = false;
+    /** It keeps its input's outermost axis, so a row (outermost index) of an output needs only
+     * that row of it: computing it per output row or per thread does no repeated work. */
+    bool row_local = false;
     bool operator==(const GroupReduction &) const = default;
 };
 

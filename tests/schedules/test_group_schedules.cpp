@@ -178,6 +178,7 @@ TEST_CASE("the lowering describes reductions for the schedules") {
             CHECK(r.rvars == std::vector<std::string>{"r"});
             CHECK(r.along_n);
             CHECK_FALSE(r.n_is_data);
+            CHECK(r.row_local);
         }
         // cpu_rows vectorizes both through a vector of partial results; cuda_rows uses one
         // block per row.
@@ -191,16 +192,23 @@ TEST_CASE("the lowering describes reductions for the schedules") {
         const dsl::Graph g = load(c);
         const sched::GroupShape shape = group_shape(lower_group(g, groups_of(g, c)[0]));
         REQUIRE(shape.reductions.size() == 4);  // col, all, softmax_max, softmax_sum
-        int along_n = 0, n_data = 0, two_rvars = 0;
+        int along_n = 0, n_data = 0, two_rvars = 0, row_local = 0;
         for (const auto &r : shape.reductions) {
             along_n += r.along_n;
             n_data += r.n_is_data;
             two_rvars += r.rvars.size() == 2;
+            row_local += r.row_local;
         }
         CHECK(along_n == 2);    // the softmax's two
         CHECK(n_data == 1);     // the column sum keeps n
         CHECK(two_rvars == 1);  // the whole-tensor mean
+        CHECK(row_local == 2);  // the softmax's two; the column sum and the mean reduce rows
         CHECK_FALSE(sched::cuda_rows_applies(shape));
+        // Reductions over rows are computed once at root, not once per output row.
+        const auto cpu = sched::cpu_rows(shape, host);
+        CHECK(std::count_if(cpu.steps.begin(), cpu.steps.end(), [](const sched::Directive &d) {
+                  return std::holds_alternative<sched::ComputeRoot>(d);
+              }) == 2);
     }
     SUBCASE("row sums without keepdims") {
         const Case c{"row sums", "", kRowSums};
@@ -210,6 +218,7 @@ TEST_CASE("the lowering describes reductions for the schedules") {
         CHECK(shape.reductions[0].rank == 1);
         CHECK(shape.reductions[0].along_n);
         CHECK(shape.reductions[0].n_is_data);
+        CHECK(shape.reductions[0].row_local);
     }
 }
 
