@@ -13,7 +13,9 @@ namespace tessel::sched {
 const std::vector<LibraryEntry> &schedule_library() {
     static const std::vector<LibraryEntry> library = {
         {"cpu_blocked", Device::Cpu, "matmul+epilogue",
-         "register-blocked GEMM, packed w panel, fused epilogue; split-K decode nest for M <= 16", gelu_cpu_blocked},
+         "register-blocked GEMM, packed w panel, fused epilogue; split-K with the register block for 8 <= M <= 16 "
+         "(4 on AVX2), split-K decode nest below",
+         gelu_cpu_blocked},
         {"cpu_decode", Device::Cpu, "matmul+epilogue", "the split-K decode nest on its own (w streamed once), for any shape", gelu_cpu_decode},
         {"cpu_tiled", Device::Cpu, "matmul+epilogue", "register-tiled GEMM, epilogue fused per tile", gelu_cpu_tiled},
         {"cuda_simple", Device::Cuda, "matmul+epilogue", "one output per thread, k in a register", gelu_cuda_simple},
