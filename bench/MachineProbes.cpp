@@ -115,9 +115,17 @@ float stream_read(const float *data, size_t count, int threads) {
     {
         const int t = omp_get_thread_num(), nt = omp_get_num_threads();
         const size_t lo = count * t / nt, hi = count * (t + 1) / nt;
+        // The share is read as 4 streams in lockstep (its quarters), one cache line of each per
+        // step, into 64 independent partial sums: measured faster than one stream here, and one
+        // accumulator chain would be bound by the add latency, not by memory.
+        const size_t quarter = (hi - lo) / 4 / 16 * 16;
+        float acc[64] = {};
+        for (size_t i = 0; i < quarter; i += 16)
+            for (int q = 0; q < 4; q++)
+                for (int j = 0; j < 16; j++) acc[q * 16 + j] += data[lo + q * quarter + i + j];
         float sum = 0;
-#pragma omp simd reduction(+ : sum)
-        for (size_t i = lo; i < hi; i++) sum += data[i];
+        for (size_t i = lo + 4 * quarter; i < hi; i++) sum += data[i];
+        for (float a : acc) sum += a;
         total += sum;
     }
     return total;

@@ -45,10 +45,11 @@ private:
     std::vector<double> a_, b_, c_;
 };
 
-/** Reads `count` floats once, front to back, each of `threads` OpenMP threads one contiguous
- * share (vectorized sum, 4 independent vectors per thread). Timed after a cache flush, it is
- * the least time any kernel that must read those bytes can take on this machine right now:
- * the measured floor for the decode shapes, whose weights are read exactly once. */
+/** Reads `count` floats once, each of `threads` OpenMP threads one contiguous share (as 4
+ * streams, vectorized sum). Timed after a cache flush, it is what a plain streaming read of
+ * those bytes takes on this machine right now: the same-run memory floor for the decode
+ * shapes, whose weights are read exactly once (a kernel can beat it by a few percent with a
+ * better access pattern; it is a reference, not a proven bound). */
 float stream_read(const float *data, size_t count, int threads);
 
 /** Evicts the caches of every core: each of `threads` plain threads (not OpenMP, whose
