@@ -70,6 +70,24 @@ std::vector<Directive> gelu_cpu_gemm_steps(const CpuBlocking &b, int panel_block
     return s.steps;
 }
 
+namespace {
+
+/** The split-K nests' epilogue: per tile of NR outputs, the chunks' partial sums are added
+ * (matmul's update over kt) and bias+GELU applied, vectorized; every tail guarded. */
+void add_split_k_epilogue(ScheduleSpec &s, const CpuBlocking &b) {
+    s.split(kY, "n", "no", "ni", b.nr, Tail::GuardWithIf)
+        .split(kY, "ni", "nv", "nl", b.lanes)
+        .vectorize(kY, "nl")
+        .compute_at("matmul", "y", "no")
+        .split(kInit, "n", "nv", "nl", b.lanes)
+        .vectorize(kInit, "nl")
+        .split(kUpdate, "n", "nv", "nl", b.lanes)
+        .reorder(kUpdate, {"nl", "nv", "m", "kt"})
+        .vectorize(kUpdate, "nl");
+}
+
+}  // namespace
+
 std::vector<Directive> gelu_cpu_decode_steps(const CpuBlocking &b) {
     ScheduleSpec s;
     // Split K into chunks of k_chunk rows of w (rfactor); each chunk is a parallel task that
@@ -92,15 +110,7 @@ std::vector<Directive> gelu_cpu_decode_steps(const CpuBlocking &b) {
         .unroll(StageRef{"partial", 0}, "nvi")
         .unroll(StageRef{"partial", 0}, "kri")
         .parallel(StageRef{"partial", 0}, "u");
-    s.split(kY, "n", "no", "ni", b.nr, Tail::GuardWithIf)
-        .split(kY, "ni", "nv", "nl", b.lanes)
-        .vectorize(kY, "nl")
-        .compute_at("matmul", "y", "no")
-        .split(kInit, "n", "nv", "nl", b.lanes)
-        .vectorize(kInit, "nl")
-        .split(kUpdate, "n", "nv", "nl", b.lanes)
-        .reorder(kUpdate, {"nl", "nv", "m", "kt"})
-        .vectorize(kUpdate, "nl");
+    add_split_k_epilogue(s, b);
     return s.steps;
 }
 
@@ -138,16 +148,7 @@ std::vector<Directive> gelu_cpu_splitk_gemm_steps(const CpuBlocking &b) {
         .vectorize(kPartialUpdate, "nl")
         .unroll(kPartialUpdate, "nv")
         .unroll(kPartialUpdate, "mr");
-    // The chunks' partial sums are added in the epilogue's tile, as in the decode nest.
-    s.split(kY, "n", "no", "ni", b.nr, Tail::GuardWithIf)
-        .split(kY, "ni", "nv", "nl", b.lanes)
-        .vectorize(kY, "nl")
-        .compute_at("matmul", "y", "no")
-        .split(kInit, "n", "nv", "nl", b.lanes)
-        .vectorize(kInit, "nl")
-        .split(kUpdate, "n", "nv", "nl", b.lanes)
-        .reorder(kUpdate, {"nl", "nv", "m", "kt"})
-        .vectorize(kUpdate, "nl");
+    add_split_k_epilogue(s, b);
     return s.steps;
 }
 

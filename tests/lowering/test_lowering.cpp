@@ -7,6 +7,8 @@
 #include "lowering/GraphProgram.h"
 #include "schedules/Library.h"
 
+#include "tests/TensorCompare.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -41,16 +43,7 @@ double max_relative_difference(const std::string &text, const std::map<std::stri
     GraphProgram program(g, {whole_graph_group(g)}, parse_target("host"), choose);
     const auto got = program.run(ref.inputs, ref.symbols);
     if (schedule_note) *schedule_note = program.groups()[0].schedule_note;
-    double worst = 0;
-    REQUIRE(got.size() == ref.outputs.size());
-    for (size_t o = 0; o < got.size(); o++) {
-        REQUIRE(got[o].shape == ref.outputs[o].shape);
-        for (int64_t i = 0; i < got[o].numel(); i++) {
-            const double a = got[o].data[i], b = ref.outputs[o].data[i];
-            worst = std::max(worst, std::isnan(a) ? INFINITY : std::fabs(a - b) / (1 + std::fabs(b)));
-        }
-    }
-    return worst;
+    return testing::max_relative_difference(got, ref.outputs);
 }
 
 const char *kGeluMlp = R"(graph gelu_mlp {

@@ -10,6 +10,8 @@
 #include "schedules/Library.h"
 #include "schedules/ScheduleJson.h"
 
+#include "tests/TensorCompare.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -116,17 +118,7 @@ double max_relative_difference(const dsl::Graph &g, const GraphProgram &program,
     opts.random_missing_inputs = true;
     opts.symbol_sizes = symbols;
     const dsl::RunResult ref = dsl::interpret(g, {}, opts);
-    const auto got = program.run(ref.inputs, ref.symbols);
-    REQUIRE(got.size() == ref.outputs.size());
-    double worst = 0;
-    for (size_t o = 0; o < got.size(); o++) {
-        REQUIRE(got[o].shape == ref.outputs[o].shape);
-        for (int64_t i = 0; i < got[o].numel(); i++) {
-            const double a = got[o].data[i], b = ref.outputs[o].data[i];
-            worst = std::max(worst, std::isnan(a) ? INFINITY : std::fabs(a - b) / (1 + std::fabs(b)));
-        }
-    }
-    return worst;
+    return testing::max_relative_difference(program.run(ref.inputs, ref.symbols), ref.outputs);
 }
 
 }  // namespace
