@@ -72,7 +72,9 @@ CostBreakdown AnalyticalCostModel::estimate_cpu(const Workload &w, const Candida
             dram = K * N * 4 + M * N * 4 + M * K * 4;
             cache = K * N * 4 * std::max(0.0, ceil_div(M, p.mr) - 1) + 2.0 * b.tasks * M * N * 4;
         }
-    } else if (p.nest == "decode") {
+    } else if (p.nest == "decode" || p.nest == "gemv") {
+        // (gemv is the same work for M = 1, its k_unroll far-apart streams instead of adjacent
+        // rows; the model does not tell the two apart, measurement does.)
         // Per row of x and 4 vectors of partial sums: k_unroll x 4 FMAs against as many loads
         // of w (from L1 after the first row), k_unroll broadcasts of x, and the partial sums'
         // 4 loads and 4 stores: load-bound, whatever M is.

@@ -11,7 +11,7 @@ std::string num(int64_t v) { return std::to_string(v); }
 
 int64_t cpu_tasks(const CandidateParams &p, const Workload &w, const CpuModel &cpu) {
     if (p.nest == "gemm") return ceil_div(w.N, (int64_t)p.nr_vectors * cpu.lanes * p.panel_blocks);
-    if (p.nest == "decode" || p.nest == "splitk") return ceil_div(w.K, p.k_chunk);
+    if (p.nest == "decode" || p.nest == "splitk" || p.nest == "gemv") return ceil_div(w.K, p.k_chunk);
     return w.M;  // general: parallel over rows
 }
 
@@ -24,6 +24,7 @@ std::vector<PruningRule> make_cpu_rules() {
                  return "gemm needs M >= " + num(p.mr) + " and N >= " + num(nr);
              if (p.nest == "splitk" && (w.M < p.mr || w.N < nr))
                  return "split-K register block needs M >= " + num(p.mr) + " and N >= " + num(nr);
+             if (p.nest == "gemv" && w.M != 1) return "the gemv nest reads one row of x: only for M == 1";
              if ((p.nest == "decode" || p.nest == "splitk") && w.M > 16)
                  return p.nest + " streams w once for all rows: only for M <= 16";
              return "";
@@ -59,7 +60,7 @@ std::vector<PruningRule> make_cpu_rules() {
          }},
         {"partials-fit-l2", "the split-K nests' partial sums (M x N per chunk) fit in L2",
          [](const CandidateParams &p, const Workload &w, const TargetModel &m) -> std::string {
-             if (p.nest != "decode" && p.nest != "splitk") return "";
+             if (p.nest != "decode" && p.nest != "splitk" && p.nest != "gemv") return "";
              const int64_t bytes = w.M * w.N * 4;
              if (bytes > m.cpu.l2_bytes) return num(bytes >> 10) + " KiB of partial sums per chunk > L2";
              return "";

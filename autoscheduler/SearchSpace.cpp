@@ -43,6 +43,7 @@ std::string CandidateParams::to_string() const {
     if (nest == "gemm") os << " mr=" << mr << " nr=" << nr_vectors << "v panel=" << panel_blocks;
     if (nest == "splitk") os << " mr=" << mr << " nr=" << nr_vectors << "v kchunk=" << k_chunk;
     if (nest == "decode") os << " kchunk=" << k_chunk << " kunroll=" << k_unroll;
+    if (nest == "gemv") os << " kchunk=" << k_chunk << " streams=" << k_unroll;
     if (nest == "cuda_tiled") os << " block=" << BN << "x" << BM << " thread=" << TN << "x" << TM << " kt=" << KT;
     if (nest == "cuda_decode") os << " nb=" << NB << " ks=" << KS << " mb=" << MB;
     return os.str();
@@ -81,6 +82,14 @@ void enumerate_cpu(const Workload &w, const CpuModel &cpu, std::vector<Candidate
                 p.nest = "splitk", p.mr = mr, p.nr_vectors = nv, p.k_chunk = chunk;
                 out.push_back(p);
             }
+    // Split-K gemv (M = 1): chunks of rows per task, read as k_unroll far-apart row streams.
+    for (int chunk : {256, 512, 1024, 2048})
+        for (int streams : {4, 8}) {
+            if (chunk > std::max<int64_t>(w.K, 256)) continue;
+            CandidateParams p;
+            p.nest = "gemv", p.k_chunk = chunk, p.k_unroll = streams;
+            out.push_back(p);
+        }
     // Split-K streaming nest: chunks of rows of w per task, from a few vectors' worth up to K.
     for (int chunk : {64, 128, 256, 512, 1024, 2048})
         for (int ku : {1, 2, 4, 8}) {
@@ -132,6 +141,8 @@ std::optional<CandidateParams> library_point(const Workload &w, const Halide::Ta
     CandidateParams p;
     if (w.M >= b.mr && w.M <= b.decode_max_m && w.N >= b.nr) {
         p.nest = "splitk", p.mr = b.mr, p.nr_vectors = b.nr / b.lanes, p.k_chunk = b.k_chunk;
+    } else if (w.M == 1) {
+        p.nest = "gemv", p.k_chunk = b.k_chunk, p.k_unroll = b.gemv_streams;
     } else if (w.M <= b.decode_max_m) {
         p.nest = "decode", p.k_chunk = b.k_chunk, p.k_unroll = b.k_unroll;
     } else if (w.M >= b.mr && w.N >= b.nr) {
@@ -162,13 +173,15 @@ sched::ScheduleSpec make_schedule(const CandidateParams &p, const Halide::Target
     if (p.mr) b.mr = p.mr;
     if (p.nr_vectors) b.nr = p.nr_vectors * b.lanes;
     if (p.panel_blocks) b.panel_blocks = p.panel_blocks;
-    if (p.k_unroll) b.k_unroll = p.k_unroll;
+    if (p.k_unroll) b.k_unroll = b.gemv_streams = p.k_unroll;
     if (p.k_chunk) b.k_chunk = p.k_chunk;
     s.steps = sched::gelu_cpu_general_steps(b);
     if (p.nest == "gemm") {
         s.variants.push_back({{Guard{"M", ">=", b.mr}, Guard{"N", ">=", b.nr}}, sched::gelu_cpu_gemm_steps(b, b.panel_blocks)});
     } else if (p.nest == "splitk") {
         s.variants.push_back({{Guard{"M", ">=", b.mr}, Guard{"N", ">=", b.nr}}, sched::gelu_cpu_splitk_gemm_steps(b)});
+    } else if (p.nest == "gemv") {
+        s.variants.push_back({{Guard{"M", "==", 1}}, sched::gelu_cpu_gemv_steps(b)});
     } else if (p.nest == "decode") {
         // The decode nest guards every tail itself: valid for any shape, fast for small M.
         s.variants.push_back({{Guard{"M", "<=", b.decode_max_m}}, sched::gelu_cpu_decode_steps(b)});

@@ -24,7 +24,7 @@
 namespace tessel::autosched {
 
 /** Bump when the space or make_schedule changes: it is part of every tuning key. */
-constexpr int kSearchSpaceVersion = 2;  // 2: the split-K register-block nest ("splitk")
+constexpr int kSearchSpaceVersion = 3;  // 2: split-K register-block nest ("splitk"); 3: "gemv"
 
 /** The extents of one matmul+epilogue problem: y[M,N] = epilogue(x[M,K] @ w[K,N]). */
 struct Workload {
@@ -39,7 +39,7 @@ struct Workload {
 };
 
 struct CandidateParams {
-    std::string nest;  ///< cpu: gemm, splitk, decode, general; cuda: cuda_tiled, cuda_decode, cuda_simple
+    std::string nest;  ///< cpu: gemm, splitk, gemv, decode, general; cuda: cuda_tiled, cuda_decode, cuda_simple
     // CPU nests.
     int mr = 0, nr_vectors = 0, panel_blocks = 0, k_unroll = 0, k_chunk = 0;
     // CUDA nests.

@@ -1,5 +1,5 @@
 // Map: CpuBlocking::for_target (register block per ISA) -> one function per loop nest
-// (gemm, split-K gemm, decode, general) -> gelu_cpu_blocked / gelu_cpu_decode, which combine the
+// (gemm, split-K gemm, gemv, decode, general) -> gelu_cpu_blocked / gelu_cpu_decode, which combine the
 // nests with the guards under which each is valid.
 #include "schedules/GeluCpuSchedules.h"
 
@@ -29,6 +29,9 @@ CpuBlocking CpuBlocking::for_target(const Halide::Target &target) {
     b.decode_max_m = 16;
     b.k_chunk = 512;
     b.k_unroll = 8;
+    // M = 1: the chunk is read as 8 row streams 64 rows apart (measured 4-15% faster than 8
+    // adjacent rows on the 2-core Zen4 VM, same-run per-call alternation).
+    b.gemv_streams = 8;
     return b;
 }
 
@@ -114,6 +117,32 @@ std::vector<Directive> gelu_cpu_decode_steps(const CpuBlocking &b) {
     return s.steps;
 }
 
+std::vector<Directive> gelu_cpu_gemv_steps(const CpuBlocking &b) {
+    ScheduleSpec s;
+    const StageRef kPartial{"partial"}, kPartialUpdate{"partial", 0};
+    // As the decode nest (split-K into k_chunk rows per parallel task, rfactor), but a task
+    // reads its chunk as gemv_streams row streams spaced k_chunk / gemv_streams rows apart
+    // (kq, unrolled innermost after the vector columns) instead of that many adjacent rows:
+    // the same bytes, requested from far-apart addresses at once, stream faster from DRAM.
+    const int spacing = std::max(1, b.k_chunk / b.gemv_streams);
+    s.split(kUpdate, "k", "kt", "kc", b.k_chunk, Tail::GuardWithIf)
+        .split(kUpdate, "kc", "kq", "kr", spacing, Tail::GuardWithIf)
+        .rfactor(kUpdate, "kt", "u", "partial")
+        .compute_root("partial")
+        .split(kPartial, "n", "nv", "nl", b.lanes, Tail::GuardWithIf)
+        .vectorize(kPartial, "nl")
+        .parallel(kPartial, "u")
+        .split(kPartialUpdate, "n", "nv", "nl", b.lanes, Tail::GuardWithIf)
+        .split(kPartialUpdate, "nv", "nvo", "nvi", 4, Tail::GuardWithIf)
+        .reorder(kPartialUpdate, {"nl", "nvi", "kq", "m", "nvo", "kr", "u"})
+        .vectorize(kPartialUpdate, "nl")
+        .unroll(kPartialUpdate, "nvi")
+        .unroll(kPartialUpdate, "kq")
+        .parallel(kPartialUpdate, "u");
+    add_split_k_epilogue(s, b);
+    return s.steps;
+}
+
 std::vector<Directive> gelu_cpu_splitk_gemm_steps(const CpuBlocking &b) {
     ScheduleSpec s;
     const StageRef kPartial{"partial"}, kPartialUpdate{"partial", 0}, kPartialSum{"partial_sum"};
@@ -180,8 +209,10 @@ ScheduleSpec gelu_cpu_blocked(const Halide::Target &target) {
     ScheduleSpec s("cpu_blocked", Device::Cpu);
     s.description = std::to_string(b.mr) + " rows x 3 vectors register block, packed w panel, fused epilogue; "
                     "split-K with the register block for " + std::to_string(b.mr) + " <= M <= " +
-                    std::to_string(b.decode_max_m) + ", split-K decode nest for M < " + std::to_string(b.mr);
+                    std::to_string(b.decode_max_m) + ", split-K gemv streams for M == 1, split-K decode nest for other M < " +
+                    std::to_string(b.mr);
     s.variants.push_back({{{"M", ">=", b.mr}, {"M", "<=", b.decode_max_m}, {"N", ">=", b.nr}}, gelu_cpu_splitk_gemm_steps(b)});
+    s.variants.push_back({{{"M", "==", 1}}, gelu_cpu_gemv_steps(b)});
     s.variants.push_back({{{"M", "<=", b.decode_max_m}}, gelu_cpu_decode_steps(b)});
     s.variants.push_back({{{"M", ">=", b.mr}, {"N", ">=", b.nr}}, gelu_cpu_gemm_steps(b, b.panel_blocks)});
     s.steps = gelu_cpu_general_steps(b);

@@ -2,7 +2,7 @@
  * Fast CPU schedules for the GELU(x @ w + bias) group (algorithms/Gelu.h), for x86-64 with
  * AVX2 or AVX-512: the vector width and the register block are read from the Halide target.
  *
- * Four loop nests, each written for one family of shapes, combined in one ScheduleSpec
+ * Five loop nests, each written for one family of shapes, combined in one ScheduleSpec
  * through guarded variants (tried in this order) so that every M, K, N is correct:
  *
  *   split-K gemm  MR <= M <= 16, N >= NR
@@ -10,6 +10,9 @@
  *                              with the gemm register block (MR x 3 vectors accumulated
  *                              over the chunk in registers): w is loaded once per MR rows of
  *                              x, not once per row, so M = 16 is no longer load-bound.
+ *   gemv    M == 1             split-K as below, but each task reads its chunk as 8 row
+ *                              streams spaced chunk / 8 rows apart (not 8 adjacent rows):
+ *                              the same bytes, faster from DRAM.
  *   decode  M <= 16            split-K: each parallel task reads a chunk of rows of w front
  *                              to back (one sequential stream per thread, w read exactly
  *                              once) into partial sums of all outputs; the partial sums are
@@ -42,11 +45,12 @@ struct CpuBlocking {
     int panel_blocks; ///< register blocks of columns per packed panel of w in the gemm nest
     int k_unroll;     ///< rows of w read together by the decode nests
     int decode_max_m; ///< largest M the decode nest is used for
-    int k_chunk;      ///< rows of w per parallel task in the decode nest
+    int k_chunk;      ///< rows of w per parallel task in the split-K nests
+    int gemv_streams; ///< row streams per task in the gemv nest (M == 1)
     static CpuBlocking for_target(const Halide::Target &target);
 };
 
-/** The best CPU schedule: split-K gemm, decode, gemm and general nests as guarded variants.
+/** The best CPU schedule: split-K gemm, gemv, decode, gemm and general nests as guarded variants.
  * Example: library_schedule("cpu_blocked", get_host_target()). */
 ScheduleSpec gelu_cpu_blocked(const Halide::Target &target);
 
@@ -59,6 +63,7 @@ ScheduleSpec gelu_cpu_decode(const Halide::Target &target);
 std::vector<Directive> gelu_cpu_gemm_steps(const CpuBlocking &b, int panel_blocks);
 std::vector<Directive> gelu_cpu_decode_steps(const CpuBlocking &b);
 std::vector<Directive> gelu_cpu_splitk_gemm_steps(const CpuBlocking &b);
+std::vector<Directive> gelu_cpu_gemv_steps(const CpuBlocking &b);
 std::vector<Directive> gelu_cpu_general_steps(const CpuBlocking &b);
 
 }  // namespace tessel::sched

@@ -89,7 +89,7 @@ TEST_CASE("pruning rules each remove what they state, and report counts") {
     CHECK(pruning_rules(sched::Device::Cpu)[1].violation(big, square, m) == "35 vector registers needed, 32 available");
 }
 
-TEST_CASE("the split-K register-block nest is a candidate for 8 <= M <= 16 only, and the model prefers it at M = 16") {
+TEST_CASE("split-K register-block nest for 8 <= M <= 16, gemv nest for M = 1; the model prefers split-K at M = 16") {
     const TargetModel m = avx512_model();
     const Workload decode16{16, 4096, 4096}, decode1{1, 4096, 4096};
     auto kept16 = prune(enumerate_space(decode16, m), decode16, m);
@@ -101,6 +101,12 @@ TEST_CASE("the split-K register-block nest is a candidate for 8 <= M <= 16 only,
     REQUIRE(lib);
     CHECK(lib->nest == "splitk");
     CHECK(make_schedule(*lib, Halide::Target("x86-64-linux-avx512-avx512_skylake-avx2-fma")).variants.size() == 1);
+    // At M = 1 it is the gemv nest, which only M = 1 keeps.
+    const auto lib1 = library_point(decode1, Halide::Target("x86-64-linux-avx512-avx512_skylake-avx2-fma"));
+    REQUIRE(lib1);
+    CHECK(lib1->nest == "gemv");
+    CHECK(std::any_of(kept1.begin(), kept1.end(), [](const CandidateParams &p) { return p.nest == "gemv"; }));
+    CHECK(std::none_of(kept16.begin(), kept16.end(), [](const CandidateParams &p) { return p.nest == "gemv"; }));
     AnalyticalCostModel model(m);
     CandidateParams splitk, dec;
     splitk.nest = "splitk", splitk.mr = 8, splitk.nr_vectors = 3, splitk.k_chunk = 512;
