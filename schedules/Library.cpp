@@ -14,7 +14,7 @@ const std::vector<LibraryEntry> &schedule_library() {
     static const std::vector<LibraryEntry> library = {
         {"cpu_blocked", Device::Cpu, "matmul+epilogue",
          "register-blocked GEMM, packed w panel, fused epilogue; split-K with the register block for 8 <= M <= 16 "
-         "(4 on AVX2), split-K decode nest below",
+         "(4 on AVX2), split-K gemv streams for M == 1, split-K decode nest for other small M",
          gelu_cpu_blocked},
         {"cpu_decode", Device::Cpu, "matmul+epilogue", "the split-K decode nest on its own (w streamed once), for any shape", gelu_cpu_decode},
         {"cpu_tiled", Device::Cpu, "matmul+epilogue", "register-tiled GEMM, epilogue fused per tile", gelu_cpu_tiled},
