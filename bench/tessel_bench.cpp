@@ -5,7 +5,9 @@
 // Map: parse_options (our flags; the rest go to Google Benchmark, with 3 randomly
 // interleaved repetitions by default) -> register_probes (FMA peak, STREAM triad, as
 // benchmarks interleaved with the kernels) -> per shape: buffers, cross-check against
-// OpenBLAS, register_timed (Tessel, OpenBLAS; tanh strict/fast and erf on one shape) ->
+// OpenBLAS, register_timed (compute shapes: Tessel, OpenBLAS; tanh strict/fast and erf on
+// one shape) or register_paired (decode shapes: Tessel, OpenBLAS and the read floor
+// alternated call by call, each after a cache flush) ->
 // compile-time benchmarks -> RunSpecifiedBenchmarks -> print_summary (medians of every
 // timed iteration of this run).
 #include "baselines/GeluReference.h"
@@ -18,6 +20,8 @@
 
 #include <benchmark/benchmark.h>
 #include <omp.h>
+
+#include <functional>
 
 #include <dlfcn.h>
 
@@ -48,13 +52,7 @@ struct Options {
     std::string error_shape = "odd_bert"; ///< where errors vs float64 are measured
     std::string baseline;                 ///< a second schedule timed beside `schedule` ("" = none)
     std::string save_schedule;            ///< write `schedule` as JSON here and exit
-    int repetitions = 3;                  ///< --benchmark_repetitions (3 unless given)
 };
-
-/** Decode shapes are memory-bound, and two-thread bandwidth drifts by tens of percent over
- * seconds: they run this many times more (and shorter) repetitions, so that the random
- * interleaving samples every implementation and the read floor in the same stretches. */
-constexpr int kDecodeRepetitionFactor = 6;
 
 void print_usage() {
     std::cout << "tessel_bench [--threads N] [--shapes FILE] [--schedule NAME] [--seconds S]\n"
@@ -184,14 +182,11 @@ struct ShapeData {
 
 int iterations_for(const BenchShape &s, const Options &o) {
     // A rough speed guess only sizes the run; every figure reported is measured.
-    if (s.kind == ShapeKind::Decode)
-        return std::clamp((int)(o.seconds_per_repetition / kDecodeRepetitionFactor / (s.min_bytes() / 40e9)), 3, 400);
-    return std::clamp((int)(o.seconds_per_repetition / (s.flops() / 300e9)), 3, 400);
+    const double guess = s.kind == ShapeKind::Decode ? s.min_bytes() / 40e9 : s.flops() / 300e9;
+    return std::clamp((int)(o.seconds_per_repetition / guess), 3, 400);
 }
 
-int repetitions_for(const BenchShape &s, const Options &o) {
-    return s.kind == ShapeKind::Decode ? o.repetitions * kDecodeRepetitionFactor : o.repetitions;
-}
+using Timed = std::vector<std::pair<std::string, std::function<void()>>>;  ///< name, call
 
 /** Registers one timed implementation of a shape. Decode shapes flush every core's
  * caches before each iteration (outside the timed region), so w comes from DRAM. */
@@ -212,8 +207,36 @@ void register_timed(const std::string &name, ShapeData *d, const Options &o, Cac
         state.counters["median_ms"] = t * 1e3;
         state.counters["GFLOP/s"] = d->shape.flops() / t * 1e-9;
         if (cold) state.counters["GB/s"] = d->shape.min_bytes() / t * 1e-9;
-    })->UseManualTime()->Iterations(iterations_for(d->shape, o))->Repetitions(repetitions_for(d->shape, o))
-        ->Unit(benchmark::kMillisecond);
+    })->UseManualTime()->Iterations(iterations_for(d->shape, o))->Unit(benchmark::kMillisecond);
+}
+
+/** Decode shapes: ONE benchmark per shape whose every iteration times each implementation
+ * once, each after its own cache flush, in an order rotated every iteration. Two-thread
+ * bandwidth drifts by tens of percent within seconds; samples taken milliseconds apart
+ * compare the implementations under the same conditions, which blocks of consecutive
+ * iterations of separate benchmarks do not. Each implementation's samples are kept under
+ * its own name, as register_timed keeps them. */
+void register_paired(ShapeData *d, const Options &o, CacheFlusher *flusher, const Timed &impls) {
+    const std::string name = d->shape.name + "/paired";
+    const int threads = o.threads;
+    benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State &state) {
+        size_t rotation = 0;
+        for (auto _ : state) {
+            double iteration = 0;
+            for (size_t j = 0; j < impls.size(); j++) {
+                const auto &[impl, fn] = impls[(j + rotation) % impls.size()];
+                flusher->flush(threads);
+                const auto t0 = std::chrono::steady_clock::now();
+                fn();
+                const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                g_samples[impl].push_back(t);
+                iteration += t;
+            }
+            state.SetIterationTime(iteration);
+            rotation++;
+        }
+        for (const auto &[impl, fn] : impls) state.counters[impl + " ms"] = median(g_samples[impl]) * 1e3;
+    })->UseManualTime()->Iterations(iterations_for(d->shape, o))->Unit(benchmark::kMillisecond);
 }
 
 struct Kernels {
@@ -357,12 +380,9 @@ void print_summary(const Options &o, const Machine &m, const std::vector<std::un
 }
 
 int run(int argc, char **argv) {
-    Options o = parse_options(argc, argv);
-    for (int i = 1; i < argc; i++) {
-        const std::string a = argv[i], reps_flag = "--benchmark_repetitions=";
-        if (a == "--benchmark_format=json") g_text = stderr;
-        if (a.rfind(reps_flag, 0) == 0) o.repetitions = std::max(1, std::atoi(a.c_str() + reps_flag.size()));
-    }
+    const Options o = parse_options(argc, argv);
+    for (int i = 1; i < argc; i++)
+        if (std::string(argv[i]) == "--benchmark_format=json") g_text = stderr;
     // Threads for every party: Tessel's parallel loops (OpenMP, HL_NUM_THREADS), OpenBLAS.
     setenv("HL_NUM_THREADS", std::to_string(o.threads).c_str(), 1);
     omp_set_num_threads(o.threads);
@@ -444,8 +464,8 @@ int run(int argc, char **argv) {
         if (s.name == o.error_shape) errors = measure_errors(*d, k), error_shape = s.name + " (" + s.dims() + ")";
 
         GeluKernel *fast = k.tanh_fast.get();
-        register_timed(tessel_name(s, o.schedule, "tanh_fast"), d, o, &flusher,
-                       [=] { fast->run(d->x, d->w, d->bias, d->y); });
+        Timed timed;
+        timed.push_back({tessel_name(s, o.schedule, "tanh_fast"), [=] { fast->run(d->x, d->w, d->bias, d->y); }});
         if (k.baseline) {
             GeluKernel *base = k.baseline.get();
             base->run(d->x, d->w, d->bias, y_blas);
@@ -454,17 +474,19 @@ int run(int argc, char **argv) {
                 std::fprintf(stderr, "error: %s: baseline and schedule disagree (max rel %.3g)\n", s.name.c_str(), eb.max_rel);
                 return 1;
             }
-            register_timed(tessel_name(s, "baseline", "tanh_fast"), d, o, &flusher,
-                           [=] { base->run(d->x, d->w, d->bias, d->y); });
+            timed.push_back({tessel_name(s, "baseline", "tanh_fast"), [=] { base->run(d->x, d->w, d->bias, d->y); }});
         }
+        timed.push_back({blas_name(s, "tanh"), [=] {
+                             gelu_mlp_openblas(d->x.data(), d->w.data(), d->bias.data(), d->y.data(), s.M, s.K, s.N,
+                                               GeluForm::Tanh);
+                         }});
         if (s.kind == ShapeKind::Decode) {
             const int threads = o.threads;
-            register_timed(floor_name(s), d, o, &flusher,
-                           [=] { g_sink = g_sink + stream_read(d->w.data(), (size_t)s.K * s.N, threads); });
+            timed.push_back({floor_name(s), [=] { g_sink = g_sink + stream_read(d->w.data(), (size_t)s.K * s.N, threads); }});
+            register_paired(d, o, &flusher, timed);
+        } else {
+            for (const auto &[name, fn] : timed) register_timed(name, d, o, &flusher, fn);
         }
-        register_timed(blas_name(s, "tanh"), d, o, &flusher, [=] {
-            gelu_mlp_openblas(d->x.data(), d->w.data(), d->bias.data(), d->y.data(), s.M, s.K, s.N, GeluForm::Tanh);
-        });
         if (s.name == o.mode_shape) {
             GeluKernel *strict = k.tanh_strict.get(), *erf = k.erf.get();
             register_timed(tessel_name(s, o.schedule, "tanh_strict"), d, o, &flusher,
