@@ -91,57 +91,43 @@ void add_split_k_epilogue(ScheduleSpec &s, const CpuBlocking &b) {
 
 }  // namespace
 
-std::vector<Directive> gelu_cpu_decode_steps(const CpuBlocking &b) {
-    ScheduleSpec s;
-    // Split K into chunks of k_chunk rows of w (rfactor); each chunk is a parallel task that
-    // reads its rows of w front to back, one sequential stream per thread, into partial
-    // sums of all M x N outputs (L2-resident). k_unroll rows at a time update 4 vectors of
-    // partial sums held in registers, for each row of x in turn (w comes from L1 after the
-    // first row). The chunks' partial sums are added in the epilogue's tile.
-    // Every split guards its tail, so this nest is correct for any extents.
-    s.split(kUpdate, "k", "kt", "kr", b.k_chunk, Tail::GuardWithIf)
-        .rfactor(kUpdate, "kt", "u", "partial")
-        .compute_root("partial")
-        .split(StageRef{"partial"}, "n", "nv", "nl", b.lanes, Tail::GuardWithIf)
-        .vectorize(StageRef{"partial"}, "nl")
-        .parallel(StageRef{"partial"}, "u")
-        .split(StageRef{"partial", 0}, "n", "nv", "nl", b.lanes, Tail::GuardWithIf)
-        .split(StageRef{"partial", 0}, "nv", "nvo", "nvi", 4, Tail::GuardWithIf)
-        .split(StageRef{"partial", 0}, "kr", "kro", "kri", b.k_unroll, Tail::GuardWithIf)
-        .reorder(StageRef{"partial", 0}, {"nl", "nvi", "kri", "m", "nvo", "kro", "u"})
-        .vectorize(StageRef{"partial", 0}, "nl")
-        .unroll(StageRef{"partial", 0}, "nvi")
-        .unroll(StageRef{"partial", 0}, "kri")
-        .parallel(StageRef{"partial", 0}, "u");
-    add_split_k_epilogue(s, b);
-    return s.steps;
-}
+namespace {
 
-std::vector<Directive> gelu_cpu_gemv_steps(const CpuBlocking &b) {
+/** The streaming split-K nest behind decode and gemv. K is split into chunks of k_chunk rows
+ * of w (rfactor); each chunk is a parallel task that streams its rows of w into partial sums
+ * of all M x N outputs (L2-resident). `rows` rows of w ("kg", unrolled) update 4 vectors of
+ * partial sums held in registers, for each row of x in turn (w comes from L1 after the first
+ * row); "ks" steps along them. Adjacent rows (decode), or rows k_chunk / rows apart (gemv):
+ * the same bytes, but far-apart streams were measured faster from DRAM for M = 1 and slower
+ * for M = 3. The chunks' partial sums are added in the epilogue's tile. Every split guards
+ * its tail, so the nest is correct for any extents. */
+std::vector<Directive> split_k_stream_steps(const CpuBlocking &b, int rows, bool far_apart) {
     ScheduleSpec s;
     const StageRef kPartial{"partial"}, kPartialUpdate{"partial", 0};
-    // As the decode nest (split-K into k_chunk rows per parallel task, rfactor), but a task
-    // reads its chunk as gemv_streams row streams spaced k_chunk / gemv_streams rows apart
-    // (kq, unrolled innermost after the vector columns) instead of that many adjacent rows:
-    // the same bytes, requested from far-apart addresses at once, stream faster from DRAM.
-    const int spacing = std::max(1, b.k_chunk / b.gemv_streams);
     s.split(kUpdate, "k", "kt", "kc", b.k_chunk, Tail::GuardWithIf)
-        .split(kUpdate, "kc", "kq", "kr", spacing, Tail::GuardWithIf)
         .rfactor(kUpdate, "kt", "u", "partial")
         .compute_root("partial")
         .split(kPartial, "n", "nv", "nl", b.lanes, Tail::GuardWithIf)
         .vectorize(kPartial, "nl")
         .parallel(kPartial, "u")
         .split(kPartialUpdate, "n", "nv", "nl", b.lanes, Tail::GuardWithIf)
-        .split(kPartialUpdate, "nv", "nvo", "nvi", 4, Tail::GuardWithIf)
-        .reorder(kPartialUpdate, {"nl", "nvi", "kq", "m", "nvo", "kr", "u"})
+        .split(kPartialUpdate, "nv", "nvo", "nvi", 4, Tail::GuardWithIf);
+    if (far_apart) s.split(kPartialUpdate, "kc", "kg", "ks", std::max(1, b.k_chunk / rows), Tail::GuardWithIf);
+    else s.split(kPartialUpdate, "kc", "ks", "kg", rows, Tail::GuardWithIf);
+    s.reorder(kPartialUpdate, {"nl", "nvi", "kg", "m", "nvo", "ks", "u"})
         .vectorize(kPartialUpdate, "nl")
         .unroll(kPartialUpdate, "nvi")
-        .unroll(kPartialUpdate, "kq")
+        .unroll(kPartialUpdate, "kg")
         .parallel(kPartialUpdate, "u");
     add_split_k_epilogue(s, b);
     return s.steps;
 }
+
+}  // namespace
+
+std::vector<Directive> gelu_cpu_decode_steps(const CpuBlocking &b) { return split_k_stream_steps(b, b.k_unroll, false); }
+
+std::vector<Directive> gelu_cpu_gemv_steps(const CpuBlocking &b) { return split_k_stream_steps(b, b.gemv_streams, true); }
 
 std::vector<Directive> gelu_cpu_splitk_gemm_steps(const CpuBlocking &b) {
     ScheduleSpec s;
