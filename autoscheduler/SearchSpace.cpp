@@ -1,7 +1,7 @@
 #include "autoscheduler/SearchSpace.h"
 
-#include "schedules/GeluCpuSchedules.h"
-#include "schedules/GeluCudaSchedules.h"
+#include "schedules/MatmulCpuSchedules.h"
+#include "schedules/MatmulCudaSchedules.h"
 
 #include <algorithm>
 #include <sstream>
@@ -159,13 +159,13 @@ sched::ScheduleSpec make_schedule(const CandidateParams &p, const Halide::Target
                                                                                        : sched::Device::Cpu);
     s.description = "autoscheduled: " + p.to_string();
     if (s.device == sched::Device::Cuda) {
-        s.steps = sched::gelu_cuda_simple(target).steps;
+        s.steps = sched::matmul_cuda_simple(target).steps;
         if (p.nest == "cuda_tiled") {
             const sched::CudaTileParams t{p.BN, p.BM, p.TN, p.TM, p.KT};
-            s.variants.push_back({sched::gelu_cuda_tiled_guards(t), sched::gelu_cuda_tiled_steps(t)});
+            s.variants.push_back({sched::matmul_cuda_tiled_guards(t), sched::matmul_cuda_tiled_steps(t)});
         } else if (p.nest == "cuda_decode") {
             const sched::CudaDecodeParams d{p.NB, p.KS, p.MB};
-            s.variants.push_back({{Guard{"M", "<=", p.MB}}, sched::gelu_cuda_decode_steps(d)});
+            s.variants.push_back({{Guard{"M", "<=", p.MB}}, sched::matmul_cuda_decode_steps(d)});
         }
         return s;
     }
@@ -175,16 +175,16 @@ sched::ScheduleSpec make_schedule(const CandidateParams &p, const Halide::Target
     if (p.panel_blocks) b.panel_blocks = p.panel_blocks;
     if (p.k_unroll) b.k_unroll = b.gemv_streams = p.k_unroll;
     if (p.k_chunk) b.k_chunk = p.k_chunk;
-    s.steps = sched::gelu_cpu_general_steps(b);
+    s.steps = sched::matmul_cpu_general_steps(b);
     if (p.nest == "gemm") {
-        s.variants.push_back({{Guard{"M", ">=", b.mr}, Guard{"N", ">=", b.nr}}, sched::gelu_cpu_gemm_steps(b, b.panel_blocks)});
+        s.variants.push_back({{Guard{"M", ">=", b.mr}, Guard{"N", ">=", b.nr}}, sched::matmul_cpu_gemm_steps(b, b.panel_blocks)});
     } else if (p.nest == "splitk") {
-        s.variants.push_back({{Guard{"M", ">=", b.mr}, Guard{"N", ">=", b.nr}}, sched::gelu_cpu_splitk_gemm_steps(b)});
+        s.variants.push_back({{Guard{"M", ">=", b.mr}, Guard{"N", ">=", b.nr}}, sched::matmul_cpu_splitk_gemm_steps(b)});
     } else if (p.nest == "gemv") {
-        s.variants.push_back({{Guard{"M", "==", 1}}, sched::gelu_cpu_gemv_steps(b)});
+        s.variants.push_back({{Guard{"M", "==", 1}}, sched::matmul_cpu_gemv_steps(b)});
     } else if (p.nest == "decode") {
         // The decode nest guards every tail itself: valid for any shape, fast for small M.
-        s.variants.push_back({{Guard{"M", "<=", b.decode_max_m}}, sched::gelu_cpu_decode_steps(b)});
+        s.variants.push_back({{Guard{"M", "<=", b.decode_max_m}}, sched::matmul_cpu_decode_steps(b)});
     }
     return s;
 }

@@ -2,7 +2,7 @@
  * The search space for a matmul+epilogue fusion group on one target.
  *
  * A point is a CandidateParams: which loop nest (the same nests the hand-written library
- * composes: schedules/GeluCpuSchedules.h, schedules/GeluCudaSchedules.h) and its sizes. The
+ * composes: schedules/MatmulCpuSchedules.h, schedules/MatmulCudaSchedules.h) and its sizes. The
  * values are generated from the workload's iteration space (M, K, N) and the TargetModel
  * (vector width, registers, caches; CUDA thread and shared-memory limits), not listed by hand.
  * make_schedule() turns a point into a ScheduleSpec — the same type as the library's — whose

@@ -2,8 +2,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 namespace tessel {
+
+std::string to_string(GeluForm form) { return form == GeluForm::Tanh ? "tanh" : "erf"; }
+
+GeluForm parse_gelu_form(const std::string &text) {
+    if (text == "tanh") return GeluForm::Tanh;
+    if (text == "erf") return GeluForm::Erf;
+    throw std::invalid_argument("unknown GELU form '" + text + "' (expected 'tanh' or 'erf')");
+}
 
 double gelu_reference(double v, GeluForm form) {
     if (form == GeluForm::Erf) return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
@@ -26,20 +35,5 @@ std::vector<double> gelu_mlp_reference(const float *x, const float *w, const flo
     }
     return y;
 }
-
-template <typename T>
-static ErrorStats compare_impl(const float *got, const T *want, size_t count) {
-    ErrorStats s;
-    for (size_t i = 0; i < count; i++) {
-        const double d = std::fabs((double)got[i] - (double)want[i]);
-        if (std::isnan(d)) return {INFINITY, INFINITY};
-        s.max_abs = std::max(s.max_abs, d);
-        s.max_rel = std::max(s.max_rel, d / (1.0 + std::fabs((double)want[i])));
-    }
-    return s;
-}
-
-ErrorStats compare(const float *got, const double *want, size_t count) { return compare_impl(got, want, count); }
-ErrorStats compare(const float *got, const float *want, size_t count) { return compare_impl(got, want, count); }
 
 }  // namespace tessel

@@ -6,12 +6,21 @@
  */
 #pragma once
 
-#include "algorithms/Gelu.h"
+#include "support/ErrorStats.h"
 
 #include <string>
 #include <vector>
 
 namespace tessel {
+
+/** Which GELU formula: the graph ops gelu_tanh and gelu. */
+enum class GeluForm {
+    Tanh,  ///< 0.5 v (1 + tanh(sqrt(2/pi) (v + 0.044715 v^3)))
+    Erf,   ///< 0.5 v (1 + erf(v / sqrt(2)))
+};
+std::string to_string(GeluForm form);
+/** "tanh" or "erf"; throws std::invalid_argument naming the value. */
+GeluForm parse_gelu_form(const std::string &text);
 
 /** GELU in float64, the exact formula of the given form. */
 double gelu_reference(double v, GeluForm form);
@@ -26,12 +35,5 @@ void gelu_mlp_openblas(const float *x, const float *w, const float *bias, float 
 
 /** The OpenBLAS core it runs on (openblas_get_corename) and its configuration string. */
 std::string openblas_description();
-
-/** Largest |a - b| and largest |a - b| / (1 + |b|) over two arrays. */
-struct ErrorStats {
-    double max_abs = 0, max_rel = 0;
-};
-ErrorStats compare(const float *got, const double *want, size_t count);
-ErrorStats compare(const float *got, const float *want, size_t count);
 
 }  // namespace tessel

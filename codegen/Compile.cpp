@@ -49,11 +49,11 @@ Halide::Target parse_target(const std::string &text) {
     });
 }
 
-JitKernel compile_jit(const Halide::Func &output, const std::vector<Halide::Argument> &args,
+JitKernel compile_jit(const Halide::Pipeline &pipeline, const std::vector<Halide::Argument> &args,
                       const Halide::Target &target, const std::string &name) {
     return with_halide_errors("JIT compiling '" + name + "' for " + target.to_string(), [&] {
         auto t0 = std::chrono::steady_clock::now();
-        Halide::Pipeline p(output);
+        Halide::Pipeline p = pipeline;
         p.jit_handlers().custom_error = capture_halide_error;
         use_openmp_parallel_runtime(p.jit_handlers());
         JitKernel k{p.compile_to_callable(args, target), 0};

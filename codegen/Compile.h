@@ -33,7 +33,7 @@ struct JitKernel {
     Halide::Callable callable;
     double compile_seconds = 0;
 };
-JitKernel compile_jit(const Halide::Func &output, const std::vector<Halide::Argument> &args,
+JitKernel compile_jit(const Halide::Pipeline &pipeline, const std::vector<Halide::Argument> &args,
                       const Halide::Target &target, const std::string &name);
 
 /** The message of the last Halide runtime error raised by a JIT kernel on this thread

@@ -3,7 +3,6 @@
 // lower_group(), which binds inputs and outputs.
 #include "lowering/LowerToHalide.h"
 
-#include "algorithms/Gelu.h"
 #include "dsl/ir/Printer.h"
 #include "dsl/ir/TypeInference.h"
 
@@ -36,15 +35,26 @@ Halide::Pipeline LoweredGroup::pipeline() const { return Halide::Pipeline(output
 
 namespace {
 
+/** GELU of `v`: the exact (erf) form, or the tanh approximation. Strict mode evaluates the
+ * formula as written; fast mode turns 0.5 (1 + tanh u) into sigmoid(2u), exact in real
+ * arithmetic with different rounding, because Halide's exp vectorizes where tanh calls libm
+ * once per lane. Halide's erf is a vectorizable polynomial accurate to the last few bits. */
+Expr gelu_expr(const Expr &v, bool tanh_form, dsl::NumericMode mode) {
+    if (!tanh_form) return 0.5f * v * (1.0f + Halide::erf(v * 0.70710678118654752f));
+    const Expr u = 0.79788456080286536f * (v + 0.044715f * v * v * v);
+    if (mode == dsl::NumericMode::Fast) return v / (1.0f + Halide::exp(-2.0f * u));
+    return 0.5f * v * (1.0f + Halide::tanh(u));
+}
+
 [[noreturn]] void refuse(const Graph &g, ValueId v, const std::string &why) {
     throw LoweringError("cannot lower " + dsl::print_node(g, v) + ": " + why);
 }
 
 class ExprBuilder {
 public:
-    ExprBuilder(const Graph &g, const GroupSpec &group, LoweredGroup &out) : g_(g), out_(out) {
+    ExprBuilder(const Graph &g, const dsl::FusionGroup &group, LoweredGroup &out) : g_(g), out_(out) {
         in_group_.insert(group.nodes.begin(), group.nodes.end());
-        mode_ = g.mode == dsl::NumericMode::Fast ? NumericMode::Fast : NumericMode::Strict;
+        mode_ = g.mode;
         // Every operand produced outside the group is an input buffer.
         for (ValueId v : group.nodes) {
             for (ValueId in : g.node(v).inputs) {
@@ -97,8 +107,8 @@ public:
         case Op::Div: return operand(0) / operand(1);
         case Op::Max: return Halide::max(operand(0), operand(1));
         case Op::Min: return Halide::min(operand(0), operand(1));
-        case Op::Gelu: return gelu_expr(operand(0), GeluForm::Erf, mode_);
-        case Op::GeluTanh: return gelu_expr(operand(0), GeluForm::Tanh, mode_);
+        case Op::Gelu: return gelu_expr(operand(0), false, mode_);
+        case Op::GeluTanh: return gelu_expr(operand(0), true, mode_);
         case Op::Tanh: return Halide::tanh(operand(0));
         case Op::Exp: return Halide::exp(operand(0));
         case Op::Relu: return Halide::max(operand(0), 0.0f);
@@ -143,7 +153,7 @@ public:
 private:
     const Graph &g_;
     LoweredGroup &out_;
-    NumericMode mode_;
+    dsl::NumericMode mode_;
     std::set<ValueId> in_group_;
     std::map<ValueId, Halide::ImageParam> params_;
     std::map<ValueId, Func> funcs_;
@@ -177,8 +187,12 @@ private:
         out_.inputs.push_back(p);
         for (int a = 0; a < n.type.rank(); a++) {
             const dsl::Dim d = dsl::resolve_dim(g_, n.type.dims[a]);
-            if (d.kind == dsl::Dim::Kind::Symbol && !symbols_.count(d.symbol))
-                symbols_[d.symbol] = p.dim(n.type.rank() - 1 - a).extent();
+            const int hd = n.type.rank() - 1 - a;
+            if (d.kind != dsl::Dim::Kind::Symbol) continue;
+            // The first input naming a symbol binds it; later ones must agree (checked when
+            // the pipeline runs, and a constant extent Halide can use while compiling).
+            if (auto it = symbols_.find(d.symbol); it != symbols_.end()) p.dim(hd).set_extent(it->second);
+            else symbols_[d.symbol] = p.dim(hd).extent();
         }
     }
 
@@ -269,8 +283,7 @@ private:
         }
         out_.reduction_axes[name] = {false, true, true};
         out_.matmul_count += (int)siblings.size();
-        if (!out_.extent_sources.count("K")) {
-            out_.extent_sources["K"] = {a, ra - 1};
+        if (!out_.input_roles.count("x")) {
             if (auto p = params_.find(a); p != params_.end()) out_.input_roles["x"] = p->second;
             if (auto p = params_.find(n.inputs[1]); p != params_.end()) out_.input_roles["w"] = p->second;
         }
@@ -362,9 +375,10 @@ private:
 
 }  // namespace
 
-LoweredGroup lower_group(const Graph &g, const GroupSpec &group) {
+LoweredGroup lower_group(const Graph &g, const dsl::FusionGroup &group) {
     LoweredGroup out;
     out.name = group.name;
+    out.kind = group.kind;
     for (ValueId v : group.nodes) {
         const Node &n = g.node(v);
         if (!n.is_pure()) refuse(g, v, std::string("effectful op (") + dsl::to_string(n.info().effect) +
@@ -386,17 +400,10 @@ LoweredGroup lower_group(const Graph &g, const GroupSpec &group) {
             out.output_names.push_back(name);
             out.output_values.push_back(v);
             out.outputs.push_back(y);
-            if (i == 0) {
-                out.extent_sources["N"] = {v, rank - 1};
-                if (rank >= 2) out.extent_sources["M"] = {v, rank - 2};
-            }
         }
     } catch (const Halide::Error &e) {
         throw LoweringError("Halide rejected the lowering of group '" + group.name + "': " + e.what());
     }
-    bool has_reduction = false;
-    for (ValueId v : group.nodes) has_reduction |= dsl::is_reduction(g.node(v).op) || g.node(v).op == Op::Softmax;
-    out.kind = out.matmul_count ? "matmul+epilogue" : has_reduction ? "reduction" : "elementwise";
     return out;
 }
 

@@ -19,6 +19,7 @@
 #pragma once
 
 #include "dsl/ir/Graph.h"
+#include "dsl/passes/Fusion.h"
 
 #include <Halide.h>
 
@@ -34,16 +35,9 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-/** Which nodes form the group and which of its values are read outside it. */
-struct GroupSpec {
-    std::string name;
-    std::vector<dsl::ValueId> nodes;    ///< program order
-    std::vector<dsl::ValueId> outputs;  ///< values that must be materialized
-};
-
 struct LoweredGroup {
     std::string name;
-    std::string kind;  ///< "matmul+epilogue", "reduction", "elementwise"
+    dsl::GroupKind kind = dsl::GroupKind::Elementwise;  ///< the planned group's kind
     std::vector<dsl::ValueId> input_values;
     std::vector<Halide::ImageParam> inputs;  ///< parallel to input_values
     std::vector<dsl::ValueId> output_values;
@@ -53,9 +47,6 @@ struct LoweredGroup {
      * is already taken in the process ("y$3"); schedules always use these names. */
     std::map<std::string, Halide::Func> funcs;
     int matmul_count = 0;                    ///< contractions (a sibling tuple counts each)
-    /** Where the extents that schedule guards name come from: "M" and "N" are the rows and
-     * columns of the first output, "K" the reduction extent of the first contraction. */
-    std::map<std::string, std::pair<dsl::ValueId, int>> extent_sources;
     /** Input buffers by the role schedules address them with: "x" and "w" are the left and
      * right operands of the first contraction when they are group inputs. */
     std::map<std::string, Halide::ImageParam> input_roles;
@@ -72,8 +63,11 @@ struct LoweredGroup {
     Halide::Pipeline pipeline() const;
 };
 
-/** Lowers `group` of `g`. Throws LoweringError naming the node and the reason. */
-LoweredGroup lower_group(const dsl::Graph &g, const GroupSpec &group);
+/** Lowers the planned `group` of `g` (its kind is taken from the plan). Every call builds fresh
+ * Funcs, so each schedule variant gets its own lowering. Input extents that name the same
+ * symbol are constrained equal (a mismatch fails at run time with Halide's message). Throws
+ * LoweringError naming the node and the reason. */
+LoweredGroup lower_group(const dsl::Graph &g, const dsl::FusionGroup &group);
 
 /** The group's axis name for tensor axis `axis` of a rank-`rank` value: "n", "m", "b0"... */
 std::string axis_name(int axis, int rank);

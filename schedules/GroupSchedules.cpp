@@ -188,16 +188,18 @@ ScheduleSpec cuda_rows(const GroupShape &g, const Halide::Target &target) {
 }
 
 ScheduleSpec fallback_group_schedule(const GroupShape &g, const Halide::Target &target) {
-    const bool elementwise = g.kind == "elementwise";
-    if (target.has_gpu_feature()) return elementwise ? cuda_elementwise(g, target) : cuda_rows(g, target);
-    return elementwise ? cpu_elementwise(g, target) : cpu_rows(g, target);
+    const bool elementwise = g.kind == dsl::GroupKind::Elementwise;
+    ScheduleSpec s = target.has_gpu_feature() ? (elementwise ? cuda_elementwise(g, target) : cuda_rows(g, target))
+                                              : (elementwise ? cpu_elementwise(g, target) : cpu_rows(g, target));
+    s.group = g.kind;
+    return s;
 }
 
-GroupShape example_group_shape(const std::string &kind) {
+GroupShape example_group_shape(dsl::GroupKind kind) {
     GroupShape g{kind, {{"y", 2}}, {}};
-    if (kind == "reduction") {
+    if (kind == dsl::GroupKind::Reduction) {
         g.reductions = {{"softmax_max", 2, {"r"}, true, false, true}, {"softmax_sum", 2, {"r"}, true, false, true}};
-    } else if (kind == "matmul+epilogue") {
+    } else if (kind == dsl::GroupKind::MatmulEpilogue) {
         g.reductions = {{"matmul", 2, {"k"}, false, true, true}};
     }
     return g;

@@ -2,7 +2,7 @@
  * Group-generic library schedules: elementwise and reduction fusion groups, CPU and CUDA.
  *
  * A matmul+epilogue group always has the stages "matmul" and "y", so its schedules are fixed
- * values (GeluCpuSchedules.h). Elementwise and reduction groups name their stages after the
+ * values (MatmulCpuSchedules.h). Elementwise and reduction groups name their stages after the
  * graph ("y" or "y0", "y1"...; "reduce", "reduce1", "softmax_max"...; loops "n", "m", "b0"...),
  * so these schedules are generated from a GroupShape, a plain description the lowering fills
  * in (lower::group_shape). The result is an ordinary ScheduleSpec; every split guards its tail,
@@ -61,7 +61,7 @@ struct GroupReduction {
 
 /** What group-generic schedules need to know about a fusion group. */
 struct GroupShape {
-    std::string kind;  ///< "elementwise", "reduction" or "matmul+epilogue"
+    dsl::GroupKind kind = dsl::GroupKind::Elementwise;
     std::vector<std::pair<std::string, int>> outputs;  ///< output Func name, rank
     std::vector<GroupReduction> reductions;
     bool operator==(const GroupShape &) const = default;
@@ -84,6 +84,6 @@ bool cuda_rows_applies(const GroupShape &g);
 
 /** A representative group of `kind` ("elementwise": one rank-2 output; "reduction": softmax
  * over rows), for listing and testing the schedules without a graph. */
-GroupShape example_group_shape(const std::string &kind);
+GroupShape example_group_shape(dsl::GroupKind kind);
 
 }  // namespace tessel::sched

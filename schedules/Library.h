@@ -23,13 +23,16 @@ namespace tessel::sched {
 struct LibraryEntry {
     std::string name;
     Device device;
-    std::string group;  ///< which fusion group kind it schedules, e.g. "matmul+epilogue"
+    dsl::GroupKind group;  ///< which fusion group kind it schedules
     std::string summary;
     /** Fixed-stage schedules (matmul+epilogue); empty for group-generic entries. */
     std::function<ScheduleSpec(const Halide::Target &)> make;
     /** Group-generic schedules; empty for fixed-stage entries. */
     std::function<ScheduleSpec(const GroupShape &, const Halide::Target &)> make_for_group;
     bool group_generic() const { return (bool)make_for_group; }
+    /** make / make_for_group, with the result's `group` set to this entry's kind. */
+    ScheduleSpec build(const Halide::Target &target) const;
+    ScheduleSpec build_for_group(const GroupShape &shape, const Halide::Target &target) const;
 };
 
 /** All library schedules, in a stable order. */
@@ -41,7 +44,7 @@ const LibraryEntry &library_entry(const std::string &name);
 /** The library schedule Tessel uses by default for a fusion group of `kind` on `device`
  * (cpu_blocked / cuda_tiled_shared, cpu_elementwise / cuda_elementwise, cpu_rows / cuda_rows;
  * "" for an unknown kind: the lowering's default schedule is used). */
-std::string default_library_schedule(const std::string &kind, Device device);
+std::string default_library_schedule(dsl::GroupKind kind, Device device);
 
 /** A schedule a user named: a path ending in ".json" is read with load_schedule, anything
  * else is a library name. Used by every command that takes `--schedule NAME|FILE.json`. */
@@ -59,7 +62,7 @@ ScheduleSpec library_schedule(const std::string &name, const GroupShape &shape, 
  * library entry's group; a file's optional top-level "group", else "matmul+epilogue") and the
  * schedule for one group of that kind. */
 struct GroupScheduleChoice {
-    std::string group;
+    dsl::GroupKind group = dsl::GroupKind::MatmulEpilogue;
     Device device = Device::Cpu;
     std::optional<ScheduleSpec> fixed;  ///< files and fixed-stage library entries
     std::function<ScheduleSpec(const GroupShape &, const Halide::Target &)> make_for_group;

@@ -20,6 +20,8 @@
  */
 #pragma once
 
+#include "dsl/passes/GroupKind.h"
+
 #include <map>
 #include <optional>
 #include <string>
@@ -103,6 +105,9 @@ public:
 
     std::string name;
     Device device = Device::Cpu;
+    /** The kind of fusion group it is written for: matmul+epilogue schedules address the stages
+     * "matmul" and "y"; the others are generated from a group's shape (GroupSchedules.h). */
+    dsl::GroupKind group = dsl::GroupKind::MatmulEpilogue;
     std::string description;
     std::vector<Directive> steps;  ///< applied in order
 

@@ -102,6 +102,7 @@ json to_json(const ScheduleSpec &s) {
     json j;
     j["name"] = s.name;
     j["device"] = to_string(s.device);
+    j["group"] = dsl::to_string(s.group);
     j["description"] = s.description;
     j["steps"] = steps_to_json(s.steps);
     j["variants"] = json::array();
@@ -116,6 +117,14 @@ ScheduleSpec schedule_from_json(const json &j) {
         s.name = j.at("name").get<std::string>();
         s.device = parse_device(j.value("device", "cpu"));
         s.description = j.value("description", "");
+        const std::string group = j.value("group", std::string("matmul+epilogue"));
+        const auto kind = dsl::parse_group_kind(group);
+        if (!kind)
+            throw ScheduleJsonError("\"group\": unknown fusion group kind '" + group + "' (expected one of: " +
+                                    dsl::group_kind_names() + ")");
+        s.group = *kind;
+    } catch (const ScheduleJsonError &) {
+        throw;
     } catch (const std::exception &e) {
         throw ScheduleJsonError(std::string("schedule: ") + e.what());
     }
@@ -143,7 +152,7 @@ ScheduleSpec schedule_from_json(const json &j) {
     return s;
 }
 
-ScheduleSpec load_schedule(const std::string &path, std::string *group) {
+ScheduleSpec load_schedule(const std::string &path) {
     std::ifstream in(path);
     if (!in) throw ScheduleJsonError("cannot open schedule file '" + path + "'");
     json j;
@@ -153,11 +162,6 @@ ScheduleSpec load_schedule(const std::string &path, std::string *group) {
         throw ScheduleJsonError(path + ": " + e.what());
     }
     try {
-        if (group) {
-            const json g = j.is_object() ? j.value("group", json("matmul+epilogue")) : json("matmul+epilogue");
-            if (!g.is_string()) throw ScheduleJsonError("\"group\" must be a string");
-            *group = g.get<std::string>();
-        }
         return schedule_from_json(j);
     } catch (const ScheduleJsonError &e) {
         throw ScheduleJsonError(path + ": " + e.what());

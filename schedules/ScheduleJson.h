@@ -24,9 +24,9 @@ public:
 nlohmann::json to_json(const ScheduleSpec &s);
 ScheduleSpec schedule_from_json(const nlohmann::json &j);
 
-/** File helpers. With `group`, also reads the file's optional top-level "group" (the fusion
- * group kind the schedule is for, e.g. "reduction"; "matmul+epilogue" when absent). */
-ScheduleSpec load_schedule(const std::string &path, std::string *group = nullptr);
+/** File helpers. A file's optional "group" names the fusion group kind the schedule is for
+ * (e.g. "reduction"; "matmul+epilogue" when absent). */
+ScheduleSpec load_schedule(const std::string &path);
 void save_schedule(const ScheduleSpec &s, const std::string &path);
 
 }  // namespace tessel::sched

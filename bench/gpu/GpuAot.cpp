@@ -4,7 +4,7 @@
 // Everything goes into OUT_DIR/libtessel_gpu_kernels.a, so the benchmark needs no libHalide.
 #include "codegen/Compile.h"
 #include "driver/GeluKernel.h"
-#include "schedules/GeluCudaSchedules.h"
+#include "schedules/MatmulCudaSchedules.h"
 #include "schedules/Library.h"
 
 #include <cstdlib>
@@ -31,13 +31,13 @@ std::string guard_expr(const std::vector<sched::Guard> &guards) {
  * first decode kernel) as its fallback; named cand_*. */
 std::vector<sched::ScheduleSpec> candidate_schedules(const Halide::Target &t) {
     std::vector<sched::ScheduleSpec> out;
-    const sched::ScheduleSpec simple = sched::gelu_cuda_simple(t);
+    const sched::ScheduleSpec simple = sched::matmul_cuda_simple(t);
     for (const sched::CudaRegTileParams p : {sched::CudaRegTileParams{128, 128, 8, 8, 4}, sched::CudaRegTileParams{64, 128, 4, 16, 4},
                                              sched::CudaRegTileParams{64, 128, 4, 8, 4}}) {
         sched::ScheduleSpec s("cand_rt" + std::to_string(p.BN) + "x" + std::to_string(p.BM) + "_" + std::to_string(p.TN) +
                                   "x" + std::to_string(p.TM),
                               sched::Device::Cuda);
-        s.variants.push_back({sched::gelu_cuda_regtile_guards(p), sched::gelu_cuda_regtile_steps(p)});
+        s.variants.push_back({sched::matmul_cuda_regtile_guards(p), sched::matmul_cuda_regtile_steps(p)});
         s.steps = simple.steps;
         out.push_back(s);
     }
@@ -46,9 +46,9 @@ std::vector<sched::ScheduleSpec> candidate_schedules(const Halide::Target &t) {
         sched::ScheduleSpec s("cand_gemv" + std::to_string(p.NB) + "_" + std::to_string(p.KS) + "_" + std::to_string(p.MB) +
                                   "_" + std::to_string(p.KU),
                               sched::Device::Cuda);
-        s.variants.push_back({sched::gelu_cuda_gemv_guards(p), sched::gelu_cuda_gemv_steps(p)});
-        s.variants.push_back({sched::gelu_cuda_gemv_guards(sched::CudaGemvParams{16, 64, 1, 8, 16}),
-                              sched::gelu_cuda_gemv_steps(sched::CudaGemvParams{16, 64, 1, 8, 16})});
+        s.variants.push_back({sched::matmul_cuda_gemv_guards(p), sched::matmul_cuda_gemv_steps(p)});
+        s.variants.push_back({sched::matmul_cuda_gemv_guards(sched::CudaGemvParams{16, 64, 1, 8, 16}),
+                              sched::matmul_cuda_gemv_steps(sched::CudaGemvParams{16, 64, 1, 8, 16})});
         s.steps = simple.steps;
         out.push_back(s);
     }

@@ -23,6 +23,13 @@ void require_float(const Graph &g, const Node &n, const TensorType &t) {
     if (!is_float(t.dtype)) fail(n, "expected a floating-point operand, got " + print_type(g, t));
 }
 
+/** For binary ops: the message names both operands, as every other binary-op error does. */
+void require_float(const Graph &g, const Node &n, const TensorType &a, const TensorType &b) {
+    if (!is_float(a.dtype))
+        fail(n, "expected floating-point operands, got " + print_type(g, a) + " and " +
+                    print_type(g, b));
+}
+
 /** numpy broadcasting of two shapes; dims equal or one of them statically 1. */
 std::vector<Dim> broadcast(const Graph &g, const Node &n, const TensorType &a,
                            const TensorType &b) {
@@ -43,9 +50,10 @@ std::vector<Dim> broadcast(const Graph &g, const Node &n, const TensorType &a,
     return out;
 }
 
-void check_axis(const Node &n, int64_t axis, int rank) {
-    if (axis < 0 || axis >= rank)
-        fail(n, "axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
+void check_axis(const Graph &g, const Node &n, int64_t axis, const TensorType &t) {
+    if (axis < 0 || axis >= t.rank())
+        fail(n, "axis " + std::to_string(axis) + " out of range for rank " +
+                    std::to_string(t.rank()) + " operand " + print_type(g, t));
 }
 
 }  // namespace
@@ -160,12 +168,12 @@ TensorType infer_type(const Graph &g, const Node &n) {
     }
     case Op::ShapeOf: {
         const TensorType &a = operand(g, n, 0);
-        check_axis(n, n.attrs.axis, a.rank());
+        check_axis(g, n, n.attrs.axis, a);
         return TensorType{DType::I64, {}};
     }
     case Op::MatMul: {
         const TensorType &a = operand(g, n, 0), &b = operand(g, n, 1);
-        require_float(g, n, a);
+        require_float(g, n, a, b);
         if (a.dtype != b.dtype)
             fail(n, "dtype mismatch " + print_type(g, a) + " and " + print_type(g, b));
         if (a.rank() < 2 || b.rank() < 2)
@@ -182,7 +190,7 @@ TensorType infer_type(const Graph &g, const Node &n) {
     }
     case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Max: case Op::Min: {
         const TensorType &a = operand(g, n, 0), &b = operand(g, n, 1);
-        require_float(g, n, a);
+        require_float(g, n, a, b);
         if (a.dtype != b.dtype)
             fail(n, "dtype mismatch " + print_type(g, a) + " and " + print_type(g, b));
         return TensorType{a.dtype, broadcast(g, n, a, b)};
@@ -231,11 +239,14 @@ TensorType infer_type(const Graph &g, const Node &n) {
     case Op::ReduceSum: case Op::ReduceMax: case Op::ReduceMean: {
         const TensorType &a = operand(g, n, 0);
         require_float(g, n, a);
-        if (n.attrs.axes.empty()) fail(n, "axes must not be empty");
+        if (n.attrs.axes.empty())
+            fail(n, "axes must not be empty (operand " + print_type(g, a) + ")");
         std::vector<char> red(a.rank(), 0);
         for (int64_t ax : n.attrs.axes) {
-            check_axis(n, ax, a.rank());
-            if (red[ax]) fail(n, "axis " + std::to_string(ax) + " listed twice");
+            check_axis(g, n, ax, a);
+            if (red[ax])
+                fail(n, "axis " + std::to_string(ax) + " listed twice (operand " +
+                            print_type(g, a) + ")");
             red[ax] = 1;
         }
         TensorType r{a.dtype, {}};
@@ -248,7 +259,7 @@ TensorType infer_type(const Graph &g, const Node &n) {
     case Op::Softmax: {
         const TensorType &a = operand(g, n, 0);
         require_float(g, n, a);
-        check_axis(n, n.attrs.axis, a.rank());
+        check_axis(g, n, n.attrs.axis, a);
         return a;
     }
     case Op::StateWrite:

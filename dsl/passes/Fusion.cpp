@@ -309,7 +309,7 @@ std::string FusionPlan::to_string(const Graph &g) const {
         for (ValueId v : grp.nodes)
             for (ValueId in : g.node(v).inputs)
                 if (!members.count(in) && std::find(ins.begin(), ins.end(), in) == ins.end()) ins.push_back(in);
-        os << "group " << grp.id << " \"" << grp.name << "\" (" << grp.kind << ", " << grp.nodes.size() << " ops)\n";
+        os << "group " << grp.id << " \"" << grp.name << "\" (" << dsl::to_string(grp.kind) << ", " << grp.nodes.size() << " ops)\n";
         for (ValueId v : grp.nodes) os << "    " << print_node(g, v) << "\n";
         os << "  inputs: ";
         for (size_t i = 0; i < ins.size(); i++) os << (i ? ", " : "") << nm(g, ins[i]);

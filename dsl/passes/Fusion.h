@@ -61,6 +61,7 @@
 #include <vector>
 
 #include "dsl/ir/Graph.h"
+#include "dsl/passes/GroupKind.h"
 
 namespace tessel::dsl {
 
@@ -97,7 +98,7 @@ struct FusionGroup {
     std::string name;             ///< a C identifier: "g<id>_<first output>"
     std::vector<ValueId> nodes;   ///< program order; pure kernel ops only, no Input nodes
     std::vector<ValueId> outputs; ///< values read outside the group, or graph outputs
-    std::string kind;             ///< "matmul+epilogue", "elementwise", "reduction"
+    GroupKind kind = GroupKind::Elementwise;
     ResourceEstimate estimate;
 };
 

@@ -44,14 +44,14 @@ const char *to_string(FusionClass c) {
     return "?";
 }
 
-std::string group_kind(const Graph &g, const std::vector<ValueId> &nodes) {
+GroupKind group_kind(const Graph &g, const std::vector<ValueId> &nodes) {
     bool red = false;
     for (ValueId v : nodes) {
         FusionClass c = fusion_class(g, v);
-        if (c == FusionClass::Contraction) return "matmul+epilogue";
+        if (c == FusionClass::Contraction) return GroupKind::MatmulEpilogue;
         red |= c == FusionClass::Reduction;
     }
-    return red ? "reduction" : "elementwise";
+    return red ? GroupKind::Reduction : GroupKind::Elementwise;
 }
 
 namespace {
@@ -293,8 +293,8 @@ ResourceEstimate DefaultFusionPolicy::estimate(const Graph &g, const std::vector
     std::set<ValueId> members(nodes.begin(), nodes.end());
     ResourceEstimate e;
     std::string reg_detail, shared_detail, cache_detail;
-    const std::string kind = group_kind(g, nodes);
-    if (kind == "matmul+epilogue") {
+    const GroupKind kind = group_kind(g, nodes);
+    if (kind == GroupKind::MatmulEpilogue) {
         auto mms = of_class(g, nodes, FusionClass::Contraction);
         const int64_t S = (int64_t)mms.size(), TN = 2 * L;
         // Epilogue: members downstream of a matmul; prologue: the other non-constant members.
@@ -346,7 +346,7 @@ ResourceEstimate DefaultFusionPolicy::estimate(const Graph &g, const std::vector
             if (t.l2_cache_bytes == 0 || e.cache_bytes <= t.l2_cache_bytes) break;
         }
         cache_detail = "block " + std::to_string(mc) + "x" + std::to_string(kc) + "x" + std::to_string(nc);
-    } else if (kind == "reduction") {
+    } else if (kind == GroupKind::Reduction) {
         auto reds = of_class(g, nodes, FusionClass::Reduction);
         int64_t ew = 0;
         std::set<ValueId> full_inputs;

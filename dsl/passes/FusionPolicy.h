@@ -36,9 +36,9 @@ const char *to_string(FusionClass c);
 /** Whether v runs inside kernels (any class but Outside; inputs are Outside). */
 inline bool is_kernel_op(const Graph &g, ValueId v) { return fusion_class(g, v) != FusionClass::Outside; }
 
-/** "matmul+epilogue" if `nodes` hold a matmul, "reduction" if a reduction or softmax, else
- * "elementwise". */
-std::string group_kind(const Graph &g, const std::vector<ValueId> &nodes);
+/** MatmulEpilogue if `nodes` hold a matmul, Reduction if a reduction or softmax, else
+ * Elementwise. */
+GroupKind group_kind(const Graph &g, const std::vector<ValueId> &nodes);
 
 /** Longest elementwise chain a matmul recomputes in its k-loop (matmul-operand rule). */
 constexpr size_t kMaxOperandChain = 8;

@@ -3,7 +3,7 @@
 // apply_schedule before Halide is called.
 #include "driver/PtxReport.h"
 #include "schedules/ApplySchedule.h"
-#include "schedules/GeluCudaSchedules.h"
+#include "schedules/MatmulCudaSchedules.h"
 #include "schedules/GeluSchedules.h"
 #include "schedules/Library.h"
 #include "schedules/ScheduleJson.h"
@@ -60,7 +60,7 @@ TEST_CASE("the tiled and decode schedules declare the resources they were design
     GeluMlp alg = define_gelu_mlp(GeluForm::Tanh);
     sched::ScheduleTarget st = sched::schedule_target(alg, t);
     const sched::CudaTileParams p;
-    const auto res = sched::apply_schedule(sched::gelu_cuda_tiled_steps(p), st, "cuda_tiled");
+    const auto res = sched::apply_schedule(sched::matmul_cuda_tiled_steps(p), st, "cuda_tiled");
     CHECK(res.max_threads_per_block == (p.BN / p.TN) * (p.BM / p.TM));
     CHECK(res.shared_complete);
     CHECK(res.shared_bytes == 4L * (p.BN * p.BM + p.KT * (p.BM + p.BN)));
@@ -69,7 +69,7 @@ TEST_CASE("the tiled and decode schedules declare the resources they were design
     GeluMlp alg2 = define_gelu_mlp(GeluForm::Tanh);
     sched::ScheduleTarget st2 = sched::schedule_target(alg2, t);
     const sched::CudaDecodeParams d;
-    const auto res2 = sched::apply_schedule(sched::gelu_cuda_decode_steps(d), st2, "cuda_decode");
+    const auto res2 = sched::apply_schedule(sched::matmul_cuda_decode_steps(d), st2, "cuda_decode");
     CHECK(res2.max_threads_per_block == d.NB * d.KS);
 }
 
@@ -78,14 +78,14 @@ TEST_CASE("the register tiles and the gemv declare the resources they were desig
     for (const sched::CudaRegTileParams p : {sched::CudaRegTileParams{}, sched::CudaRegTileParams{64, 32, 4, 4, 4}}) {
         GeluMlp alg = define_gelu_mlp(GeluForm::Tanh);
         sched::ScheduleTarget st = sched::schedule_target(alg, t);
-        const auto res = sched::apply_schedule(sched::gelu_cuda_regtile_steps(p), st, "regtile");
+        const auto res = sched::apply_schedule(sched::matmul_cuda_regtile_steps(p), st, "regtile");
         CHECK(res.max_threads_per_block == (p.BN / p.TN) * (p.BM / p.TM));
         CHECK(res.shared_bytes == 0);  // the sums and the loaded slices are registers
     }
     for (const sched::CudaGemvParams p : {sched::CudaGemvParams{}, sched::CudaGemvParams{16, 32, 16, 4, 16}}) {
         GeluMlp alg = define_gelu_mlp(GeluForm::Tanh);
         sched::ScheduleTarget st = sched::schedule_target(alg, t);
-        const auto res = sched::apply_schedule(sched::gelu_cuda_gemv_steps(p), st, "gemv");
+        const auto res = sched::apply_schedule(sched::matmul_cuda_gemv_steps(p), st, "gemv");
         CHECK(res.max_threads_per_block == (p.NB / 4) * p.KS);
         CHECK(res.shared_complete);
         CHECK(res.shared_bytes == 4L * p.KS * p.NB * p.MB);
@@ -137,7 +137,7 @@ TEST_CASE("CUDA schedules over the limits are refused before Halide is called") 
     SUBCASE("a block over 1024 threads") {
         sched::CudaTileParams p;
         p.BN = 256, p.TN = 2, p.BM = 64, p.TM = 4;  // 128 x 16 = 2048 threads
-        const std::string err = check_cuda(sched::gelu_cuda_tiled_steps(p));
+        const std::string err = check_cuda(sched::matmul_cuda_tiled_steps(p));
         INFO(err);
         CHECK(err.find("2048 threads") != std::string::npos);
         CHECK(err.find("over the limit of 1024 threads per block") != std::string::npos);
@@ -145,14 +145,14 @@ TEST_CASE("CUDA schedules over the limits are refused before Halide is called") 
     SUBCASE("a split-K decode block over 1024 threads") {
         sched::CudaDecodeParams d;
         d.NB = 64, d.KS = 32;  // 64 columns x 32 k-slices = 2048 threads
-        const std::string err = check_cuda(sched::gelu_cuda_decode_steps(d));
+        const std::string err = check_cuda(sched::matmul_cuda_decode_steps(d));
         INFO(err);
         CHECK(err.find("GPU block of 2048 threads is over the limit of 1024") != std::string::npos);
     }
     SUBCASE("shared memory over 48 KiB") {
         sched::CudaTileParams p;
         p.BM = 128, p.TM = 16;  // 128x128 sums alone are 64 KiB
-        const std::string err = check_cuda(sched::gelu_cuda_tiled_steps(p));
+        const std::string err = check_cuda(sched::matmul_cuda_tiled_steps(p));
         INFO(err);
         CHECK(err.find("GPU shared memory of") != std::string::npos);
         CHECK(err.find("over the limit of 49152 bytes per block") != std::string::npos);
@@ -160,7 +160,7 @@ TEST_CASE("CUDA schedules over the limits are refused before Halide is called") 
     SUBCASE("a zero tile") {
         sched::CudaTileParams p;
         p.KT = 0;
-        const std::string err = check_cuda(sched::gelu_cuda_tiled_steps(p));
+        const std::string err = check_cuda(sched::matmul_cuda_tiled_steps(p));
         CHECK(err.find("split factor must be positive") != std::string::npos);
     }
 }

@@ -1,5 +1,5 @@
 /** \file
- * Fast CPU schedules for the GELU(x @ w + bias) group (algorithms/Gelu.h), for x86-64 with
+ * Fast CPU schedules for every matmul+epilogue group (stages "matmul" and the output "y"), for x86-64 with
  * AVX2 or AVX-512: the vector width and the register block are read from the Halide target.
  *
  * Five loop nests, each written for one family of shapes, combined in one ScheduleSpec
@@ -50,20 +50,26 @@ struct CpuBlocking {
     static CpuBlocking for_target(const Halide::Target &target);
 };
 
+/** CPU: output tiles of 2 vectors x 8 rows; the matmul tile is accumulated in a small
+ * stack buffer inside the output tile (its k loop outermost, so the 16 accumulators
+ * stay in registers), bias and GELU run on the tile right after, row tiles in parallel.
+ * Every split guards its tail, so any M, K, N is correct. */
+ScheduleSpec matmul_cpu_tiled(const Halide::Target &target);
+
 /** The best CPU schedule: split-K gemm, gemv, decode, gemm and general nests as guarded variants.
  * Example: library_schedule("cpu_blocked", get_host_target()). */
-ScheduleSpec gelu_cpu_blocked(const Halide::Target &target);
+ScheduleSpec matmul_cpu_blocked(const Halide::Target &target);
 
 /** The decode nest alone, for every shape (it guards all its tails); kept separate so the
  * benchmark and tests can time and check it on any shape. */
-ScheduleSpec gelu_cpu_decode(const Halide::Target &target);
+ScheduleSpec matmul_cpu_decode(const Halide::Target &target);
 
 /** The individual nests, without guards: each is only valid where its variant's guard
  * holds (see the file comment). Exposed for tests and for composing new schedules. */
-std::vector<Directive> gelu_cpu_gemm_steps(const CpuBlocking &b, int panel_blocks);
-std::vector<Directive> gelu_cpu_decode_steps(const CpuBlocking &b);
-std::vector<Directive> gelu_cpu_splitk_gemm_steps(const CpuBlocking &b);
-std::vector<Directive> gelu_cpu_gemv_steps(const CpuBlocking &b);
-std::vector<Directive> gelu_cpu_general_steps(const CpuBlocking &b);
+std::vector<Directive> matmul_cpu_gemm_steps(const CpuBlocking &b, int panel_blocks);
+std::vector<Directive> matmul_cpu_decode_steps(const CpuBlocking &b);
+std::vector<Directive> matmul_cpu_splitk_gemm_steps(const CpuBlocking &b);
+std::vector<Directive> matmul_cpu_gemv_steps(const CpuBlocking &b);
+std::vector<Directive> matmul_cpu_general_steps(const CpuBlocking &b);
 
 }  // namespace tessel::sched

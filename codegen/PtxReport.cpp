@@ -1,39 +1,8 @@
-#include "driver/PtxReport.h"
-
-#include "codegen/Compile.h"
-#include "schedules/ApplySchedule.h"
-#include "schedules/GeluSchedules.h"
-#include "schedules/Library.h"
+#include "codegen/PtxReport.h"
 
 #include <sstream>
 
 namespace tessel {
-
-namespace {
-
-std::string guards_text(const std::vector<sched::Guard> &guards) {
-    std::string s;
-    for (const auto &g : guards) s += (s.empty() ? "" : " && ") + g.to_string();
-    return s;
-}
-
-PtxVariantReport report_variant(const std::vector<sched::Directive> &steps, const std::string &label,
-                                const std::string &schedule_name, const std::string &arch, GeluForm form,
-                                NumericMode mode, const Halide::Target &target) {
-    PtxVariantReport r;
-    r.label = label;
-    GeluMlp alg = define_gelu_mlp(form, mode);
-    sched::ScheduleTarget st = sched::schedule_target(alg, target);
-    const sched::AppliedResources res = sched::apply_schedule(steps, st, schedule_name);
-    r.threads_per_block = res.max_threads_per_block;
-    r.dynamic_shared_bytes = res.shared_bytes;
-    r.shared_complete = res.shared_complete;
-    const std::string ptx = generate_ptx(alg.y, alg.arguments(), target, "gelu_mlp_" + schedule_name);
-    r.ptxas = assemble_ptx(ptx, arch);
-    return r;
-}
-
-}  // namespace
 
 std::vector<std::string> PtxScheduleReport::violations(const PtxLimits &limits) const {
     std::vector<std::string> out;
@@ -78,26 +47,13 @@ std::string PtxScheduleReport::to_string() const {
     return os.str();
 }
 
-PtxScheduleReport ptx_report(const sched::ScheduleSpec &schedule, const std::string &arch, GeluForm form,
-                             NumericMode mode) {
-    if (schedule.device != sched::Device::Cuda)
-        throw std::invalid_argument("ptx-report needs a CUDA schedule; '" + schedule.name + "' is for " +
-                                    sched::to_string(schedule.device));
-    const Halide::Target target = parse_target("host-cuda");
-    PtxScheduleReport r;
-    r.schedule = schedule.name;
-    r.arch = arch;
-    for (size_t i = 0; i < schedule.variants.size(); i++) {
-        const auto &v = schedule.variants[i];
-        r.variants.push_back(report_variant(v.steps, "variant " + std::to_string(i + 1) + " (" + guards_text(v.guards) + ")",
-                                            schedule.name, arch, form, mode, target));
-    }
-    r.variants.push_back(report_variant(schedule.steps, "fallback", schedule.name, arch, form, mode, target));
-    return r;
-}
-
-PtxScheduleReport ptx_report(const std::string &name, const std::string &arch, GeluForm form, NumericMode mode) {
-    return ptx_report(sched::library_schedule(name, parse_target("host-cuda")), arch, form, mode);
+std::string PtxScheduleReport::verdict(const PtxLimits &limits) const {
+    const auto v = violations(limits);
+    if (!v.empty()) return v.front();
+    std::string regs;
+    for (const auto &variant : variants)
+        for (const auto &k : variant.ptxas.kernels) regs += (regs.empty() ? "" : "/") + std::to_string(k.registers);
+    return "ok (" + regs + " registers, no spills)";
 }
 
 }  // namespace tessel

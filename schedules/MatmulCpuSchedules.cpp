@@ -1,7 +1,7 @@
 // Map: CpuBlocking::for_target (register block per ISA) -> one function per loop nest
-// (gemm, split-K gemm, gemv, decode, general) -> gelu_cpu_blocked / gelu_cpu_decode, which combine the
+// (gemm, split-K gemm, gemv, decode, general) -> matmul_cpu_blocked / matmul_cpu_decode, which combine the
 // nests with the guards under which each is valid.
-#include "schedules/GeluCpuSchedules.h"
+#include "schedules/MatmulCpuSchedules.h"
 
 #include <algorithm>
 
@@ -35,7 +35,7 @@ CpuBlocking CpuBlocking::for_target(const Halide::Target &target) {
     return b;
 }
 
-std::vector<Directive> gelu_cpu_gemm_steps(const CpuBlocking &b, int panel_blocks) {
+std::vector<Directive> matmul_cpu_gemm_steps(const CpuBlocking &b, int panel_blocks) {
     ScheduleSpec s;
     // Output: register tiles of nr x mr; all row tiles of one panel of columns run in a row,
     // so the packed panel of w for those columns is reused from cache by every row tile.
@@ -125,11 +125,11 @@ std::vector<Directive> split_k_stream_steps(const CpuBlocking &b, int rows, bool
 
 }  // namespace
 
-std::vector<Directive> gelu_cpu_decode_steps(const CpuBlocking &b) { return split_k_stream_steps(b, b.k_unroll, false); }
+std::vector<Directive> matmul_cpu_decode_steps(const CpuBlocking &b) { return split_k_stream_steps(b, b.k_unroll, false); }
 
-std::vector<Directive> gelu_cpu_gemv_steps(const CpuBlocking &b) { return split_k_stream_steps(b, b.gemv_streams, true); }
+std::vector<Directive> matmul_cpu_gemv_steps(const CpuBlocking &b) { return split_k_stream_steps(b, b.gemv_streams, true); }
 
-std::vector<Directive> gelu_cpu_splitk_gemm_steps(const CpuBlocking &b) {
+std::vector<Directive> matmul_cpu_splitk_gemm_steps(const CpuBlocking &b) {
     ScheduleSpec s;
     const StageRef kPartial{"partial"}, kPartialUpdate{"partial", 0}, kPartialSum{"partial_sum"};
     // Split K into chunks of k_chunk rows of w, one parallel task each (rfactor), as in the
@@ -167,7 +167,7 @@ std::vector<Directive> gelu_cpu_splitk_gemm_steps(const CpuBlocking &b) {
     return s.steps;
 }
 
-std::vector<Directive> gelu_cpu_general_steps(const CpuBlocking &b) {
+std::vector<Directive> matmul_cpu_general_steps(const CpuBlocking &b) {
     ScheduleSpec s;
     // One vector of outputs per tile, every tail guarded: correct for any extents.
     s.split(kY, "n", "no", "ni", b.lanes, Tail::GuardWithIf)
@@ -182,26 +182,50 @@ std::vector<Directive> gelu_cpu_general_steps(const CpuBlocking &b) {
     return s.steps;
 }
 
-ScheduleSpec gelu_cpu_decode(const Halide::Target &target) {
+ScheduleSpec matmul_cpu_decode(const Halide::Target &target) {
     const CpuBlocking b = CpuBlocking::for_target(target);
     ScheduleSpec s("cpu_decode", Device::Cpu);
     s.description = "split-K decode nest for every shape: w streamed once, one sequential stream per thread";
-    s.steps = gelu_cpu_decode_steps(b);
+    s.steps = matmul_cpu_decode_steps(b);
     return s;
 }
 
-ScheduleSpec gelu_cpu_blocked(const Halide::Target &target) {
+ScheduleSpec matmul_cpu_blocked(const Halide::Target &target) {
     const CpuBlocking b = CpuBlocking::for_target(target);
     ScheduleSpec s("cpu_blocked", Device::Cpu);
     s.description = std::to_string(b.mr) + " rows x 3 vectors register block, packed w panel, fused epilogue; "
                     "split-K with the register block for " + std::to_string(b.mr) + " <= M <= " +
                     std::to_string(b.decode_max_m) + ", split-K gemv streams for M == 1, split-K decode nest for other M < " +
                     std::to_string(b.mr);
-    s.variants.push_back({{{"M", ">=", b.mr}, {"M", "<=", b.decode_max_m}, {"N", ">=", b.nr}}, gelu_cpu_splitk_gemm_steps(b)});
-    s.variants.push_back({{{"M", "==", 1}}, gelu_cpu_gemv_steps(b)});
-    s.variants.push_back({{{"M", "<=", b.decode_max_m}}, gelu_cpu_decode_steps(b)});
-    s.variants.push_back({{{"M", ">=", b.mr}, {"N", ">=", b.nr}}, gelu_cpu_gemm_steps(b, b.panel_blocks)});
-    s.steps = gelu_cpu_general_steps(b);
+    s.variants.push_back({{{"M", ">=", b.mr}, {"M", "<=", b.decode_max_m}, {"N", ">=", b.nr}}, matmul_cpu_splitk_gemm_steps(b)});
+    s.variants.push_back({{{"M", "==", 1}}, matmul_cpu_gemv_steps(b)});
+    s.variants.push_back({{{"M", "<=", b.decode_max_m}}, matmul_cpu_decode_steps(b)});
+    s.variants.push_back({{{"M", ">=", b.mr}, {"N", ">=", b.nr}}, matmul_cpu_gemm_steps(b, b.panel_blocks)});
+    s.steps = matmul_cpu_general_steps(b);
+    return s;
+}
+
+ScheduleSpec matmul_cpu_tiled(const Halide::Target &target) {
+    const int lanes = std::max(4, target.natural_vector_size<float>());
+    const StageRef y{"y"}, init{"matmul"}, update{"matmul", 0};
+    ScheduleSpec s("cpu_tiled", Device::Cpu);
+    s.description = "2 vectors x 8 rows register tile, epilogue fused per tile, parallel row tiles";
+    s.split(y, "n", "no", "ni", 2 * lanes, Tail::GuardWithIf)
+        .split(y, "m", "mo", "mi", 8, Tail::GuardWithIf)
+        .reorder(y, {"ni", "mi", "no", "mo"})
+        .split(y, "ni", "niv", "nil", lanes, Tail::GuardWithIf)
+        .vectorize(y, "nil")
+        .parallel(y, "mo")
+        .compute_at("matmul", "y", "no")
+        .split(init, "n", "nv", "nl", lanes, Tail::GuardWithIf)
+        .vectorize(init, "nl")
+        .split(update, "n", "nt", "nr", 2 * lanes, Tail::GuardWithIf)
+        .split(update, "nr", "nv", "nl", lanes, Tail::GuardWithIf)
+        .split(update, "m", "mv", "ml", 8, Tail::GuardWithIf)
+        .reorder(update, {"nl", "nv", "ml", "k", "nt", "mv"})
+        .vectorize(update, "nl")
+        .unroll(update, "nv")
+        .unroll(update, "ml");
     return s;
 }
 

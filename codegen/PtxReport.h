@@ -1,22 +1,21 @@
 /** \file
  * ptx-report: what a CUDA library schedule costs on the chip, checked without a GPU.
  *
- * For every variant of a CUDA schedule (guarded variants first, then the fallback) it
- * applies the schedule to a fresh GELU MLP, generates the PTX, assembles it for the given
- * architecture with `ptxas -v` and reads registers per thread, static shared memory, stack
- * and spills per kernel. Halide places GPU shared memory in *dynamic* shared memory, which
- * ptxas does not see; the report adds the per-block footprint the schedule checks computed
- * from its bound/bound_extent directives (apply_schedule's AppliedResources).
+ * For every variant of a compiled CUDA kernel (guarded variants first, then the fallback):
+ * the PTX assembled for the given architecture with `ptxas -v` (registers per thread, static
+ * shared memory, stack and spills per kernel). Halide places GPU shared memory in *dynamic*
+ * shared memory, which ptxas does not see; the report adds the per-block footprint the schedule
+ * checks computed from its bound/bound_extent directives (apply_schedule's AppliedResources).
+ * One set of limits (PtxLimits) judges every report: the demo, `--emit ptx-report`, the tuner's
+ * CUDA check and the tests all ask violations().
  *
- * Example:
- *   PtxScheduleReport r = ptx_report("cuda_tiled");   // sm_90, tanh, strict
+ * Built by CompiledKernel::ptx_report (lowering/CompiledKernel.h). Example:
+ *   PtxScheduleReport r = kernel.ptx_report("sm_90");
  *   std::cout << r.to_string();  if (!r.within_limits()) return 1;
  */
 #pragma once
 
-#include "algorithms/Gelu.h"
 #include "codegen/Ptxas.h"
-#include "schedules/Schedule.h"
 
 #include <string>
 #include <vector>
@@ -50,16 +49,8 @@ struct PtxScheduleReport {
     std::vector<std::string> violations(const PtxLimits &limits = {}) const;
     /** A readable table: one line per kernel (registers, shared, stack, spills). */
     std::string to_string() const;
+    /** One line: "ok (48/88 registers, no spills)" or the first violation. */
+    std::string verdict(const PtxLimits &limits = {}) const;
 };
-
-/** Builds the report for `schedule` (its variants and fallback). Throws std::runtime_error
- * when ptxas is missing (check find_ptxas() first) and sched::ScheduleError when the
- * schedule is invalid. Does not run anything on a GPU. */
-PtxScheduleReport ptx_report(const sched::ScheduleSpec &schedule, const std::string &arch = "sm_90",
-                             GeluForm form = GeluForm::Tanh, NumericMode mode = NumericMode::Strict);
-
-/** The same for the library schedule named `name` (host-cuda target). */
-PtxScheduleReport ptx_report(const std::string &name, const std::string &arch = "sm_90",
-                             GeluForm form = GeluForm::Tanh, NumericMode mode = NumericMode::Strict);
 
 }  // namespace tessel

@@ -7,7 +7,7 @@
 #include "baselines/GeluReference.h"
 #include "driver/GeluKernel.h"
 #include "driver/Random.h"
-#include "schedules/GeluCpuSchedules.h"
+#include "schedules/MatmulCpuSchedules.h"
 #include "schedules/Library.h"
 
 #include <doctest/doctest.h>
@@ -81,7 +81,7 @@ std::map<std::string, long> extents(const Shape &s) { return {{"M", s.M}, {"K", 
 TEST_CASE("the shape table reaches every variant of cpu_blocked") {
     for (const std::string target : {"x86-64-linux-avx2-fma", "x86-64-linux-avx512-avx512_skylake-avx2-fma"}) {
         CAPTURE(target);
-        const auto s = sched::gelu_cpu_blocked(Halide::Target(target));
+        const auto s = sched::matmul_cpu_blocked(Halide::Target(target));
         std::set<size_t> picked;
         for (const Shape &shape : kShapes) picked.insert(s.pick_variant(extents(shape)));
         CHECK(picked.size() == s.variants.size() + 1);
@@ -103,11 +103,11 @@ TEST_CASE("every CPU library schedule matches the float64 reference on awkward a
 TEST_CASE("cpu_blocked with the fast tanh and the erf epilogues") {
     const Halide::Target target = Halide::get_host_target();
     SUBCASE("tanh fast") {
-        GeluKernel kernel(sched::gelu_cpu_blocked(target), GeluForm::Tanh, NumericMode::Fast, target);
+        GeluKernel kernel(sched::matmul_cpu_blocked(target), GeluForm::Tanh, NumericMode::Fast, target);
         check_all_shapes(kernel, GeluForm::Tanh);
     }
     SUBCASE("erf") {
-        GeluKernel kernel(sched::gelu_cpu_blocked(target), GeluForm::Erf, NumericMode::Fast, target);
+        GeluKernel kernel(sched::matmul_cpu_blocked(target), GeluForm::Erf, NumericMode::Fast, target);
         check_all_shapes(kernel, GeluForm::Erf);
     }
 }
@@ -121,6 +121,6 @@ TEST_CASE("cpu_blocked compiles for AVX2 as well as AVX-512") {
                                     .without_feature(Halide::Target::AVX512_Cannonlake)
                                     .without_feature(Halide::Target::AVX512_Zen4)
                                     .without_feature(Halide::Target::AVX512_SapphireRapids);
-    GeluKernel kernel(sched::gelu_cpu_blocked(avx2), GeluForm::Tanh, NumericMode::Fast, avx2);
+    GeluKernel kernel(sched::matmul_cpu_blocked(avx2), GeluForm::Tanh, NumericMode::Fast, avx2);
     check_all_shapes(kernel, GeluForm::Tanh);
 }

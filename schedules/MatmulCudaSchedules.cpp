@@ -1,8 +1,8 @@
-// Map: gelu_cuda_simple (one output per thread) -> gelu_cuda_tiled_steps (first design: block
-// sums and x/w k-tiles in shared memory) -> gelu_cuda_regtile_steps (per-thread register tiles,
-// float4 loads) -> gelu_cuda_decode_steps (first split-K decode) -> gelu_cuda_gemv_steps (float4
+// Map: matmul_cuda_simple (one output per thread) -> matmul_cuda_tiled_steps (first design: block
+// sums and x/w k-tiles in shared memory) -> matmul_cuda_regtile_steps (per-thread register tiles,
+// float4 loads) -> matmul_cuda_decode_steps (first split-K decode) -> matmul_cuda_gemv_steps (float4
 // split-K gemv) -> guards -> the library entries cuda_tiled, cuda_tiled_shared, cuda_decode.
-#include "schedules/GeluCudaSchedules.h"
+#include "schedules/MatmulCudaSchedules.h"
 
 namespace tessel::sched {
 
@@ -20,7 +20,7 @@ const CudaGemvParams kGemvLibrary[] = {{16, 32, 16, 4, 16}, {16, 64, 4, 8, 16}, 
 const CudaRegTileParams kRegTileLibrary[] = {{64, 128, 8, 8, 4}, {64, 32, 4, 4, 4}};
 }  // namespace
 
-ScheduleSpec gelu_cuda_simple(const Halide::Target &) {
+ScheduleSpec matmul_cuda_simple(const Halide::Target &) {
     ScheduleSpec s("cuda_simple", Device::Cuda);
     s.description = "one output per thread, 32x8 thread blocks, k accumulated in a register";
     s.split(kY, "n", "no", "ni", 32, kGuard)
@@ -33,7 +33,7 @@ ScheduleSpec gelu_cuda_simple(const Halide::Target &) {
     return s;
 }
 
-std::vector<Directive> gelu_cuda_tiled_steps(const CudaTileParams &p) {
+std::vector<Directive> matmul_cuda_tiled_steps(const CudaTileParams &p) {
     const int threads_n = p.BN / p.TN, threads_m = p.BM / p.TM;
     const StageRef tile{"matmul_tile"}, tile_update{"matmul_tile", 0}, xs{"x_shared"}, ws{"w_shared"};
     ScheduleSpec s;
@@ -109,7 +109,7 @@ std::vector<Directive> gelu_cuda_tiled_steps(const CudaTileParams &p) {
     return s.steps;
 }
 
-std::vector<Directive> gelu_cuda_regtile_steps(const CudaRegTileParams &p) {
+std::vector<Directive> matmul_cuda_regtile_steps(const CudaRegTileParams &p) {
     const StageRef xs{"x_reg"}, ws{"w_reg"};
     ScheduleSpec s;
     // x, w and y are promised aligned to float4 (guarded K % KU, N % 4), so the k-slices of x,
@@ -168,7 +168,7 @@ std::vector<Directive> gelu_cuda_regtile_steps(const CudaRegTileParams &p) {
     return s.steps;
 }
 
-std::vector<Directive> gelu_cuda_decode_steps(const CudaDecodeParams &p) {
+std::vector<Directive> matmul_cuda_decode_steps(const CudaDecodeParams &p) {
     ScheduleSpec s;
     const StageRef partial{"matmul_partial"}, partial_update{"matmul_partial", 0}, shared{"partial_shared"};
     // Output: a block owns NB columns and up to MB rows; a thread owns one column, all rows.
@@ -206,7 +206,7 @@ std::vector<Directive> gelu_cuda_decode_steps(const CudaDecodeParams &p) {
     return s.steps;
 }
 
-std::vector<Directive> gelu_cuda_gemv_steps(const CudaGemvParams &p) {
+std::vector<Directive> matmul_cuda_gemv_steps(const CudaGemvParams &p) {
     ScheduleSpec s;
     const StageRef partial{"matmul_partial"}, partial_update{"matmul_partial", 0}, shared{"partial_shared"};
     // Columns are read 4 at a time (float4): w, y and x are promised aligned (guarded N % 4, K % 4).
@@ -262,56 +262,56 @@ std::vector<Directive> gelu_cuda_gemv_steps(const CudaGemvParams &p) {
     return s.steps;
 }
 
-std::vector<Guard> gelu_cuda_gemv_guards(const CudaGemvParams &p) {
+std::vector<Guard> matmul_cuda_gemv_guards(const CudaGemvParams &p) {
     std::vector<Guard> g{Guard{"M", "<=", p.MAXM}, Guard{"N", ">=", p.NB}, Guard{"N", "%", kVec}};
     if (p.MB > 1) g.insert(g.begin() + 1, Guard{"M", "%", p.MB});
     return g;
 }
 
-std::vector<Guard> gelu_cuda_regtile_guards(const CudaRegTileParams &p) {
+std::vector<Guard> matmul_cuda_regtile_guards(const CudaRegTileParams &p) {
     return {Guard{"N", ">=", p.BN}, Guard{"M", ">=", p.BM}, Guard{"N", "%", kVec}, Guard{"K", "%", p.KU}};
 }
 
-std::vector<Guard> gelu_cuda_tiled_guards(const CudaTileParams &p) {
+std::vector<Guard> matmul_cuda_tiled_guards(const CudaTileParams &p) {
     return {Guard{"N", ">=", p.BN}, Guard{"M", ">=", p.BM}, Guard{"K", "%", p.KT}};
 }
 
-std::vector<ScheduleSpec::Variant> gelu_cuda_gemv_variants() {
+std::vector<ScheduleSpec::Variant> matmul_cuda_gemv_variants() {
     std::vector<ScheduleSpec::Variant> v;
-    for (const CudaGemvParams &p : kGemvLibrary) v.push_back({gelu_cuda_gemv_guards(p), gelu_cuda_gemv_steps(p)});
+    for (const CudaGemvParams &p : kGemvLibrary) v.push_back({matmul_cuda_gemv_guards(p), matmul_cuda_gemv_steps(p)});
     return v;
 }
 
-ScheduleSpec gelu_cuda_tiled(const Halide::Target &target) {
+ScheduleSpec matmul_cuda_tiled(const Halide::Target &target) {
     ScheduleSpec s("cuda_tiled", Device::Cuda);
     s.description = "register-tiled GEMM: 64x128 blocks of 8x8 thread tiles (64x32 of 4x4 when M < 128) "
                     "accumulated in registers, float4 loads of x and w through L1, fused epilogue; "
                     "split-K gemv variants for M <= 16; cuda_simple where no variant fits";
-    s.variants = gelu_cuda_gemv_variants();
-    for (const CudaRegTileParams &p : kRegTileLibrary) s.variants.push_back({gelu_cuda_regtile_guards(p), gelu_cuda_regtile_steps(p)});
-    s.steps = gelu_cuda_simple(target).steps;
+    s.variants = matmul_cuda_gemv_variants();
+    for (const CudaRegTileParams &p : kRegTileLibrary) s.variants.push_back({matmul_cuda_regtile_guards(p), matmul_cuda_regtile_steps(p)});
+    s.steps = matmul_cuda_simple(target).steps;
     return s;
 }
 
-ScheduleSpec gelu_cuda_tiled_shared(const Halide::Target &target) {
+ScheduleSpec matmul_cuda_tiled_shared(const Halide::Target &target) {
     const CudaTileParams p;
     const CudaDecodeParams d;
     ScheduleSpec s("cuda_tiled_shared", Device::Cuda);
     s.description = "the first design: block sums in shared memory (128x64 block, 4x8 thread tiles, x and w "
                     "k-tiles of 16 in shared memory); split-K decode for M <= 16; cuda_simple elsewhere";
-    s.variants.push_back({{Guard{"M", "<=", d.MB}}, gelu_cuda_decode_steps(d)});
-    s.variants.push_back({gelu_cuda_tiled_guards(p), gelu_cuda_tiled_steps(p)});
-    s.steps = gelu_cuda_simple(target).steps;
+    s.variants.push_back({{Guard{"M", "<=", d.MB}}, matmul_cuda_decode_steps(d)});
+    s.variants.push_back({matmul_cuda_tiled_guards(p), matmul_cuda_tiled_steps(p)});
+    s.steps = matmul_cuda_simple(target).steps;
     return s;
 }
 
-ScheduleSpec gelu_cuda_decode(const Halide::Target &) {
+ScheduleSpec matmul_cuda_decode(const Halide::Target &) {
     ScheduleSpec s("cuda_decode", Device::Cuda);
     s.description = "small-M split-K gemv: a block owns 16 columns (float4 per thread) x 1, 4 or 16 rows, "
                     "64/64/32 k-slices reduced through shared memory, w streamed once; the 32-column "
                     "split-K kernel for shapes the gemv guards exclude";
-    s.variants = gelu_cuda_gemv_variants();
-    s.steps = gelu_cuda_decode_steps(CudaDecodeParams{});
+    s.variants = matmul_cuda_gemv_variants();
+    s.steps = matmul_cuda_decode_steps(CudaDecodeParams{});
     return s;
 }
 

@@ -1,0 +1,189 @@
+// CompiledKernel: lower + schedule + compile per variant (constructor), dispatch by guard
+// (call_extents, pick_variant, run), ahead-of-time files and PTX (write_files, ptx, ptx_report).
+#include "lowering/CompiledKernel.h"
+
+#include "dsl/ir/TypeInference.h"
+#include "lowering/ScheduleGroup.h"
+
+#include <chrono>
+#include <sstream>
+
+namespace tessel {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string guards_text(const std::vector<sched::Guard> &guards) {
+    std::string s;
+    for (const auto &g : guards) s += (s.empty() ? "" : " && ") + g.to_string();
+    return s;
+}
+
+bool guards_hold(const std::vector<sched::Guard> &guards, const std::map<std::string, long> &extents) {
+    for (const auto &g : guards)
+        if (!g.holds(extents)) return false;
+    return true;
+}
+
+}  // namespace
+
+CompiledKernel::CompiledKernel(const dsl::Graph &g, dsl::FusionGroup group, sched::ScheduleSpec schedule,
+                               const Halide::Target &target, KernelBackend backend,
+                               std::optional<std::map<std::string, int64_t>> only_for)
+    : graph_(&g), group_(std::move(group)), schedule_(std::move(schedule)), target_(target), backend_(backend),
+      extents_(dsl::group_extents(g, group_)) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (backend == KernelBackend::Jit && target.has_gpu_feature())
+        throw CompileError("kernel '" + group_.name + "': target " + target.to_string() +
+                           " has a GPU feature; GPU kernels are compiled ahead of time only (no GPU is used here)");
+
+    // Which schedule variants to build: all, or the one the dispatcher picks for `only_for`.
+    std::vector<size_t> wanted;
+    if (only_for) {
+        std::map<std::string, long> e(only_for->begin(), only_for->end());
+        wanted.push_back(schedule_.pick_variant(e));
+    } else {
+        for (size_t i = 0; i <= schedule_.variants.size(); i++) wanted.push_back(i);
+    }
+    for (size_t i : wanted) {
+        const bool fallback = i == schedule_.variants.size();
+        Variant v;
+        v.guards = fallback ? std::vector<sched::Guard>{} : schedule_.variants[i].guards;
+        v.label = fallback ? "fallback" : "variant " + std::to_string(i + 1) + " (" + guards_text(v.guards) + ")";
+        v.lowered = lower::lower_group(g, group_);
+        v.resources = lower::apply_to_group(fallback ? schedule_.steps : schedule_.variants[i].steps, v.lowered, target,
+                                            schedule_.name);
+        if (backend == KernelBackend::Jit) {
+            const std::string name = group_.name + (fallback ? "" : "_v" + std::to_string(i + 1));
+            v.callable = compile_jit(v.lowered.pipeline(), v.lowered.arguments(), target, name).callable;
+        }
+        variants_.push_back(std::move(v));
+        schedule_variant_.push_back(i);
+    }
+
+    // Call order: inputs, then outputs, as the lowering bound them.
+    const lower::LoweredGroup &lg = variants_.back().lowered;
+    for (size_t i = 0; i < lg.inputs.size(); i++)
+        arguments_.push_back({lg.inputs[i].name(), lg.input_values[i], false, lg.inputs[i].dimensions()});
+    for (size_t i = 0; i < lg.outputs.size(); i++)
+        arguments_.push_back({g.display_name(lg.output_values[i]), lg.output_values[i], true, lg.outputs[i].dimensions()});
+
+    // Each extent a guard may name comes from a constant or from a dimension of a buffer
+    // whose dim resolves to the same symbol.
+    for (const auto &[name, e] : extents_.extents) {
+        ExtentSource src{name};
+        if (e.dim.is_static()) {
+            src.constant = (long)e.dim.size;
+        } else {
+            bool found = false;
+            for (size_t a = 0; a < arguments_.size() && !found; a++) {
+                const auto &dims = g.node(arguments_[a].value).type.dims;
+                for (size_t axis = 0; axis < dims.size() && !found; axis++) {
+                    if (!dsl::same_dim(g, dims[axis], e.dim)) continue;
+                    src.argument = a;
+                    src.dimension = (int)(dims.size() - 1 - axis);
+                    found = true;
+                }
+            }
+            if (!found)
+                throw lower::LoweringError("kernel '" + group_.name + "': extent " + name + " (" +
+                                           extents_.to_string(g) + ") is not a dimension of any argument");
+        }
+        extent_sources_.push_back(src);
+    }
+    compile_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::map<std::string, long> CompiledKernel::call_extents(const std::vector<halide_buffer_t *> &buffers) const {
+    std::map<std::string, long> e;
+    for (const auto &s : extent_sources_) {
+        if (s.constant >= 0) {
+            e[s.name] = s.constant;
+        } else {
+            const halide_buffer_t *b = buffers[s.argument];
+            e[s.name] = b && s.dimension < b->dimensions ? (long)b->dim[s.dimension].extent : 0;
+        }
+    }
+    return e;
+}
+
+size_t CompiledKernel::pick_variant(const std::map<std::string, long> &extents) const {
+    for (size_t i = 0; i < variants_.size(); i++)
+        if (guards_hold(variants_[i].guards, extents)) return i;
+    return variants_.size();  // only_for excluded the variant these extents need
+}
+
+std::string CompiledKernel::describe_call(const std::vector<halide_buffer_t *> &buffers) const {
+    std::string s;
+    for (size_t i = 0; i < arguments_.size(); i++) {
+        s += (s.empty() ? "" : ", ") + arguments_[i].name + "[";
+        const halide_buffer_t *b = i < buffers.size() ? buffers[i] : nullptr;
+        if (!b) {
+            s += "null]";
+            continue;
+        }
+        for (int d = b->dimensions - 1; d >= 0; d--) s += std::to_string(b->dim[d].extent) + (d ? "," : "");
+        s += "]";
+    }
+    return s;
+}
+
+void CompiledKernel::run(const std::vector<halide_buffer_t *> &buffers) const {
+    if (backend_ != KernelBackend::Jit)
+        throw CompileError("kernel '" + group_.name + "' was compiled ahead of time; it cannot be run here");
+    if (buffers.size() != arguments_.size())
+        throw CompileError("kernel '" + group_.name + "' takes " + std::to_string(arguments_.size()) + " buffers (" +
+                           describe_call({}) + "), got " + std::to_string(buffers.size()));
+    for (size_t i = 0; i < buffers.size(); i++)
+        if (!buffers[i])
+            throw CompileError("kernel '" + group_.name + "': buffer for '" + arguments_[i].name + "' is null");
+    const size_t pick = pick_variant(call_extents(buffers));
+    if (pick == variants_.size())
+        throw CompileError("kernel '" + group_.name + "' was compiled only for the " + variants_.front().label +
+                           " of schedule '" + schedule_.name + "', whose guards these buffers do not meet (" +
+                           describe_call(buffers) + ")");
+    Halide::JITUserContext context;
+    Halide::JITUserContext *context_ptr = &context;
+    std::vector<const void *> argv{&context_ptr};
+    for (halide_buffer_t *b : buffers) argv.push_back(b);
+    if (variants_[pick].callable.call_argv_fast((int)argv.size(), argv.data()) != 0)
+        throw CompileError("running kernel '" + group_.name + "' (schedule '" + schedule_.name + "', " +
+                           variants_[pick].label + ") failed: " + last_halide_error() + " (buffers: " +
+                           describe_call(buffers) + ")");
+}
+
+std::vector<fs::path> CompiledKernel::write_files(const fs::path &dir, const std::string &base,
+                                                  const std::set<AotOutput> &outputs) const {
+    std::vector<fs::path> written;
+    for (size_t i = 0; i < variants_.size(); i++) {
+        const size_t sv = schedule_variant_[i];
+        const std::string name = sv == schedule_.variants.size() ? base : base + "_v" + std::to_string(sv + 1);
+        const auto &lg = variants_[i].lowered;
+        for (auto &f : compile_aot(lg.pipeline(), lg.arguments(), target_, name, dir, outputs)) written.push_back(f);
+    }
+    return written;
+}
+
+std::string CompiledKernel::ptx(size_t i) const {
+    const auto &lg = variants_.at(i).lowered;
+    return generate_ptx(lg.pipeline(), lg.arguments(), target_, group_.name);
+}
+
+PtxScheduleReport CompiledKernel::ptx_report(const std::string &arch) const {
+    PtxScheduleReport r;
+    r.schedule = schedule_.name;
+    r.arch = arch;
+    for (size_t i = 0; i < variants_.size(); i++) {
+        PtxVariantReport v;
+        v.label = variants_[i].label;
+        v.threads_per_block = variants_[i].resources.max_threads_per_block;
+        v.dynamic_shared_bytes = variants_[i].resources.shared_bytes;
+        v.shared_complete = variants_[i].resources.shared_complete;
+        v.ptxas = assemble_ptx(ptx(i), arch);
+        r.variants.push_back(std::move(v));
+    }
+    return r;
+}
+
+}  // namespace tessel

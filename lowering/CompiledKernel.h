@@ -1,0 +1,126 @@
+/** \file
+ * CompiledKernel: one fusion group compiled under one schedule, for one target. It is the one
+ * component every command goes through — `tessel compile`, `tessel run`, `tessel demo`,
+ * `make bench`, the tuner's measuring child, the tuner's CUDA check, the PTX report and the
+ * tests — so what is benchmarked and tuned is exactly what ships.
+ *
+ * For each guarded variant of the ScheduleSpec, then its fallback, it lowers the group afresh
+ * (lowering/LowerToHalide.h: schedules mutate Funcs), applies the variant's steps (the only
+ * Halide scheduling calls are in schedules/ApplySchedule), and compiles the pipeline:
+ *  - KernelBackend::Jit: a Halide Callable per variant (CPU targets only); run() picks the first
+ *    variant whose guards hold for the buffers' extents (GroupExtents: M, K, N) and calls it;
+ *  - KernelBackend::AheadOfTime: nothing is compiled yet; write_files() emits a static library
+ *    and header (or object, assembly, statement, PTX) per variant, and ptx_report() assembles
+ *    each variant's PTX with ptxas and judges it against one set of PtxLimits.
+ * Halide errors at any step are reported as CompileError in Tessel's words with Halide's own
+ * message attached; a schedule that does not apply throws sched::ScheduleError.
+ *
+ * `only_for` compiles just the variant the dispatcher would pick for those extents (what the
+ * measuring child needs: one shape, no time spent on variants it will not run); run() then
+ * refuses buffers whose extents that variant's guards do not cover.
+ *
+ * Example:
+ *   CompiledKernel k(graph, plan.groups[0], sched::library_schedule("cpu_blocked", t), t);
+ *   k.run({x.raw_buffer(), w.raw_buffer(), bias.raw_buffer(), y.raw_buffer()});
+ */
+#pragma once
+
+#include "codegen/Compile.h"
+#include "codegen/PtxReport.h"
+#include "dsl/ir/Graph.h"
+#include "dsl/passes/Fusion.h"
+#include "dsl/passes/GroupExtents.h"
+#include "lowering/LowerToHalide.h"
+#include "schedules/ApplySchedule.h"
+#include "schedules/Schedule.h"
+
+#include <Halide.h>
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace tessel {
+
+enum class KernelBackend { Jit, AheadOfTime };
+
+/** One argument of a compiled kernel, in call order: the group's inputs, then its outputs. */
+struct KernelArgument {
+    std::string name;      ///< the graph value's display name ("x", "w", "8")
+    dsl::ValueId value = dsl::kNoValue;
+    bool is_output = false;
+    int dimensions = 0;    ///< Halide dimensions (reversed tensor axes; a scalar has 1)
+};
+
+class CompiledKernel {
+public:
+    struct Variant {
+        std::string label;                 ///< "variant 1 (M == 1)" or "fallback"
+        std::vector<sched::Guard> guards;  ///< empty for the fallback
+        lower::LoweredGroup lowered;       ///< scheduled
+        sched::AppliedResources resources; ///< what the schedule checks learned (GPU blocks, shared)
+        Halide::Callable callable;         ///< KernelBackend::Jit only
+    };
+
+    /** Lowers, schedules and (Jit) compiles every variant. Preconditions: `group` was planned
+     * on `g`; `g` outlives the kernel. Jit needs a CPU target (CompileError otherwise). */
+    CompiledKernel(const dsl::Graph &g, dsl::FusionGroup group, sched::ScheduleSpec schedule,
+                   const Halide::Target &target, KernelBackend backend = KernelBackend::Jit,
+                   std::optional<std::map<std::string, int64_t>> only_for = std::nullopt);
+
+    const dsl::FusionGroup &group() const { return group_; }
+    const sched::ScheduleSpec &schedule() const { return schedule_; }
+    const Halide::Target &target() const { return target_; }
+    const std::vector<Variant> &variants() const { return variants_; }
+    const std::vector<KernelArgument> &arguments() const { return arguments_; }
+    const dsl::GroupExtents &extents() const { return extents_; }
+    /** Lowering + scheduling + JIT compilation of every variant. */
+    double compile_seconds() const { return compile_seconds_; }
+
+    /** M, K, N of one call, read from its buffers (in arguments() order). */
+    std::map<std::string, long> call_extents(const std::vector<halide_buffer_t *> &buffers) const;
+    /** Index in variants() of the variant serving `extents`: the first whose guards hold. */
+    size_t pick_variant(const std::map<std::string, long> &extents) const;
+
+    /** Runs the variant serving these buffers (arguments() order). Throws CompileError naming
+     * the kernel, Halide's message and every buffer's shape when the kernel fails (wrong
+     * extents included), or when only_for excluded the variant these extents need. */
+    void run(const std::vector<halide_buffer_t *> &buffers) const;
+
+    /** Ahead-of-time files of every variant into `dir`: the fallback as `<base>`, variant i as
+     * `<base>_v<i>`. Returns the paths written. */
+    std::vector<std::filesystem::path> write_files(const std::filesystem::path &dir, const std::string &base,
+                                                   const std::set<AotOutput> &outputs) const;
+    /** PTX of variant `i` (CUDA targets). */
+    std::string ptx(size_t i) const;
+    /** Every variant assembled by ptxas for `arch` (needs ptxas: check find_ptxas()). */
+    PtxScheduleReport ptx_report(const std::string &arch = "sm_90") const;
+
+private:
+    /** Where an extent of a call comes from: a constant, or a buffer's dimension. */
+    struct ExtentSource {
+        std::string name;
+        long constant = -1;
+        size_t argument = 0;
+        int dimension = 0;
+    };
+    const dsl::Graph *graph_;
+    dsl::FusionGroup group_;
+    sched::ScheduleSpec schedule_;
+    Halide::Target target_;
+    KernelBackend backend_;
+    dsl::GroupExtents extents_;
+    std::vector<KernelArgument> arguments_;
+    std::vector<ExtentSource> extent_sources_;
+    std::vector<Variant> variants_;
+    /** variant index -> schedule variant index (variants_.size() - 1 is the fallback) */
+    std::vector<size_t> schedule_variant_;
+    double compile_seconds_ = 0;
+
+    std::string describe_call(const std::vector<halide_buffer_t *> &buffers) const;
+};
+
+}  // namespace tessel

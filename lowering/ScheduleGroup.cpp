@@ -1,0 +1,69 @@
+#include "lowering/ScheduleGroup.h"
+
+#include "schedules/Library.h"
+
+namespace tessel::lower {
+
+namespace {
+
+/** "r$x" -> "r", "k$x.ko" -> "ko": the name ApplySchedule resolves a loop by. */
+std::string loop_name(const std::string &dim_var) {
+    std::string s = dim_var.substr(dim_var.rfind('.') == std::string::npos ? 0 : dim_var.rfind('.') + 1);
+    if (s.size() > 2 && s.compare(s.size() - 2, 2, "$x") == 0) s.resize(s.size() - 2);
+    return s;
+}
+
+}  // namespace
+
+sched::GroupShape group_shape(const LoweredGroup &group) {
+    sched::GroupShape g;
+    g.kind = group.kind;
+    for (size_t i = 0; i < group.outputs.size(); i++) g.outputs.push_back({group.output_names[i], group.outputs[i].dimensions()});
+    for (const auto &[name, f] : group.funcs) {
+        if (!f.has_update_definition()) continue;
+        sched::GroupReduction r;
+        r.name = name;
+        r.rank = f.dimensions();
+        for (const auto &d : f.function().update(0).schedule().dims())
+            if (d.is_rvar()) r.rvars.push_back(loop_name(d.var));
+        if (auto it = group.reduction_axes.find(name); it != group.reduction_axes.end()) {
+            r.along_n = it->second.along_n;
+            r.n_is_data = it->second.n_is_data;
+            r.row_local = it->second.row_local;
+        }
+        g.reductions.push_back(std::move(r));
+    }
+    return g;
+}
+
+sched::ScheduleSpec library_schedule_for(const std::string &name, const LoweredGroup &group,
+                                         const Halide::Target &target) {
+    return sched::library_schedule(name, group_shape(group), target);
+}
+
+sched::ScheduleSpec default_group_schedule(const LoweredGroup &group, const Halide::Target &target) {
+    return sched::fallback_group_schedule(group_shape(group), target);
+}
+
+sched::AppliedResources apply_to_group(const std::vector<sched::Directive> &steps, LoweredGroup &group,
+                                       const Halide::Target &target, const std::string &schedule_name) {
+    sched::ScheduleTarget st{group.funcs, {}, target};
+    for (const auto &p : group.inputs) st.inputs[p.name()] = p;
+    for (const auto &[role, p] : group.input_roles) st.inputs[role] = p;  // roles win over names
+    return sched::apply_schedule(steps, st, schedule_name);
+}
+
+dsl::TargetResources fusion_resources(const Halide::Target &target) {
+    if (target.has_gpu_feature()) return dsl::TargetResources::cuda_sm90();
+    if (target.has_feature(Halide::Target::AVX512)) return dsl::TargetResources::host_avx512();
+    return dsl::TargetResources::host_avx2();
+}
+
+dsl::FusionOptions fusion_options(const Halide::Target &target, const std::map<std::string, int64_t> &symbols) {
+    dsl::FusionOptions o;
+    o.target = fusion_resources(target);
+    o.symbol_sizes = symbols;
+    return o;
+}
+
+}  // namespace tessel::lower

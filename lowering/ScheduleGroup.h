@@ -1,0 +1,48 @@
+/** \file
+ * The bridge between a lowered group and the schedule library: the GroupShape group-generic
+ * schedules are generated from, library and default schedules for a group, applying steps to a
+ * group's Funcs, and the fusion options (resource limits) of a requested target.
+ */
+#pragma once
+
+#include "dsl/passes/Fusion.h"
+#include "lowering/LowerToHalide.h"
+#include "schedules/ApplySchedule.h"
+#include "schedules/GroupSchedules.h"
+#include "schedules/Schedule.h"
+
+#include <Halide.h>
+
+#include <map>
+#include <string>
+
+namespace tessel::lower {
+
+/** The group as group-generic schedules see it (schedules/GroupSchedules.h); `group` must
+ * not be scheduled yet (its reduction loops are read from the Halide Funcs). */
+sched::GroupShape group_shape(const LoweredGroup &group);
+
+/** Library schedule `name` for `group`: group-generic entries (cpu_rows...) are generated
+ * from its shape, fixed ones (matmul+epilogue) returned as they are. Throws
+ * std::invalid_argument for an unknown name. */
+sched::ScheduleSpec library_schedule_for(const std::string &name, const LoweredGroup &group,
+                                         const Halide::Target &target);
+
+/** The schedule a group gets when none is chosen or the chosen one does not apply: the
+ * always-applicable group-generic library schedule for its kind and the target's device
+ * (cpu_elementwise or cpu_rows; cuda_elementwise or cuda_rows). */
+sched::ScheduleSpec default_group_schedule(const LoweredGroup &group, const Halide::Target &target);
+
+/** Applies `steps` to `group`'s Funcs for `target` (the Halide calls happen in ApplySchedule). */
+sched::AppliedResources apply_to_group(const std::vector<sched::Directive> &steps, LoweredGroup &group,
+                                       const Halide::Target &target, const std::string &schedule_name);
+
+/** What the fusion planner may assume about one kernel of `target` — the target asked for, not
+ * the machine Tessel runs on: CUDA targets get sm_90's limits; CPU targets AVX-512's 32 x 16
+ * lanes when the target has AVX-512, else AVX2's 16 x 8. */
+dsl::TargetResources fusion_resources(const Halide::Target &target);
+
+/** Fusion options for `target` with estimates at `symbols`. */
+dsl::FusionOptions fusion_options(const Halide::Target &target, const std::map<std::string, int64_t> &symbols = {});
+
+}  // namespace tessel::lower
