@@ -33,7 +33,7 @@ void add_demo_command(CLI::App &app, std::function<int()> &action) {
     cmd->callback([&action, o, form, mode] {
         action = [o, form, mode] {
             o->form = parse_gelu_form(*form);
-            o->mode = parse_numeric_mode(*mode);
+            o->mode = dsl::parse_numeric_mode(*mode);
             return run_demo(*o, std::cout);
         };
     });
@@ -50,15 +50,15 @@ void add_schedules_command(CLI::App &app, std::function<int()> &action) {
             const Halide::Target t = tessel::parse_target(*target);
             for (const auto &e : sched::schedule_library()) {
                 std::cout << std::left << std::setw(19) << e.name << std::setw(6) << sched::to_string(e.device)
-                          << std::setw(18) << e.group << e.summary << "\n";
+                          << std::setw(18) << dsl::to_string(e.group) << e.summary << "\n";
                 if (!*verbose) continue;
                 if (e.group_generic()) {
                     // Generated per group: shown for a representative one.
-                    std::cout << "  (generated for each " << e.group << " group; shown for "
-                              << (e.group == "reduction" ? "softmax over rows" : "one rank-2 output") << ")\n"
-                              << sched::to_string(e.make_for_group(sched::example_group_shape(e.group), t)) << "\n";
+                    std::cout << "  (generated for each " << dsl::to_string(e.group) << " group; shown for "
+                              << (e.group == dsl::GroupKind::Reduction ? "softmax over rows" : "one rank-2 output") << ")\n"
+                              << sched::to_string(e.build_for_group(sched::example_group_shape(e.group), t)) << "\n";
                 } else {
-                    std::cout << sched::to_string(e.make(t)) << "\n";
+                    std::cout << sched::to_string(e.build(t)) << "\n";
                 }
             }
             return 0;

@@ -1,7 +1,7 @@
 #include "apps/Commands.h"
 #include "driver/DatabaseCommands.h"
 #include "driver/Tune.h"
-#include "autoscheduler/HalideAutoschedulers.h"
+#include "driver/HalideAutoschedulers.h"
 
 #include <iostream>
 
@@ -9,18 +9,15 @@ namespace tessel::apps {
 
 namespace {
 
-/** --compare: the tuned schedule against the library and Halide's autoschedulers, same run. */
-void compare_with_halide(const autosched::Workload &w, const autosched::TuneResult &r, const dsl::Graph &g,
-                         std::ostream &out) {
+/** --compare: the tuned schedule against the library and Halide's autoschedulers on the same
+ * planned group of the graph being tuned, in the same run. */
+void compare_with_halide(const dsl::Graph &g, const dsl::FusionGroup &group, const std::map<std::string, int64_t> &symbols,
+                         const autosched::Workload &, const autosched::TuneResult &r, std::ostream &out) {
     autosched::CompareOptions c;
-    c.target = r.key.target;
+    c.target = Halide::Target(r.key.target);
     c.tessel_specs = {{"tuned", r.schedule}};
-    c.mode = g.mode == dsl::NumericMode::Fast ? NumericMode::Fast : NumericMode::Strict;
-    bool tanh_form = false;
-    for (dsl::ValueId v : g.order()) tanh_form |= g.node(v).op == dsl::Op::GeluTanh;
-    c.form = tanh_form ? GeluForm::Tanh : GeluForm::Erf;
-    out << "\ncomparison in the same run (" << to_string(c.form) << ", " << to_string(c.mode) << "):\n";
-    autosched::compare_autoschedulers({{(int)w.M, (int)w.K, (int)w.N}}, out, c);
+    out << "\ncomparison in the same run:\n";
+    autosched::compare_autoschedulers(g, group, {symbols}, out, c);
 }
 
 }  // namespace

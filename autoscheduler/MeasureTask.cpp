@@ -3,13 +3,14 @@
 #include "autoscheduler/MeasureTask.h"
 
 #include "codegen/Compile.h"
-#include "codegen/ParallelRuntime.h"
-#include "dsl/Simplify.h"
-#include "dsl/passes/Fusion.h"
-#include "lowering/GraphProgram.h"
-#include "lowering/LowerToHalide.h"
+#include "dsl/ir/Parser.h"
+#include "dsl/ir/Printer.h"
+#include "dsl/passes/GroupExtents.h"
+#include "lowering/CompiledGraph.h"
+#include "lowering/CompiledKernel.h"
 #include "schedules/ApplySchedule.h"
 #include "schedules/ScheduleJson.h"
+#include "support/Statistics.h"
 
 #include <Halide.h>
 
@@ -42,12 +43,6 @@ E parse_enum(const std::pair<E, const char *> (&table)[N], const std::string &s,
     throw std::invalid_argument("unknown " + std::string(what) + " '" + s + "' (expected one of: " + known + ")");
 }
 
-thread_local std::string t_run_error;
-void capture_error(Halide::JITUserContext *, const char *msg) {
-    t_run_error = msg ? msg : "unknown Halide runtime error";
-    while (!t_run_error.empty() && t_run_error.back() == '\n') t_run_error.pop_back();
-}
-
 Measurement failed(Status s, std::string message, double compile_seconds = 0) {
     Measurement m;
     m.status = s;
@@ -76,7 +71,54 @@ Halide::Buffer<float> make_buffer(const std::vector<int64_t> &shape, const std::
     return Halide::Buffer<float>(sizes, name);
 }
 
+nlohmann::json to_json(const MeasureGroup &g) {
+    return {{"name", g.name}, {"kind", dsl::to_string(g.kind)}, {"nodes", g.nodes}, {"outputs", g.outputs}};
+}
+
+MeasureGroup measure_group_from_json(const nlohmann::json &j) {
+    MeasureGroup g;
+    g.name = j.at("name").get<std::string>();
+    const std::string kind = j.at("kind").get<std::string>();
+    const auto k = dsl::parse_group_kind(kind);
+    if (!k) throw std::invalid_argument("unknown group kind '" + kind + "' (expected one of: " + dsl::group_kind_names() + ")");
+    g.kind = *k;
+    g.nodes = j.at("nodes").get<std::vector<std::string>>();
+    g.outputs = j.at("outputs").get<std::vector<std::string>>();
+    return g;
+}
+
 }  // namespace
+
+MeasureTask make_measure_task(const dsl::Graph &g, const dsl::FusionGroup &group,
+                              const std::map<std::string, int64_t> &symbols, const std::string &target) {
+    MeasureTask t;
+    t.graph_text = dsl::print(g);
+    t.graph_name = g.name;
+    t.group.name = group.name;
+    t.group.kind = group.kind;
+    for (dsl::ValueId v : group.nodes) t.group.nodes.push_back(g.display_name(v));
+    for (dsl::ValueId v : group.outputs) t.group.outputs.push_back(g.display_name(v));
+    t.symbols = symbols;
+    t.target = target;
+    return t;
+}
+
+dsl::FusionGroup resolve_group(const dsl::Graph &g, const MeasureGroup &mg) {
+    dsl::FusionGroup fg;
+    fg.name = mg.name;
+    fg.kind = mg.kind;
+    auto find = [&](const std::string &name) {
+        const dsl::ValueId v = g.find(name);
+        if (v == dsl::kNoValue)
+            throw std::invalid_argument("group '" + mg.name + "' names %" + name + ", which graph '" + g.name +
+                                        "' does not have");
+        return v;
+    };
+    for (const auto &n : mg.nodes) fg.nodes.push_back(find(n));
+    for (const auto &n : mg.outputs) fg.outputs.push_back(find(n));
+    if (fg.outputs.empty()) throw std::invalid_argument("group '" + mg.name + "' has no outputs");
+    return fg;
+}
 
 std::string to_string(Status s) {
     for (const auto &[v, name] : kStatuses)
@@ -94,7 +136,7 @@ Fault parse_fault(const std::string &s) { return parse_enum(kFaults, s, "fault")
 nlohmann::json to_json(const MeasureTask &t) {
     nlohmann::json faults = nlohmann::json::object();
     for (const auto &[name, f] : t.fault_by_schedule) faults[name] = to_string(f);
-    return {{"graph_text", t.graph_text}, {"graph_name", t.graph_name}, {"group", t.group},
+    return {{"graph_text", t.graph_text}, {"graph_name", t.graph_name}, {"group", to_json(t.group)},
             {"symbols", t.symbols},       {"target", t.target},         {"repeats", t.repeats},
             {"warmup", t.warmup},         {"timeout_seconds", t.timeout_seconds}, {"seed", t.seed},
             {"flush_bytes", t.flush_bytes}, {"fault", to_string(t.fault)}, {"fault_by_schedule", faults}};
@@ -104,7 +146,7 @@ MeasureTask measure_task_from_json(const nlohmann::json &j) {
     MeasureTask t;
     t.graph_text = j.at("graph_text").get<std::string>();
     t.graph_name = j.value("graph_name", t.graph_name);
-    t.group = j.value("group", t.group);
+    t.group = measure_group_from_json(j.at("group"));
     t.symbols = j.value("symbols", t.symbols);
     t.target = j.value("target", t.target);
     t.repeats = j.value("repeats", t.repeats);
@@ -134,68 +176,41 @@ Measurement measurement_from_json(const nlohmann::json &j) {
     return m;
 }
 
-double median(std::vector<double> samples) {
-    if (samples.empty()) return 0;
-    std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
-    return samples[samples.size() / 2];
-}
-
 Measurement run_measurement(const MeasureTask &task, const sched::ScheduleSpec &schedule) {
     const auto t0 = std::chrono::steady_clock::now();
     const Fault fault = task.fault_for(schedule.name);
     dsl::Graph graph;
-    lower::GroupSpec spec;
+    dsl::FusionGroup group;
     Halide::Target target;
+    std::map<std::string, int64_t> extents;
     try {
         target = parse_target(task.target);
-        graph = dsl::simplify_text(task.graph_text, task.graph_name).graph;
-        dsl::FusionOptions fo;
-        fo.symbol_sizes = task.symbols;
-        const dsl::FusionPlan plan = dsl::plan_fusion(graph, fo);
-        std::string names;
-        for (const auto &g : plan.groups) {
-            names += (names.empty() ? "" : ", ") + g.name;
-            const bool hit = task.group.empty() ? g.kind == "matmul+epilogue" : g.name == task.group;
-            if (hit && spec.name.empty()) spec = {g.name, g.nodes, g.outputs};
-        }
-        if (spec.name.empty())
-            return failed(Status::CompileError, "the graph has no fusion group '" +
-                                                    (task.group.empty() ? "<matmul+epilogue>" : task.group) +
-                                                    "' (groups: " + names + ")");
+        graph = dsl::parse(task.graph_text, task.graph_name);
+        group = resolve_group(graph, task.group);
+        const auto e = dsl::group_extents(graph, group).concrete(task.symbols);
+        if (!e) throw std::invalid_argument("a size of group '" + group.name + "' is not bound by the task's symbols");
+        extents = *e;
     } catch (const std::exception &e) {
         return failed(Status::CompileError, std::string("preparing the task failed: ") + e.what());
     }
 
-    // Lower, pick the schedule variant for this shape, apply it, JIT.
-    lower::LoweredGroup lowered;
-    Halide::Callable callable;
-    std::vector<Halide::Buffer<float>> buffers;  // inputs, then outputs, in callable order
+    // The same component every command compiles with, for the one variant this shape runs.
+    std::unique_ptr<CompiledKernel> kernel;
+    std::vector<Halide::Buffer<float>> buffers;  // kernel.arguments() order
     try {
-        lowered = lower::lower_group(graph, spec);
-        std::map<std::string, long> extents;
-        for (const auto &[name, src] : lowered.extent_sources)
-            extents[name] = (long)lower::concrete_shape(graph, src.first, task.symbols)[src.second];
         const sched::ScheduleSpec applied =
-            fault == Fault::HalideError ? halide_rejected_schedule(lowered) : schedule;
+            fault == Fault::HalideError ? halide_rejected_schedule(lower::lower_group(graph, group)) : schedule;
         try {
-            lower::apply_to_group(applied.steps_for(extents), lowered, target, applied.name);
+            kernel = std::make_unique<CompiledKernel>(graph, group, applied, target, KernelBackend::Jit, extents);
         } catch (const sched::ScheduleError &e) {
             return failed(Status::CompileError, e.what(), seconds_since(t0));
         }
-        Halide::Pipeline p = lowered.pipeline();
-        p.jit_handlers().custom_error = capture_error;
-        use_openmp_parallel_runtime(p.jit_handlers());
-        callable = p.compile_to_callable(lowered.arguments(), target);
-
         std::mt19937 rng(task.seed);
         std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-        for (size_t i = 0; i < lowered.inputs.size(); i++) {
-            buffers.push_back(make_buffer(lower::concrete_shape(graph, lowered.input_values[i], task.symbols),
-                                          lowered.inputs[i].name()));
-            buffers.back().for_each_value([&](float &v) { v = dist(rng); });
+        for (const auto &a : kernel->arguments()) {
+            buffers.push_back(make_buffer(concrete_shape(graph, a.value, task.symbols), a.name));
+            if (!a.is_output) buffers.back().for_each_value([&](float &v) { v = dist(rng); });
         }
-        for (dsl::ValueId v : lowered.output_values)
-            buffers.push_back(make_buffer(lower::concrete_shape(graph, v, task.symbols), graph.display_name(v)));
     } catch (const Halide::Error &e) {
         return failed(Status::CompileError, std::string("Halide: ") + e.what(), seconds_since(t0));
     } catch (const std::exception &e) {
@@ -208,13 +223,20 @@ Measurement run_measurement(const MeasureTask &task, const sched::ScheduleSpec &
     if (fault == Fault::Hang)
         for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
 
-    Halide::JITUserContext context;
-    Halide::JITUserContext *context_ptr = &context;
-    std::vector<const void *> argv{&context_ptr};
-    for (auto &b : buffers) argv.push_back(b.raw_buffer());
-    auto run_once = [&]() -> bool { return callable.call_argv_fast(argv.size(), argv.data()) == 0; };
+    std::vector<halide_buffer_t *> raw;
+    for (auto &b : buffers) raw.push_back(b.raw_buffer());
+    std::string run_error;
+    auto run_once = [&]() -> bool {
+        try {
+            kernel->run(raw);
+            return true;
+        } catch (const CompileError &e) {
+            run_error = e.what();
+            return false;
+        }
+    };
     for (int i = 0; i < task.warmup; i++)
-        if (!run_once()) return failed(Status::RuntimeError, t_run_error, m.compile_seconds);
+        if (!run_once()) return failed(Status::RuntimeError, run_error, m.compile_seconds);
     std::vector<char> flush_buffer((size_t)std::max<int64_t>(0, task.flush_bytes));
     volatile char flush_sink = 0;
     for (int i = 0; i < std::max(1, task.repeats); i++) {
@@ -222,7 +244,7 @@ Measurement run_measurement(const MeasureTask &task, const sched::ScheduleSpec &
         for (size_t b = 0; b < flush_buffer.size(); b += 64) flush_buffer[b] = (char)(flush_buffer[b] + 1);
         for (size_t b = 0; b < flush_buffer.size(); b += 64) flush_sink = flush_sink + flush_buffer[b];
         const auto r0 = std::chrono::steady_clock::now();
-        if (!run_once()) return failed(Status::RuntimeError, t_run_error, m.compile_seconds);
+        if (!run_once()) return failed(Status::RuntimeError, run_error, m.compile_seconds);
         m.samples.push_back(seconds_since(r0) * 1e3);
     }
     m.median_ms = median(m.samples);

@@ -13,6 +13,8 @@
  */
 #pragma once
 
+#include "dsl/ir/Graph.h"
+#include "dsl/passes/Fusion.h"
 #include "schedules/Schedule.h"
 
 #include <nlohmann/json.hpp>
@@ -29,13 +31,23 @@ namespace tessel::autosched {
  * candidate, a schedule that passes Tessel's checks but that Halide itself rejects. */
 enum class Fault { None, Crash, Hang, HalideError };
 
-/** One group of one graph at one shape on one target: everything a candidate needs. */
+/** The planned fusion group as the measuring child receives it: the members by their display
+ * names in the printed graph (ids are not part of the text form). */
+struct MeasureGroup {
+    std::string name;
+    dsl::GroupKind kind = dsl::GroupKind::MatmulEpilogue;
+    std::vector<std::string> nodes, outputs;
+};
+
+/** One planned group of one graph at one shape on one target: everything a candidate needs.
+ * The child parses `graph_text` — the graph the parent planned, already simplified and printed —
+ * and lowers exactly `group`: it neither simplifies nor plans fusion again. */
 struct MeasureTask {
-    std::string graph_text;                 ///< the .tsl file's contents
+    std::string graph_text;                 ///< print(g) of the planned graph
     std::string graph_name = "graph.tsl";   ///< labels parse errors
-    std::string group;                      ///< fusion group name ("g0_y"); "" = first matmul+epilogue group
+    MeasureGroup group;
     std::map<std::string, int64_t> symbols; ///< sizes of the graph's symbolic dims (M, K, N)
-    std::string target = "host";            ///< codegen/Compile.h parse_target syntax
+    std::string target = "host";            ///< a Halide target string (Target::to_string())
     int repeats = 5;                        ///< timed runs (median reported)
     int warmup = 1;                         ///< untimed runs before them
     double timeout_seconds = 60;            ///< per candidate, compile included (IsolatedMeasurer)
@@ -77,20 +89,26 @@ MeasureTask measure_task_from_json(const nlohmann::json &j);
 nlohmann::json to_json(const Measurement &m);
 Measurement measurement_from_json(const nlohmann::json &j);
 
-/** Compiles `schedule` for the task's group and times it, in this process: parse + simplify
- * the graph, plan fusion with the task's symbol sizes, lower the group, apply the schedule
- * variant whose guards hold for the shape (ScheduleError -> CompileError with its message),
- * JIT compile, fill the inputs with uniform values from `seed`, run `warmup` times untimed,
- * then `repeats` times timed. Halide errors while compiling are CompileError, while running
- * RuntimeError. Never throws for a bad candidate; a malformed task (no such group, a symbol
- * left unbound) is a CompileError too. Honors task.fault (so Crash and Hang do exactly that
+/** The task for `group` of `g` (planned on g) at `symbols` on `target`, with defaults for the
+ * timing fields. What the tuner sends; tests build tasks the same way. */
+MeasureTask make_measure_task(const dsl::Graph &g, const dsl::FusionGroup &group,
+                              const std::map<std::string, int64_t> &symbols, const std::string &target);
+
+/** The group of a task resolved in the graph parsed from its text; throws std::invalid_argument
+ * naming a member the graph does not have. */
+dsl::FusionGroup resolve_group(const dsl::Graph &g, const MeasureGroup &group);
+
+/** Compiles `schedule` for the task's group and times it, in this process: parse the graph,
+ * resolve the group, build the CompiledKernel (lowering/CompiledKernel.h: the component every
+ * command uses) for the variant whose guards hold at the shape (ScheduleError -> CompileError
+ * with its message), fill the inputs with uniform values from `seed`, run `warmup` times
+ * untimed, then `repeats` times timed. Halide errors while compiling are CompileError, while
+ * running RuntimeError. Never throws for a bad candidate; a malformed task (no such group
+ * member, a symbol left unbound) is a CompileError too. Honors task.fault (so Crash and Hang do exactly that
  * to the calling process: only the child executable should see those). Does not enforce the
  * timeout. Example:
  *   Measurement m = run_measurement(task, sched::library_schedule("cpu_blocked", t));
  */
 Measurement run_measurement(const MeasureTask &task, const sched::ScheduleSpec &schedule);
-
-/** Median of a non-empty sample list (the upper median for even sizes); 0 when empty. */
-double median(std::vector<double> samples);
 
 }  // namespace tessel::autosched

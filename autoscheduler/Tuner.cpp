@@ -1,8 +1,9 @@
 #include "autoscheduler/Tuner.h"
 
+#include "autoscheduler/TuningKey.h"
 #include "codegen/Compile.h"
 #include "codegen/Ptxas.h"
-#include "lowering/GraphProgram.h"
+#include "lowering/CompiledKernel.h"
 #include "schedules/ScheduleJson.h"
 
 #include <algorithm>
@@ -15,11 +16,11 @@ namespace tessel::autosched {
 
 TuningKey Tuner::key_for(const TuneRequest &r) {
     TuningKey k = TuningKey::current();
-    k.group_hash = r.group_hash;
+    k.group_hash = structural_hash(*r.graph, r.group);
     k.shape_class = r.workload.shape_class();
     k.shapes = r.workload.to_string();
-    k.target = parse_target(r.target).to_string();
-    k.numeric_mode = r.numeric_mode;
+    k.target = r.target.to_string();
+    k.numeric_mode = to_key_string(r.graph->mode);
     k.space_version = kSearchSpaceVersion;
     return k;
 }
@@ -56,18 +57,12 @@ size_t Tuner::pick_winner(const std::vector<RankedCandidate> &ranked, double tie
 
 namespace {
 
-std::string check_with_ptxas(const TuneRequest &r, const sched::ScheduleSpec &s, const Halide::Target &target) {
-    lower::LoweredGroup lg = lower::lower_group(*r.graph, r.group);
-    const size_t pick = s.pick_variant({{"M", (long)r.workload.M}, {"K", (long)r.workload.K}, {"N", (long)r.workload.N}});
-    lower::apply_to_group(pick < s.variants.size() ? s.variants[pick].steps : s.steps, lg, target, s.name);
-    const PtxasReport rep = assemble_ptx(generate_ptx(lg.pipeline(), lg.arguments(), target, r.group.name), "sm_90");
-    if (!rep.ok) return "ptxas failed";
-    if (rep.has_spills()) return "spills";
-    for (const auto &k : rep.kernels)
-        if (k.registers > 255) return "over 255 registers";
-    std::string regs;
-    for (const auto &k : rep.kernels) regs += (regs.empty() ? "" : "/") + std::to_string(k.registers);
-    return "ok (" + regs + " registers, no spills)";
+/** The candidate's variant for this shape, compiled ahead of time and judged by the one set of
+ * PTX limits (codegen/PtxReport.h). */
+std::string check_with_ptxas(const TuneRequest &r, const sched::ScheduleSpec &s) {
+    const CompiledKernel k(*r.graph, r.group, s, r.target, KernelBackend::AheadOfTime,
+                           std::map<std::string, int64_t>{{"M", r.workload.M}, {"K", r.workload.K}, {"N", r.workload.N}});
+    return k.ptx_report("sm_90").verdict();
 }
 
 }  // namespace
@@ -76,7 +71,7 @@ TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
     const auto t0 = std::chrono::steady_clock::now();
     TuneResult result;
     result.key = key_for(r);
-    const Halide::Target target = parse_target(r.target);
+    const Halide::Target &target = r.target;
     auto finish = [&] {
         result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         return result;
@@ -114,7 +109,7 @@ TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
         bool found = false;
         for (int i = 0; i < (int)result.ranked.size() && i < params_.ptxas_checks && !found; i++) {
             auto &c = result.ranked[i];
-            c.ptxas = find_ptxas().empty() ? "skipped (no ptxas)" : check_with_ptxas(r, make_schedule(c.params, target), target);
+            c.ptxas = find_ptxas().empty() ? "skipped (no ptxas)" : check_with_ptxas(r, make_schedule(c.params, target));
             if (c.ptxas.rfind("ok", 0) == 0 || c.ptxas.rfind("skipped", 0) == 0) {
                 winner = i;
                 found = true;
@@ -144,12 +139,7 @@ TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
                 budget++;
             }
         }
-        MeasureTask task;
-        task.graph_text = r.graph_text;
-        task.graph_name = r.graph_name;
-        task.group = r.group.name;
-        task.symbols = r.symbols;
-        task.target = r.target;
+        MeasureTask task = make_measure_task(*r.graph, r.group, r.symbols, r.target.to_string());
         task.repeats = params_.repeats;
         task.warmup = params_.warmup;
         task.timeout_seconds = params_.timeout_seconds;

@@ -25,7 +25,9 @@
 #include "autoscheduler/Pruning.h"
 #include "autoscheduler/TuningDatabase.h"
 #include "dsl/ir/Graph.h"
-#include "lowering/LowerToHalide.h"
+#include "dsl/passes/Fusion.h"
+
+#include <Halide.h>
 
 #include <optional>
 #include <ostream>
@@ -46,16 +48,14 @@ struct TunerParams {
     std::map<std::string, double> class_rank_correlation;  ///< filled by coverage runs
 };
 
-/** What to tune: one group of a graph (for lowering and measurement) at one workload. */
+/** What to tune: one planned group of a graph at one workload. The group itself travels to
+ * the measuring child (MeasureTask), which lowers exactly it. */
 struct TuneRequest {
-    const dsl::Graph *graph = nullptr;
-    lower::GroupSpec group;
-    std::string graph_text, graph_name;  ///< for the measuring child
-    std::string group_hash;              ///< structural_hash of the group (TuningKey)
+    const dsl::Graph *graph = nullptr;   ///< the graph `group` was planned on (its mode is the key's)
+    dsl::FusionGroup group;
     std::map<std::string, int64_t> symbols;
-    Workload workload;
-    std::string target = "host";
-    std::string numeric_mode = "strict";
+    Workload workload;                   ///< M, K, N from group_extents at `symbols`, plus epilogue cost
+    Halide::Target target;
 };
 
 struct RankedCandidate {

@@ -1,6 +1,7 @@
 // tessel_bench: Tessel's CPU library schedule against OpenBLAS + a separate bias/GELU pass,
 // on the shape suite in bench/shapes.txt, with the machine's FMA peak and STREAM bandwidth
-// measured in the same run.
+// measured in the same run. Tessel's rows time the running example's graph compiled through
+// the one path (driver/GeluLayer.h -> CompiledKernel): the kernel `tessel compile` ships.
 //
 // Map: parse_options (our flags; the rest go to Google Benchmark, with 3 randomly
 // interleaved repetitions by default) -> register_probes (FMA peak, STREAM triad, as
@@ -13,9 +14,10 @@
 #include "baselines/GeluReference.h"
 #include "bench/MachineProbes.h"
 #include "bench/Suite.h"
-#include "driver/GeluKernel.h"
-#include "driver/Random.h"
+#include "driver/GeluLayer.h"
 #include "schedules/Library.h"
+#include "support/Random.h"
+#include "support/Statistics.h"
 #include "schedules/ScheduleJson.h"
 
 #include <benchmark/benchmark.h>
@@ -106,12 +108,6 @@ std::map<std::string, std::vector<double>> g_samples;
 
 /** Smallest sample, NaN when a filter left the benchmark out. */
 double fastest(const std::vector<double> &v) { return v.empty() ? NAN : *std::min_element(v.begin(), v.end()); }
-
-double median(std::vector<double> v) {
-    if (v.empty()) return NAN;
-    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-    return v[v.size() / 2];
-}
 
 /** The machine's limits, from the probe benchmarks run interleaved with the kernels. */
 struct Machine {
@@ -241,8 +237,8 @@ void register_paired(ShapeData *d, const Options &o, CacheFlusher *flusher, cons
 
 struct Kernels {
     // One JIT kernel per GELU epilogue variant, all from the same library schedule.
-    std::unique_ptr<GeluKernel> tanh_fast, tanh_strict, erf;
-    std::unique_ptr<GeluKernel> baseline;  ///< --baseline, tanh fast (null when not asked for)
+    std::unique_ptr<GeluLayer> tanh_fast, tanh_strict, erf;
+    std::unique_ptr<GeluLayer> baseline;  ///< --baseline, tanh fast (null when not asked for)
 };
 
 std::string tessel_name(const BenchShape &s, const std::string &schedule, const std::string &epilogue) {
@@ -283,7 +279,7 @@ std::vector<ErrorRow> measure_errors(ShapeData &d, const Kernels &k) {
     for (int i = 0; i < n; i++) wv(i, 0) = -8.0f + 16.0f * i / (n - 1);
     struct Epilogue {
         const char *what;
-        GeluKernel *kernel;
+        GeluLayer *kernel;
         GeluForm form;
     };
     for (const Epilogue &e : {Epilogue{"epilogue only: tessel tanh strict", k.tanh_strict.get(), GeluForm::Tanh},
@@ -423,24 +419,25 @@ int run(int argc, char **argv) {
         return 0;
     }
     Kernels k;
-    k.tanh_fast = std::make_unique<GeluKernel>(schedule, GeluForm::Tanh, NumericMode::Fast, target);
-    k.tanh_strict = std::make_unique<GeluKernel>(schedule, GeluForm::Tanh, NumericMode::Strict, target);
-    k.erf = std::make_unique<GeluKernel>(schedule, GeluForm::Erf, NumericMode::Fast, target);
+    using dsl::NumericMode;
+    k.tanh_fast = std::make_unique<GeluLayer>(GeluForm::Tanh, NumericMode::Fast, schedule, target);
+    k.tanh_strict = std::make_unique<GeluLayer>(GeluForm::Tanh, NumericMode::Strict, schedule, target);
+    k.erf = std::make_unique<GeluLayer>(GeluForm::Erf, NumericMode::Fast, schedule, target);
     if (!o.baseline.empty())
-        k.baseline = std::make_unique<GeluKernel>(sched::resolve_schedule(o.baseline, target), GeluForm::Tanh, NumericMode::Fast, target);
+        k.baseline = std::make_unique<GeluLayer>(GeluForm::Tanh, NumericMode::Fast, sched::resolve_schedule(o.baseline, target), target);
 
     // JIT compile time of every CPU library schedule, as a benchmark so it lands in the JSON.
     std::map<std::string, double> compile_seconds;
     for (const auto &entry : sched::schedule_library()) {
-        if (entry.group != "matmul+epilogue") continue;
+        if (entry.group != dsl::GroupKind::MatmulEpilogue) continue;
         if (entry.device != sched::Device::Cpu) continue;
         const std::string name = "compile/" + entry.name;
         benchmark::RegisterBenchmark(name.c_str(), [=, &compile_seconds](benchmark::State &state) {
             for (auto _ : state) {
-                GeluKernel kernel(entry.make(target), GeluForm::Tanh, NumericMode::Fast, target);
-                state.SetIterationTime(kernel.compile_seconds());
-                compile_seconds[entry.name] = kernel.compile_seconds();
-                state.counters["variants"] = (double)kernel.schedule().variants.size() + 1;
+                const GeluLayer layer(GeluForm::Tanh, dsl::NumericMode::Fast, entry.build(target), target);
+                state.SetIterationTime(layer.kernel().compile_seconds());
+                compile_seconds[entry.name] = layer.kernel().compile_seconds();
+                state.counters["variants"] = (double)layer.kernel().variants().size();
             }
         })->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
     }
@@ -463,11 +460,11 @@ int run(int argc, char **argv) {
         }
         if (s.name == o.error_shape) errors = measure_errors(*d, k), error_shape = s.name + " (" + s.dims() + ")";
 
-        GeluKernel *fast = k.tanh_fast.get();
+        GeluLayer *fast = k.tanh_fast.get();
         Timed timed;
         timed.push_back({tessel_name(s, o.schedule, "tanh_fast"), [=] { fast->run(d->x, d->w, d->bias, d->y); }});
         if (k.baseline) {
-            GeluKernel *base = k.baseline.get();
+            GeluLayer *base = k.baseline.get();
             base->run(d->x, d->w, d->bias, y_blas);
             const ErrorStats eb = compare(d->y.data(), y_blas.data(), (size_t)s.M * s.N);
             if (!(eb.max_rel <= 1e-3)) {
@@ -488,7 +485,7 @@ int run(int argc, char **argv) {
             for (const auto &[name, fn] : timed) register_timed(name, d, o, &flusher, fn);
         }
         if (s.name == o.mode_shape) {
-            GeluKernel *strict = k.tanh_strict.get(), *erf = k.erf.get();
+            GeluLayer *strict = k.tanh_strict.get(), *erf = k.erf.get();
             register_timed(tessel_name(s, o.schedule, "tanh_strict"), d, o, &flusher,
                            [=] { strict->run(d->x, d->w, d->bias, d->y); });
             register_timed(tessel_name(s, o.schedule, "erf"), d, o, &flusher,

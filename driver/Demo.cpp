@@ -3,15 +3,14 @@
 #include "baselines/GeluReference.h"
 #include "codegen/Compile.h"
 #include "codegen/Ptxas.h"
-#include "driver/GeluKernel.h"
-#include "driver/PtxReport.h"
-#include "driver/Random.h"
-#include "driver/Timing.h"
+#include "driver/GeluLayer.h"
 #include "driver/Tune.h"
-#include "dsl/Simplify.h"
-#include "dsl/passes/Fusion.h"
-#include "schedules/ScheduleJson.h"
 #include "schedules/Library.h"
+#include "support/Random.h"
+#include "support/Statistics.h"
+
+#include "algorithms/GeluMlp.h"
+#include "dsl/Simplify.h"
 
 #include <cmath>
 #include <iomanip>
@@ -25,9 +24,8 @@ namespace {
 /** The CPU schedule: a library name, a JSON file, or "auto" (database hit / autoscheduler). */
 sched::ScheduleSpec demo_schedule(const DemoOptions &o, const Halide::Target &target, std::ostream &out) {
     if (o.cpu_schedule == "auto") {
-        const std::string text = gelu_mlp_graph_text(o.form == GeluForm::Tanh, o.mode == NumericMode::Fast);
-        const dsl::Graph g = dsl::simplify_text(text, "<demo>").graph;
-        const auto r = autoschedule_group(g, text, "<demo>", dsl::plan_fusion(g).groups.at(0).name, o.db, o.target,
+        const dsl::Graph g = dsl::simplify_graph(gelu_mlp_layer(o.form == GeluForm::Tanh, o.mode)).graph;
+        const auto r = autoschedule_group(g, gelu_layer_group(g, target), o.db, target,
                                           {{"M", o.M}, {"K", o.K}, {"N", o.N}}, o.tune, &out);
         if (r) return r->schedule;
     }
@@ -40,11 +38,11 @@ int run_demo(const DemoOptions &o, std::ostream &out) {
     const Halide::Target target = parse_target(o.target);
     const sched::ScheduleSpec schedule = demo_schedule(o, target, out);
     out << "Tessel demo: y = gelu_" << to_string(o.form) << "(x @ w + bias), M=" << o.M << " K=" << o.K << " N=" << o.N
-        << ", numeric mode " << to_string(o.mode) << "\n"
+        << ", numeric mode " << dsl::to_string(o.mode) << "\n"
         << "target " << target.to_string() << ", schedule " << schedule.name << "\n";
 
-    GeluKernel kernel(schedule, o.form, o.mode, target);
-    out << std::fixed << std::setprecision(3) << "  JIT compile: " << kernel.compile_seconds() * 1e3 << " ms\n";
+    const GeluLayer kernel(o.form, o.mode, schedule, target);
+    out << std::fixed << std::setprecision(3) << "  JIT compile: " << kernel.kernel().compile_seconds() * 1e3 << " ms\n";
 
     Buffer<float> x(o.K, o.M), w(o.N, o.K), bias(o.N), y(o.N, o.M), y_blas(o.N, o.M);
     fill_uniform(x, 1), fill_uniform(w, 2), fill_uniform(bias, 3);
@@ -79,7 +77,10 @@ int run_demo(const DemoOptions &o, std::ostream &out) {
             out << "CUDA: skipped (ptxas not found; install the CUDA toolkit)\n";
         } else {
             // Every guarded variant of the CUDA schedule, compiled ahead of time and assembled.
-            const PtxScheduleReport r = ptx_report(o.cuda_schedule, "sm_90", o.form, o.mode);
+            const Halide::Target cuda = parse_target("host-cuda");
+            const GeluLayer layer(o.form, o.mode, sched::library_schedule(o.cuda_schedule, cuda), cuda,
+                                  KernelBackend::AheadOfTime);
+            const PtxScheduleReport r = layer.kernel().ptx_report("sm_90");
             cuda_ok = r.within_limits();
             out << "CUDA (ahead of time, host-cuda): " << r.to_string();
         }

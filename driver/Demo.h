@@ -1,11 +1,14 @@
 /** \file
- * `tessel demo`: compiles GELU(x @ w + bias) with a CPU library schedule, runs it on random
- * inputs, checks it against the float64 reference and OpenBLAS, and times it; with the CUDA
- * toolkit present it also generates the CUDA variant's PTX and assembles it for sm_90.
+ * `tessel demo`: compiles GELU(x @ w + bias) — the graph of algorithms/GeluMlp.h through the one
+ * path (driver/GeluLayer.h), as `tessel compile` would ship it — with the tuning database's or the
+ * autoscheduler's schedule (or a named one), runs it on random inputs, checks it against the
+ * float64 reference and OpenBLAS, and times it; with the CUDA toolkit present it also compiles
+ * the CUDA schedule ahead of time and assembles every variant's PTX for sm_90.
  */
 #pragma once
 
-#include "algorithms/Gelu.h"
+#include "baselines/GeluReference.h"
+#include "dsl/ir/Graph.h"
 
 #include <ostream>
 #include <string>
@@ -15,7 +18,7 @@ namespace tessel {
 struct DemoOptions {
     int M = 512, K = 1024, N = 4096;
     GeluForm form = GeluForm::Tanh;
-    NumericMode mode = NumericMode::Strict;
+    dsl::NumericMode mode = dsl::NumericMode::Strict;
     std::string target = "host";
     /** "auto": a tuning-database hit for this shape, else the autoscheduler's model pick
      * (`tune`: measured); or a library schedule name, or a .json schedule file. */

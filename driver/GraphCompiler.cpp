@@ -3,16 +3,18 @@
 #include "codegen/Compile.h"
 #include "codegen/Ptxas.h"
 #include "driver/TextFile.h"
-#include "driver/Timing.h"
 #include "driver/Tune.h"
 #include "dsl/Simplify.h"
 #include "dsl/interp/Interpreter.h"
 #include "dsl/ir/Diagnostics.h"
 #include "dsl/ir/Printer.h"
 #include "dsl/passes/Fusion.h"
-#include "lowering/GraphProgram.h"
+#include "lowering/CompiledGraph.h"
+#include "lowering/ScheduleGroup.h"
 #include "schedules/Library.h"
 #include "schedules/ScheduleJson.h"
+#include "support/ErrorStats.h"
+#include "support/Statistics.h"
 
 #include <cmath>
 #include <filesystem>
@@ -33,17 +35,12 @@ namespace {
 struct PlannedGraph {
     dsl::Graph graph;
     dsl::FusionPlan plan;
-    std::vector<lower::GroupSpec> groups;
 };
 
 PlannedGraph plan_graph(const std::string &file, const Halide::Target &target,
                         const std::map<std::string, int64_t> &symbols) {
-    PlannedGraph p{dsl::simplify_file(file).graph, {}, {}};
-    dsl::FusionOptions fo;
-    fo.target = target.has_gpu_feature() ? dsl::TargetResources::cuda_sm90() : dsl::TargetResources::host();
-    fo.symbol_sizes = symbols;
-    p.plan = dsl::plan_fusion(p.graph, fo);
-    for (const auto &g : p.plan.groups) p.groups.push_back({g.name, g.nodes, g.outputs});
+    PlannedGraph p{dsl::simplify_file(file).graph, {}};
+    p.plan = dsl::plan_fusion(p.graph, lower::fusion_options(target, symbols));
     return p;
 }
 
@@ -51,7 +48,7 @@ PlannedGraph plan_graph(const std::string &file, const Halide::Target &target,
  * autoscheduler when every size is known, else the library default for the device. */
 struct AutoSchedule {
     const dsl::Graph *graph;
-    std::string graph_text, graph_name, db;
+    std::string db;
     std::map<std::string, int64_t> symbols;
     bool tune = false;
     std::ostream *log = nullptr;
@@ -60,7 +57,7 @@ struct AutoSchedule {
 /** --schedule NAME|FILE.json for groups of the kind it is for, the library default for every
  * other group; without it, `autos` (when given) for matmul+epilogue groups, else the library
  * default. */
-lower::ScheduleChooser make_chooser(const std::string &schedule, const Halide::Target &target,
+ScheduleChooser make_chooser(const std::string &schedule, const Halide::Target &target,
                                     std::optional<AutoSchedule> autos = std::nullopt) {
     const sched::Device device = target.has_gpu_feature() ? sched::Device::Cuda : sched::Device::Cpu;
     std::optional<sched::GroupScheduleChoice> user;
@@ -70,11 +67,11 @@ lower::ScheduleChooser make_chooser(const std::string &schedule, const Halide::T
             throw std::invalid_argument("schedule '" + schedule + "' is for " + sched::to_string(user->device) +
                                         " but target " + target.to_string() + " is " + sched::to_string(device));
     }
-    return [user, device, target, autos](const lower::LoweredGroup &g) -> std::optional<sched::ScheduleSpec> {
+    return [user, device, target, autos](const dsl::FusionGroup &fg,
+                                         const lower::LoweredGroup &g) -> std::optional<sched::ScheduleSpec> {
         if (user && g.kind == user->group) return user->for_group(lower::group_shape(g), target);
-        if (!user && autos && g.kind == "matmul+epilogue") {
-            auto r = autoschedule_group(*autos->graph, autos->graph_text, autos->graph_name, g.name, autos->db,
-                                        target.to_string(), autos->symbols, autos->tune, autos->log);
+        if (!user && autos && g.kind == dsl::GroupKind::MatmulEpilogue) {
+            auto r = autoschedule_group(*autos->graph, fg, autos->db, target, autos->symbols, autos->tune, autos->log);
             if (r) {
                 sched::ScheduleSpec s = r->schedule;
                 s.name += " [" + r->source + "]";
@@ -87,10 +84,11 @@ lower::ScheduleChooser make_chooser(const std::string &schedule, const Halide::T
     };
 }
 
-void print_groups(const lower::GraphProgram &program, std::ostream &out) {
+void print_groups(const CompiledGraph &program, std::ostream &out) {
     for (const auto &cg : program.groups()) {
-        out << "group " << cg.spec.name << " [" << cg.lowered().kind << "]: " << cg.schedule_note;
-        if (!cg.schedule.variants.empty()) out << " (" << cg.schedule.variants.size() << " guarded variants + fallback)";
+        const CompiledKernel &k = *cg.kernel;
+        out << "group " << k.group().name << " [" << dsl::to_string(k.group().kind) << "]: " << cg.schedule_note;
+        if (!k.schedule().variants.empty()) out << " (" << k.schedule().variants.size() << " guarded variants + fallback)";
         out << "\n";
     }
 }
@@ -121,39 +119,41 @@ int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
         }
     }
 
-    const AutoSchedule autos{&p.graph, read_text_file(o.file), o.file, o.db, o.symbols, o.tune, &out};
-    lower::GraphProgram program(p.graph, p.groups, target, make_chooser(o.schedule, target, autos), /*jit=*/false);
+    const AutoSchedule autos{&p.graph, o.db, o.symbols, o.tune, &out};
+    const CompiledGraph program(p.graph, p.plan, target, make_chooser(o.schedule, target, autos),
+                                KernelBackend::AheadOfTime);
     print_groups(program, out);
+    std::set<AotOutput> outs;
+    if (o.emit.count("lib")) outs.insert({AotOutput::StaticLibrary, AotOutput::Header});
+    if (o.emit.count("obj")) outs.insert(AotOutput::Object);
+    if (o.emit.count("asm")) outs.insert(AotOutput::Assembly);
+    if (o.emit.count("stmt")) outs.insert(AotOutput::Stmt);
+    if (o.emit.count("html")) outs.insert(AotOutput::StmtHtml);
+    if (cuda && o.emit.count("ptx")) outs.insert(AotOutput::Ptx);
+    if (o.emit.count("ptx-report") && !cuda)
+        throw std::invalid_argument("--emit ptx-report needs a CUDA target (e.g. --target host-cuda)");
+    bool ptx_ok = true;
     for (const auto &cg : program.groups()) {
-        for (size_t v = 0; v < cg.variants.size(); v++) {
-            const auto &lg = cg.variants[v];
-            const bool fallback = v + 1 == cg.variants.size();
-            const std::string fn = fallback ? cg.spec.name : cg.spec.name + "_v" + std::to_string(v + 1);
-            std::set<AotOutput> outs;
-            if (o.emit.count("lib")) outs.insert({AotOutput::StaticLibrary, AotOutput::Header});
-            if (o.emit.count("obj")) outs.insert(AotOutput::Object);
-            if (o.emit.count("asm")) outs.insert(AotOutput::Assembly);
-            if (o.emit.count("stmt")) outs.insert(AotOutput::Stmt);
-            if (o.emit.count("html")) outs.insert(AotOutput::StmtHtml);
-            if (cuda && (o.emit.count("ptx") || o.emit.count("ptx-report"))) outs.insert(AotOutput::Ptx);
-            for (const auto &f : compile_aot(lg.pipeline(), lg.arguments(), target, fn, o.out_dir, outs))
-                out << "wrote " << f.string() << "\n";
-            if (o.emit.count("ptx-report")) {
-                if (!cuda) throw std::invalid_argument("--emit ptx-report needs a CUDA target (e.g. --target host-cuda)");
-                if (find_ptxas().empty()) {
-                    out << "ptx-report: skipped (ptxas not found)\n";
-                    continue;
-                }
-                const PtxasReport r = assemble_ptx(read_text_file((fs::path(o.out_dir) / (fn + ".ptx")).string()), "sm_90");
-                out << fn << ": " << r.to_string();
-                if (!r.ok || r.has_spills()) return 1;
-            }
+        const CompiledKernel &k = *cg.kernel;
+        for (const auto &f : k.write_files(o.out_dir, k.group().name, outs)) out << "wrote " << f.string() << "\n";
+        if (k.variants().size() > 1 && o.emit.count("lib")) {
+            out << "note: " << k.group().name << " dispatches by guard; a caller picks the first that holds:\n";
+            for (size_t v = 0; v + 1 < k.variants().size(); v++)
+                out << "  " << k.group().name << "_v" << v + 1 << ": " << k.variants()[v].label << "\n";
+            out << "  " << k.group().name << ": fallback (any shape)\n";
         }
-        if (cg.variants.size() > 1 && o.emit.count("lib"))
-            out << "note: " << cg.spec.name << "_v<i> are the guarded variants of " << cg.spec.name
-                << "; a caller picks one by the guards printed with the schedule\n";
+        if (o.emit.count("ptx-report")) {
+            if (find_ptxas().empty()) {
+                out << "ptx-report: skipped (ptxas not found)\n";
+                continue;
+            }
+            const PtxScheduleReport r = k.ptx_report("sm_90");
+            out << k.group().name << ": " << r.to_string();
+            for (const auto &v : r.violations()) out << "  violation: " << v << "\n";
+            ptx_ok = ptx_ok && r.within_limits();
+        }
     }
-    return 0;
+    return ptx_ok ? 0 : 1;
 }
 
 int run_graph(const GraphRunOptions &o, std::ostream &out) {
@@ -173,8 +173,8 @@ int run_graph(const GraphRunOptions &o, std::ostream &out) {
     ro.default_symbol_size = 64;
     const dsl::RunResult ref = dsl::interpret(p.graph, {}, ro);
 
-    const AutoSchedule autos{&p.graph, read_text_file(o.file), o.file, o.db, ref.symbols, o.tune, &out};
-    lower::GraphProgram program(p.graph, p.groups, target, make_chooser(o.schedule, target, autos));
+    const AutoSchedule autos{&p.graph, o.db, ref.symbols, o.tune, &out};
+    const CompiledGraph program(p.graph, p.plan, target, make_chooser(o.schedule, target, autos));
     out << "graph " << p.graph.name << ": " << program.groups().size() << " fused group(s); symbols";
     for (const auto &[s, v] : ref.symbols) out << " " << s << "=" << v;
     out << "\n";
@@ -182,12 +182,7 @@ int run_graph(const GraphRunOptions &o, std::ostream &out) {
     const auto got = program.run(ref.inputs, ref.symbols);
     bool ok = true;
     for (size_t i = 0; i < got.size(); i++) {
-        double worst = 0;
-        for (int64_t j = 0; j < got[i].numel(); j++) {
-            const double a = got[i].data[j], b = ref.outputs[i].data[j];
-            const double d = std::fabs(a - b) / (1 + std::fabs(b));
-            worst = std::isnan(d) ? (std::isnan(a) && std::isnan(b) ? worst : INFINITY) : std::max(worst, d);
-        }
+        const double worst = compare(got[i].data.data(), ref.outputs[i].data.data(), (size_t)got[i].numel()).max_rel;
         const bool match = worst <= o.tolerance;
         ok = ok && match;
         out << "output " << p.graph.display_name(p.graph.outputs[i]) << " " << dsl::print_type(p.graph, p.graph.node(p.graph.outputs[i]).type)

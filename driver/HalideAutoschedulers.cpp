@@ -1,17 +1,19 @@
 // HalideAutoschedulers.cpp
 //   halide_plugin_directory / load_halide_autoscheduler   find and dlopen the wheel's plugins
-//   schedule_gelu_with_halide                             estimates, apply_autoscheduler, JIT
-//   benchmark_gelu_contenders / compare_autoschedulers    same inputs, same timing, one table
-#include "autoscheduler/HalideAutoschedulers.h"
+//   schedule_group_with_halide                            estimates, apply_autoscheduler, JIT
+//   benchmark_contenders / compare_autoschedulers         same inputs, same timing, one table
+#include "driver/HalideAutoschedulers.h"
 
-#include <functional>
-
-#include "baselines/GeluReference.h"
 #include "codegen/Compile.h"
-#include "driver/GeluKernel.h"
-#include "driver/Random.h"
-#include "driver/Timing.h"
+#include "dsl/passes/GroupExtents.h"
+#include "lowering/CompiledGraph.h"
+#include "lowering/CompiledKernel.h"
+#include "lowering/LowerToHalide.h"
+#include "lowering/ScheduleGroup.h"
 #include "schedules/Library.h"
+#include "support/ErrorStats.h"
+#include "support/Random.h"
+#include "support/Statistics.h"
 
 #include <HalideBuffer.h>
 
@@ -20,9 +22,9 @@
 #include <chrono>
 #include <dlfcn.h>
 #include <filesystem>
+#include <functional>
 #include <iomanip>
 #include <mutex>
-#include <set>
 #include <sstream>
 #include <thread>
 
@@ -43,45 +45,60 @@ std::string lower(std::string s) {
 
 bool gpu_only(const std::string &name) { return name == "Anderson2021"; }
 
-/** Shared inputs of one shape, filled once (seed 1, 2, 3 for x, w, bias). */
-struct Inputs {
-    Buffer<float> x, w, bias;
-    explicit Inputs(const GemmShape &s) : x(s.K, s.M), w(s.N, s.K), bias(s.N) {
-        fill_uniform(x, 1);
-        fill_uniform(w, 2);
-        fill_uniform(bias, 3);
+/** Buffers of one shape in CompiledKernel::arguments() order; inputs filled once (seed 1, 2...). */
+struct Buffers {
+    std::vector<Buffer<float>> all;
+    std::vector<size_t> outputs;  ///< positions of the outputs in `all`
+    Buffers(const CompiledKernel &k, const dsl::Graph &g, const Symbols &symbols) {
+        uint32_t seed = 1;
+        for (const auto &a : k.arguments()) {
+            std::vector<int64_t> shape = concrete_shape(g, a.value, symbols);
+            std::vector<int> sizes(shape.rbegin(), shape.rend());
+            if (sizes.empty()) sizes.push_back(1);
+            all.emplace_back(sizes);
+            if (a.is_output) outputs.push_back(all.size() - 1);
+            else fill_uniform(all.back(), seed++);
+        }
+    }
+    std::vector<halide_buffer_t *> raw() {
+        std::vector<halide_buffer_t *> r;
+        for (auto &b : all) r.push_back(b.raw_buffer());
+        return r;
+    }
+    std::vector<std::vector<float>> output_values() const {
+        std::vector<std::vector<float>> v;
+        for (size_t i : outputs) v.emplace_back(all[i].data(), all[i].data() + all[i].number_of_elements());
+        return v;
     }
 };
 
-/** Largest relative error over `rows` evenly spread rows of y against the float64 reference. */
-double sampled_error(const Inputs &in, const Buffer<float> &y, const GemmShape &s, GeluForm form, int rows) {
-    double worst = 0;
-    const int n = std::max(1, std::min(rows, s.M));
-    std::set<int> picked;
-    for (int i = 0; i < n; i++) picked.insert(n == 1 ? 0 : (int)((long long)i * (s.M - 1) / (n - 1)));
-    for (int r : picked) {
-        const std::vector<double> want = gelu_mlp_reference(in.x.data() + (size_t)r * s.K, in.w.data(), in.bias.data(),
-                                                            1, s.K, s.N, form);
-        worst = std::max(worst, compare(y.data() + (size_t)r * s.N, want.data(), want.size()).max_rel);
-    }
-    return worst;
+std::string shape_text(const dsl::GroupExtents &e, const Symbols &symbols) {
+    std::string s;
+    const auto c = e.concrete(symbols);
+    for (const char *n : {"M", "K", "N"})
+        if (c && c->count(n)) s += (s.empty() ? "" : " ") + std::string(n) + "=" + std::to_string(c->at(n));
+    return s;
 }
 
-/** Times `run` (returns a Halide status) and verifies y; fills the timing fields of `r`. */
+/** Times `run` (returns 0 on success) and checks the outputs against `want`; fills `r`. */
 template <typename Run>
-void time_and_verify(ContenderResult &r, Run run, const Inputs &in, Buffer<float> &y, const CompareOptions &o) {
+void time_and_verify(ContenderResult &r, Run run, Buffers &b, const std::vector<std::vector<float>> &want,
+                     double flops, const CompareOptions &o) {
     int rc = 0;
-    const double sec = median_seconds([&] { rc = rc ? rc : run(); }, o.repeats);
+    std::string error;
+    const double sec = median_seconds([&] { rc = rc ? rc : run(&error); }, o.repeats);
     if (rc != 0) {
         r.ok = false;
-        r.message = "run failed: " + last_halide_error();
+        r.message = "run failed: " + error;
         return;
     }
     r.median_ms = sec * 1e3;
-    r.gflops = 2.0 * r.shape.M * r.shape.K * r.shape.N / sec * 1e-9;
-    r.max_rel_error = sampled_error(in, y, r.shape, o.form, o.verify_rows);
+    r.gflops = flops / sec * 1e-9;
+    const auto got = b.output_values();
+    for (size_t i = 0; i < got.size(); i++)
+        r.max_rel_error = std::max(r.max_rel_error, compare(got[i].data(), want[i].data(), got[i].size()).max_rel);
     r.ok = r.max_rel_error < 1e-3;
-    if (!r.ok) r.message = "wrong result: max relative error " + std::to_string(r.max_rel_error);
+    if (!r.ok) r.message = "wrong result: max relative error " + std::to_string(r.max_rel_error) + " vs the reference kernel";
 }
 
 }  // namespace
@@ -121,10 +138,11 @@ std::string load_halide_autoscheduler(const std::string &name) {
     return result;
 }
 
-HalideScheduledGelu schedule_gelu_with_halide(const std::string &autoscheduler, const GemmShape &shape,
-                                              const Halide::Target &target, GeluForm form, NumericMode mode,
-                                              const std::map<std::string, std::string> &extra) {
-    HalideScheduledGelu r;
+HalideScheduledGroup schedule_group_with_halide(const std::string &autoscheduler, const dsl::Graph &g,
+                                                const dsl::FusionGroup &group, const Symbols &symbols,
+                                                const Halide::Target &target,
+                                                const std::map<std::string, std::string> &extra) {
+    HalideScheduledGroup r;
     r.autoscheduler = autoscheduler;
     if (gpu_only(autoscheduler) && !target.has_gpu_feature()) {
         r.message = autoscheduler + " schedules GPUs only; target " + target.to_string() + " has no GPU feature";
@@ -135,24 +153,27 @@ HalideScheduledGelu schedule_gelu_with_halide(const std::string &autoscheduler, 
         return r;
     }
     try {
-        GeluMlp alg = define_gelu_mlp(form, mode);
-        alg.x.dim(0).set_estimate(0, shape.K);
-        alg.x.dim(1).set_estimate(0, shape.M);
-        alg.w.dim(0).set_estimate(0, shape.N);
-        alg.w.dim(1).set_estimate(0, shape.K);
-        alg.bias.dim(0).set_estimate(0, shape.N);
-        alg.y.set_estimates({{0, shape.N}, {0, shape.M}});
+        lower::LoweredGroup lg = lower::lower_group(g, group);
+        for (size_t i = 0; i < lg.inputs.size(); i++) {
+            const auto shape = concrete_shape(g, lg.input_values[i], symbols);
+            for (size_t a = 0; a < shape.size(); a++) lg.inputs[i].dim((int)(shape.size() - 1 - a)).set_estimate(0, (int)shape[a]);
+        }
+        for (size_t i = 0; i < lg.outputs.size(); i++) {
+            const auto shape = concrete_shape(g, lg.output_values[i], symbols);
+            Halide::Region est;
+            for (auto it = shape.rbegin(); it != shape.rend(); ++it) est.push_back({0, (int)*it});
+            lg.outputs[i].set_estimates(est);
+        }
         std::map<std::string, std::string> params = {
             {"parallelism", std::to_string(std::max(1u, std::thread::hardware_concurrency()))}};
         for (const auto &[k, v] : extra) params[k] = v;
-        Halide::Pipeline p(alg.y);
+        Halide::Pipeline p = lg.pipeline();
         auto t0 = Clock::now();
         Halide::AutoSchedulerResults results = p.apply_autoscheduler(target, {autoscheduler, params});
         r.search_seconds = seconds_since(t0);
         r.schedule_source = results.schedule_source;
         t0 = Clock::now();
-        JitKernel k = compile_jit(alg.y, alg.arguments(), target, "gelu_mlp_" + lower(autoscheduler));
-        r.callable = k.callable;
+        r.callable = compile_jit(p, lg.arguments(), target, group.name + "_" + lower(autoscheduler)).callable;
         r.compile_seconds = seconds_since(t0);
         r.ok = true;
     } catch (const Halide::Error &e) {
@@ -163,50 +184,73 @@ HalideScheduledGelu schedule_gelu_with_halide(const std::string &autoscheduler, 
     return r;
 }
 
-std::vector<ContenderResult> benchmark_gelu_contenders(const GemmShape &shape, const CompareOptions &o) {
-    const Halide::Target target = parse_target(o.target);
-    const Inputs in(shape);
+std::vector<ContenderResult> benchmark_contenders(const dsl::Graph &g, const dsl::FusionGroup &group,
+                                                  const Symbols &symbols, const CompareOptions &o) {
+    const Halide::Target &target = o.target;
+    // The reference: the group's default library schedule, compiled as shipped.
+    const lower::LoweredGroup probe = lower::lower_group(g, group);
+    const std::string default_name =
+        sched::default_library_schedule(group.kind, target.has_gpu_feature() ? sched::Device::Cuda : sched::Device::Cpu);
+    const CompiledKernel reference(g, group, lower::library_schedule_for(default_name, probe, target), target);
+    Buffers buffers(reference, g, symbols);
+    reference.run(buffers.raw());
+    const std::vector<std::vector<float>> want = buffers.output_values();
+    const dsl::GroupExtents extents = dsl::group_extents(g, group);
+    const auto e = extents.concrete(symbols);
+    const double flops = e && e->count("K") && e->count("M") && e->count("N")
+                             ? 2.0 * e->at("M") * e->at("K") * e->at("N") : 0.0;
+    const std::string shape = shape_text(extents, symbols);
+
     std::vector<ContenderResult> rows;
     for (const std::string &name : o.autoschedulers.empty() ? halide_autoscheduler_names() : o.autoschedulers) {
         ContenderResult r;
         r.name = name;
         r.shape = shape;
-        HalideScheduledGelu k = schedule_gelu_with_halide(name, shape, target, o.form, o.mode);
+        HalideScheduledGroup k = schedule_group_with_halide(name, g, group, symbols, target);
         r.search_seconds = k.search_seconds;
         r.compile_seconds = k.compile_seconds;
         r.message = k.message;
         if (k.ok) {
-            Buffer<float> y(shape.N, shape.M);
-            Inputs &mut = const_cast<Inputs &>(in);
-            time_and_verify(r, [&] { return k.callable(mut.x, mut.w, mut.bias, y); }, in, y, o);
+            std::vector<halide_buffer_t *> raw = buffers.raw();
+            Halide::JITUserContext context;
+            Halide::JITUserContext *context_ptr = &context;
+            std::vector<const void *> argv{&context_ptr};
+            for (halide_buffer_t *b : raw) argv.push_back(b);
+            time_and_verify(
+                r,
+                [&](std::string *error) {
+                    const int rc = k.callable.call_argv_fast((int)argv.size(), argv.data());
+                    if (rc) *error = last_halide_error();
+                    return rc;
+                },
+                buffers, want, flops, o);
         }
         rows.push_back(std::move(r));
     }
     std::vector<std::pair<std::string, std::function<sched::ScheduleSpec()>>> tessel;
     for (const std::string &name : o.tessel_schedules)
-        tessel.push_back({name, [&target, name] { return sched::library_schedule(name, target); }});
+        tessel.push_back({name, [&, name] { return lower::library_schedule_for(name, probe, target); }});
     for (const auto &[label, spec] : o.tessel_specs) tessel.push_back({label, [&spec] { return spec; }});
     for (const auto &[name, make] : tessel) {
         ContenderResult r;
         r.name = "tessel:" + name;
         r.shape = shape;
         try {
-            auto t0 = Clock::now();
-            GeluKernel kernel(make(), o.form, o.mode, target);
-            r.compile_seconds = seconds_since(t0);
-            Buffer<float> y(shape.N, shape.M);
-            Inputs &mut = const_cast<Inputs &>(in);
+            const CompiledKernel kernel(g, group, make(), target);
+            r.compile_seconds = kernel.compile_seconds();
+            const std::vector<halide_buffer_t *> raw = buffers.raw();
             time_and_verify(
                 r,
-                [&] {
+                [&](std::string *error) {
                     try {
-                        kernel.run(mut.x, mut.w, mut.bias, y);
+                        kernel.run(raw);
                         return 0;
-                    } catch (const CompileError &) {
+                    } catch (const CompileError &e) {
+                        *error = e.what();
                         return -1;
                     }
                 },
-                in, y, o);
+                buffers, want, flops, o);
         } catch (const std::exception &e) {
             r.message = e.what();
         }
@@ -215,30 +259,31 @@ std::vector<ContenderResult> benchmark_gelu_contenders(const GemmShape &shape, c
     return rows;
 }
 
-int compare_autoschedulers(const std::vector<GemmShape> &shapes, std::ostream &out, const CompareOptions &o) {
+int compare_autoschedulers(const dsl::Graph &g, const dsl::FusionGroup &group, const std::vector<Symbols> &shapes,
+                           std::ostream &out, const CompareOptions &o) {
     bool all_tessel = true, any_halide = false;
     std::vector<std::string> notes;
-    out << "GELU(x @ w + bias), " << to_string(o.form) << "/" << to_string(o.mode) << ", target "
-        << parse_target(o.target).to_string() << ", median of " << o.repeats << " runs\n";
-    out << std::left << std::setw(16) << "shape MxKxN" << std::setw(20) << "contender" << std::right
+    out << "group " << group.name << " (" << dsl::to_string(group.kind) << ") of graph " << g.name << ", numeric mode "
+        << (g.mode == dsl::NumericMode::Fast ? "fast" : "strict") << ", target " << o.target.to_string()
+        << ", median of " << o.repeats << " runs\n";
+    out << std::left << std::setw(24) << "shape" << std::setw(20) << "contender" << std::right
         << std::setw(10) << "search s" << std::setw(11) << "compile s" << std::setw(12) << "median ms"
         << std::setw(10) << "GFLOP/s" << std::setw(16) << "vs best Halide" << "\n";
-    for (const GemmShape &s : shapes) {
-        const std::vector<ContenderResult> rows = benchmark_gelu_contenders(s, o);
+    for (const Symbols &symbols : shapes) {
+        const std::vector<ContenderResult> rows = benchmark_contenders(g, group, symbols, o);
         double best_halide = 0;
         for (const auto &r : rows)
-            if (r.ok && r.name.rfind("tessel:", 0) != 0) best_halide = std::max(best_halide, r.gflops);
-        const std::string shape = std::to_string(s.M) + "x" + std::to_string(s.K) + "x" + std::to_string(s.N);
+            if (r.ok && r.name.rfind("tessel:", 0) != 0) best_halide = std::max(best_halide, 1.0 / r.median_ms);
         for (const auto &r : rows) {
             const bool tessel = r.name.rfind("tessel:", 0) == 0;
             if (tessel) all_tessel = all_tessel && r.ok;
             else any_halide = any_halide || r.ok;
-            out << std::left << std::setw(16) << shape << std::setw(20) << r.name << std::right << std::fixed;
+            out << std::left << std::setw(24) << r.shape << std::setw(20) << r.name << std::right << std::fixed;
             if (!r.ok) {
                 const bool skipped = r.message.find("GPUs only") != std::string::npos;
                 out << std::setw(10) << "-" << std::setw(11) << "-" << std::setw(12) << "-" << std::setw(10) << "-"
                     << std::setw(16) << (skipped ? "n/a" : "failed") << "\n";
-                notes.push_back(shape + " " + r.name + ": " + r.message);
+                notes.push_back(r.shape + " " + r.name + ": " + r.message);
                 continue;
             }
             std::ostringstream search;
@@ -246,7 +291,7 @@ int compare_autoschedulers(const std::vector<GemmShape> &shapes, std::ostream &o
             out << std::setw(10) << (tessel ? std::string("-") : search.str()) << std::setw(11) << std::setprecision(2)
                 << r.compile_seconds << std::setw(12) << std::setprecision(3) << r.median_ms << std::setw(10)
                 << std::setprecision(1) << r.gflops << std::setw(15) << std::setprecision(2)
-                << (best_halide > 0 ? r.gflops / best_halide : 0.0) << "x\n";
+                << (best_halide > 0 ? (1.0 / r.median_ms) / best_halide : 0.0) << "x\n";
         }
     }
     for (const auto &n : notes) out << "  note: " << n << "\n";

@@ -9,6 +9,8 @@
 #include "dsl/ir/Printer.h"
 #include "dsl/ir/TypeInference.h"
 #include "dsl/passes/Fusion.h"
+#include "dsl/passes/GroupExtents.h"
+#include "lowering/ScheduleGroup.h"
 #include "schedules/ScheduleJson.h"
 
 #include <fstream>
@@ -35,21 +37,16 @@ Workload parse_shape(const std::string &s) {
     return w;
 }
 
-/** The symbol names a group's M, K, N come from (empty when the dim is static). */
+/** The M, K, N dims of a 2-D matmul+epilogue group (its GroupExtents), or nullopt. */
 struct GroupDims {
     dsl::Dim M, K, N;
 };
 
-std::optional<GroupDims> group_dims(const dsl::Graph &g, const lower::GroupSpec &group) {
-    for (dsl::ValueId v : group.nodes) {
-        const dsl::Node &n = g.node(v);
-        if (n.op != dsl::Op::MatMul || n.type.rank() != 2) continue;
-        const dsl::Node &y = g.node(group.outputs.at(0));
-        if (y.type.rank() != 2) return std::nullopt;
-        return GroupDims{dsl::resolve_dim(g, y.type.dims[0]), dsl::resolve_dim(g, g.node(n.inputs[0]).type.dims[1]),
-                         dsl::resolve_dim(g, y.type.dims[1])};
-    }
-    return std::nullopt;
+std::optional<GroupDims> group_dims(const dsl::Graph &g, const dsl::FusionGroup &group) {
+    if (group.kind != dsl::GroupKind::MatmulEpilogue) return std::nullopt;
+    const dsl::GroupExtents e = dsl::group_extents(g, group);
+    if (!e.has("M") || !e.has("K") || !e.has("N")) return std::nullopt;
+    return GroupDims{e.extents.at("M").dim, e.extents.at("K").dim, e.extents.at("N").dim};
 }
 
 /** Binds the group's symbolic M, K, N to `w`; false when a static dim disagrees. */
@@ -76,19 +73,15 @@ bool bind_symbols(const GroupDims &d, const Workload &w, std::map<std::string, i
     return true;
 }
 
-autosched::TuneRequest make_request(const dsl::Graph &g, const dsl::FusionGroup &fg, const std::string &graph_text,
-                                    const std::string &graph_name, const std::map<std::string, int64_t> &symbols,
-                                    const Workload &w, const std::string &target) {
+autosched::TuneRequest make_request(const dsl::Graph &g, const dsl::FusionGroup &fg,
+                                    const std::map<std::string, int64_t> &symbols, const Workload &w,
+                                    const Halide::Target &target) {
     autosched::TuneRequest r;
     r.graph = &g;
-    r.group = {fg.name, fg.nodes, fg.outputs};
-    r.graph_text = graph_text;
-    r.graph_name = graph_name;
-    r.group_hash = autosched::structural_hash(g, fg);
+    r.group = fg;
     r.symbols = symbols;
     r.workload = w;
     r.target = target;
-    r.numeric_mode = g.mode == dsl::NumericMode::Fast ? "fast" : "strict";
     return r;
 }
 
@@ -113,18 +106,12 @@ void print_result(const autosched::TuneResult &r, const TuneOptions &o, std::ost
 
 }  // namespace
 
-std::optional<Workload> group_workload(const dsl::Graph &g, const lower::GroupSpec &group,
+std::optional<Workload> group_workload(const dsl::Graph &g, const dsl::FusionGroup &group,
                                        const std::map<std::string, int64_t> &symbols) {
-    auto d = group_dims(g, group);
-    if (!d) return std::nullopt;
-    auto size = [&](const dsl::Dim &dim) -> std::optional<int64_t> {
-        if (dim.is_static()) return dim.size;
-        if (dim.kind == dsl::Dim::Kind::Symbol && symbols.count(dim.symbol)) return symbols.at(dim.symbol);
-        return std::nullopt;
-    };
-    auto M = size(d->M), K = size(d->K), N = size(d->N);
-    if (!M || !K || !N) return std::nullopt;
-    Workload w{*M, *K, *N};
+    if (!group_dims(g, group)) return std::nullopt;
+    const auto e = dsl::group_extents(g, group).concrete(symbols);
+    if (!e) return std::nullopt;
+    Workload w{e->at("M"), e->at("K"), e->at("N")};
     autosched::add_epilogue_cost(g, group.nodes, w);
     return w;
 }
@@ -136,9 +123,7 @@ int run_tune(const TuneOptions &o, std::ostream &out) {
     const std::string text = read_text_file(o.file);
     const dsl::Graph g = dsl::simplify_text(text, o.file).graph;
     const Halide::Target target = parse_target(o.target);
-    dsl::FusionOptions fo;
-    fo.target = target.has_gpu_feature() ? dsl::TargetResources::cuda_sm90() : dsl::TargetResources::host();
-    const dsl::FusionPlan plan = dsl::plan_fusion(g, fo);
+    const dsl::FusionPlan plan = dsl::plan_fusion(g, lower::fusion_options(target));
 
     const autosched::TargetModel tm = autosched::TargetModel::for_target(target);
     autosched::AnalyticalCostModel model(tm);
@@ -158,9 +143,8 @@ int run_tune(const TuneOptions &o, std::ostream &out) {
     std::vector<Workload> workloads;
     int failures = 0;
     for (const auto &fg : plan.groups) {
-        if (fg.kind != "matmul+epilogue") continue;
-        const lower::GroupSpec spec{fg.name, fg.nodes, fg.outputs};
-        auto dims = group_dims(g, spec);
+        if (fg.kind != dsl::GroupKind::MatmulEpilogue) continue;
+        auto dims = group_dims(g, fg);
         if (!dims) {
             out << "group " << fg.name << ": not a 2-D matmul+epilogue group; skipped\n";
             continue;
@@ -188,10 +172,10 @@ int run_tune(const TuneOptions &o, std::ostream &out) {
                 params.class_rank_correlation[row.shape_class] = row.rank_correlation;
             autosched::Tuner tuner(model, measurer.get(), &db, params);
             out << "\ngroup " << fg.name << " shape " << name << " (" << w.to_string() << ", " << w.shape_class() << ")\n";
-            autosched::TuneResult r = tuner.tune(make_request(g, fg, text, o.file, symbols, w, o.target), &out);
+            autosched::TuneResult r = tuner.tune(make_request(g, fg, symbols, w, target), &out);
             out << "\n";
             print_result(r, o, out);
-            if (o.after_each) o.after_each(w, r, g, out);
+            if (o.after_each) o.after_each(g, fg, symbols, w, r, out);
             if (r.schedule.steps.empty()) failures++;
             results.push_back(std::move(r));
             workloads.push_back(w);
@@ -214,51 +198,24 @@ int run_tune(const TuneOptions &o, std::ostream &out) {
     return failures ? 1 : 0;
 }
 
-std::optional<autosched::TuneResult> autoschedule_group(const dsl::Graph &g, const std::string &graph_text,
-                                                        const std::string &graph_name, const std::string &group_name,
-                                                        const std::string &db_path, const std::string &target,
+std::optional<autosched::TuneResult> autoschedule_group(const dsl::Graph &g, const dsl::FusionGroup &fg,
+                                                        const std::string &db_path, const Halide::Target &target,
                                                         const std::map<std::string, int64_t> &symbols, bool measure,
                                                         std::ostream *log) {
-    const Halide::Target t = parse_target(target);
-    dsl::FusionOptions fo;
-    fo.target = t.has_gpu_feature() ? dsl::TargetResources::cuda_sm90() : dsl::TargetResources::host();
-    for (const auto &fg : dsl::plan_fusion(g, fo).groups) {
-        if (fg.name != group_name || fg.kind != "matmul+epilogue") continue;
-        auto w = group_workload(g, {fg.name, fg.nodes, fg.outputs}, symbols);
-        if (!w) return std::nullopt;
-        const autosched::TargetModel tm = autosched::TargetModel::for_target(t);
-        autosched::AnalyticalCostModel model(tm);
-        autosched::TuningDatabase db(db_path);
-        autosched::TunerParams params;
-        params.measure = measure && tm.device == sched::Device::Cpu;
-        std::unique_ptr<autosched::IsolatedMeasurer> measurer;
-        if (params.measure) measurer = std::make_unique<autosched::IsolatedMeasurer>();
-        autosched::Tuner tuner(model, measurer.get(), &db, params);
-        auto r = tuner.tune(make_request(g, fg, graph_text, graph_name, symbols, *w, target), measure ? log : nullptr);
-        if (log) *log << "autoscheduler for " << fg.name << " at " << w->to_string() << ": " << r.decision << " ("
-                      << r.params.to_string() << ")\n";
-        return r;
-    }
-    return std::nullopt;
-}
-
-std::string gelu_mlp_graph_text(bool tanh_form, bool fast_mode) {
-    return std::string("graph gelu_mlp mode=") + (fast_mode ? "fast" : "strict") +
-           " {\n  %x = input : f32[M, K]\n  %w = input : f32[K, N]\n  %bias = input : f32[N]\n  %y = " +
-           (tanh_form ? "gelu_tanh" : "gelu") + "(matmul(%x, %w) + %bias)\n  output %y\n}\n";
-}
-
-lower::ScheduleChooser autoschedule_chooser(const dsl::Graph &g, const std::string &graph_text,
-                                            const std::string &graph_name, const std::string &db_path,
-                                            const std::string &target, const std::map<std::string, int64_t> &symbols,
-                                            bool measure, std::ostream *log) {
-    return [&g, graph_text, graph_name, db_path, target, symbols, measure,
-            log](const lower::LoweredGroup &lg) -> std::optional<sched::ScheduleSpec> {
-        if (lg.kind != "matmul+epilogue") return std::nullopt;
-        auto r = autoschedule_group(g, graph_text, graph_name, lg.name, db_path, target, symbols, measure, log);
-        if (!r) return std::nullopt;
-        return r->schedule;
-    };
+    auto w = group_workload(g, fg, symbols);
+    if (!w) return std::nullopt;
+    const autosched::TargetModel tm = autosched::TargetModel::for_target(target);
+    autosched::AnalyticalCostModel model(tm);
+    autosched::TuningDatabase db(db_path);
+    autosched::TunerParams params;
+    params.measure = measure && tm.device == sched::Device::Cpu;
+    std::unique_ptr<autosched::IsolatedMeasurer> measurer;
+    if (params.measure) measurer = std::make_unique<autosched::IsolatedMeasurer>();
+    autosched::Tuner tuner(model, measurer.get(), &db, params);
+    auto r = tuner.tune(make_request(g, fg, symbols, *w, target), measure ? log : nullptr);
+    if (log) *log << "autoscheduler for " << fg.name << " at " << w->to_string() << ": " << r.decision << " ("
+                  << r.params.to_string() << ")\n";
+    return r;
 }
 
 }  // namespace tessel

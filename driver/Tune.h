@@ -7,7 +7,7 @@
 
 #include "autoscheduler/Tuner.h"
 #include "dsl/ir/Graph.h"
-#include "lowering/GraphProgram.h"
+#include "dsl/passes/Fusion.h"
 
 #include <functional>
 #include <map>
@@ -31,36 +31,25 @@ struct TuneOptions {
     autosched::TunerParams params;
     /** Called after each shape with its tuned schedule (the CLI's --compare runs Halide's
      * autoschedulers and the library beside it, in the same run). */
-    std::function<void(const autosched::Workload &, const autosched::TuneResult &, const dsl::Graph &, std::ostream &)>
+    std::function<void(const dsl::Graph &, const dsl::FusionGroup &, const std::map<std::string, int64_t> &symbols,
+                       const autosched::Workload &, const autosched::TuneResult &, std::ostream &)>
         after_each;
 };
 
 /** Runs the tuner; returns 0 when every shape got a schedule. */
 int run_tune(const TuneOptions &options, std::ostream &out);
 
-/** The workload of a matmul+epilogue group at concrete symbol sizes (M, N of its output, K of
- * its first contraction), or nullopt when a size is unbound. */
-std::optional<autosched::Workload> group_workload(const dsl::Graph &g, const lower::GroupSpec &group,
+/** The workload of a matmul+epilogue group at concrete symbol sizes (its GroupExtents M, K, N
+ * plus the epilogue's cost), or nullopt when a size is unbound or the group has no M, K or N. */
+std::optional<autosched::Workload> group_workload(const dsl::Graph &g, const dsl::FusionGroup &group,
                                                   const std::map<std::string, int64_t> &symbols);
 
-/** Autoschedules the group named `group_name` of `g` at `symbols`: a database hit, else the
- * model's pick, or (with `measure`) a measured tuning run. nullopt when the group is not a
- * 2-D matmul+epilogue group or a size is unbound. */
-std::optional<autosched::TuneResult> autoschedule_group(const dsl::Graph &g, const std::string &graph_text,
-                                                        const std::string &graph_name, const std::string &group_name,
-                                                        const std::string &db, const std::string &target,
+/** Autoschedules the planned `group` of `g` at `symbols`: a database hit, else the model's pick,
+ * or (with `measure`) a measured tuning run. nullopt when the group is not a 2-D matmul+epilogue
+ * group or a size is unbound. */
+std::optional<autosched::TuneResult> autoschedule_group(const dsl::Graph &g, const dsl::FusionGroup &group,
+                                                        const std::string &db, const Halide::Target &target,
                                                         const std::map<std::string, int64_t> &symbols, bool measure,
                                                         std::ostream *log);
-
-/** GELU(x @ w + bias) as graph text (symbolic M, K, N), in the given form and numeric mode. */
-std::string gelu_mlp_graph_text(bool tanh_form, bool fast_mode);
-
-/** Chooses a schedule for lowered matmul+epilogue groups from the tuning database at `db`
- * (exact key), else the autoscheduler's model pick; `measure` tunes on a miss instead. Used by
- * `tessel compile/run/demo` when no schedule is named. Other groups get the default. */
-lower::ScheduleChooser autoschedule_chooser(const dsl::Graph &g, const std::string &graph_text,
-                                            const std::string &graph_name, const std::string &db,
-                                            const std::string &target, const std::map<std::string, int64_t> &symbols,
-                                            bool measure, std::ostream *log);
 
 }  // namespace tessel

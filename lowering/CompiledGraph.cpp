@@ -49,7 +49,7 @@ CompiledGraph::CompiledGraph(const dsl::Graph &g, const dsl::FusionPlan &plan, c
     for (const auto &fg : plan.groups) {
         Group cg;
         const lower::LoweredGroup probe = lower::lower_group(g, fg);
-        std::optional<sched::ScheduleSpec> chosen = choose ? choose(probe) : std::nullopt;
+        std::optional<sched::ScheduleSpec> chosen = choose ? choose(fg, probe) : std::nullopt;
         if (chosen) {
             try {
                 cg.kernel = std::make_unique<CompiledKernel>(g, fg, *chosen, target, backend);

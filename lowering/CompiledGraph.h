@@ -23,9 +23,11 @@
 
 namespace tessel {
 
-/** Picks a schedule for a group (given its unscheduled lowering), or nullopt for the default;
- * may return one that does not apply (the graph then falls back to the default and records why). */
-using ScheduleChooser = std::function<std::optional<sched::ScheduleSpec>(const lower::LoweredGroup &)>;
+/** Picks a schedule for a planned group (given also its unscheduled lowering, for group-generic
+ * library schedules), or nullopt for the default; may return one that does not apply (the graph
+ * then falls back to the default and records why). */
+using ScheduleChooser =
+    std::function<std::optional<sched::ScheduleSpec>(const dsl::FusionGroup &, const lower::LoweredGroup &)>;
 
 class CompiledGraph {
 public:

@@ -34,9 +34,6 @@ CompiledKernel::CompiledKernel(const dsl::Graph &g, dsl::FusionGroup group, sche
     : graph_(&g), group_(std::move(group)), schedule_(std::move(schedule)), target_(target), backend_(backend),
       extents_(dsl::group_extents(g, group_)) {
     const auto t0 = std::chrono::steady_clock::now();
-    if (backend == KernelBackend::Jit && target.has_gpu_feature())
-        throw CompileError("kernel '" + group_.name + "': target " + target.to_string() +
-                           " has a GPU feature; GPU kernels are compiled ahead of time only (no GPU is used here)");
 
     // Which schedule variants to build: all, or the one the dispatcher picks for `only_for`.
     std::vector<size_t> wanted;

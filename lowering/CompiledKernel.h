@@ -7,7 +7,7 @@
  * For each guarded variant of the ScheduleSpec, then its fallback, it lowers the group afresh
  * (lowering/LowerToHalide.h: schedules mutate Funcs), applies the variant's steps (the only
  * Halide scheduling calls are in schedules/ApplySchedule), and compiles the pipeline:
- *  - KernelBackend::Jit: a Halide Callable per variant (CPU targets only); run() picks the first
+ *  - KernelBackend::Jit: a Halide Callable per variant (a GPU target needs a GPU to run); run() picks the first
  *    variant whose guards hold for the buffers' extents (GroupExtents: M, K, N) and calls it;
  *  - KernelBackend::AheadOfTime: nothing is compiled yet; write_files() emits a static library
  *    and header (or object, assembly, statement, PTX) per variant, and ptx_report() assembles
@@ -66,7 +66,7 @@ public:
     };
 
     /** Lowers, schedules and (Jit) compiles every variant. Preconditions: `group` was planned
-     * on `g`; `g` outlives the kernel. Jit needs a CPU target (CompileError otherwise). */
+     * on `g`; `g` outlives the kernel. */
     CompiledKernel(const dsl::Graph &g, dsl::FusionGroup group, sched::ScheduleSpec schedule,
                    const Halide::Target &target, KernelBackend backend = KernelBackend::Jit,
                    std::optional<std::map<std::string, int64_t>> only_for = std::nullopt);

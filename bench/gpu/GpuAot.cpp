@@ -1,13 +1,15 @@
 // tessel_gpu_aot OUT_DIR AR: compiles every variant of every CUDA library schedule of the
-// GELU MLP ahead of time for host-cuda (no Halide runtime in each), one standalone Halide
+// GELU MLP (the graph's matmul+epilogue group, through CompiledKernel as `tessel compile`
+// ships it) ahead of time for host-cuda (no Halide runtime in each), one standalone Halide
 // runtime with CUDA, and a registry (gpu_kernels.cpp) that lists them with their guards.
 // Everything goes into OUT_DIR/libtessel_gpu_kernels.a, so the benchmark needs no libHalide.
 #include "codegen/Compile.h"
-#include "driver/GeluKernel.h"
+#include "driver/GeluLayer.h"
 #include "schedules/MatmulCudaSchedules.h"
 #include "schedules/Library.h"
 
 #include <cstdlib>
+#include <stdexcept>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -71,14 +73,16 @@ int main(int argc, char **argv) {
     std::ofstream reg(out / "gpu_kernels.cpp");
     std::string decls, table;
     auto compile = [&](const sched::ScheduleSpec &s) {
+        // Strict tanh: the formula as written (the benchmark's epilogue kernel uses tanhf too).
+        const GeluLayer layer(GeluForm::Tanh, dsl::NumericMode::Strict, s, target, KernelBackend::AheadOfTime);
+        const auto &args = layer.kernel().arguments();
+        if (args.size() != 4 || args[0].name != "x" || args[1].name != "w" || args[2].name != "bias" || args[3].name != "y")
+            throw std::logic_error("the GELU layer's kernel arguments are not (x, w, bias, y)");
+        const std::string base = "gelu_" + s.name;
+        layer.kernel().write_files(out, base, {AotOutput::Object});
         for (size_t v = 0; v <= s.variants.size(); v++) {
             const bool fallback = v == s.variants.size();
-            const auto &steps = fallback ? s.steps : s.variants[v].steps;
-            const std::string fn = "gelu_" + s.name + "_v" + std::to_string(v);
-            // Strict tanh: the formula as written (the benchmark's epilogue kernel uses tanhf too).
-            GeluMlp alg = scheduled_gelu_mlp(steps, GeluForm::Tanh, NumericMode::Strict, target, s.name);
-            Halide::Pipeline(alg.y).compile_to({{Halide::OutputFileType::object, (out / (fn + ".o")).string()}},
-                                               alg.arguments(), fn, target);
+            const std::string fn = fallback ? base : base + "_v" + std::to_string(v + 1);
             objects.push_back((out / (fn + ".o")).string());
             decls += "extern \"C\" int " + fn + "(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);\n";
             table += "    {\"" + s.name + "\", " + std::to_string(v) + ", \"" +
@@ -89,8 +93,8 @@ int main(int argc, char **argv) {
         }
     };
     for (const auto &e : sched::schedule_library()) {
-        if (e.group != "matmul+epilogue") continue;
-        if (e.device == sched::Device::Cuda) compile(e.make(target));
+        if (e.group != dsl::GroupKind::MatmulEpilogue) continue;
+        if (e.device == sched::Device::Cuda) compile(e.build(target));
     }
     // Tile-size candidates next to the library's choice, so one run on the GPU ranks them.
     for (const auto &c : candidate_schedules(target)) compile(c);

@@ -31,7 +31,9 @@
  * `f(a) + g(b)` either side may be added first. The graph is correct either way; when ids must
  * match a text exactly (tests), build such operands in separate statements.
  * A Value points at its builder: keep the builder alive (and in place; it cannot be moved) while
- * Values are used.
+ * Values are used. The `layout="..."` slot is not set here (a later layout pass fills it).
+ * Code inside namespace tessel::dsl that includes this header sees exp/sqrt/abs/tanh/max/min on
+ * Values hide the <cmath> names, so call those on numbers as std::exp etc. (as Halide code does).
  */
 #pragma once
 
@@ -77,7 +79,8 @@ private:
 class DimArg {
 public:
     DimArg(const Dim &d) : dim_(d) {}
-    template <typename I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
+    template <typename I,
+              std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
     DimArg(I size) : dim_(Dim::fixed((int64_t)size)) {}
     DimArg(const char *symbol) : dim_(Dim::sym(symbol)) {}
     DimArg(const std::string &symbol) : dim_(Dim::sym(symbol)) {}

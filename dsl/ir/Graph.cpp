@@ -1,9 +1,20 @@
 #include "dsl/ir/Graph.h"
 
+#include <stdexcept>
+
 #include <algorithm>
 #include <cstring>
 
 namespace tessel::dsl {
+
+const char *to_string(NumericMode mode) { return mode == NumericMode::Fast ? "fast" : "strict"; }
+
+NumericMode parse_numeric_mode(const std::string &text) {
+    if (text == "strict") return NumericMode::Strict;
+    if (text == "fast") return NumericMode::Fast;
+    throw std::invalid_argument("unknown numeric mode '" + text + "' (expected 'strict' or 'fast')");
+}
+
 
 namespace {
 

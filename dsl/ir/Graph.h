@@ -116,6 +116,10 @@ struct Node {
 /** Numeric mode of a graph: `strict` keeps IEEE semantics bit for bit; `fast` allows
  * reassociation and identities that are exact only for finite, non-negative-zero values. */
 enum class NumericMode { Strict, Fast };
+/** "strict" or "fast", as the text form writes it (`graph f mode=fast { ... }`). */
+const char *to_string(NumericMode mode);
+/** Inverse of to_string; throws std::invalid_argument naming the value and the choices. */
+NumericMode parse_numeric_mode(const std::string &text);
 
 class Graph {
 public:

@@ -3,12 +3,16 @@
  * tuner carries on), the JSON protocol, the progress bar, and Halide's own autoschedulers
  * against the float64 reference. Shapes are small and timeouts short so the test stays fast.
  */
-#include "autoscheduler/HalideAutoschedulers.h"
 #include "autoscheduler/Measurer.h"
 
 #include "baselines/GeluReference.h"
 #include "codegen/Compile.h"
-#include "driver/Random.h"
+#include "dsl/Simplify.h"
+#include "dsl/passes/Fusion.h"
+#include "algorithms/GeluMlp.h"
+#include "driver/GeluLayer.h"
+#include "driver/HalideAutoschedulers.h"
+#include "support/Random.h"
 #include "schedules/Library.h"
 
 #include <doctest/doctest.h>
@@ -31,9 +35,8 @@ const char *kGraph = R"(graph mlp {
 )";
 
 MeasureTask small_task() {
-    MeasureTask t;
-    t.graph_text = kGraph;
-    t.symbols = {{"M", 8}, {"K", 64}, {"N", 96}};
+    const dsl::Graph g = dsl::simplify_text(kGraph, "measurer_test.tsl").graph;
+    MeasureTask t = make_measure_task(g, dsl::plan_fusion(g).groups.at(0), {{"M", 8}, {"K", 64}, {"N", 96}}, "host");
     t.repeats = 3;
     t.warmup = 1;
     t.timeout_seconds = 20;  // JIT of a blocked schedule takes a few seconds on 2 busy cores
@@ -98,10 +101,10 @@ TEST_CASE("isolated measurer: schedule errors and Halide errors are CompileError
 
 TEST_CASE("measurement of a malformed task is a CompileError, not an exception") {
     MeasureTask task = small_task();
-    task.group = "no_such_group";
+    task.group.nodes.push_back("no_such_value");
     Measurement r = run_measurement(task, good("g"));
     CHECK(r.status == Status::CompileError);
-    CHECK(r.message.find("no_such_group") != std::string::npos);
+    CHECK(r.message.find("no_such_value") != std::string::npos);
     task = small_task();
     task.symbols.erase("N");
     CHECK(run_measurement(task, good("g")).status == Status::CompileError);
@@ -150,22 +153,24 @@ TEST_CASE("progress bar") {
 
 TEST_CASE("Halide's autoschedulers: plugins load, and the result matches the float64 reference") {
     const Halide::Target target = parse_target("host");
-    const GemmShape s{7, 37, 45};  // primes and a non-multiple of every vector width
-    Halide::Runtime::Buffer<float> x(s.K, s.M), w(s.N, s.K), bias(s.N), y(s.N, s.M);
+    const int M = 7, K = 37, N = 45;  // primes and a non-multiple of every vector width
+    const dsl::Graph g = gelu_mlp_layer(true, dsl::NumericMode::Fast);
+    const dsl::FusionGroup group = gelu_layer_group(g, target);
+    const autosched::Symbols symbols{{"M", M}, {"K", K}, {"N", N}};
+    Halide::Runtime::Buffer<float> x(K, M), w(N, K), bias(N), y(N, M);
     fill_uniform(x, 1);
     fill_uniform(w, 2);
     fill_uniform(bias, 3);
-    const std::vector<double> want =
-        gelu_mlp_reference(x.data(), w.data(), bias.data(), s.M, s.K, s.N, GeluForm::Tanh);
+    const std::vector<double> want = gelu_mlp_reference(x.data(), w.data(), bias.data(), M, K, N, GeluForm::Tanh);
     int matched = 0;
     for (const std::string name : {"Mullapudi2016", "Li2018"}) {
         CAPTURE(name);
-        HalideScheduledGelu k = schedule_gelu_with_halide(name, s, target, GeluForm::Tanh, NumericMode::Fast);
+        HalideScheduledGroup k = schedule_group_with_halide(name, g, group, symbols, target);
         if (!k.ok) {
             MESSAGE(name << " could not run: " << k.message);
             continue;
         }
-        REQUIRE(k.callable(x, w, bias, y) == 0);
+        REQUIRE(k.callable(x, w, bias, y) == 0);  // the lowering binds x, w, bias, then y
         const ErrorStats e = compare(y.data(), want.data(), want.size());
         CHECK(e.max_rel < 1e-4);
         if (e.max_rel < 1e-4) matched++;
@@ -173,7 +178,7 @@ TEST_CASE("Halide's autoschedulers: plugins load, and the result matches the flo
     }
     CHECK(matched >= 1);
     // Anderson2021 is a GPU autoscheduler; on a CPU target it says so instead of failing obscurely.
-    HalideScheduledGelu a = schedule_gelu_with_halide("Anderson2021", s, target);
+    HalideScheduledGroup a = schedule_group_with_halide("Anderson2021", g, group, symbols, target);
     CHECK_FALSE(a.ok);
     CHECK(a.message.find("GPU") != std::string::npos);
 }

@@ -6,9 +6,9 @@
 #include "codegen/Compile.h"
 #include "dsl/Simplify.h"
 #include "dsl/passes/Fusion.h"
-#include "driver/GeluKernel.h"
+#include "driver/GeluLayer.h"
 #include "baselines/GeluReference.h"
-#include "driver/Random.h"
+#include "support/Random.h"
 
 #include <doctest/doctest.h>
 
@@ -172,9 +172,8 @@ TEST_CASE("tuner: measures the model's top K, commits the winner, and a second r
     REQUIRE(plan.groups.size() == 1);
     TuneRequest r;
     r.graph = &g;
-    r.group = {plan.groups[0].name, plan.groups[0].nodes, plan.groups[0].outputs};
-    r.graph_text = kGelu;
-    r.group_hash = structural_hash(g, plan.groups[0]);
+    r.group = plan.groups[0];
+    r.target = parse_target("host");
     r.workload = Workload{64, 256, 512};
     r.symbols = {{"M", 64}, {"K", 256}, {"N", 512}};
     AnalyticalCostModel model(TargetModel::for_target(parse_target("host")));
@@ -226,7 +225,7 @@ TEST_CASE("tuned schedules are correct on shapes they were not tuned for") {
     dec.nest = "decode", dec.k_chunk = 64, dec.k_unroll = 4;
     for (const CandidateParams &p : {kept[best], dec}) {
         CAPTURE(p.to_string());
-        GeluKernel k(make_schedule(p, host), GeluForm::Erf, NumericMode::Strict, host);
+        GeluLayer k(GeluForm::Erf, dsl::NumericMode::Strict, make_schedule(p, host), host);
         for (auto [M, K, N] : std::vector<std::tuple<int, int, int>>{{1, 37, 29}, {9, 70, 101}, {33, 129, 64}}) {
             Halide::Runtime::Buffer<float> x(K, M), w(N, K), bias(N), y(N, M);
             fill_uniform(x, 1), fill_uniform(w, 2), fill_uniform(bias, 3);

@@ -1,6 +1,7 @@
 #include "codegen/Compile.h"
 #include "codegen/Ptxas.h"
-#include "driver/GeluKernel.h"
+#include "driver/GeluLayer.h"
+#include "tests/TempDir.h"
 #include "schedules/Library.h"
 
 #include <doctest/doctest.h>
@@ -42,15 +43,13 @@ TEST_CASE("target strings: host, host-cuda, Halide strings, and a clear error ot
                          CompileError);
 }
 
-TEST_CASE("the CUDA variant's PTX assembles for sm_90 without spills") {
-    if (find_ptxas().empty()) {
-        MESSAGE("[SKIP] ptxas not found: CUDA toolkit missing");
-        return;
-    }
+// Skipped (and counted as skipped) without the CUDA toolkit.
+TEST_CASE("the CUDA variant's PTX assembles for sm_90 without spills" * doctest::skip(find_ptxas().empty())) {
     const Halide::Target cuda = parse_target("host-cuda");
     for (GeluForm form : {GeluForm::Tanh, GeluForm::Erf}) {
-        const std::string ptx =
-            gelu_mlp_ptx(sched::library_schedule("cuda_simple", cuda), form, NumericMode::Strict, cuda);
+        const GeluLayer layer(form, dsl::NumericMode::Strict, sched::library_schedule("cuda_simple", cuda), cuda,
+                              KernelBackend::AheadOfTime);
+        const std::string ptx = layer.kernel().ptx(0);
         CHECK(ptx.find(".entry") != std::string::npos);
         const PtxasReport r = assemble_ptx(ptx, "sm_90");
         INFO(r.to_string());
@@ -62,13 +61,11 @@ TEST_CASE("the CUDA variant's PTX assembles for sm_90 without spills") {
 
 TEST_CASE("ahead-of-time compilation writes a static library, header and statement") {
     const Halide::Target host = parse_target("host");
-    GeluMlp alg = scheduled_gelu_mlp(sched::library_schedule("cpu_tiled", host).steps, GeluForm::Erf,
-                                     NumericMode::Strict, host, "cpu_tiled");
-    const auto dir = std::filesystem::temp_directory_path() / "tessel-test-aot";
-    std::filesystem::remove_all(dir);
-    const auto files = compile_aot(alg.y, alg.arguments(), host, "gelu_mlp", dir,
-                                   {AotOutput::StaticLibrary, AotOutput::Header, AotOutput::Stmt});
+    const GeluLayer layer(GeluForm::Erf, dsl::NumericMode::Strict, sched::library_schedule("cpu_tiled", host), host,
+                          KernelBackend::AheadOfTime);
+    const tessel::testing::TempDir dir;
+    const auto files = layer.kernel().write_files(dir.dir, "gelu_mlp",
+                                                  {AotOutput::StaticLibrary, AotOutput::Header, AotOutput::Stmt});
     CHECK(files.size() == 3);
     for (const auto &f : files) CHECK(std::filesystem::file_size(f) > 0);
-    std::filesystem::remove_all(dir);
 }

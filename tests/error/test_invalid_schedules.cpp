@@ -1,9 +1,11 @@
 // Each invalid schedule is refused by apply_schedule before Halide is asked, with the
 // schedule, the step and the violated limit in the message (Halide's test/error style).
-#include "algorithms/Gelu.h"
+#include "algorithms/GeluMlp.h"
 #include "codegen/Compile.h"
+#include "driver/GeluLayer.h"
+#include "lowering/LowerToHalide.h"
+#include "lowering/ScheduleGroup.h"
 #include "schedules/ApplySchedule.h"
-#include "schedules/GeluSchedules.h"
 
 #include <doctest/doctest.h>
 
@@ -13,10 +15,12 @@ using namespace tessel::sched;
 namespace {
 
 std::string apply_error(const ScheduleSpec &s, const std::string &target = "host") {
-    GeluMlp alg = define_gelu_mlp(GeluForm::Erf);
-    ScheduleTarget t = schedule_target(alg, parse_target(target));
+    // The running example's matmul+epilogue group, lowered afresh (stages matmul and y).
+    const Halide::Target t = parse_target(target);
+    const dsl::Graph g = gelu_mlp_layer(false, dsl::NumericMode::Strict);
+    lower::LoweredGroup lg = lower::lower_group(g, gelu_layer_group(g, t));
     try {
-        apply_schedule(s.steps, t, s.name);
+        lower::apply_to_group(s.steps, lg, t, s.name);
     } catch (const ScheduleError &e) {
         return e.what();
     }

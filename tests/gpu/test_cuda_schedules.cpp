@@ -1,10 +1,13 @@
 // CUDA library schedules checked without a GPU: every variant assembles for sm_90 with
 // ptxas, without spills and within the limits; schedules over the limits are refused by
 // apply_schedule before Halide is called.
-#include "driver/PtxReport.h"
+#include "algorithms/GeluMlp.h"
+#include "codegen/PtxReport.h"
+#include "codegen/Ptxas.h"
+#include "driver/GeluLayer.h"
+#include "lowering/ScheduleGroup.h"
 #include "schedules/ApplySchedule.h"
 #include "schedules/MatmulCudaSchedules.h"
-#include "schedules/GeluSchedules.h"
 #include "schedules/Library.h"
 #include "schedules/ScheduleJson.h"
 #include "codegen/Compile.h"
@@ -17,32 +20,45 @@ using namespace tessel;
 
 namespace {
 
+/** The running example's matmul+epilogue group for host-cuda, lowered afresh. */
+lower::LoweredGroup fresh_group(const Halide::Target &t) {
+    static const dsl::Graph g = gelu_mlp_layer(true, dsl::NumericMode::Strict);
+    return lower::lower_group(g, gelu_layer_group(g, t));
+}
+
+sched::AppliedResources apply_steps(const std::vector<sched::Directive> &steps, const Halide::Target &t) {
+    lower::LoweredGroup lg = fresh_group(t);
+    return lower::apply_to_group(steps, lg, t, "test");
+}
+
 /** "" when `steps` apply to a fresh GELU MLP for host-cuda, else the error. */
 std::string check_cuda(const std::vector<sched::Directive> &steps) {
-    const Halide::Target t = parse_target("host-cuda");
-    return sched::check_schedule(steps, [&] { return sched::schedule_target(define_gelu_mlp(GeluForm::Tanh), t); },
-                                 "test");
+    try {
+        apply_steps(steps, parse_target("host-cuda"));
+        return "";
+    } catch (const sched::ScheduleError &e) {
+        return e.what();
+    }
 }
 
 }  // namespace
 
 TEST_SUITE("cuda") {
 
-TEST_CASE("every CUDA library schedule assembles for sm_90 without spills, within the limits") {
-    if (find_ptxas().empty()) {
-        std::cout << "[SKIP] ptxas not found: install the CUDA toolkit to check CUDA schedules\n";
-        return;
-    }
+// Skipped (and counted as skipped) without the CUDA toolkit.
+TEST_CASE("every CUDA library schedule assembles for sm_90 without spills, within the limits" *
+          doctest::skip(find_ptxas().empty())) {
     const Halide::Target t = parse_target("host-cuda");
     int checked = 0;
     for (const auto &e : sched::schedule_library()) {
-        if (e.device != sched::Device::Cuda || e.group != "matmul+epilogue") continue;
-        for (NumericMode mode : {NumericMode::Strict, NumericMode::Fast}) {
-            SUBCASE((e.name + " " + to_string(mode)).c_str()) {
-                const PtxScheduleReport r = ptx_report(e.make(t), "sm_90", GeluForm::Tanh, mode);
+        if (e.device != sched::Device::Cuda || e.group != dsl::GroupKind::MatmulEpilogue) continue;
+        for (dsl::NumericMode mode : {dsl::NumericMode::Strict, dsl::NumericMode::Fast}) {
+            SUBCASE((e.name + " " + dsl::to_string(mode)).c_str()) {
+                const GeluLayer layer(GeluForm::Tanh, mode, e.build(t), t, KernelBackend::AheadOfTime);
+                const PtxScheduleReport r = layer.kernel().ptx_report("sm_90");
                 INFO(r.to_string());
                 for (const auto &v : r.violations()) INFO(v);
-                CHECK(r.variants.size() == e.make(t).variants.size() + 1);
+                CHECK(r.variants.size() == e.build(t).variants.size() + 1);
                 CHECK(r.within_limits());
                 for (const auto &v : r.variants) {
                     CHECK(v.ptxas.ok);
@@ -57,35 +73,27 @@ TEST_CASE("every CUDA library schedule assembles for sm_90 without spills, withi
 
 TEST_CASE("the tiled and decode schedules declare the resources they were designed for") {
     const Halide::Target t = parse_target("host-cuda");
-    GeluMlp alg = define_gelu_mlp(GeluForm::Tanh);
-    sched::ScheduleTarget st = sched::schedule_target(alg, t);
     const sched::CudaTileParams p;
-    const auto res = sched::apply_schedule(sched::matmul_cuda_tiled_steps(p), st, "cuda_tiled");
+    const auto res = apply_steps(sched::matmul_cuda_tiled_steps(p), t);
     CHECK(res.max_threads_per_block == (p.BN / p.TN) * (p.BM / p.TM));
     CHECK(res.shared_complete);
     CHECK(res.shared_bytes == 4L * (p.BN * p.BM + p.KT * (p.BM + p.BN)));
     CHECK(res.shared_bytes <= 48 * 1024);
 
-    GeluMlp alg2 = define_gelu_mlp(GeluForm::Tanh);
-    sched::ScheduleTarget st2 = sched::schedule_target(alg2, t);
     const sched::CudaDecodeParams d;
-    const auto res2 = sched::apply_schedule(sched::matmul_cuda_decode_steps(d), st2, "cuda_decode");
+    const auto res2 = apply_steps(sched::matmul_cuda_decode_steps(d), t);
     CHECK(res2.max_threads_per_block == d.NB * d.KS);
 }
 
 TEST_CASE("the register tiles and the gemv declare the resources they were designed for") {
     const Halide::Target t = parse_target("host-cuda");
     for (const sched::CudaRegTileParams p : {sched::CudaRegTileParams{}, sched::CudaRegTileParams{64, 32, 4, 4, 4}}) {
-        GeluMlp alg = define_gelu_mlp(GeluForm::Tanh);
-        sched::ScheduleTarget st = sched::schedule_target(alg, t);
-        const auto res = sched::apply_schedule(sched::matmul_cuda_regtile_steps(p), st, "regtile");
+        const auto res = apply_steps(sched::matmul_cuda_regtile_steps(p), t);
         CHECK(res.max_threads_per_block == (p.BN / p.TN) * (p.BM / p.TM));
         CHECK(res.shared_bytes == 0);  // the sums and the loaded slices are registers
     }
     for (const sched::CudaGemvParams p : {sched::CudaGemvParams{}, sched::CudaGemvParams{16, 32, 16, 4, 16}}) {
-        GeluMlp alg = define_gelu_mlp(GeluForm::Tanh);
-        sched::ScheduleTarget st = sched::schedule_target(alg, t);
-        const auto res = sched::apply_schedule(sched::matmul_cuda_gemv_steps(p), st, "gemv");
+        const auto res = apply_steps(sched::matmul_cuda_gemv_steps(p), t);
         CHECK(res.max_threads_per_block == (p.NB / 4) * p.KS);
         CHECK(res.shared_complete);
         CHECK(res.shared_bytes == 4L * p.KS * p.NB * p.MB);

@@ -4,7 +4,9 @@
 #include "codegen/Compile.h"
 #include "dsl/Simplify.h"
 #include "dsl/interp/Interpreter.h"
-#include "lowering/GraphProgram.h"
+#include "dsl/passes/FusionPolicy.h"
+#include "lowering/CompiledGraph.h"
+#include "tests/TempDir.h"
 #include "schedules/Library.h"
 
 #include "tests/TensorCompare.h"
@@ -23,12 +25,17 @@ using namespace tessel::lower;
 
 namespace {
 
-/** One group holding every non-input node; outputs are the graph's outputs. */
-GroupSpec whole_graph_group(const dsl::Graph &g) {
-    GroupSpec s{"all", {}, g.outputs};
+/** A plan of one group holding every non-input node; outputs are the graph's outputs. */
+dsl::FusionPlan whole_graph_group(const dsl::Graph &g) {
+    dsl::FusionGroup s;
+    s.name = "all";
+    s.outputs = g.outputs;
     for (dsl::ValueId v : g.order())
         if (g.node(v).op != dsl::Op::Input) s.nodes.push_back(v);
-    return s;
+    s.kind = dsl::group_kind(g, s.nodes);
+    dsl::FusionPlan p;
+    p.groups = {s};
+    return p;
 }
 
 /** Runs `text` through the interpreter and through Halide (one group, default or given schedule)
@@ -40,7 +47,7 @@ double max_relative_difference(const std::string &text, const std::map<std::stri
     opts.random_missing_inputs = true;
     opts.symbol_sizes = symbols;
     const dsl::RunResult ref = dsl::interpret(g, {}, opts);
-    GraphProgram program(g, {whole_graph_group(g)}, parse_target("host"), choose);
+    CompiledGraph program(g, whole_graph_group(g), parse_target("host"), choose);
     const auto got = program.run(ref.inputs, ref.symbols);
     if (schedule_note) *schedule_note = program.groups()[0].schedule_note;
     return testing::max_relative_difference(got, ref.outputs);
@@ -89,13 +96,11 @@ const char *kBroadcast = R"(graph bcast {
 
 std::string lowered_stmt(const std::string &text, const std::map<std::string, int64_t> &) {
     dsl::Graph g = dsl::simplify_text(text, "<test>").graph;
-    GraphProgram program(g, {whole_graph_group(g)}, parse_target("host"));
-    const auto &cg = program.groups()[0];
-    const auto dir = std::filesystem::temp_directory_path() / "tessel-lowering-test";
-    std::filesystem::create_directories(dir);
-    const auto path = dir / "group.stmt";
-    cg.lowered().pipeline().compile_to_lowered_stmt(path.string(), cg.lowered().arguments(), Halide::Text,
-                                                   parse_target("host"));
+    CompiledGraph program(g, whole_graph_group(g), parse_target("host"));
+    const auto &lg = program.groups()[0].kernel->variants().back().lowered;
+    const tessel::testing::TempDir dir;
+    const auto path = dir.dir / "group.stmt";
+    lg.pipeline().compile_to_lowered_stmt(path.string(), lg.arguments(), Halide::Text, parse_target("host"));
     std::ifstream in(path);
     std::stringstream ss;
     ss << in.rdbuf();
@@ -129,7 +134,7 @@ TEST_CASE("fused groups match the interpreter on awkward shapes") {
 TEST_CASE("a library schedule with guarded variants applies to a lowered group by name") {
     // cpu_blocked addresses "matmul", "y" and the input "w"; its variants are picked by the
     // group's M, K, N at run time (M == 1, small M, blocked, fallback).
-    const ScheduleChooser library = [](const LoweredGroup &) {
+    const ScheduleChooser library = [](const dsl::FusionGroup &, const LoweredGroup &) {
         return std::optional<sched::ScheduleSpec>(sched::library_schedule("cpu_blocked", parse_target("host")));
     };
     for (auto shape : std::vector<std::map<std::string, int64_t>>{

@@ -5,8 +5,8 @@
  * then run on the whole shape table, so the test stays short.
  */
 #include "baselines/GeluReference.h"
-#include "driver/GeluKernel.h"
-#include "driver/Random.h"
+#include "driver/GeluLayer.h"
+#include "support/Random.h"
 #include "schedules/MatmulCpuSchedules.h"
 #include "schedules/Library.h"
 
@@ -57,7 +57,7 @@ const Shape kShapes[] = {
 };
 
 /** Runs `kernel` on every shape and checks it against the float64 reference. */
-void check_all_shapes(const GeluKernel &kernel, GeluForm form) {
+void check_all_shapes(const GeluLayer &kernel, GeluForm form) {
     for (const Shape &s : kShapes) {
         CAPTURE(s.M);
         CAPTURE(s.K);
@@ -91,10 +91,10 @@ TEST_CASE("the shape table reaches every variant of cpu_blocked") {
 TEST_CASE("every CPU library schedule matches the float64 reference on awkward and suite shapes") {
     const Halide::Target target = Halide::get_host_target();
     for (const auto &entry : sched::schedule_library()) {
-        if (entry.device != sched::Device::Cpu || entry.group != "matmul+epilogue") continue;
+        if (entry.device != sched::Device::Cpu || entry.group != dsl::GroupKind::MatmulEpilogue) continue;
         SUBCASE(entry.name.c_str()) {
             // Strict tanh is the slowest epilogue (a libm call per lane) and the strictest check.
-            GeluKernel kernel(entry.make(target), GeluForm::Tanh, NumericMode::Strict, target);
+            GeluLayer kernel(GeluForm::Tanh, dsl::NumericMode::Strict, entry.build(target), target);
             check_all_shapes(kernel, GeluForm::Tanh);
         }
     }
@@ -103,11 +103,11 @@ TEST_CASE("every CPU library schedule matches the float64 reference on awkward a
 TEST_CASE("cpu_blocked with the fast tanh and the erf epilogues") {
     const Halide::Target target = Halide::get_host_target();
     SUBCASE("tanh fast") {
-        GeluKernel kernel(sched::matmul_cpu_blocked(target), GeluForm::Tanh, NumericMode::Fast, target);
+        GeluLayer kernel(GeluForm::Tanh, dsl::NumericMode::Fast, sched::matmul_cpu_blocked(target), target);
         check_all_shapes(kernel, GeluForm::Tanh);
     }
     SUBCASE("erf") {
-        GeluKernel kernel(sched::matmul_cpu_blocked(target), GeluForm::Erf, NumericMode::Fast, target);
+        GeluLayer kernel(GeluForm::Erf, dsl::NumericMode::Fast, sched::matmul_cpu_blocked(target), target);
         check_all_shapes(kernel, GeluForm::Erf);
     }
 }
@@ -121,6 +121,6 @@ TEST_CASE("cpu_blocked compiles for AVX2 as well as AVX-512") {
                                     .without_feature(Halide::Target::AVX512_Cannonlake)
                                     .without_feature(Halide::Target::AVX512_Zen4)
                                     .without_feature(Halide::Target::AVX512_SapphireRapids);
-    GeluKernel kernel(sched::matmul_cpu_blocked(avx2), GeluForm::Tanh, NumericMode::Fast, avx2);
+    GeluLayer kernel(GeluForm::Tanh, dsl::NumericMode::Fast, sched::matmul_cpu_blocked(avx2), avx2);
     check_all_shapes(kernel, GeluForm::Tanh);
 }

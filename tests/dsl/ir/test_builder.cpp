@@ -87,7 +87,8 @@ TEST_CASE("builder: broadcasting and batched matmul") {
   %out = %t * %col
   output %out
 })");
-    CHECK(b.graph().node(b.graph().find("out")).type == TensorType{DType::F32, {Dim::sym("B"), Dim::sym("M"), Dim::fixed(8)}});
+    TensorType want{DType::F32, {Dim::sym("B"), Dim::sym("M"), Dim::fixed(8)}};
+    CHECK(b.graph().node(b.graph().find("out")).type == want);
 }
 
 TEST_CASE("builder: reductions with axes and keepdims, softmax") {
@@ -207,7 +208,8 @@ TEST_CASE("builder: a name that looks like an id renames the unnamed value, as t
     Value two = neg(x).named("2");
     b.output(y);
     b.output(two);
-    check_same(b, "graph g {\n %x = input : f32[2]\n %y = relu(%x) + 1\n %2 = neg(%x)\n output %y, %2\n}\n");
+    check_same(b, "graph g {\n %x = input : f32[2]\n %y = relu(%x) + 1\n %2 = neg(%x)\n"
+                  " output %y, %2\n}\n");
     Graph g = std::move(b).build();
     CHECK(g.display_name(r.id()) == "1");
     CHECK(g.node(g.find("_2")).op == Op::Constant);  // the literal 1, which printed as %2

@@ -19,7 +19,7 @@ struct Planned {
     std::string groups() const {
         std::string out;
         for (const FusionGroup &grp : plan.groups) {
-            out += (out.empty() ? "" : " | ") + grp.kind + ":";
+            out += (out.empty() ? "" : " | ") + std::string(to_string(grp.kind)) + ":";
             for (ValueId v : grp.nodes) out += " %" + g.display_name(v);
         }
         return out;
@@ -53,7 +53,7 @@ TEST_CASE("fusion: the running example (simplified gelu_mlp.tsl) is one matmul+e
     Planned p = plan_example("gelu_mlp.tsl");
     REQUIRE(p.plan.groups.size() == 1);
     const FusionGroup &grp = p.plan.groups[0];
-    CHECK(grp.kind == "matmul+epilogue");
+    CHECK(grp.kind == GroupKind::MatmulEpilogue);
     CHECK(grp.nodes.size() == 3);
     CHECK(grp.outputs == std::vector<ValueId>{p.g.find("y")});
     CHECK(grp.estimate.fits);
@@ -173,9 +173,9 @@ TEST_CASE("fusion: the softmax op takes an elementwise prologue and epilogue") {
 TEST_CASE("fusion: layernorm -> matmul is cut before the matmul; the matmul keeps its epilogue") {
     Planned p = plan_example("layernorm_matmul.tsl");
     REQUIRE(p.plan.groups.size() == 2);
-    CHECK(p.plan.groups[0].kind == "reduction");
+    CHECK(p.plan.groups[0].kind == GroupKind::Reduction);
     CHECK(p.plan.groups[0].outputs == std::vector<ValueId>{p.g.find("ln")});
-    CHECK(p.plan.groups[1].kind == "matmul+epilogue");
+    CHECK(p.plan.groups[1].kind == GroupKind::MatmulEpilogue);
     CHECK(p.plan.groups[1].nodes.size() == 2);
     const ValueId mm = p.plan.groups[1].nodes[0];
     FusionDecision d = p.decision("matmul-operand", "ln", p.g.display_name(mm));

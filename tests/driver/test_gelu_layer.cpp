@@ -1,9 +1,10 @@
-// The first library schedules (CPU and CUDA) against the float64 reference on awkward shapes.
+// The running example compiled through the one path (GeluLayer -> CompiledKernel) under the
+// first library schedules (CPU and CUDA), against the float64 reference on awkward shapes.
 #include "baselines/GeluReference.h"
 #include "codegen/Compile.h"
-#include "driver/GeluKernel.h"
-#include "driver/Random.h"
+#include "driver/GeluLayer.h"
 #include "schedules/Library.h"
+#include "support/Random.h"
 
 #include <doctest/doctest.h>
 
@@ -27,7 +28,7 @@ const Shape kShapes[] = {{1, 1, 1},   {1, 64, 48},   {1, 37, 101}, {2, 3, 5},   
 
 double tolerance(int K) { return 2e-5 * std::sqrt((double)K) + 1e-6; }
 
-void check_kernel(const GeluKernel &kernel, GeluForm form, const Shape &s, uint32_t seed) {
+void check_kernel(const GeluLayer &kernel, GeluForm form, const Shape &s, uint32_t seed) {
     CAPTURE(s.M);
     CAPTURE(s.K);
     CAPTURE(s.N);
@@ -45,11 +46,11 @@ void check_kernel(const GeluKernel &kernel, GeluForm form, const Shape &s, uint3
 TEST_CASE("cpu_tiled matches the float64 reference on awkward shapes") {
     const Halide::Target host = parse_target("host");
     for (GeluForm form : {GeluForm::Tanh, GeluForm::Erf}) {
-        for (NumericMode mode : {NumericMode::Strict, NumericMode::Fast}) {
-            if (form == GeluForm::Erf && mode == NumericMode::Fast) continue;  // same code as strict
+        for (dsl::NumericMode mode : {dsl::NumericMode::Strict, dsl::NumericMode::Fast}) {
+            if (form == GeluForm::Erf && mode == dsl::NumericMode::Fast) continue;  // same code as strict
             CAPTURE(to_string(form));
-            CAPTURE(to_string(mode));
-            GeluKernel kernel(sched::library_schedule("cpu_tiled", host), form, mode, host);
+            CAPTURE(dsl::to_string(mode));
+            GeluLayer kernel(form, mode, sched::library_schedule("cpu_tiled", host), host);
             uint32_t seed = 10;
             for (const Shape &s : kShapes) check_kernel(kernel, form, s, seed += 3);
         }
@@ -59,14 +60,14 @@ TEST_CASE("cpu_tiled matches the float64 reference on awkward shapes") {
 TEST_CASE("cpu_tiled compiled for AVX2 (8-lane vectors) also matches") {
     const Halide::Target avx2 = parse_target("x86-64-linux-avx-avx2-fma-f16c-sse41");
     const auto schedule = sched::library_schedule("cpu_tiled", avx2);
-    GeluKernel kernel(schedule, GeluForm::Erf, NumericMode::Strict, avx2);
+    GeluLayer kernel(GeluForm::Erf, dsl::NumericMode::Strict, schedule, avx2);
     uint32_t seed = 100;
     for (const Shape &s : {Shape{1, 19, 23}, Shape{9, 33, 17}, Shape{37, 53, 29}}) check_kernel(kernel, GeluForm::Erf, s, seed++);
 }
 
 TEST_CASE("mismatched shapes are refused with both shapes named") {
     const Halide::Target host = parse_target("host");
-    GeluKernel kernel(sched::library_schedule("cpu_tiled", host), GeluForm::Erf, NumericMode::Strict, host);
+    GeluLayer kernel(GeluForm::Erf, dsl::NumericMode::Strict, sched::library_schedule("cpu_tiled", host), host);
     Buffer<float> x(8, 4), w(16, 9), bias(16), y(16, 4);  // x is [4,8] but w is [9,16]
     x.fill(0), w.fill(0), bias.fill(0);
     try {
@@ -80,14 +81,13 @@ TEST_CASE("mismatched shapes are refused with both shapes named") {
     }
 }
 
-TEST_CASE("cuda_simple runs correctly on a GPU" * doctest::test_suite("gpu")) {
-    // Halide's CUDA runtime needs the driver library; without it this machine has no GPU.
-    if (!dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL)) {
-        MESSAGE("[SKIP] no CUDA driver (libcuda.so.1) on this machine");
-        return;
-    }
+/** Halide's CUDA runtime needs the driver library; without it this machine has no GPU. */
+bool has_cuda_driver() { return dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL) != nullptr; }
+
+// Skipped (and counted as skipped by doctest and ctest) where there is no GPU.
+TEST_CASE("cuda_simple runs correctly on a GPU" * doctest::test_suite("gpu") * doctest::skip(!has_cuda_driver())) {
     const Halide::Target cuda = parse_target("host-cuda");
-    GeluKernel kernel(sched::library_schedule("cuda_simple", cuda), GeluForm::Tanh, NumericMode::Strict, cuda);
+    GeluLayer kernel(GeluForm::Tanh, dsl::NumericMode::Strict, sched::library_schedule("cuda_simple", cuda), cuda);
     uint32_t seed = 200;
     for (const Shape &s : kShapes) check_kernel(kernel, GeluForm::Tanh, s, seed += 3);
 }

@@ -1,0 +1,43 @@
+#include "driver/GeluLayer.h"
+
+#include "algorithms/GeluMlp.h"
+#include "dsl/Simplify.h"
+#include "lowering/ScheduleGroup.h"
+
+#include <stdexcept>
+
+namespace tessel {
+
+dsl::FusionGroup gelu_layer_group(const dsl::Graph &g, const Halide::Target &target) {
+    const dsl::FusionPlan plan = dsl::plan_fusion(g, lower::fusion_options(target));
+    if (plan.groups.size() != 1 || plan.groups[0].kind != dsl::GroupKind::MatmulEpilogue)
+        throw std::logic_error("the GELU layer did not plan as one matmul+epilogue group:\n" + plan.to_string(g));
+    return plan.groups[0];
+}
+
+GeluLayer::GeluLayer(GeluForm form, dsl::NumericMode mode, const sched::ScheduleSpec &schedule,
+                     const Halide::Target &target, KernelBackend backend)
+    : graph_(std::make_unique<dsl::Graph>(dsl::simplify_graph(gelu_mlp_layer(form == GeluForm::Tanh, mode)).graph)) {
+    kernel_ = std::make_unique<CompiledKernel>(*graph_, gelu_layer_group(*graph_, target), schedule, target, backend);
+    const char *roles[] = {"x", "w", "bias", "y"};
+    const auto &args = kernel_->arguments();
+    for (size_t r = 0; r < 4; r++) {
+        size_t i = 0;
+        while (i < args.size() && args[i].name != roles[r]) i++;
+        if (i == args.size() || args.size() != 4)
+            throw std::logic_error(std::string("the GELU layer's kernel has no argument '") + roles[r] + "'");
+        slot_[r] = i;
+    }
+}
+
+void GeluLayer::run(Halide::Runtime::Buffer<float> &x, Halide::Runtime::Buffer<float> &w,
+                    Halide::Runtime::Buffer<float> &bias, Halide::Runtime::Buffer<float> &y) const {
+    std::vector<halide_buffer_t *> buffers(4);
+    buffers[slot_[0]] = x.raw_buffer();
+    buffers[slot_[1]] = w.raw_buffer();
+    buffers[slot_[2]] = bias.raw_buffer();
+    buffers[slot_[3]] = y.raw_buffer();
+    kernel_->run(buffers);
+}
+
+}  // namespace tessel
