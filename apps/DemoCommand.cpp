@@ -20,7 +20,7 @@ void add_demo_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--gelu", *form, "GELU form")->capture_default_str()->check(CLI::IsMember({"tanh", "erf"}));
     cmd->add_option("--mode", *mode, "numeric mode (fast allows rewrites that change rounding)")
         ->capture_default_str()
-        ->check(CLI::IsMember({"strict", "fast"}));
+        ->check(CLI::IsMember({"exact", "strict", "fast"}));
     cmd->add_option("--target", o->target, "host, host-cuda or a Halide target string")->capture_default_str();
     cmd->add_option("--schedule", o->cpu_schedule, "CPU schedule: auto (tuning database, else the autoscheduler's "
                                                    "model pick), a library name, or FILE.json")

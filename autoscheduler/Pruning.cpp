@@ -15,6 +15,18 @@ int64_t cpu_tasks(const CandidateParams &p, const Workload &w, const CpuModel &c
     return w.M;  // general: parallel over rows
 }
 
+/** The numeric-mode rule: exact mode keeps the k sum in program order. */
+PruningRule ordered_sum_rule() {
+    return {"ordered-sum", "in numeric mode exact, no nest that splits the k sum into partial sums",
+            [](const CandidateParams &p, const Workload &w, const TargetModel &) -> std::string {
+                static const char *splitting[] = {"splitk", "gemv", "decode", "cuda_tiled", "cuda_decode"};
+                if (!w.ordered_reductions) return "";
+                for (const char *n : splitting)
+                    if (p.nest == n) return "the " + p.nest + " nest splits the k sum, and mode exact keeps it in order";
+                return "";
+            }};
+}
+
 std::vector<PruningRule> make_cpu_rules() {
     return {
         {"nest-applies", "the nest's guard holds for this workload",
@@ -65,6 +77,7 @@ std::vector<PruningRule> make_cpu_rules() {
              if (bytes > m.cpu.l2_bytes) return num(bytes >> 10) + " KiB of partial sums per chunk > L2";
              return "";
          }},
+        ordered_sum_rule(),
     };
 }
 
@@ -111,6 +124,7 @@ std::vector<PruningRule> make_cuda_rules() {
              if (blocks < m.cuda.sms / 2) return num(blocks) + " blocks for " + num(m.cuda.sms) + " SMs";
              return "";
          }},
+        ordered_sum_rule(),
     };
 }
 

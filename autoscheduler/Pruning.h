@@ -24,6 +24,10 @@
  *  - register-estimate:  TN x TM accumulators + operands + ~24 overhead within 255 per thread.
  *  - occupancy:          at least half as many blocks as SMs, so the grid keeps the chip busy.
  *
+ * Both devices, last
+ *  - ordered-sum:        in numeric mode exact, no nest that splits the k sum into partial sums
+ *                        (CPU split-K, gemv, decode; CUDA tiled and decode use rfactor).
+ *
  * The always-correct fallback nest ("general" on CPU, "cuda_simple" on CUDA) may fail the
  * rules for tiny problems; the tuner keeps it when nothing else survives.
  */

@@ -21,6 +21,7 @@ std::string Workload::to_string() const {
 void add_epilogue_cost(const dsl::Graph &g, const std::vector<dsl::ValueId> &nodes, Workload &w) {
     using dsl::Op;
     const bool fast = g.mode == dsl::NumericMode::Fast;
+    w.ordered_reductions = !dsl::allows_split_reductions(g.mode);
     for (dsl::ValueId v : nodes) {
         switch (g.node(v).op) {
         case Op::MatMul: case Op::Constant: case Op::Input: break;
@@ -139,7 +140,10 @@ std::optional<CandidateParams> library_point(const Workload &w, const Halide::Ta
     if (target.has_feature(Halide::Target::CUDA)) return std::nullopt;
     const sched::CpuBlocking b = sched::CpuBlocking::for_target(target);
     CandidateParams p;
-    if (w.M >= b.mr && w.M <= b.decode_max_m && w.N >= b.nr) {
+    if (w.ordered_reductions) {  // cpu_blocked's variants that keep the k sum in order
+        if (w.M >= b.mr && w.N >= b.nr) p.nest = "gemm", p.mr = b.mr, p.nr_vectors = b.nr / b.lanes, p.panel_blocks = b.panel_blocks;
+        else p.nest = "general";
+    } else if (w.M >= b.mr && w.M <= b.decode_max_m && w.N >= b.nr) {
         p.nest = "splitk", p.mr = b.mr, p.nr_vectors = b.nr / b.lanes, p.k_chunk = b.k_chunk;
     } else if (w.M == 1) {
         p.nest = "gemv", p.k_chunk = b.k_chunk, p.k_unroll = b.gemv_streams;

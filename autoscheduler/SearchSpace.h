@@ -24,7 +24,7 @@
 namespace tessel::autosched {
 
 /** Bump when the space or make_schedule changes: it is part of every tuning key. */
-constexpr int kSearchSpaceVersion = 3;  // 2: split-K register-block nest ("splitk"); 3: "gemv"
+constexpr int kSearchSpaceVersion = 4;  // 2: split-K register-block nest ("splitk"); 3: "gemv"; 4: ordered-sum rule (exact mode)
 
 /** The extents of one matmul+epilogue problem: y[M,N] = epilogue(x[M,K] @ w[K,N]). */
 struct Workload {
@@ -32,6 +32,9 @@ struct Workload {
     /** The fused epilogue's cost per output element: vectorizable flops, and calls to scalar
      * library functions (strict-mode tanh is one), which do not vectorize. */
     double epilogue_flops = 0, epilogue_scalar_calls = 0;
+    /** The graph's numeric mode keeps the k sum in program order (exact): nests that split it
+     * into partial sums (split-K, gemv, decode; CUDA tiled and decode) are pruned. */
+    bool ordered_reductions = false;
     /** "decode" (M <= 16), "square" (M, K, N within 2x of each other), else "mlp". */
     std::string shape_class() const;
     std::string to_string() const;  ///< "M=1,K=4096,N=4096"

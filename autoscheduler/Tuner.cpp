@@ -77,17 +77,23 @@ TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
         return result;
     };
 
+    const TargetModel tm = TargetModel::for_target(target);
+    // A measuring run takes only measured records as hits: a model-only record (what a command
+    // without --tune stores) is a guess, measured over and outranked by the measured record.
+    const bool measuring = params_.measure && measurer_ && tm.device == sched::Device::Cpu;
     if (cache_) {
         if (auto hit = cache_->lookup(result.key)) {
-            result.schedule = sched::schedule_from_json(hit->schedule);
-            result.source = "database";
-            result.time_ms = hit->median_ms;
-            result.decision = "database hit (" + hit->measured_by + ", " + hit->cost_model_version + "): " + hit->notes;
-            return finish();
+            if (hit->measured_by == "measured" || !measuring) {
+                result.schedule = sched::schedule_from_json(hit->schedule);
+                result.source = "database";
+                result.time_ms = hit->median_ms;
+                result.decision = "database hit (" + hit->measured_by + ", " + hit->cost_model_version + "): " + hit->notes;
+                return finish();
+            }
+            if (log) *log << "database holds only the cost model's unmeasured pick for this key; measuring\n";
         }
     }
 
-    const TargetModel tm = TargetModel::for_target(target);
     const std::vector<CandidateParams> space = enumerate_space(r.workload, tm);
     std::vector<CandidateParams> survivors = prune(space, r.workload, tm, &result.prune);
     if (survivors.empty()) {

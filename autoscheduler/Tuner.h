@@ -2,7 +2,8 @@
  * Tuner: wires the autoscheduler's parts — search space, pruning, cost model, measurer and
  * tuning cache — for one matmul+epilogue group at one shape on one target.
  *
- *   cache hit? -> return it (no measurement)
+ *   cache hit? -> return it (no measurement); a measuring run takes only measured records as
+ *                 hits: a model-only record is measured over and outranked
  *   enumerate_space -> prune (counts per rule) -> cost model ranks every survivor
  *   CPU, measuring:   measure the model's top `budget` in isolated children, plus the library's
  *                     own point for the shape (library_point) when it is not among them;

@@ -171,7 +171,7 @@ std::string format_shapes(const std::map<std::string, int64_t> &extents) {
     return s;
 }
 
-std::string to_key_string(dsl::NumericMode mode) { return mode == dsl::NumericMode::Fast ? "fast" : "strict"; }
+std::string to_key_string(dsl::NumericMode mode) { return dsl::to_string(mode); }
 
 std::string structural_descriptor(const Graph &g, const dsl::FusionGroup &group) {
     std::set<ValueId> in_group(group.nodes.begin(), group.nodes.end());

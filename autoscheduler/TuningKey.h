@@ -10,7 +10,7 @@
  *  - shapes:         exact extents of the symbolic dims, canonical "K=4096,M=1,N=4096" (sorted by
  *                    name; format_shapes()). Empty when the graph fixes every extent.
  *  - target:         the full Halide target string, features included ("x86-64-linux-avx2-fma").
- *  - numeric_mode:   "strict" or "fast" (the graph's dsl::NumericMode).
+ *  - numeric_mode:   "exact", "strict" or "fast" (the graph's dsl::NumericMode).
  *  - space_version:  version of the schedule search space that produced the schedule.
  *  - tessel_version, halide_version: the compiler versions ("0.1.0", "21.0.0").
  *  - schema_version: the format of the key itself (kTuningKeySchemaVersion).
@@ -80,7 +80,7 @@ std::string halide_version();
 
 /** Canonical text of exact extents: sorted by name, "K=4096,M=1,N=4096". Empty map: "". */
 std::string format_shapes(const std::map<std::string, int64_t> &extents);
-/** "strict" or "fast". */
+/** "exact", "strict" or "fast". */
 std::string to_key_string(dsl::NumericMode mode);
 
 /** The canonical text structural_hash() hashes, one line per member (useful when two hashes

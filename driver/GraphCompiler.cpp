@@ -90,6 +90,7 @@ void print_groups(const CompiledGraph &program, std::ostream &out) {
         out << "group " << k.group().name << " [" << dsl::to_string(k.group().kind) << "]: " << cg.schedule_note;
         if (!k.schedule().variants.empty()) out << " (" << k.schedule().variants.size() << " guarded variants + fallback)";
         out << "\n";
+        for (const auto &note : k.notes()) out << "  note: " << note << "\n";
     }
 }
 

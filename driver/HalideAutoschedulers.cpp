@@ -264,7 +264,7 @@ int compare_autoschedulers(const dsl::Graph &g, const dsl::FusionGroup &group, c
     bool all_tessel = true, any_halide = false;
     std::vector<std::string> notes;
     out << "group " << group.name << " (" << dsl::to_string(group.kind) << ") of graph " << g.name << ", numeric mode "
-        << (g.mode == dsl::NumericMode::Fast ? "fast" : "strict") << ", target " << o.target.to_string()
+        << dsl::to_string(g.mode) << ", target " << o.target.to_string()
         << ", median of " << o.repeats << " runs\n";
     out << std::left << std::setw(24) << "shape" << std::setw(20) << "contender" << std::right
         << std::setw(10) << "search s" << std::setw(11) << "compile s" << std::setw(12) << "median ms"

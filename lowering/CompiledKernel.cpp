@@ -5,6 +5,7 @@
 #include "dsl/ir/TypeInference.h"
 #include "lowering/ScheduleGroup.h"
 
+#include <algorithm>
 #include <chrono>
 #include <sstream>
 
@@ -20,12 +21,6 @@ std::string guards_text(const std::vector<sched::Guard> &guards) {
     return s;
 }
 
-bool guards_hold(const std::vector<sched::Guard> &guards, const std::map<std::string, long> &extents) {
-    for (const auto &g : guards)
-        if (!g.holds(extents)) return false;
-    return true;
-}
-
 }  // namespace
 
 CompiledKernel::CompiledKernel(const dsl::Graph &g, dsl::FusionGroup group, sched::ScheduleSpec schedule,
@@ -34,6 +29,22 @@ CompiledKernel::CompiledKernel(const dsl::Graph &g, dsl::FusionGroup group, sche
     : graph_(&g), group_(std::move(group)), schedule_(std::move(schedule)), target_(target), backend_(backend),
       extents_(dsl::group_extents(g, group_)) {
     const auto t0 = std::chrono::steady_clock::now();
+
+    // Exact mode: variants that split a reduction are left out before anything else looks at
+    // the schedule, so dispatch, only_for and reports all see the schedule that runs.
+    if (!dsl::allows_split_reductions(g.mode)) {
+        std::vector<sched::ScheduleSpec::Variant> kept;
+        for (size_t i = 0; i < schedule_.variants.size(); i++) {
+            const auto &steps = schedule_.variants[i].steps;
+            const bool splits = std::any_of(steps.begin(), steps.end(),
+                                            [](const sched::Directive &d) { return std::holds_alternative<sched::RFactor>(d); });
+            if (!splits) kept.push_back(schedule_.variants[i]);
+            else notes_.push_back("variant " + std::to_string(i + 1) + " (" + guards_text(schedule_.variants[i].guards) +
+                                  ") of '" + schedule_.name + "' left out: it splits the reduction into partial sums, "
+                                  "and numeric mode 'exact' keeps every reduction in program order");
+        }
+        schedule_.variants = std::move(kept);
+    }
 
     // Which schedule variants to build: all, or the one the dispatcher picks for `only_for`.
     std::vector<size_t> wanted;
@@ -106,8 +117,10 @@ std::map<std::string, long> CompiledKernel::call_extents(const std::vector<halid
 }
 
 size_t CompiledKernel::pick_variant(const std::map<std::string, long> &extents) const {
+    // The schedule's own rule (ScheduleSpec::pick_variant), mapped to the variants compiled here.
+    const size_t want = schedule_.pick_variant(extents);
     for (size_t i = 0; i < variants_.size(); i++)
-        if (guards_hold(variants_[i].guards, extents)) return i;
+        if (schedule_variant_[i] == want) return i;
     return variants_.size();  // only_for excluded the variant these extents need
 }
 

@@ -15,6 +15,11 @@
  * Halide errors at any step are reported as CompileError in Tessel's words with Halide's own
  * message attached; a schedule that does not apply throws sched::ScheduleError.
  *
+ * Numeric mode `exact` keeps every reduction in program order: a guarded variant that splits a
+ * reduction into partial sums (an rfactor step: split-K, vector partial sums) is left out, with a
+ * note, and the next variant whose guards hold serves its shapes; a fallback that does so is
+ * refused by ApplySchedule (ScheduleError naming the step and the mode).
+ *
  * `only_for` compiles just the variant the dispatcher would pick for those extents (what the
  * measuring child needs: one shape, no time spent on variants it will not run); run() then
  * refuses buffers whose extents that variant's guards do not cover.
@@ -77,6 +82,8 @@ public:
     const std::vector<Variant> &variants() const { return variants_; }
     const std::vector<KernelArgument> &arguments() const { return arguments_; }
     const dsl::GroupExtents &extents() const { return extents_; }
+    /** Why variants of the schedule were left out (numeric mode), one line each. */
+    const std::vector<std::string> &notes() const { return notes_; }
     /** Lowering + scheduling + JIT compilation of every variant. */
     double compile_seconds() const { return compile_seconds_; }
 
@@ -118,6 +125,7 @@ private:
     std::vector<Variant> variants_;
     /** variant index -> schedule variant index (variants_.size() - 1 is the fallback) */
     std::vector<size_t> schedule_variant_;
+    std::vector<std::string> notes_;
     double compile_seconds_ = 0;
 
     std::string describe_call(const std::vector<halide_buffer_t *> &buffers) const;

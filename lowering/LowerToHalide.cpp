@@ -379,6 +379,7 @@ LoweredGroup lower_group(const Graph &g, const dsl::FusionGroup &group) {
     LoweredGroup out;
     out.name = group.name;
     out.kind = group.kind;
+    out.mode = g.mode;
     for (ValueId v : group.nodes) {
         const Node &n = g.node(v);
         if (!n.is_pure()) refuse(g, v, std::string("effectful op (") + dsl::to_string(n.info().effect) +

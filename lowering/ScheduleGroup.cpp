@@ -18,6 +18,7 @@ std::string loop_name(const std::string &dim_var) {
 sched::GroupShape group_shape(const LoweredGroup &group) {
     sched::GroupShape g;
     g.kind = group.kind;
+    g.ordered_reductions = !dsl::allows_split_reductions(group.mode);
     for (size_t i = 0; i < group.outputs.size(); i++) g.outputs.push_back({group.output_names[i], group.outputs[i].dimensions()});
     for (const auto &[name, f] : group.funcs) {
         if (!f.has_update_definition()) continue;
@@ -47,7 +48,7 @@ sched::ScheduleSpec default_group_schedule(const LoweredGroup &group, const Hali
 
 sched::AppliedResources apply_to_group(const std::vector<sched::Directive> &steps, LoweredGroup &group,
                                        const Halide::Target &target, const std::string &schedule_name) {
-    sched::ScheduleTarget st{group.funcs, {}, target};
+    sched::ScheduleTarget st{group.funcs, {}, target, !dsl::allows_split_reductions(group.mode)};
     for (const auto &p : group.inputs) st.inputs[p.name()] = p;
     for (const auto &[role, p] : group.input_roles) st.inputs[role] = p;  // roles win over names
     return sched::apply_schedule(steps, st, schedule_name);

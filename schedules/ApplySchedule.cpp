@@ -161,6 +161,9 @@ public:
         t_.funcs[d.wrapper] = wrapper;
     }
     void operator()(const RFactor &d) {
+        if (t_.ordered_reductions)
+            fail("rfactor splits the reduction into partial sums, which reorders it; numeric mode 'exact' keeps "
+                 "every reduction in program order (use mode=strict or mode=fast to allow it)");
         if (d.stage.update < 0) fail("rfactor applies to an update definition, not the pure one");
         if (t_.funcs.count(d.intermediate)) fail("stage name '" + d.intermediate + "' is already taken");
         Stage s = stage(d.stage);

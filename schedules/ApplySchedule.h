@@ -5,8 +5,8 @@
  * Every directive is checked before the corresponding Halide call: the stage and loop
  * variable must exist, split factors must be positive, vector widths must be ones the
  * target has, GPU thread blocks must respect the target's thread limits, unrolling is
- * capped, and GPU shared memory (where its footprint is known from `bound` directives)
- * must fit. A violation throws ScheduleError naming the schedule, the step and the limit.
+ * capped, GPU shared memory (where its footprint is known from `bound` directives)
+ * must fit, and a reduction is split into partial sums only where the numeric mode allows. A violation throws ScheduleError naming the schedule, the step and the limit.
  * Halide errors raised while applying are caught and rethrown as ScheduleError with
  * Halide's message attached.
  */
@@ -34,6 +34,9 @@ struct ScheduleTarget {
     std::map<std::string, Halide::Func> funcs;
     std::map<std::string, Halide::ImageParam> inputs;
     Halide::Target target;
+    /** The graph's numeric mode keeps every reduction in program order (exact): rfactor, which
+     * splits a reduction into partial sums, is refused. */
+    bool ordered_reductions = false;
 };
 
 /** Resource limits the checks use, derived from the target. */

@@ -44,7 +44,7 @@ void cpu_reductions(ScheduleSpec &s, const GroupShape &g, const std::string &row
         else s.compute_root(r.name);
         // At root: parallel over the outermost axis, or along n when the outermost is reduced.
         std::string par = r.rank == 0 ? "" : r.row_local ? axis(0, r.rank) : r.n_is_data ? "n" : "";
-        if (vectorize && r.along_n && !r.rvars.empty()) {
+        if (vectorize && r.along_n && !r.rvars.empty() && !g.ordered_reductions) {
             // A vector of partial results over the row (lane u sums elements u, u + lanes, ...);
             // the merged update then adds the lanes. The guarded tail leaves lanes at identity.
             const std::string lanes_func = r.name + "_lanes";
@@ -177,6 +177,7 @@ ScheduleSpec cuda_rows(const GroupShape &g, const Halide::Target &target) {
         // The row's result and its T partial sums live in shared memory; each thread strides
         // over the row (coalesced), then one thread adds the T partials.
         s.compute_at(r.name, y, "m").store_in(r.name, MemoryLevel::GpuShared);
+        if (g.ordered_reductions) continue;  // exact mode: the block's one thread sums in order
         s.split(update, r.rvars[0], "ro", "ri", T, kGuard).rfactor(update, "ri", "u", partial);
         s.compute_at(partial, y, "m")
             .store_in(partial, MemoryLevel::GpuShared)
@@ -196,7 +197,9 @@ ScheduleSpec fallback_group_schedule(const GroupShape &g, const Halide::Target &
 }
 
 GroupShape example_group_shape(dsl::GroupKind kind) {
-    GroupShape g{kind, {{"y", 2}}, {}};
+    GroupShape g;
+    g.kind = kind;
+    g.outputs = {{"y", 2}};
     if (kind == dsl::GroupKind::Reduction) {
         g.reductions = {{"softmax_max", 2, {"r"}, true, false, true}, {"softmax_sum", 2, {"r"}, true, false, true}};
     } else if (kind == dsl::GroupKind::MatmulEpilogue) {

@@ -62,6 +62,8 @@ struct GroupReduction {
 /** What group-generic schedules need to know about a fusion group. */
 struct GroupShape {
     dsl::GroupKind kind = dsl::GroupKind::Elementwise;
+    /** The numeric mode keeps every reduction in program order: no partial sums (rfactor). */
+    bool ordered_reductions = false;
     std::vector<std::pair<std::string, int>> outputs;  ///< output Func name, rank
     std::vector<GroupReduction> reductions;
     bool operator==(const GroupShape &) const = default;

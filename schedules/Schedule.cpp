@@ -141,11 +141,6 @@ size_t ScheduleSpec::pick_variant(const std::map<std::string, long> &extents) co
     return variants.size();
 }
 
-const std::vector<Directive> &ScheduleSpec::steps_for(const std::map<std::string, long> &extents) const {
-    const size_t i = pick_variant(extents);
-    return i < variants.size() ? variants[i].steps : steps;
-}
-
 ScheduleSpec &ScheduleSpec::split(const StageRef &s, const std::string &var, const std::string &outer,
                                   const std::string &inner, int factor, Tail tail) {
     steps.push_back(Split{s, var, outer, inner, factor, tail});

@@ -12,10 +12,11 @@
  * (e.g. M == 1 for decode); each is compiled separately and picked at run time when its
  * guard holds, with the main schedule as the general fallback.
  *
- * Example:
+ * Example (compiled as a test in tests/schedules/test_schedule_json.cpp):
+ *   const StageRef y{"y"};
  *   ScheduleSpec s("cpu_tiled");
- *   s.split("y", "n", "no", "ni", 16).split("y", "m", "mo", "mi", 8)
- *    .reorder("y", {"ni", "mi", "no", "mo"}).vectorize("y", "ni").parallel("y", "mo")
+ *   s.split(y, "n", "no", "ni", 16).split(y, "m", "mo", "mi", 8)
+ *    .reorder(y, {"ni", "mi", "no", "mo"}).vectorize(y, "ni").parallel(y, "mo")
  *    .compute_at("matmul", "y", "no");
  */
 #pragma once
@@ -121,8 +122,6 @@ public:
 
     /** Index of the first variant whose guards all hold, or variants.size() for the fallback. */
     size_t pick_variant(const std::map<std::string, long> &extents) const;
-    /** The steps for a concrete shape: the first variant whose guards hold, else `steps`. */
-    const std::vector<Directive> &steps_for(const std::map<std::string, long> &extents) const;
 
     // Fluent builders: each only appends a directive. Stage defaults to the pure definition;
     // use the StageRef overloads or `update` argument for update definitions.

@@ -7,12 +7,19 @@
 
 namespace tessel::dsl {
 
-const char *to_string(NumericMode mode) { return mode == NumericMode::Fast ? "fast" : "strict"; }
+const char *to_string(NumericMode mode) {
+    switch (mode) {
+    case NumericMode::Exact: return "exact";
+    case NumericMode::Strict: return "strict";
+    case NumericMode::Fast: return "fast";
+    }
+    return "?";
+}
 
 NumericMode parse_numeric_mode(const std::string &text) {
-    if (text == "strict") return NumericMode::Strict;
-    if (text == "fast") return NumericMode::Fast;
-    throw std::invalid_argument("unknown numeric mode '" + text + "' (expected 'strict' or 'fast')");
+    for (NumericMode m : {NumericMode::Exact, NumericMode::Strict, NumericMode::Fast})
+        if (text == to_string(m)) return m;
+    throw std::invalid_argument("unknown numeric mode '" + text + "' (expected 'exact', 'strict' or 'fast')");
 }
 
 

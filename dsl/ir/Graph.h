@@ -113,10 +113,18 @@ struct Node {
     }
 };
 
-/** Numeric mode of a graph: `strict` keeps IEEE semantics bit for bit; `fast` allows
- * reassociation and identities that are exact only for finite, non-negative-zero values. */
-enum class NumericMode { Strict, Fast };
-/** "strict" or "fast", as the text form writes it (`graph f mode=fast { ... }`). */
+/** Numeric mode of a graph (docs/TSL.md, "Numeric modes"):
+ *  - `exact`:  every formula as written and every reduction (the k sum of a matmul, a row sum)
+ *              in program order, so results do not depend on the schedule;
+ *  - `strict` (default): every formula as written (IEEE semantics bit for bit for elementwise
+ *              ops); a reduction may be evaluated as a fixed tree of partial sums chosen by the
+ *              schedule (split-K, vector lanes), as BLAS libraries do;
+ *  - `fast`:   additionally reassociation and identities that are exact only for finite,
+ *              non-negative-zero values (x * 0 -> 0, 0.5 (1 + tanh u) -> sigmoid(2u)). */
+enum class NumericMode { Exact, Strict, Fast };
+/** Whether a schedule may split a reduction into partial sums (rfactor, split-K): not in exact. */
+inline bool allows_split_reductions(NumericMode mode) { return mode != NumericMode::Exact; }
+/** "exact", "strict" or "fast", as the text form writes it (`graph f mode=fast { ... }`). */
 const char *to_string(NumericMode mode);
 /** Inverse of to_string; throws std::invalid_argument naming the value and the choices. */
 NumericMode parse_numeric_mode(const std::string &text);

@@ -162,10 +162,11 @@ public:
         if (peek().kind == Tok::Ident && peek().text == "mode") {
             next();
             expect(Tok::Equal, "'='");
-            Token m = expect(Tok::Ident, "'strict' or 'fast'");
-            if (m.text == "strict") g_.mode = NumericMode::Strict;
+            Token m = expect(Tok::Ident, "'exact', 'strict' or 'fast'");
+            if (m.text == "exact") g_.mode = NumericMode::Exact;
+            else if (m.text == "strict") g_.mode = NumericMode::Strict;
             else if (m.text == "fast") g_.mode = NumericMode::Fast;
-            else error(m.loc, "expected 'strict' or 'fast', got " + describe(m));
+            else error(m.loc, "expected 'exact', 'strict' or 'fast', got " + describe(m));
         }
         expect(Tok::LBrace, "'{'");
         while (peek().kind != Tok::RBrace) {

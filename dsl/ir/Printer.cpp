@@ -113,7 +113,7 @@ std::string print_node(const Graph &g, ValueId id) {
 
 std::string print(const Graph &g) {
     std::ostringstream os;
-    os << "graph " << g.name << " mode=" << (g.mode == NumericMode::Fast ? "fast" : "strict")
+    os << "graph " << g.name << " mode=" << to_string(g.mode)
        << " {\n";
     for (ValueId id : g.order()) os << "  " << print_node(g, id) << "\n";
     if (!g.outputs.empty()) {

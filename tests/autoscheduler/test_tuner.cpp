@@ -235,3 +235,40 @@ TEST_CASE("tuned schedules are correct on shapes they were not tuned for") {
         }
     }
 }
+
+TEST_CASE("a model-only record is a miss for a measuring tuner, which replaces it with a measured one") {
+    // What `tessel run`/`compile`/`demo` store without --tune is the model's unmeasured pick; a
+    // later `tessel tune` must measure that shape, not take the guess as a hit.
+    dsl::Graph g = dsl::simplify_text(kGelu, "<test>").graph;
+    const dsl::FusionPlan plan = dsl::plan_fusion(g);
+    TuneRequest r;
+    r.graph = &g;
+    r.group = plan.groups[0];
+    r.target = parse_target("host");
+    r.workload = Workload{64, 256, 512};
+    r.symbols = {{"M", 64}, {"K", 256}, {"N", 512}};
+    AnalyticalCostModel model(TargetModel::for_target(r.target));
+    MemoryTuningCache cache;
+    FakeMeasurer fake;
+    fake.time_ms = [](const sched::ScheduleSpec &) { return 1.5; };
+    TunerParams model_only;
+    model_only.measure = false;
+    const TuneResult guess = Tuner(model, &fake, &cache, model_only).tune(r);
+    CHECK(guess.source == "model");
+    REQUIRE(cache.lookup(Tuner::key_for(r)));
+    CHECK(cache.lookup(Tuner::key_for(r))->measured_by == "model");
+    CHECK(fake.calls == 0);
+
+    // A model-only reader still takes the stored guess (nothing to measure with).
+    CHECK(Tuner(model, &fake, &cache, model_only).tune(r).source == "database");
+
+    TunerParams measuring;
+    measuring.budget = 2;
+    const TuneResult tuned = Tuner(model, &fake, &cache, measuring).tune(r);
+    CHECK(tuned.source == "measured");
+    CHECK(fake.calls > 0);
+    CHECK(cache.lookup(Tuner::key_for(r))->measured_by == "measured");  // the measured record wins lookups
+    const int calls = fake.calls;
+    CHECK(Tuner(model, &fake, &cache, measuring).tune(r).source == "database");  // now a real hit
+    CHECK(fake.calls == calls);
+}
