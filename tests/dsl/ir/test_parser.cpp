@@ -166,7 +166,7 @@ TEST_CASE("parse errors name file, line, column and what was expected") {
         {"unnamed result", "graph g {\n  %a = input : f32[4]\n  relu(%a)\n}\n", 3, 3, "the result of 'relu' must be named"},
         {"non-integer literal", "graph g {\n  %a = 2.5 : i64[]\n}\n", 2, 8, "literal 2.5 is not an integer"},
         {"trailing text", "graph g {\n}\nx\n", 3, 1, "expected end of file after '}'"},
-        {"bad mode", "graph g mode=quick {\n}\n", 1, 14, "expected 'strict' or 'fast', got 'quick'"},
+        {"bad mode", "graph g mode=quick {\n}\n", 1, 14, "expected 'exact', 'strict' or 'fast', got 'quick'"},
         {"reduction axis", "graph g {\n  %a = input : f32[4]\n  %b = reduce_sum(%a, axes=[1])\n}\n", 3, 8,
          "reduce_sum: axis 1 out of range for rank 1"},
         {"dim must be integer", "graph g {\n  %f = 1.5 : f32[]\n  %a = input : f32[%f]\n}\n", 3, 8,
