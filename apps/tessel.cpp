@@ -1,6 +1,8 @@
 // tessel: the command-line front end. Each subcommand only parses options and calls the
-// library (driver/, dsl/, schedules/); errors are printed as "tessel: error: ..." with exit 1.
+// library (driver/, dsl/, schedules/); errors are printed once, by dsl::format_error, with exit 1:
+// "file:line:col: error: ..." for located ones, "tessel: error: ..." for the rest.
 #include "apps/Commands.h"
+#include "dsl/ir/Diagnostics.h"
 
 #include <CLI/CLI.hpp>
 
@@ -22,7 +24,7 @@ int main(int argc, char **argv) {
     try {
         return action();
     } catch (const std::exception &e) {
-        std::cerr << "tessel: error: " << e.what() << "\n";
+        std::cerr << tessel::dsl::format_error(e) << "\n";
         return 1;
     }
 }

@@ -1,7 +1,7 @@
 /** \file
  * `tessel compile` and `tessel run`: a graph file through the whole pipeline.
  *
- *   parse + simplify (dsl/Simplify) -> plan_fusion (dsl/passes/Fusion) -> one Halide pipeline per
+ *   parse + simplify (dsl/Simplify) -> plan_fusion (dsl/passes/Fusion) -> one CompiledKernel per
  *   group (lowering/) with a schedule -> JIT (run) or files (compile).
  *
  * Schedules: `--schedule NAME|FILE.json` applies to every group of the kind it is for (a library
@@ -49,8 +49,11 @@ struct GraphRunOptions {
     double tolerance = 1e-4;  ///< max |got - want| / (1 + |want|)
 };
 
-/** Runs the graph on random inputs by JIT, group by group, and compares every output with the
- * reference interpreter. Returns 0 when all outputs match within the tolerance. */
+/** Runs the graph on random inputs: the simplified graph in program order, its fused groups on
+ * JIT-compiled kernels and every op outside kernels (print, assert, state, random draws, shape
+ * code) in the interpreter; compares every output with the reference interpreter on the graph
+ * as parsed, before any pass, so a wrong rewrite shows. Returns 0 when all outputs match within
+ * the tolerance. */
 int run_graph(const GraphRunOptions &options, std::ostream &out);
 
 /** Known --emit names, for help and validation. */

@@ -159,7 +159,9 @@ HalideScheduledGroup schedule_group_with_halide(const std::string &autoscheduler
             for (size_t a = 0; a < shape.size(); a++) lg.inputs[i].dim((int)(shape.size() - 1 - a)).set_estimate(0, (int)shape[a]);
         }
         for (size_t i = 0; i < lg.outputs.size(); i++) {
-            const auto shape = concrete_shape(g, lg.output_values[i], symbols);
+            size_t first = 0;  // the first value of this output Func (a Tuple's elements share a shape)
+            while (lg.output_func[first] != i) first++;
+            const auto shape = concrete_shape(g, lg.output_values[first], symbols);
             Halide::Region est;
             for (auto it = shape.rbegin(); it != shape.rend(); ++it) est.push_back({0, (int)*it});
             lg.outputs[i].set_estimates(est);

@@ -68,36 +68,47 @@ CompiledGraph::CompiledGraph(const dsl::Graph &g, const dsl::FusionPlan &plan, c
     }
 }
 
+std::vector<dsl::ExternalGroup> CompiledGraph::as_external_groups() const {
+    std::vector<dsl::ExternalGroup> out;
+    for (const auto &cg : groups_) {
+        const CompiledKernel *k = cg.kernel.get();
+        dsl::ExternalGroup eg;
+        eg.members = k->group().nodes;
+        for (const auto &a : k->arguments())
+            if (a.is_output) eg.outputs.push_back(a.value);
+        const dsl::Graph *g = &graph_;
+        eg.run = [k, g](const std::map<ValueId, dsl::Tensor> &values, const std::map<std::string, int64_t> &symbols) {
+            std::vector<Halide::Buffer<float>> buffers;
+            std::vector<halide_buffer_t *> raw;
+            for (const auto &a : k->arguments()) {
+                if (a.is_output) {
+                    buffers.push_back(make_buffer(concrete_shape(*g, a.value, symbols), a.name));
+                } else {
+                    auto it = values.find(a.value);
+                    if (it == values.end())
+                        throw lower::LoweringError("group '" + k->group().name + "' reads " + a.name + " before it is computed");
+                    buffers.push_back(to_buffer(it->second, a.name));
+                }
+                raw.push_back(buffers.back().raw_buffer());
+            }
+            k->run(raw);
+            std::vector<dsl::Tensor> results;
+            for (size_t i = 0; i < k->arguments().size(); i++)
+                if (k->arguments()[i].is_output)
+                    results.push_back(to_tensor(buffers[i], concrete_shape(*g, k->arguments()[i].value, symbols)));
+            return results;
+        };
+        out.push_back(std::move(eg));
+    }
+    return out;
+}
+
 std::vector<dsl::Tensor> CompiledGraph::run(const std::map<std::string, dsl::Tensor> &inputs,
                                             const std::map<std::string, int64_t> &symbols) const {
-    std::map<ValueId, Halide::Buffer<float>> values;
-    for (ValueId v : graph_.order()) {
-        if (graph_.node(v).op != dsl::Op::Input) continue;
-        auto it = inputs.find(graph_.display_name(v));
-        if (it == inputs.end()) throw lower::LoweringError("missing input '" + graph_.display_name(v) + "'");
-        values[v] = to_buffer(it->second, graph_.display_name(v));
-    }
-    for (const auto &cg : groups_) {
-        const CompiledKernel &k = *cg.kernel;
-        std::vector<halide_buffer_t *> buffers;
-        for (const auto &a : k.arguments()) {
-            if (a.is_output) {
-                values[a.value] = make_buffer(concrete_shape(graph_, a.value, symbols), a.name);
-            } else if (!values.count(a.value)) {
-                throw lower::LoweringError("group '" + k.group().name + "' reads " + a.name +
-                                           " before any group produced it");
-            }
-            buffers.push_back(values[a.value].raw_buffer());
-        }
-        k.run(buffers);
-    }
-    std::vector<dsl::Tensor> results;
-    for (ValueId v : graph_.outputs) {
-        auto it = values.find(v);
-        if (it == values.end()) throw lower::LoweringError("no group produces output " + graph_.display_name(v));
-        results.push_back(to_tensor(it->second, concrete_shape(graph_, v, symbols)));
-    }
-    return results;
+    dsl::RunOptions o;
+    o.symbol_sizes = symbols;
+    o.external_groups = as_external_groups();
+    return dsl::interpret(graph_, inputs, o).outputs;
 }
 
 }  // namespace tessel

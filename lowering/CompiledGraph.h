@@ -9,6 +9,7 @@
  */
 #pragma once
 
+#include "dsl/interp/Interpreter.h"
 #include "dsl/interp/Tensor.h"
 #include "dsl/ir/Graph.h"
 #include "dsl/passes/Fusion.h"
@@ -41,10 +42,16 @@ public:
     CompiledGraph(const dsl::Graph &g, const dsl::FusionPlan &plan, const Halide::Target &target,
                   const ScheduleChooser &choose = {}, KernelBackend backend = KernelBackend::Jit);
 
-    /** Runs the graph. `inputs` by input name; `symbols` binds every symbolic dimension.
+    /** Runs the graph: its groups on their kernels, any other op in the interpreter (see
+     * as_external_groups). `inputs` by input name; `symbols` binds every symbolic dimension.
      * Returns the graph outputs in Graph::outputs order. */
     std::vector<dsl::Tensor> run(const std::map<std::string, dsl::Tensor> &inputs,
                                  const std::map<std::string, int64_t> &symbols) const;
+
+    /** The groups as the interpreter's external groups (dsl/interp/Interpreter.h): interpreting
+     * the graph with these runs every group on its compiled kernel and everything else — effects
+     * (print, assert, state, random draws) and shape code — in the interpreter, in program order. */
+    std::vector<dsl::ExternalGroup> as_external_groups() const;
 
     const std::vector<Group> &groups() const { return groups_; }
 

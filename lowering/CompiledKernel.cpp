@@ -74,8 +74,9 @@ CompiledKernel::CompiledKernel(const dsl::Graph &g, dsl::FusionGroup group, sche
     const lower::LoweredGroup &lg = variants_.back().lowered;
     for (size_t i = 0; i < lg.inputs.size(); i++)
         arguments_.push_back({lg.inputs[i].name(), lg.input_values[i], false, lg.inputs[i].dimensions()});
-    for (size_t i = 0; i < lg.outputs.size(); i++)
-        arguments_.push_back({g.display_name(lg.output_values[i]), lg.output_values[i], true, lg.outputs[i].dimensions()});
+    for (size_t i = 0; i < lg.output_values.size(); i++)
+        arguments_.push_back({g.display_name(lg.output_values[i]), lg.output_values[i], true,
+                              lg.outputs[lg.output_func[i]].dimensions()});
 
     // Each extent a guard may name comes from a constant or from a dimension of a buffer
     // whose dim resolves to the same symbol.

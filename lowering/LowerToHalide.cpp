@@ -7,6 +7,8 @@
 #include "dsl/ir/TypeInference.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <set>
 
 namespace tessel::lower {
@@ -44,6 +46,43 @@ Expr gelu_expr(const Expr &v, bool tanh_form, dsl::NumericMode mode) {
     const Expr u = 0.79788456080286536f * (v + 0.044715f * v * v * v);
     if (mode == dsl::NumericMode::Fast) return v / (1.0f + Halide::exp(-2.0f * u));
     return 0.5f * v * (1.0f + Halide::tanh(u));
+}
+
+// NaN and signed zeros (docs/TSL.md, "Special values"): max, min, relu, reduce_max and softmax
+// follow IEEE 754-2019 maximum/minimum, as the interpreter does. Halide's max/min on floats are
+// a compare and select (max(NaN, 0) = 0, max(-0, +0) depends on the operand order) and LLVM gets
+// fast-math flags that may assume no NaN, so they are computed on integers instead: the float's
+// bits mapped to a key whose signed order is the float order (-0 < +0), with NaN given the key
+// that wins. Integer max/min vectorizes (pmaxsd), no fast-math flag applies to it, and Halide
+// still sees max/min, so rfactor and vector partial results keep working on reductions.
+
+/** Key of a float32 whose int32 order is IEEE total order on non-NaN values; NaN maps to
+ * INT32_MAX (`nan_wins` = max) or INT32_MIN (min). */
+Expr order_key(const Expr &x, bool nan_wins_max) {
+    if (const auto c = Halide::Internal::as_const_float(x)) {  // constants: the key itself
+        const float f = (float)*c;
+        int32_t b;
+        std::memcpy(&b, &f, sizeof b);
+        if (std::isnan(f)) return nan_wins_max ? Halide::Int(32).max() : Halide::Int(32).min();
+        return Expr(b < 0 ? b ^ 0x7fffffff : b);
+    }
+    const Expr bits = Halide::reinterpret(Halide::Int(32), x);
+    const Expr key = bits ^ ((bits >> 31) & 0x7fffffff);  // negative floats: flip the magnitude
+    const Expr is_nan = (bits & 0x7fffffff) > 0x7f800000;    // on bits: immune to fast-math flags
+    return Halide::select(is_nan, nan_wins_max ? Halide::Int(32).max() : Halide::Int(32).min(), key);
+}
+
+/** Inverse of order_key (the NaN keys decode to NaN bit patterns). */
+Expr from_order_key(const Expr &k) { return Halide::reinterpret(Halide::Float(32), k ^ ((k >> 31) & 0x7fffffff)); }
+
+/** Whether an order key (NaN wins max) is that of a finite float: strictly between -inf's and +inf's. */
+Expr is_finite_key(const Expr &k) { return k > order_key(Expr(-INFINITY), true) && k < order_key(Expr(INFINITY), true); }
+
+Expr ieee_maximum(const Expr &a, const Expr &b) {
+    return from_order_key(Halide::max(order_key(a, true), order_key(b, true)));
+}
+Expr ieee_minimum(const Expr &a, const Expr &b) {
+    return from_order_key(Halide::min(order_key(a, false), order_key(b, false)));
 }
 
 [[noreturn]] void refuse(const Graph &g, ValueId v, const std::string &why) {
@@ -88,6 +127,7 @@ public:
     Expr at(ValueId v, const std::vector<Expr> &idx) {
         const Node &n = g_.node(v);
         if (auto p = params_.find(v); p != params_.end()) return p->second(reversed(idx));
+        if (auto w = views_.find(v); w != views_.end()) return w->second(reversed(idx));
         if (!funcs_.count(v) && in_group_.count(v)) define_stateful_func(v);  // lazily, in use order
         if (auto f = funcs_.find(v); f != funcs_.end()) {
             if (auto t = tuple_of_.find(v); t != tuple_of_.end() && f->second.outputs() > 1)
@@ -105,13 +145,13 @@ public:
         case Op::Sub: return operand(0) - operand(1);
         case Op::Mul: return operand(0) * operand(1);
         case Op::Div: return operand(0) / operand(1);
-        case Op::Max: return Halide::max(operand(0), operand(1));
-        case Op::Min: return Halide::min(operand(0), operand(1));
+        case Op::Max: return ieee_maximum(operand(0), operand(1));
+        case Op::Min: return ieee_minimum(operand(0), operand(1));
         case Op::Gelu: return gelu_expr(operand(0), false, mode_);
         case Op::GeluTanh: return gelu_expr(operand(0), true, mode_);
         case Op::Tanh: return Halide::tanh(operand(0));
         case Op::Exp: return Halide::exp(operand(0));
-        case Op::Relu: return Halide::max(operand(0), 0.0f);
+        case Op::Relu: return ieee_maximum(operand(0), 0.0f);  // relu(NaN) = NaN, relu(-0) = +0
         case Op::Neg: return -operand(0);
         case Op::Abs: return Halide::abs(operand(0));
         case Op::Sqrt: return Halide::sqrt(operand(0));
@@ -157,6 +197,7 @@ private:
     std::set<ValueId> in_group_;
     std::map<ValueId, Halide::ImageParam> params_;
     std::map<ValueId, Func> funcs_;
+    std::map<ValueId, Func> views_;    // transposed operand -> its view Func "w"
     std::map<ValueId, int> tuple_of_;  // matmul value -> its element in the shared Func
     std::map<ValueId, std::vector<ValueId>> siblings_of_;  // matmul -> the matmuls sharing its Func
 
@@ -262,6 +303,8 @@ private:
         rhs_idx[rank - 2] = k;              // b[..., k, n]
         std::vector<Expr> init, update;
         std::vector<Halide::Var> args(vs.begin(), vs.end());
+        const bool first_contraction = !out_.input_roles.count("x") && !out_.funcs.count("w");
+        if (first_contraction) define_transposed_operand_view(n.inputs[1]);
         for (size_t i = 0; i < siblings.size(); i++) {
             const Node &s = g_.node(siblings[i]);
             init.push_back(0.0f);
@@ -283,10 +326,27 @@ private:
         }
         out_.reduction_axes[name] = {false, true, true};
         out_.matmul_count += (int)siblings.size();
-        if (!out_.input_roles.count("x")) {
+        if (first_contraction) {
             if (auto p = params_.find(a); p != params_.end()) out_.input_roles["x"] = p->second;
             if (auto p = params_.find(n.inputs[1]); p != params_.end()) out_.input_roles["w"] = p->second;
         }
+    }
+
+    /** `x @ transpose(w_nk)` (PyTorch's Linear, weights stored [N, K]): the right operand is a
+     * group input read through a 2-D transpose. It becomes a Func "w" in the [K, N] orientation
+     * schedules expect — pure vars _0 (n) and _1 (k), like an ImageParam's wrapper — which the
+     * matmul reads; schedules stage and pack it exactly as they pack a w stored [K, N]. */
+    void define_transposed_operand_view(ValueId rhs) {
+        const Node &t = g_.node(rhs);
+        if (t.op != Op::Transpose || t.type.rank() != 2 || !in_group_.count(rhs)) return;
+        if (!t.attrs.perm.empty() && t.attrs.perm != std::vector<int64_t>{1, 0}) return;
+        auto p = params_.find(t.inputs[0]);
+        if (p == params_.end()) return;
+        Halide::Var n0("_0"), k1("_1");
+        Func view("w");
+        view(n0, k1) = p->second(k1, n0);
+        out_.funcs["w"] = view;
+        views_[rhs] = view;
     }
 
     void define_reduction(ValueId v) {
@@ -317,8 +377,9 @@ private:
         std::vector<Halide::Var> args(vs.begin(), vs.end());
         Expr x = at(in, in_idx);
         if (n.op == Op::ReduceMax) {
-            f(args) = Halide::Float(32).min();
-            f(args) = Halide::max(f(args), x);
+            // On order keys (Int(32)); the value is decoded where it is read. Starts at -inf.
+            f(args) = order_key(Expr(-INFINITY), true);
+            f(args) = Halide::max(f(args), order_key(x, true));
         } else {
             f(args) = 0.0f;
             f(args) += x;
@@ -335,6 +396,10 @@ private:
             Func mean(unique_func_name(name + "_mean"));
             mean(args) = f(args) / Halide::cast<float>(count);
             funcs_[v] = mean;
+        } else if (n.op == Op::ReduceMax) {
+            Func value(unique_func_name(name + "_value"));  // inline: decodes the key
+            value(args) = from_order_key(f(args));
+            funcs_[v] = value;
         } else {
             funcs_[v] = f;
         }
@@ -353,22 +418,27 @@ private:
         std::vector<Expr> ridx = idx;
         ridx[axis] = r;
         // The reductions are indexed by every axis but `axis` (kept as a unit-extent var).
-        Func mx("softmax_max");
-        mx(args) = Halide::Float(32).min();
-        mx(args) = Halide::max(mx(args), at(in, ridx));
+        Func mx("softmax_max");  // the row maximum's order key (see ieee_maximum)
+        mx(args) = order_key(Expr(-INFINITY), true);
+        mx(args) = Halide::max(mx(args), order_key(at(in, ridx), true));
         const std::string mx_name = unique_func_name("softmax_max");
         out_.funcs[mx_name] = mx;
         out_.reduction_axes[mx_name] = {axis == rank - 1, axis != rank - 1, axis != 0};
         std::vector<Expr> red_idx(args.begin(), args.end());
         red_idx[rank - 1 - axis] = 0;
+        const Expr m_key = mx(red_idx), m = from_order_key(m_key);
         Func sum("softmax_sum");
         sum(args) = 0.0f;
-        sum(args) += Halide::exp(at(in, ridx) - mx(red_idx));
+        sum(args) += Halide::exp(at(in, ridx) - m);
         const std::string sum_name = unique_func_name("softmax_sum");
         out_.funcs[sum_name] = sum;
         out_.reduction_axes[sum_name] = {axis == rank - 1, axis != rank - 1, axis != 0};
         Func y(unique_func_name("softmax"));
-        y(args) = Halide::exp(at(in, idx) - mx(red_idx)) / sum(red_idx);
+        // A row whose maximum is NaN or +-inf is NaN throughout, as exp(x - m) / sum computes it
+        // in IEEE arithmetic; said explicitly, since Halide's exp need not return NaN for NaN.
+        // With a finite maximum every x - m is <= 0 or -inf (exp gives 0) and the sum is >= 1.
+        y(args) = Halide::select(is_finite_key(m_key), Halide::exp(at(in, idx) - m) / sum(red_idx),
+                                 from_order_key(Halide::Int(32).max()));
         funcs_[v] = y;
     }
 };
@@ -387,20 +457,37 @@ LoweredGroup lower_group(const Graph &g, const dsl::FusionGroup &group) {
     }
     try {
         ExprBuilder b(g, group, out);
-        for (size_t i = 0; i < group.outputs.size(); i++) {
-            const ValueId v = group.outputs[i];
-            const int rank = g.node(v).type.rank();
-            if (rank == 0) refuse(g, v, "scalar outputs are not lowered");
-            const std::string name = group.outputs.size() == 1 ? "y" : "y" + std::to_string(i);
+        for (ValueId v : group.outputs)
+            if (g.node(v).type.rank() == 0) refuse(g, v, "scalar outputs are not lowered");
+        // A matmul group's outputs of one shape (an epilogue whose intermediate is exported too,
+        // sibling matmuls both exported) become ONE Tuple Func "y": the matmul schedules address
+        // "y", and every output is written in the same loop nest as the tile that computes it.
+        bool one_tuple = group.kind == dsl::GroupKind::MatmulEpilogue && group.outputs.size() > 1;
+        for (ValueId v : group.outputs)
+            one_tuple = one_tuple && dsl::same_type(g, g.node(v).type, g.node(group.outputs[0]).type);
+        const size_t funcs = one_tuple ? 1 : group.outputs.size();
+        for (size_t i = 0; i < funcs; i++) {
+            const int rank = g.node(group.outputs[i]).type.rank();
+            const std::string name = funcs == 1 ? "y" : "y" + std::to_string(i);
             Func y(name);
             auto vs = b.vars(rank);
             std::vector<Expr> idx;
             for (auto it = vs.rbegin(); it != vs.rend(); ++it) idx.push_back(*it);
-            y(std::vector<Halide::Var>(vs.begin(), vs.end())) = b.at(v, idx);
+            const std::vector<Halide::Var> args(vs.begin(), vs.end());
+            if (one_tuple) {
+                std::vector<Expr> elements;
+                for (ValueId v : group.outputs) elements.push_back(b.at(v, idx));
+                y(args) = Halide::Tuple(elements);
+            } else {
+                y(args) = b.at(group.outputs[i], idx);
+            }
             out.funcs[name] = y;
             out.output_names.push_back(name);
-            out.output_values.push_back(v);
             out.outputs.push_back(y);
+        }
+        for (size_t i = 0; i < group.outputs.size(); i++) {
+            out.output_values.push_back(group.outputs[i]);
+            out.output_func.push_back(one_tuple ? 0 : i);
         }
     } catch (const Halide::Error &e) {
         throw LoweringError("Halide rejected the lowering of group '" + group.name + "': " + e.what());

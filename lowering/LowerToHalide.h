@@ -2,7 +2,8 @@
  * Lowering: one group of graph nodes becomes one Halide pipeline.
  *
  * Values read from outside the group become ImageParams (named after the value); values the
- * group exports become output Funcs ("y" for a single output, "y0", "y1"... otherwise).
+ * group exports become output Funcs ("y" for a single output, "y0", "y1"... otherwise; a matmul
+ * group's same-shaped outputs become one Tuple Func "y", so matmul schedules address it).
  * Inside the group, elementwise, broadcast, permutation and reshape nodes are built as inline
  * Exprs, so no intermediate of theirs exists in memory: that is producer-consumer fusion.
  * Contractions and reductions become Funcs with update definitions that schedules address by
@@ -41,9 +42,12 @@ struct LoweredGroup {
     dsl::NumericMode mode = dsl::NumericMode::Strict;   ///< the graph's numeric mode
     std::vector<dsl::ValueId> input_values;
     std::vector<Halide::ImageParam> inputs;  ///< parallel to input_values
-    std::vector<dsl::ValueId> output_values;
-    std::vector<Halide::Func> outputs;       ///< parallel to output_values
-    std::vector<std::string> output_names;   ///< their schedule-facing names ("y", "y0"...)
+    std::vector<dsl::ValueId> output_values; ///< in the group's output order: one buffer each
+    /** The output Funcs: one per output value, or, for a matmul group whose outputs share one
+     * shape, a single Tuple Func "y" with one element per output value. */
+    std::vector<Halide::Func> outputs;
+    std::vector<std::string> output_names;   ///< schedule-facing names of `outputs` ("y", "y0"...)
+    std::vector<size_t> output_func;         ///< per output value: its Func in `outputs`
     /** Every schedulable Func by its schedule-facing name. Halide may rename a Func whose name
      * is already taken in the process ("y$3"); schedules always use these names. */
     std::map<std::string, Halide::Func> funcs;

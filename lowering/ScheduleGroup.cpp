@@ -51,6 +51,8 @@ sched::AppliedResources apply_to_group(const std::vector<sched::Directive> &step
     sched::ScheduleTarget st{group.funcs, {}, target, !dsl::allows_split_reductions(group.mode)};
     for (const auto &p : group.inputs) st.inputs[p.name()] = p;
     for (const auto &[role, p] : group.input_roles) st.inputs[role] = p;  // roles win over names
+    // A view Func "w" (a transposed operand) is what schedules stage, not an input of that name.
+    if (group.funcs.count("w") && !group.input_roles.count("w")) st.inputs.erase("w");
     return sched::apply_schedule(steps, st, schedule_name);
 }
 

@@ -224,8 +224,12 @@ Tensor evaluate_pure(const Node &n, const std::vector<const Tensor *> &in,
         return r;
     }
     if (is_shape_arith(n.op)) {
-        auto v = eval_shape_op(n.op, (int64_t)in[0]->data[0], (int64_t)in[1]->data[0]);
-        if (!v) throw RuntimeError(std::string(to_string(n.op)) + ": division by zero in shape code");
+        const int64_t a = (int64_t)in[0]->data[0], b = (int64_t)in[1]->data[0];
+        auto v = eval_shape_op(n.op, a, b);
+        if (!v)
+            throw RuntimeError(std::string(to_string(n.op)) + ": division by zero in shape code (" +
+                               std::to_string(a) + (n.op == Op::ShapeMod ? " mod " : " floordiv ") +
+                               std::to_string(b) + ")");
         return Tensor::scalar(dt, (double)*v);
     }
     if (is_reduction(n.op)) return reduce(n.op, *in[0], n.attrs, shape);
@@ -262,12 +266,52 @@ public:
         : g_(g), inputs_(inputs), st_(st), opt_(opt) {}
 
     RunResult run() {
-        for (ValueId id : g_.order()) step(g_.node(id));
-        for (ValueId o : g_.outputs) res_.outputs.push_back(vals_.at(o));
+        // An external group runs as early as it can: right after the last value it reads from
+        // outside is computed (a pure group may run anywhere after its inputs), so effects
+        // between its members see its outputs. Its members are never evaluated here.
+        std::map<ValueId, size_t> group_of;
+        for (size_t i = 0; i < opt_.external_groups.size(); i++)
+            for (ValueId v : opt_.external_groups[i].members) group_of[v] = i;
+        std::map<ValueId, size_t> position;
+        for (ValueId id : g_.order()) position[id] = position.size();
+        std::map<ValueId, std::vector<size_t>> run_after;  // trigger value -> groups
+        std::vector<size_t> run_first;
+        for (size_t i = 0; i < opt_.external_groups.size(); i++) {
+            ValueId trigger = kNoValue;
+            for (ValueId m : opt_.external_groups[i].members)
+                for_each_dependency(g_.node(m), [&](ValueId d) {
+                    auto gi = group_of.find(d);
+                    if (gi != group_of.end() && gi->second == i) return;
+                    if (trigger == kNoValue || position.at(d) > position.at(trigger)) trigger = d;
+                });
+            if (trigger == kNoValue) run_first.push_back(i);
+            else run_after[trigger].push_back(i);
+        }
+        for (size_t i : run_first) run_external(opt_.external_groups[i]);
+        for (ValueId id : g_.order()) {
+            if (!group_of.count(id)) step(g_.node(id));
+            if (auto it = run_after.find(id); it != run_after.end())
+                for (size_t i : it->second) run_external(opt_.external_groups[i]);
+        }
+        for (size_t i = 0; i < g_.outputs.size(); ++i) {
+            res_.outputs.push_back(vals_.at(g_.outputs[i]));
+            res_.output_names.push_back(g_.output_name(i));
+        }
         return std::move(res_);
     }
 
 private:
+    void run_external(const ExternalGroup &eg) {
+        std::vector<Tensor> outs = eg.run(vals_, res_.symbols);
+        if (outs.size() != eg.outputs.size())
+            throw InternalError("external group returned " + std::to_string(outs.size()) + " values for " +
+                                std::to_string(eg.outputs.size()) + " outputs");
+        for (size_t o = 0; o < outs.size(); o++) {
+            check_shape(g_.node(eg.outputs[o]), outs[o]);
+            vals_[eg.outputs[o]] = std::move(outs[o]);
+        }
+    }
+
     std::string where(const Node &n) const {
         return "%" + g_.display_name(n.id) + " (" + to_string(n.op) + ")";
     }
@@ -275,13 +319,23 @@ private:
     int64_t dim_value(const Node &n, const Dim &d, bool bind_default) {
         switch (d.kind) {
         case Dim::Kind::Static: return d.size;
-        case Dim::Kind::Value: return (int64_t)vals_.at(d.value).data.at(0);
+        case Dim::Kind::Value: {
+            // Shape code known only now: the one place a computed extent can turn out <= 0.
+            const int64_t v = (int64_t)vals_.at(d.value).data.at(0);
+            if (v < 1)
+                throw RuntimeError(where(n) + ": dimension %" + g_.display_name(d.value) + " is " + std::to_string(v) +
+                                   " at run time; extents must be positive (zero-size tensors are not supported)");
+            return v;
+        }
         case Dim::Kind::Symbol: {
             auto it = res_.symbols.find(d.symbol);
             if (it != res_.symbols.end()) return it->second;
             if (!bind_default) throw RuntimeError(where(n) + ": symbol " + d.symbol + " is not bound by any input");
             auto s = opt_.symbol_sizes.find(d.symbol);
             int64_t v = s != opt_.symbol_sizes.end() ? s->second : opt_.default_symbol_size;
+            if (v < 1)
+                throw RuntimeError(where(n) + ": symbol " + d.symbol + " = " + std::to_string(v) +
+                                   "; extents must be positive (zero-size tensors are not supported)");
             res_.symbols[d.symbol] = v;
             return v;
         }
@@ -321,6 +375,9 @@ private:
         if ((int)t.shape.size() != n.type.rank() || t.dtype != n.type.dtype)
             throw RuntimeError("input '" + name + "' is " + to_string(t.dtype) + shape_str(t.shape) + " but the graph declares " + print_type(g_, n.type));
         for (int i = 0; i < n.type.rank(); ++i) {
+            if (t.shape[i] < 1)
+                throw RuntimeError("input '" + name + "' is " + to_string(t.dtype) + shape_str(t.shape) +
+                                   ": extents must be positive (zero-size tensors are not supported)");
             const Dim &d = n.type.dims[i];
             if (d.kind == Dim::Kind::Symbol && !res_.symbols.count(d.symbol)) res_.symbols[d.symbol] = t.shape[i];
         }
@@ -331,7 +388,14 @@ private:
 
     void step(const Node &n) {
         std::vector<const Tensor *> in;
-        for (ValueId v : n.inputs) in.push_back(&vals_.at(v));
+        for (ValueId v : n.inputs) {
+            auto it = vals_.find(v);
+            if (it == vals_.end())
+                throw RuntimeError(where(n) + " reads %" + g_.display_name(v) +
+                                   " before the external group computing it can run (the group reads a value "
+                                   "computed later in program order)");
+            in.push_back(&it->second);
+        }
         Tensor out;
         switch (n.op) {
         case Op::Input:

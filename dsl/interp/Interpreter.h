@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -37,6 +38,19 @@ struct InterpreterState {
     std::map<std::string, Tensor> vars;
 };
 
+/** A group of pure nodes whose values something else computes (a compiled kernel): the
+ * interpreter does not evaluate its members; as soon as every value the group reads from outside
+ * is computed it calls `run` with the values so far and stores what `run` returns as the group's
+ * `outputs` (in that order). Effects and shape code around the group still run here, in program
+ * order, and see the group's outputs. */
+struct ExternalGroup {
+    std::vector<ValueId> members;
+    std::vector<ValueId> outputs;
+    std::function<std::vector<Tensor>(const std::map<ValueId, Tensor> &values,
+                                      const std::map<std::string, int64_t> &symbols)>
+        run;
+};
+
 struct RunOptions {
     /** Sizes for shape symbols that no given input binds (e.g. {"M", 3}). */
     std::map<std::string, int64_t> symbol_sizes;
@@ -44,18 +58,25 @@ struct RunOptions {
     /** Generate missing inputs: floats uniform in [-2, 2), ints in [0, 8), from input_seed. */
     bool random_missing_inputs = false;
     uint64_t input_seed = 1;
+    /** Groups computed outside the interpreter (`tessel run` runs compiled kernels this way).
+     * A node that reads a group's output before the group can run (it reads a value computed
+     * later) is a RuntimeError. */
+    std::vector<ExternalGroup> external_groups;
 };
 
 struct RunResult {
     std::vector<Tensor> outputs;           ///< in Graph::outputs order
+    std::vector<std::string> output_names; ///< Graph::output_name(i) of each output: the interface
     std::map<std::string, Tensor> inputs;  ///< every input used, given or generated, by name
     std::map<std::string, int64_t> symbols;  ///< symbol bindings used
     std::string printed;                   ///< everything `print` wrote
 };
 
 /** Run g. Inputs are keyed by the input value's name (`%x` -> "x"). Throws RuntimeError for a
- * missing input (unless random_missing_inputs), a shape that contradicts the graph's types, or
- * shape code dividing by zero; AssertionFailure when an assert fails.
+ * missing input (unless random_missing_inputs), a shape that contradicts the graph's types, an
+ * extent that is not positive (an input or symbol size of 0, shape code computing <= 0: zero-size
+ * tensors are not supported), or shape code dividing by zero; AssertionFailure when an assert
+ * fails.
  * Example: interpret(g, {{"x", Tensor::filled(DType::F32, {2, 4}, 1.0)}}).outputs[0] */
 RunResult interpret(const Graph &g, const std::map<std::string, Tensor> &inputs,
                     InterpreterState &state, const RunOptions &options = {});

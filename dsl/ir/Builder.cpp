@@ -136,8 +136,12 @@ TensorType GraphBuilder::make_type(DType dtype, const Shape &dims) const {
         const Dim &dim = d.dim();
         switch (dim.kind) {
         case Dim::Kind::Static:
-            if (dim.size < 0)
-                throw UserError("dimension " + std::to_string(dim.size) + " is negative");
+            // As in the text form: zero-size tensors are not supported.
+            if (dim.size < 1 || dim.size > kMaxElements)
+                throw UserError("extent " + std::to_string(dim.size) +
+                                (dim.size < 1 ? " is not positive (extents must be >= 1; zero-size tensors are "
+                                                "not supported)"
+                                              : " is too large (at most 2^62)"));
             break;
         case Dim::Kind::Symbol: symbol(dim.symbol); break;
         case Dim::Kind::Value: check_operand("dimension", d.value()); break;

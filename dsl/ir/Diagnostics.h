@@ -1,7 +1,9 @@
 /** \file
  * Error kinds of the graph front-end. UserError is the user's fault (bad text, bad shapes, a
  * failed assert); InternalError is a bug in Tessel (a pass produced an invalid graph). Every error
- * carries a reason string; parse errors also carry file:line:col.
+ * carries a reason string; errors at a place in a .tsl file (LocatedError: ParseError,
+ * StaticFailure) also carry file:line:col and print as "file:line:col: error: message".
+ * format_error() is how a command line prints any of them: "error:" appears once.
  */
 #pragma once
 
@@ -22,16 +24,41 @@ public:
     explicit UserError(const std::string &msg) : std::runtime_error(msg) {}
 };
 
-/** A syntax, type or shape error in a .tsl file. what() reads "file:line:col: error: message". */
-class ParseError : public UserError {
+/** An error at a place in a .tsl file. what() reads "file:line:col: error: message", or
+ * "file: error: message" when the line is unknown (0); with no file (a graph built in C++) it is
+ * the bare message, since there is no place to name. */
+class LocatedError : public UserError {
 public:
-    ParseError(std::string file, SourceLoc loc, std::string message)
-        : UserError(file + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col) +
-                    ": error: " + message),
-          file(std::move(file)), loc(loc), message(std::move(message)) {}
+    LocatedError(std::string file, SourceLoc loc, std::string message)
+        : UserError(located(file, loc, message)), file(std::move(file)), loc(loc),
+          message(std::move(message)) {}
     std::string file;
     SourceLoc loc;
     std::string message;  ///< The message without the location prefix.
+    /** Whether what() already names the place and says "error:". */
+    bool has_location() const { return !file.empty(); }
+
+private:
+    static std::string located(const std::string &file, SourceLoc loc, const std::string &msg) {
+        if (file.empty()) return msg;
+        std::string where = file;
+        if (loc.line > 0) where += ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col);
+        return where + ": error: " + msg;
+    }
+};
+
+/** A syntax, type or shape error in a .tsl file (or a file that cannot be read). */
+class ParseError : public LocatedError {
+public:
+    using LocatedError::LocatedError;
+};
+
+/** An op that is certain to fail when the graph runs, found by a pass before it runs: shape code
+ * dividing by zero, an assert whose condition is a constant with a zero, an extent that folds to
+ * <= 0 (dsl/ir/RuntimeChecks.h). Reported rather than left for run time, and never removed. */
+class StaticFailure : public LocatedError {
+public:
+    using LocatedError::LocatedError;
 };
 
 /** Shape or dtype mismatch found by type inference; the message names the op and both types. */
@@ -57,5 +84,13 @@ class InternalError : public std::logic_error {
 public:
     explicit InternalError(const std::string &msg) : std::logic_error(msg) {}
 };
+
+/** The one line a command line prints for `e`: a LocatedError with a file as it is
+ * ("gelu.tsl:4:16: error: ..."), anything else after the tool's name ("tessel: error: ...").
+ * Example: std::cerr << format_error(e) << "\n"; */
+inline std::string format_error(const std::exception &e, const std::string &tool = "tessel") {
+    if (auto *l = dynamic_cast<const LocatedError *>(&e); l && l->has_location()) return e.what();
+    return tool + ": error: " + e.what();
+}
 
 }  // namespace tessel::dsl

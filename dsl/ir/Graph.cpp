@@ -138,7 +138,29 @@ size_t Graph::position(ValueId id) const {
     return (size_t)(it - order_.begin());
 }
 
+std::string Graph::output_name(size_t i) const {
+    if (i < output_names.size() && !output_names[i].empty()) return output_names[i];
+    return display_name(outputs.at(i));
+}
+
+void Graph::set_output_name(size_t i, const std::string &name) {
+    const bool own = name.empty() || name == display_name(outputs.at(i));
+    if (own && i >= output_names.size()) return;
+    if (output_names.size() <= i) output_names.resize(i + 1);
+    output_names[i] = own ? std::string() : name;
+    while (!output_names.empty() && output_names.back().empty()) output_names.pop_back();
+}
+
+void Graph::add_output(ValueId v, const std::string &name) {
+    outputs.push_back(v);
+    set_output_name(outputs.size() - 1, name);
+}
+
 int Graph::replace_all_uses(ValueId from, ValueId to) {
+    // Output names are the interface: remember them before values and names move, and rebind
+    // any that would change (the output now holds another value, or the value was renamed).
+    std::vector<std::string> interface(outputs.size());
+    for (size_t i = 0; i < outputs.size(); ++i) interface[i] = output_name(i);
     int changed = 0;
     for (ValueId id : order_) {
         Node &n = nodes_[id];
@@ -155,6 +177,7 @@ int Graph::replace_all_uses(ValueId from, ValueId to) {
         f.name.clear();
         fix_name(f);
     }
+    for (size_t i = 0; i < outputs.size(); ++i) set_output_name(i, interface[i]);
     return changed;
 }
 

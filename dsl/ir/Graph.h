@@ -133,7 +133,24 @@ class Graph {
 public:
     std::string name = "main";
     NumericMode mode = NumericMode::Strict;
+    /** The file the graph was parsed from, for diagnostics that point at a node's SourceLoc;
+     * empty for graphs built in C++. Not printed. */
+    std::string source;
+    /** The graph's interface, in order: output i is value outputs[i] under the name
+     * output_name(i). Callers and generated libraries bind to these names, so no pass may change
+     * them; see replace_all_uses. */
     std::vector<ValueId> outputs;
+    /** Parallel to `outputs`: an explicit interface name where it differs from the value's
+     * display name (`output %y = %x`); an empty or missing entry means the value's own name.
+     * Write it through set_output_name(). */
+    std::vector<std::string> output_names;
+
+    /** Interface name of output i: output_names[i] if set, else display_name(outputs[i]). */
+    std::string output_name(size_t i) const;
+    /** Bind output i to `name`; stores nothing extra when it is the value's own name. */
+    void set_output_name(size_t i, const std::string &name);
+    /** Append an output (`name` empty: the value's own name). */
+    void add_output(ValueId v, const std::string &name = {});
 
     /** Append n at the end of program order; assigns and returns its id. */
     ValueId add(Node n);
@@ -151,7 +168,9 @@ public:
     size_t position(ValueId id) const;
 
     /** Redirect every use of `from` (operands, dim references, outputs) to `to`. If `to` has no
-     * name, it takes over from's name (from is left unnamed). Returns the number of uses changed. */
+     * name, it takes over from's name (from is left unnamed). Outputs keep their interface
+     * names: an output that was `%y` and now holds a value named otherwise becomes the binding
+     * `output %y = %x`. Returns the number of uses changed. */
     int replace_all_uses(ValueId from, ValueId to);
     /** Values that use `id` as an operand or dim reference, in program order. */
     std::vector<ValueId> users(ValueId id) const;

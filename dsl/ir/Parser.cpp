@@ -175,6 +175,8 @@ public:
         }
         next();
         if (peek().kind != Tok::End) error(peek().loc, "expected end of file after '}', got " + describe(peek()));
+        check_output_names();
+        g_.source = file_;
         return std::move(g_);
     }
 
@@ -198,9 +200,18 @@ private:
         const Token &t = peek();
         if (t.kind == Tok::Ident && t.text == "output") {
             next();
+            // `output %y` exports %y under its own name; `output %y = %x` exports %x as y.
             do {
                 Token v = expect(Tok::Value, "a value to output");
-                g_.outputs.push_back(lookup(v));
+                if (peek().kind == Tok::Equal) {
+                    next();
+                    Token bound = expect(Tok::Value, "the value bound to output %" + v.text);
+                    g_.add_output(lookup(bound), v.text);
+                    if (g_.output_name(g_.outputs.size() - 1) != g_.display_name(g_.outputs.back()))
+                        output_locs_.push_back({g_.outputs.size() - 1, v});
+                } else {
+                    g_.add_output(lookup(v));
+                }
             } while (peek().kind == Tok::Comma && (next(), true));
             return;
         }
@@ -250,6 +261,23 @@ private:
         define(name, r.id);
     }
 
+    /** An output name bound to another value must not also name a value: `%a` would then read
+     * as two things. Checked at the end, since values may be defined after the output line. An
+     * unnamed value that merely prints as that number is renamed, as define() does; effects
+     * without a result have no printed name to clash with. */
+    void check_output_names() {
+        for (const auto &[i, tok] : output_locs_)
+            for (ValueId other : g_.order()) {
+                Node &o = g_.node(other);
+                if (other == g_.outputs[i] || !o.has_result() || g_.display_name(other) != tok.text) continue;
+                if (!o.name.empty())
+                    error(tok.loc, "output name %" + tok.text + " is the name of another value; write 'output %" +
+                                       tok.text + "' or bind another name");
+                o.name = "_" + std::to_string(other);
+                while (g_.find(o.name) != other) o.name = "_" + o.name;
+            }
+    }
+
     void check_pending(ValueId root) {
         (void)root;
         if (pending_ == kNoValue) return;
@@ -295,7 +323,8 @@ private:
         if (peek().kind == Tok::RBracket) { next(); return t; }
         for (;;) {
             Token x = next();
-            if (x.kind == Tok::Int) t.dims.push_back(Dim::fixed((int64_t)x.num));
+            if (x.kind == Tok::Int) t.dims.push_back(Dim::fixed(extent(x, x.loc, false)));
+            else if (x.kind == Tok::Minus && peek().kind == Tok::Int) t.dims.push_back(Dim::fixed(extent(next(), x.loc, true)));
             else if (x.kind == Tok::Ident) t.dims.push_back(Dim::sym(x.text));
             else if (x.kind == Tok::Value) t.dims.push_back(Dim::ref(lookup(x)));
             else error(x.loc, "expected a dimension (integer, symbol or %value), got " + describe(x));
@@ -303,6 +332,18 @@ private:
             expect(Tok::RBracket, "',' or ']' in shape");
             return t;
         }
+    }
+
+    /** A static extent as written (`at`: where it starts, the '-' of a negative one): refused
+     * unless it is in [1, 2^62]. Zero-size tensors are not supported (docs/TSL.md); larger
+     * values would overflow element counts. */
+    int64_t extent(const Token &x, SourceLoc at, bool negative) {
+        const std::string written = (negative ? "-" : "") + x.text;
+        if (negative || x.num < 1)
+            error(at, "extent " + written + " is not positive (extents must be >= 1; zero-size tensors are not supported)");
+        if (x.text.size() > 19 || x.num > (double)kMaxElements || std::stoll(x.text) > kMaxElements)
+            error(at, "extent " + written + " is too large (at most 2^62)");
+        return std::stoll(x.text);
     }
 
     // ---- expressions ----
@@ -540,6 +581,7 @@ private:
     Graph g_;
     ValueId pending_ = kNoValue;  ///< a node whose type must come from this statement's annotation
     std::map<std::string, SourceLoc> def_loc_;
+    std::vector<std::pair<size_t, Token>> output_locs_;  ///< outputs bound under another name
 };
 
 }  // namespace
@@ -550,7 +592,7 @@ Graph parse(const std::string &text, const std::string &filename) {
 
 Graph parse_file(const std::string &path) {
     std::ifstream in(path);
-    if (!in) throw UserError(path + ": error: cannot open file");
+    if (!in) throw ParseError(path, {}, "cannot open file");
     std::stringstream ss;
     ss << in.rdbuf();
     return parse(ss.str(), path);

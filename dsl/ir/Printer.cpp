@@ -118,8 +118,12 @@ std::string print(const Graph &g) {
     for (ValueId id : g.order()) os << "  " << print_node(g, id) << "\n";
     if (!g.outputs.empty()) {
         os << "  output ";
-        for (size_t i = 0; i < g.outputs.size(); ++i)
-            os << (i ? ", " : "") << "%" << g.display_name(g.outputs[i]);
+        for (size_t i = 0; i < g.outputs.size(); ++i) {
+            // An output under another name than its value's prints as a binding: %y = %x.
+            const std::string name = g.output_name(i), value = g.display_name(g.outputs[i]);
+            os << (i ? ", " : "") << "%" << name;
+            if (name != value) os << " = %" << value;
+        }
         os << "\n";
     }
     os << "}\n";

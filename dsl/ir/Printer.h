@@ -6,8 +6,10 @@
  *   graph f mode=strict {
  *     %x = input : f32[M, 4]
  *     %y = relu(%x) : f32[M, 4]
- *     output %y
+ *     output %y, %copy = %x
  *   }
+ * An output whose interface name differs from its value's name prints as a binding
+ * (`%copy = %x`: the input x, exported as copy).
  */
 #pragma once
 

@@ -56,7 +56,45 @@ void check_axis(const Graph &g, const Node &n, int64_t axis, const TensorType &t
                     std::to_string(t.rank()) + " operand " + print_type(g, t));
 }
 
+/** The node's own (written or previous) type: dims refer to scalar integers defined earlier, and
+ * every extent that is known here is >= 1 (zero-size tensors are not supported) with at most
+ * kMaxElements elements in all. Shape code only known at run time is checked by the interpreter. */
+void check_extents(const Graph &g, const Node &n) {
+    int64_t numel = 1;
+    for (const Dim &d : n.type.dims) {
+        if (d.kind == Dim::Kind::Static && d.size < 1)
+            fail(n, "extent " + std::to_string(d.size) + " in " + print_type(g, n.type) +
+                        " is not positive (zero-size tensors are not supported)");
+        if (d.kind == Dim::Kind::Value) {
+            if (!g.contains(d.value)) fail(n, "dimension refers to an undefined value");
+            const Node &dn = g.node(d.value);
+            if (!dn.has_result() || !dn.type.is_scalar() || !is_int(dn.type.dtype))
+                fail(n, "dimension %" + g.display_name(d.value) +
+                            " must be a scalar integer value, got " + print_type(g, dn.type));
+            if (auto v = constant_shape_value(g, d.value); v && *v < 1)
+                fail(n, "dimension %" + g.display_name(d.value) + " (" + shape_code_text(g, d.value) +
+                            ") evaluates to " + std::to_string(*v) +
+                            "; extents must be positive (zero-size tensors are not supported)");
+        }
+        const Dim r = resolve_dim(g, d);
+        if (r.is_static() && r.size >= 1) {
+            if (numel > kMaxElements / r.size)
+                fail(n, print_type(g, n.type) + " has more than 2^62 elements");
+            numel *= r.size;
+        }
+    }
+}
+
 }  // namespace
+
+std::string shape_code_text(const Graph &g, ValueId v) {
+    const Node &n = g.node(v);
+    if (n.op == Op::Constant && !n.attrs.value.empty()) return print_number(n.attrs.value[0]);
+    std::string s = std::string(to_string(n.op)) + "(";
+    for (size_t i = 0; i < n.inputs.size(); ++i) s += (i ? ", %" : "%") + g.display_name(n.inputs[i]);
+    if (n.op == Op::ShapeOf) s += ", axis=" + std::to_string(n.attrs.axis);
+    return s + ")";
+}
 
 std::optional<int64_t> eval_shape_op(Op op, int64_t a, int64_t b) {
     switch (op) {
@@ -128,14 +166,7 @@ TensorType infer_type(const Graph &g, const Node &n) {
     if ((int)n.inputs.size() != info.arity)
         fail(n, "expected " + std::to_string(info.arity) + " operand(s), got " +
                     std::to_string(n.inputs.size()));
-    for (const Dim &d : n.type.dims) {
-        if (d.kind != Dim::Kind::Value) continue;
-        if (!g.contains(d.value)) fail(n, "dimension refers to an undefined value");
-        const Node &dn = g.node(d.value);
-        if (!dn.has_result() || !dn.type.is_scalar() || !is_int(dn.type.dtype))
-            fail(n, "dimension %" + g.display_name(d.value) +
-                        " must be a scalar integer value, got " + print_type(g, dn.type));
-    }
+    check_extents(g, n);
     switch (n.op) {
     case Op::Input:
     case Op::RandomUniform:

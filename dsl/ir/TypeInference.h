@@ -3,6 +3,8 @@
  *
  * infer_type() checks an op's operands and attributes and returns its result type; a mismatch
  * throws TypeError naming the op and both types ("add: incompatible shapes f32[4, 8] and f32[3]").
+ * It also checks the node's written type: every extent known at compile time must be >= 1
+ * ("input: dimension %h (shape.sub(%0, %1)) evaluates to -1; extents must be positive").
  * Ops whose type comes from an annotation (input, constant, reshape, cast, random draws,
  * state_read) return their written type after checking it is consistent with the operands.
  *
@@ -32,6 +34,10 @@ Dim resolve_dim(const Graph &g, const Dim &d);
 std::optional<int64_t> constant_shape_value(const Graph &g, ValueId v);
 bool same_dim(const Graph &g, const Dim &a, const Dim &b);
 bool same_type(const Graph &g, const TensorType &a, const TensorType &b);
+
+/** How shape value v is computed, for messages: `shape.sub(%0, %1)`, `shape_of(%x, axis=1)`,
+ * or the number of a constant. */
+std::string shape_code_text(const Graph &g, ValueId v);
 
 /** Scalar shape arithmetic with floor semantics; nullopt for division or mod by zero. */
 std::optional<int64_t> eval_shape_op(Op op, int64_t a, int64_t b);

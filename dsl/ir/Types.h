@@ -13,6 +13,9 @@
 
 namespace tessel::dsl {
 
+/** Largest extent and element count of a tensor (2^62): products of extents stay in int64. */
+constexpr int64_t kMaxElements = int64_t(1) << 62;
+
 /** Stable id of a node and of the value it defines; never reused within one Graph. */
 using ValueId = uint32_t;
 constexpr ValueId kNoValue = UINT32_MAX;
@@ -26,7 +29,9 @@ bool is_int(DType t);
 /** Size in bytes of one element. */
 int byte_size(DType t);
 
-/** One dimension of a shape. */
+/** One dimension of a shape. Extents are >= 1: zero-size tensors are not supported, so a shape
+ * with a static extent <= 0, or one whose shape code evaluates to <= 0, is refused (by the
+ * parser, infer_type(), constant folding, or the interpreter at run time). */
 struct Dim {
     enum class Kind { Static, Symbol, Value };
     Kind kind = Kind::Static;

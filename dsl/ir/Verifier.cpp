@@ -42,6 +42,18 @@ std::vector<std::string> verify(const Graph &g) {
     for (ValueId o : g.outputs)
         if (!g.contains(o) || !pos.count(o) || !g.node(o).has_result())
             errs.push_back("output " + std::to_string(o) + " is not a value of the graph");
+    if (g.output_names.size() > g.outputs.size())
+        errs.push_back(std::to_string(g.output_names.size()) + " output names for " +
+                       std::to_string(g.outputs.size()) + " outputs");
+    for (size_t k = 0; k < g.outputs.size() && k < g.output_names.size(); ++k) {
+        // A bound name must not also name a value: `output %a = %x` next to a value %a is ambiguous.
+        const std::string &name = g.output_names[k];
+        if (name.empty() || !g.contains(g.outputs[k])) continue;
+        for (ValueId other : g.order())
+            if (other != g.outputs[k] && g.node(other).has_result() && g.display_name(other) == name)
+                errs.push_back("output %" + name + " = %" + g.display_name(g.outputs[k]) +
+                               ": the name also belongs to another value");
+    }
     return errs;
 }
 

@@ -206,6 +206,7 @@ bool simplify_algebra(Graph &g, RewriteLog *log) {
             if (m->fresh) {
                 Node fresh = *m->fresh;
                 fresh.type = infer_type(g, fresh);
+                fresh.loc = g.node(id).loc;
                 to = g.insert_before(id, std::move(fresh));
             }
             g.replace_all_uses(id, to);

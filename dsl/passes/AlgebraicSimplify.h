@@ -15,7 +15,10 @@
  * write. Rules only ever match pure ops and never touch effects.
  *
  * Matching follows MLIR's contract: a rule inspects the graph and returns a replacement; nothing
- * is mutated until a match succeeded. A replaced node is erased (it is pure and unused).
+ * is mutated until a match succeeded. A replaced node is erased (it is pure and unused). An
+ * output replaced by another value keeps its output name (Graph::replace_all_uses):
+ * `%y = transpose(transpose(%x))` with `output %y` becomes `output %y = %x`. A new node takes the
+ * replaced node's source location.
  */
 #pragma once
 

@@ -10,7 +10,9 @@
  * - random draws never (two draws are two samples, even with the same seed), and observable ops
  *   (print, assert) and state writes never.
  * Inputs are never merged (each is a distinct argument). The duplicate is erased after its uses
- * are redirected; operands it leaves dead are removed by eliminate_dead_code().
+ * are redirected; operands it leaves dead are removed by eliminate_dead_code(). A duplicate that
+ * is an output keeps its output name (Graph::replace_all_uses): outputs %a and %b of two equal
+ * ops print as `output %a, %b = %a`.
  */
 #pragma once
 

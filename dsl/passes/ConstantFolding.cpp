@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "dsl/analysis/RunTimeFailures.h"
 #include "dsl/interp/Interpreter.h"
 #include "dsl/ir/Printer.h"
 #include "dsl/ir/TypeInference.h"
@@ -72,6 +73,7 @@ Node constant_node(DType dt, const std::vector<int64_t> &shape, std::vector<doub
 
 void replace(Graph &g, ValueId old, Node c, const char *rule, const std::string &why, RewriteLog *log) {
     std::string before = print_node(g, old);
+    c.loc = g.node(old).loc;  // later diagnostics about the value still point at its source
     ValueId id = g.insert_before(old, std::move(c));
     g.replace_all_uses(old, id);
     g.erase(old);
@@ -84,6 +86,18 @@ bool fold_constants(Graph &g, RewriteLog *log) {
     bool changed = false;
     std::vector<ValueId> order = g.order();
     for (ValueId id : order) {
+        // An op certain to fail is reported now: the program fails on every run, and neither a
+        // fold nor a later DCE may turn that into a program that runs.
+        const FailureCheck failure = run_time_failure(g, id);
+        if (failure.kind == Failure::Always) report_static_failure(g, id, failure.reason);
+        if (g.node(id).op == Op::Assert) {
+            if (failure.kind != Failure::Never) continue;
+            // An assert on a constant with no zero can never fail: it is a no-op.
+            if (log) log->record({kPass, "fold-assert", print_node(g, id), "(removed)", failure.reason});
+            g.erase(id);
+            changed = true;
+            continue;
+        }
         changed |= fold_dims(g, g.node(id), log);
         const Node &n = g.node(id);
         if (n.op == Op::ShapeOf) {
@@ -105,8 +119,9 @@ bool fold_constants(Graph &g, RewriteLog *log) {
         Tensor r;
         try {
             r = evaluate_pure(n, ptrs, shape);
-        } catch (const RuntimeError &) {
-            continue;  // e.g. shape code dividing by zero: leave it for run time to report
+        } catch (const RuntimeError &e) {
+            // Evaluating it failed, so every run fails here: report it, never fold it away.
+            report_static_failure(g, id, e.what());
         }
         replace(g, id, constant_node(n.type.dtype, shape, std::move(r.data)), "fold-constant",
                 "all operands are constants; evaluated with the interpreter's kernel, so the "

@@ -83,6 +83,7 @@ public:
                 seen.push_back(p);
                 FusionDecision d;
                 if (root_[p] == root_[c]) {
+                    // The policy judged all of c's reads from this group when c joined it.
                     d = FusionDecision::yes("epilogue", nm(g_, p) + " is already in the group of " + nm(g_, c) + " (joined through another operand)");
                 } else {
                     d = policy_.producer_consumer(g_, p, c, sorted(members_[root_[p]]));

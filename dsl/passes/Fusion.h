@@ -22,9 +22,13 @@
  *  - `epilogue`:  an elementwise or broadcast consumer (add bias, gelu, cast...) joins the group of
  *                 a contraction, elementwise or reduction producer; it is computed inline at the
  *                 producer's output index. Running example: matmul -> add -> gelu is one group.
- *  - `broadcast-back`: an elementwise consumer of a reduction result joins only if it iterates the
- *                 reduction's input space (broadcasting the result back along the reduced axes,
- *                 softmax-style) or the reduction's own output space; otherwise cut.
+ *  - `broadcast-back`: an elementwise consumer that reads a reduction of the group, directly or
+ *                 through any chain of elementwise members (`reduce_sum(x) * 2`, then `x + that`),
+ *                 joins only if it iterates the reduction's input space with every axis of the
+ *                 result landing on the axis it was kept from (broadcast back along the reduced
+ *                 axes, softmax-style), or the reduction's own output space. Otherwise cut, with
+ *                 the conflicting axis in the reason: fused, each element would recompute the
+ *                 whole reduction (O(M^3) instead of O(M^2) for row sums of an M x M matrix).
  *  - `reduce-input`: a reduction joins the group of an elementwise producer (it reads it inline),
  *                 or of a reduction group whose reductions run over the same axes of the same
  *                 shape (one traversal of the rows). It never joins a contraction group: the

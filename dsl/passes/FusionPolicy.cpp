@@ -1,8 +1,10 @@
-// Map: fusion_class / group_kind (classification) -> rule helpers (reduction axes, sources) ->
-// DefaultFusionPolicy: producer_consumer (rule table), sibling, merge, estimate (resource model).
+// Map: fusion_class / group_kind (classification) -> rule helpers (reduction axes, sources, the
+// reductions a consumer reads through a group, broadcast_conflict) -> DefaultFusionPolicy:
+// producer_consumer (rule table), sibling, merge, estimate (resource model).
 #include "dsl/passes/FusionPolicy.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "dsl/analysis/MemoryTraffic.h"
@@ -119,21 +121,90 @@ std::set<ValueId> row_sources(const Graph &g, ValueId q) {
     return out;
 }
 
-/** Does reduction r's result, broadcast (numpy, aligned at the last axis) to rank `rank`, land
- * each of its axes on the input axis it came from (or is that axis of extent 1)? */
-bool maps_back(const Graph &g, ValueId r, int rank) {
-    const Node &n = g.node(r);
-    const int in_rank = g.node(n.inputs[0]).type.rank();
-    const std::set<int64_t> red = reduced_axes(g, r);
-    std::vector<int> kept;
-    for (int a = 0; a < in_rank; a++)
-        if (n.op == Op::Softmax || n.attrs.keepdims || !red.count(a)) kept.push_back(a);
-    const int off = rank - n.type.rank();
-    for (int j = 0; j < n.type.rank(); j++) {
-        const Dim d = resolve_dim(g, n.type.dims[j]);
-        if (off + j != kept[j] && !(d.is_static() && d.size == 1)) return false;
+/** A reduction of a group that a consumer reads, directly or through elementwise members. */
+struct ReductionRead {
+    ValueId reduction;
+    std::vector<ValueId> via;  ///< members between the reduction and the consumer, in data order
+};
+
+/** The reductions in `group` that c would read inline if it joined: c's operands in the group and
+ * what those read, transitively, through elementwise members. The walk stops at a reduction:
+ * what that reduction reads was judged when it joined. It need not pass data movement either:
+ * the transpose/reshape rules never let one follow a reduction inside a group. */
+std::vector<ReductionRead> reductions_read(const Graph &g, ValueId c, const std::vector<ValueId> &group) {
+    const std::set<ValueId> members(group.begin(), group.end());
+    std::map<ValueId, ValueId> reader;  // member -> the node that reads it on the first path found
+    std::vector<ValueId> work, found;
+    auto visit = [&](ValueId v, ValueId by) {
+        if (members.count(v) && reader.emplace(v, by).second) work.push_back(v);
+    };
+    for (ValueId in : g.node(c).inputs) visit(in, c);
+    while (!work.empty()) {
+        const ValueId v = work.back();
+        work.pop_back();
+        const FusionClass k = fusion_class(g, v);
+        if (k == FusionClass::Reduction) found.push_back(v);
+        else if (k == FusionClass::Elementwise)
+            for (ValueId in : g.node(v).inputs) visit(in, v);
     }
-    return true;
+    std::sort(found.begin(), found.end());
+    std::vector<ReductionRead> out;
+    for (ValueId r : found) {
+        ReductionRead rr{r, {}};
+        for (ValueId v = reader.at(r); v != c; v = reader.at(v)) rr.via.push_back(v);
+        out.push_back(std::move(rr));
+    }
+    return out;
+}
+
+std::string through(const Graph &g, const ReductionRead &rr) {
+    if (rr.via.empty()) return "";
+    std::string s = " (through ";
+    for (size_t i = 0; i < rr.via.size(); i++) s += (i ? ", " : "") + nm(g, rr.via[i]);
+    return s + ")";
+}
+
+/** Whether consumer c may iterate in one kernel with reduction r that it reads (through elementwise
+ * ops, each of which aligns shapes at the last axis, so r's axis j lands on c's axis
+ * j + rank(c) - rank(r) however long the chain). Legal: c iterates r's input space and every
+ * non-unit axis of r's result lands on the input axis it was kept from (broadcast back,
+ * softmax-style), or c iterates r's output space. Anything else would recompute the whole
+ * reduction for each element of c. Returns the refusal's reason, naming the conflicting axis,
+ * or "" when legal; `*how` says which legal case holds. */
+std::string broadcast_conflict(const Graph &g, const ReductionRead &rr, ValueId c, std::string *how) {
+    const ValueId r = rr.reduction;
+    const Node &n = g.node(r), &cn = g.node(c);
+    const ValueId x = n.inputs[0];
+    const TensorType &in = g.node(x).type;
+    const std::string reads = nm(g, c) + " reads " + nm(g, r) + through(g, rr);
+    if (same_dims(g, cn.type, in)) {
+        const std::set<int64_t> red = reduced_axes(g, r);
+        std::vector<int> kept;
+        for (int a = 0; a < in.rank(); a++)
+            if (n.op == Op::Softmax || n.attrs.keepdims || !red.count(a)) kept.push_back(a);
+        const int off = cn.type.rank() - n.type.rank();
+        for (int j = 0; j < n.type.rank(); j++) {
+            const Dim d = resolve_dim(g, n.type.dims[j]);
+            const int at = off + j;
+            if (at == kept[j] || (d.is_static() && d.size == 1)) continue;
+            const std::string onto = red.count(at) ? ", the axis " + nm(g, r) + " reduced"
+                                                   : " (axis " + std::to_string(at) + " of " + nm(g, x) +
+                                                         "), not axis " + std::to_string(kept[j]);
+            return nm(g, c) + " : " + print_type(g, cn.type) + " reads " + nm(g, r) + " : " + print_type(g, n.type) +
+                   through(g, rr) + " aligned at the last axis, which puts axis " + std::to_string(j) + " of " +
+                   nm(g, r) + " (kept from axis " + std::to_string(kept[j]) + " of " + nm(g, x) + ") onto axis " +
+                   std::to_string(at) + " of " + nm(g, c) + onto + ": fused, every element of " + nm(g, c) +
+                   " would recompute the reduction";
+        }
+        *how = reads + " broadcast back along the reduced axes " + axes_text(red) + " of the rows it traverses";
+        return "";
+    }
+    if (same_dims(g, cn.type, n.type)) {
+        *how = nm(g, c) + " iterates the output space of " + nm(g, r) + through(g, rr);
+        return "";
+    }
+    return nm(g, c) + " : " + print_type(g, cn.type) + " iterates neither the rows of " + nm(g, r) + " (" +
+           print_type(g, in) + ") nor its result" + through(g, rr);
 }
 
 /** The first node of `group` that is of class c, or kNoValue. */
@@ -152,17 +223,19 @@ public:
         const Node &cn = g.node(c);
         switch (fusion_class(g, c)) {
         case FusionClass::Elementwise: {
-            if (fusion_class(g, p) == FusionClass::Reduction) {
-                const TensorType &in = g.node(g.node(p).inputs[0]).type;
-                if (same_dims(g, cn.type, in) && maps_back(g, p, cn.type.rank()))
-                    return FusionDecision::yes("broadcast-back", nm(g, c) + " reads " + nm(g, p) +
-                                               " broadcast back along the reduced axes " +
-                                               axes_text(reduced_axes(g, p)) + " of the rows it traverses");
-                if (same_dims(g, cn.type, g.node(p).type))
-                    return FusionDecision::yes("broadcast-back", nm(g, c) + " iterates the output space of " + nm(g, p));
-                return FusionDecision::no("broadcast-back", nm(g, c) + " : " + print_type(g, cn.type) +
-                                          " iterates neither the rows of " + nm(g, p) + " (" +
-                                          print_type(g, in) + ") nor its result; materialize " + nm(g, p));
+            // c joins the whole group: every reduction it would read inline, through any chain
+            // of elementwise members (and through any of its operands), must fit its index space.
+            const std::vector<ReductionRead> reads = reductions_read(g, c, group);
+            if (!reads.empty()) {
+                std::string why;
+                for (const ReductionRead &rr : reads) {
+                    std::string how;
+                    const std::string conflict = broadcast_conflict(g, rr, c, &how);
+                    if (!conflict.empty())
+                        return FusionDecision::no("broadcast-back", conflict + "; materialize " + nm(g, p));
+                    why += (why.empty() ? "" : "; ") + how;
+                }
+                return FusionDecision::yes("broadcast-back", why);
             }
             const char *what = mm != kNoValue ? "in the epilogue of the contraction " : "inline at the output index of ";
             return FusionDecision::yes("epilogue", nm(g, c) + " is elementwise: computed " + what +

@@ -46,7 +46,10 @@ constexpr size_t kMaxOperandChain = 8;
 class FusionPolicy {
 public:
     virtual ~FusionPolicy() = default;
-    /** May consumer c join `group`, which holds its operand p? Rule legality only. */
+    /** May consumer c join `group`, which holds its operand p? Rule legality only. c joins the
+     * whole group, so the answer must cover everything of `group` that c would read inline:
+     * through any of its operands in the group and any chain of members behind them (the
+     * mechanism does not ask again for c's other operands once c is in the group). */
     virtual FusionDecision producer_consumer(const Graph &g, ValueId p, ValueId c,
                                              const std::vector<ValueId> &group) const = 0;
     /** Is `earlier` (in another group) a sibling of c that should share c's traversal?

@@ -9,10 +9,22 @@ namespace tessel::dsl {
 
 namespace {
 
+/** Operand slots that read `v` (a node reading it twice counts twice), plus graph outputs. */
+int use_count(const Graph &g, ValueId v) {
+    int uses = 0;
+    for (ValueId u : g.users(v)) {
+        const Node &n = g.node(u);
+        uses += (int)std::count(n.inputs.begin(), n.inputs.end(), v);
+        for (const Dim &d : n.type.dims) uses += d.kind == Dim::Kind::Value && d.value == v;
+    }
+    return uses + (int)std::count(g.outputs.begin(), g.outputs.end(), v);
+}
+
+/** An interior node is read exactly once, by its chain parent. Counting users instead of uses
+ * took %s in %s + %s for interior: it was collected (and erased) twice. */
 bool interior(const Graph &g, ValueId v, const Node &root) {
     const Node &n = g.node(v);
-    return n.op == root.op && same_type(g, n.type, root.type) && !g.is_output(v) &&
-           g.users(v).size() == 1;
+    return n.op == root.op && same_type(g, n.type, root.type) && use_count(g, v) == 1;
 }
 
 /** Leaves of the chain rooted at `id`, left to right; `shape` gets its bracketing. */
@@ -55,9 +67,8 @@ bool reassociate(Graph &g, RewriteLog *log) {
         Node root = g.node(id);
         if (root.op != Op::Add && root.op != Op::Mul) continue;
         auto users = g.users(id);
-        if (users.size() == 1 && !g.is_output(id) && interior(g, id, g.node(users[0])) &&
-            g.node(users[0]).op == root.op)
-            continue;  // not the top of its chain
+        if (users.size() == 1 && interior(g, id, g.node(users[0])))
+            continue;  // not the top of its chain: its one user continues it
         std::vector<ValueId> leaves, inner;
         std::string before;
         collect(g, id, root, true, &leaves, &inner, &before);

@@ -181,3 +181,75 @@ TEST_CASE("bad requests are refused with what and where") {
     c.schedule = "no_such_schedule";
     CHECK_THROWS_WITH(compile_graph(c, out), doctest::Contains("no library schedule named 'no_such_schedule'"));
 }
+
+TEST_CASE("tessel run executes effects around the compiled groups and checks the graph as written") {
+    const tessel::testing::TempDir tmp;
+    const std::string file = tmp.file("effects.tsl");
+    std::ofstream(file) << "graph effects {\n"
+                           "  %x = input : f32[M, N]\n"
+                           "  %s = state_read(var=\"acc\") : f32[M, N]\n"
+                           "  %y = relu(%x) * 2 + %s\n"
+                           "  print(%y, label=\"y\")\n"
+                           "  %ok = %y + 1\n"
+                           "  assert(%ok, msg=\"y is never -1\")\n"
+                           "  state_write(%y, var=\"acc\")\n"
+                           "  %z = exp(%y)\n"
+                           "  output %z\n"
+                           "}\n";
+    GraphRunOptions o;
+    o.file = file;
+    o.db = tmp.file("tuning.db");
+    o.symbols = {{"M", 3}, {"N", 5}};
+    std::ostringstream out;
+    const int rc = run_graph(o, out);
+    INFO(out.str());
+    CHECK(rc == 0);
+    CHECK(out.str().find("run by the interpreter") != std::string::npos);
+    CHECK(out.str().find("MATCH") != std::string::npos);
+    CHECK(out.str().find("y: f32[3, 5]") != std::string::npos);  // the print ran, on the kernel's values
+}
+
+TEST_CASE("matmul groups with several outputs or a transposed operand get matmul schedules") {
+    // Fusion builds these groups; before, no matmul schedule could address them ("no stage
+    // named 'y'" / "no stage named 'w'") and they fell back to a row schedule.
+    const char *graphs[] = {
+        // the epilogue's intermediate is exported too
+        "graph two_out {\n  %x = input : f32[M, K]\n  %w = input : f32[K, N]\n  %b = input : f32[N]\n"
+        "  %t = matmul(%x, %w)\n  %y = gelu(%t + %b)\n  output %t, %y\n}\n",
+        // sibling matmuls, both exported
+        "graph sib {\n  %x = input : f32[M, K]\n  %w1 = input : f32[K, N]\n  %w2 = input : f32[K, N]\n"
+        "  %a = matmul(%x, %w1)\n  %c = matmul(%x, %w2)\n  output %a, %c\n}\n",
+        // PyTorch's x @ w.T with w stored [N, K]
+        "graph tr {\n  %x = input : f32[M, K]\n  %wt = input : f32[N, K]\n  %b = input : f32[N]\n"
+        "  %y = gelu(matmul(%x, transpose(%wt)) + %b)\n  output %y\n}\n",
+    };
+    const tessel::testing::TempDir tmp;
+    int i = 0;
+    for (const char *text : graphs) {
+        const std::string file = tmp.file("g" + std::to_string(i++) + ".tsl");
+        std::ofstream(file) << text;
+        // cpu_blocked's gemv and split-K variants, and the autoscheduler's pick (no --schedule).
+        const std::pair<const char *, std::map<std::string, int64_t>> runs[] = {
+            {"cpu_blocked", {{"M", 1}, {"K", 37}, {"N", 70}}},
+            {"cpu_blocked", {{"M", 13}, {"K", 29}, {"N", 101}}},
+            {"", {{"M", 64}, {"K", 64}, {"N", 96}}}};
+        for (const auto &[schedule, shape] : runs) {
+            {
+                CAPTURE(text);
+                CAPTURE(schedule);
+                CAPTURE(shape.at("M"));
+                GraphRunOptions o;
+                o.file = file;
+                o.db = tmp.file("tuning.db");
+                o.schedule = schedule;
+                o.symbols = shape;
+                std::ostringstream out;
+                const int rc = run_graph(o, out);
+                INFO(out.str());
+                CHECK(rc == 0);
+                CHECK(out.str().find("fell back") == std::string::npos);
+                CHECK(out.str().find("MISMATCH") == std::string::npos);
+            }
+        }
+    }
+}

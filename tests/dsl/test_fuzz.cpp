@@ -21,10 +21,14 @@ namespace {
 
 class GraphGen {
 public:
-    explicit GraphGen(uint64_t seed) : rng_(seed) {}
+    /** `fast`: a mode=fast graph whose constants are finite normal numbers (see fast_tolerance),
+     * with extra add/mul chains for reassociation, some of them sharing a subterm. Strict
+     * graphs are the same for a seed as before the option existed. */
+    explicit GraphGen(uint64_t seed, bool fast = false) : rng_(seed), fast_(fast) {}
 
     Graph generate() {
         g_.name = "fuzz";
+        if (fast_) g_.mode = NumericMode::Fast;
         int n_inputs = 1 + pick(3);
         for (int i = 0; i < n_inputs; ++i) {
             TensorType t{DType::F32, {}};
@@ -51,7 +55,8 @@ private:
 
     double special() {
         static const double vals[] = {0.0, -0.0, 1.0, -1.0, 2.0, 0.5, 3.25, -7.0, NAN, INFINITY, -INFINITY, 1e-40, 65504.0};
-        return vals[pick(13)];
+        static const double normal[] = {0.0, -0.0, 1.0, -1.0, 2.0, 0.5, 3.25, -7.0, 65504.0};  // fast: finite, not subnormal
+        return fast_ ? normal[pick(9)] : vals[pick(13)];
     }
     ValueId constant(const TensorType &t) {
         Attrs a;
@@ -82,8 +87,27 @@ private:
         return p;
     }
 
+    /** A chain of 3-8 terms of one op (v, values like v, constants) in a random bracketing;
+     * sometimes a subterm is used twice by one node (s + s) or written twice (CSE merges it). */
+    void chain(ValueId v) {
+        const Op op = pick(3) ? Op::Add : Op::Mul;
+        std::vector<ValueId> terms{v};
+        for (int k = 3 + pick(6); (int)terms.size() < k;) terms.push_back(pick(3) ? partner(v) : v);
+        while (terms.size() > 1) {
+            const size_t i = (size_t)pick((int)terms.size() - 1);
+            const ValueId a = terms[i], b = terms[i + 1];
+            switch (pick(6)) {
+            case 0: terms[i] = add(op, {a, a}); break;  // shared: one node reads a twice
+            case 1: terms[i] = add(op, {add(op, {a, b}), add(op, {a, b})}); terms.erase(terms.begin() + (long)i + 1); break;
+            default: terms[i] = add(op, {a, b}); terms.erase(terms.begin() + (long)i + 1);
+            }
+        }
+        keep(terms[0]);
+    }
+
     void step() {
         ValueId v = any();
+        if (fast_ && pick(3) == 0) return chain(v);
         int r = type(v).rank();
         static const Op unary[] = {Op::Gelu, Op::GeluTanh, Op::Tanh, Op::Exp, Op::Relu, Op::Neg, Op::Abs, Op::Sqrt, Op::Rsqrt};
         static const Op binary[] = {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Max, Op::Min};
@@ -221,6 +245,7 @@ private:
     }
 
     std::mt19937_64 rng_;
+    bool fast_;
     Graph g_;
     std::vector<ValueId> pool_;
     std::map<std::string, TensorType> state_types_;
@@ -229,6 +254,168 @@ private:
 uint64_t env_or(const char *name, uint64_t dflt) {
     const char *s = std::getenv(name);
     return s ? std::strtoull(s, nullptr, 10) : dflt;
+}
+
+RunOptions fuzz_options(uint64_t seed) {
+    RunOptions o;
+    o.random_missing_inputs = true;
+    o.input_seed = seed;
+    o.symbol_sizes["M"] = 2;
+    return o;
+}
+
+// ---- Fast mode: how far the pipeline may move a result ----------------------------------------
+// Of fast mode's rules only reassociation changes finite results (x + 0 -> x, x - x -> 0 and
+// x * 0 -> 0 are exact for finite x up to the sign of zero, which the comparison ignores).
+//  * A sum of n terms t_i evaluated in float32 in any order is within g(n-1) sum |t_i| of the
+//    exact sum, g(k) = k u / (1 - k u), u = 2^-24 (Higham, Accuracy and Stability of Numerical
+//    Algorithms, 4.2), so two orders differ by at most 2 g(n-1) sum |t_i| ~ (n-1) 2^-23 sum |t_i|;
+//    a product of n factors by (n-1) 2^-23 |product| (3.1). That is `delta` at a chain's top.
+//  * The pass reassociates chains inside the maximal add (mul) trees of the original graph;
+//    trees are taken here ignoring sharing (CSE and DCE change which nodes are shared, so which
+//    subtrees become chains of their own, but cutting a tree into chains adds errors whose bounds
+//    sum to no more than the tree's). Each tree top with 3 or more leaves gets its delta.
+//  * Ops after a chain carry its error on (softmax and exp turn absolute input error into
+//    relative output error), so the allowed difference at each output element is measured on
+//    the graph itself: the original is run again with one element of one top moved by +delta
+//    and by -delta; the larger change counts, changes add over elements and tops (first order,
+//    triangle inequality), and the sum is doubled for second-order effects, plus 4 ulps of the
+//    output for rounding after it.
+//  * Fast mode assumes finite values, so a graph whose original run makes NaN or inf anywhere is
+//    checked only for structure; so is one that makes a subnormal value, where rounding errors
+//    are absolute (up to 2^-150) and the relative bound on products does not hold. Reassociation may form partial products the written order never
+//    does, so an output may overflow only after it; such outputs are counted and must be rare.
+
+/** Element e of a tensor of shape `out`, read from `t` under numpy broadcasting. */
+double broadcast_at(const Tensor &t, const std::vector<int64_t> &out, int64_t e) {
+    int64_t idx = 0, stride = 1;
+    for (size_t k = 0; k < out.size(); ++k) {
+        const int64_t i = e % out[out.size() - 1 - k];
+        e /= out[out.size() - 1 - k];
+        if (k < t.shape.size()) {
+            const int64_t d = t.shape[t.shape.size() - 1 - k];
+            idx += (d == 1 ? 0 : i) * stride;
+            stride *= d;
+        }
+    }
+    return t.data[(size_t)idx];
+}
+
+/** Every value `g` computes (results of pure, effect-free float nodes), by id. */
+std::map<ValueId, Tensor> all_values(const Graph &g, const std::map<std::string, Tensor> &inputs, const RunOptions &o) {
+    Graph probe = g;
+    probe.outputs.clear();
+    for (ValueId id : g.order())
+        if (g.node(id).has_result() && is_float(g.node(id).type.dtype)) probe.outputs.push_back(id);
+    InterpreterState st;
+    RunResult r = interpret(probe, inputs, st, o);
+    std::map<ValueId, Tensor> values;
+    for (size_t i = 0; i < probe.outputs.size(); ++i) values[probe.outputs[i]] = std::move(r.outputs[i]);
+    return values;
+}
+
+/** Outputs, then final state variables in name order: everything a run leaves behind. */
+std::vector<Tensor> observables(const Graph &g, const std::map<std::string, Tensor> &inputs, const RunOptions &o,
+                                std::string *printed = nullptr) {
+    InterpreterState st;
+    RunResult r = interpret(g, inputs, st, o);
+    for (auto &[name, t] : st.vars) r.outputs.push_back(t);
+    if (printed) *printed = r.printed;
+    return r.outputs;
+}
+
+/** The per-element reassociation bound (see above) at every add/mul tree top of g with >= 3 leaves. */
+std::map<ValueId, std::vector<double>> reassociation_deltas(const Graph &g, const std::map<ValueId, Tensor> &values) {
+    auto in_tree = [&](ValueId child, const Node &parent) {
+        const Node &c = g.node(child);
+        return c.op == parent.op && same_type(g, c.type, parent.type);
+    };
+    std::map<ValueId, double> leaves;               // leaves of the tree below each add/mul node
+    std::map<ValueId, std::vector<double>> abs_sum;  // sum of |leaf| per element (add trees)
+    for (ValueId id : g.order()) {
+        const Node &n = g.node(id);
+        if ((n.op != Op::Add && n.op != Op::Mul) || !values.count(id)) continue;
+        const Tensor &v = values.at(id);
+        leaves[id] = 0;
+        abs_sum[id].assign(v.data.size(), 0.0);
+        for (ValueId in : n.inputs) {
+            const bool inner = in_tree(in, n);
+            leaves[id] += inner ? leaves.at(in) : 1;
+            for (size_t e = 0; e < v.data.size(); ++e)
+                abs_sum[id][e] += inner ? abs_sum.at(in)[e] : std::fabs(broadcast_at(values.at(in), v.shape, (int64_t)e));
+        }
+    }
+    std::map<ValueId, std::vector<double>> deltas;
+    for (const auto &[id, n_leaves] : leaves) {
+        const Node &n = g.node(id);
+        bool top = g.is_output(id);
+        for (ValueId u : g.users(id)) top = top || !in_tree(id, g.node(u));
+        if (!top || n_leaves < 3) continue;
+        const Tensor &v = values.at(id);
+        std::vector<double> &d = deltas[id];
+        for (size_t e = 0; e < v.data.size(); ++e)
+            d.push_back((n_leaves - 1) * 0x1p-23 * (n.op == Op::Add ? abs_sum.at(id)[e] : std::fabs(v.data[e])));
+    }
+    return deltas;
+}
+
+/** g with `delta` (per element, times `sign`) added to value v before any use of it. */
+Graph perturbed(const Graph &g, ValueId v, const std::vector<double> &delta, double sign) {
+    Graph h = g;
+    Attrs a;
+    for (double d : delta) a.value.push_back(sign * d);
+    if (a.value.size() == 1) a.value.push_back(0), a.value.pop_back();
+    const std::vector<ValueId> order = h.order();
+    const size_t pos = (size_t)(std::find(order.begin(), order.end(), v) - order.begin());
+    const ValueId next = pos + 1 < order.size() ? order[pos + 1] : kNoValue;
+    auto place = [&](Node n) { return next == kNoValue ? h.add(std::move(n)) : h.insert_before(next, std::move(n)); };
+    const ValueId c = place(Node::make(Op::Constant, {}, h.node(v).type, {}, a));
+    const ValueId p = place(make_node(h, Op::Add, {v, c}));
+    h.replace_all_uses(v, p);
+    h.node(p).inputs[0] = v;
+    return h;
+}
+
+/** Allowed |fast - original| per element of each observable (see above); +inf where a moved run overflows. */
+std::vector<std::vector<double>> fast_tolerance(const Graph &g, const std::map<std::string, Tensor> &inputs,
+                                                const RunOptions &o, const std::vector<Tensor> &base) {
+    std::vector<std::vector<double>> tol(base.size());
+    for (size_t k = 0; k < base.size(); ++k) tol[k].assign(base[k].data.size(), 0.0);
+    for (const auto &[v, delta] : reassociation_deltas(g, all_values(g, inputs, o))) {
+        // One element at a time: the errors of a top's elements are independent (moving them
+        // all one way would hide, e.g., everything a softmax over them sees).
+        for (size_t i = 0; i < delta.size(); ++i) {
+            if (delta[i] == 0) continue;
+            std::vector<double> one(delta.size(), 0.0);
+            one[i] = delta[i];
+            std::vector<std::vector<double>> change(base.size());
+            for (size_t k = 0; k < base.size(); ++k) change[k].assign(base[k].data.size(), 0.0);
+            for (double sign : {1.0, -1.0}) {
+                const std::vector<Tensor> moved = observables(perturbed(g, v, one, sign), inputs, o);
+                for (size_t k = 0; k < base.size(); ++k)
+                    for (size_t e = 0; e < base[k].data.size(); ++e) {
+                        const double m = moved[k].data[e], b = base[k].data[e];
+                        change[k][e] = std::max(change[k][e], std::isfinite(m) ? std::fabs(m - b) : INFINITY);
+                    }
+            }
+            for (size_t k = 0; k < base.size(); ++k)
+                for (size_t e = 0; e < base[k].data.size(); ++e) tol[k][e] += 2 * change[k][e];
+        }
+    }
+    for (size_t k = 0; k < base.size(); ++k)
+        for (size_t e = 0; e < base[k].data.size(); ++e) tol[k][e] += 4 * 0x1p-23 * std::fabs(base[k].data[e]);
+    return tol;
+}
+
+/** The labels of print's lines ("p3: f32[2] [...]" -> "p3"): the values may move in fast mode. */
+std::vector<std::string> print_labels(const std::string &printed) {
+    std::vector<std::string> labels;
+    for (size_t at = 0; at < printed.size();) {
+        const size_t eol = printed.find('\n', at);
+        labels.push_back(printed.substr(at, printed.find(':', at) - at));
+        at = eol == std::string::npos ? printed.size() : eol + 1;
+    }
+    return labels;
 }
 
 }  // namespace
@@ -285,4 +472,65 @@ TEST_CASE("differential: strict pipeline preserves interpreter results bit for b
         for (const char *rule : {"fold-constant", "fold-dim", "transpose-pair-identity", "cse-pure", "dead-value", "mul-one", "neg-neg"})
             CHECK_MESSAGE(rules[rule] > 0, "rule never fired: " << rule);
     }
+}
+
+
+TEST_CASE("differential: fast pipeline moves results by no more than reassociation allows") {
+    // Fast-mode graphs (finite constants, extra add/mul chains, some shared as in (x + y) + (x + y))
+    // on finite random inputs; the bound is derived above fast_tolerance. A quarter as many graphs
+    // as the strict run: each costs two extra interpretations per chain.
+    const uint64_t iters = env_or("TESSEL_FUZZ_ITERS", 2000) / 4, base = env_or("TESSEL_FUZZ_SEED", 0);
+    int compared = 0, reassociated = 0, overflowed = 0;
+    double worst = 0;  // largest |difference| / tolerance seen
+    for (uint64_t i = 0; i < iters; ++i) {
+        const uint64_t seed = base + i;
+        Graph g = GraphGen(seed, /*fast=*/true).generate();
+        const std::string text = print(g);
+        INFO("seed " << seed << "\n" << text);
+        REQUIRE(verify(g).empty());
+        REQUIRE(print(parse(text)) == text);
+        const RunOptions o = fuzz_options(seed);
+        const std::map<std::string, Tensor> inputs = interpret(g, {}, o).inputs;
+
+        SimplifyResult r = simplify_graph(g);
+        INFO("simplified\n" << r.graph_text << r.log_text);
+        CHECK(r.converged);
+        REQUIRE(verify(r.graph).empty());
+        REQUIRE(print(parse(r.graph_text)) == r.graph_text);
+        bool any_reassociation = false;
+        for (const auto &rec : r.log.records()) any_reassociation |= rec.pass == "reassociate";
+        reassociated += any_reassociation;
+
+        bool finite = true;  // and normal or zero
+        for (const auto &[id, t] : all_values(g, inputs, o))
+            for (double v : t.data) finite = finite && std::isfinite(v) && (v == 0 || std::fabs(v) >= 0x1p-126);
+        std::string printed_a, printed_b;
+        const std::vector<Tensor> a = observables(g, inputs, o, &printed_a);
+        const std::vector<Tensor> b = observables(r.graph, inputs, o, &printed_b);
+        REQUIRE(a.size() == b.size());
+        CHECK(print_labels(printed_a) == print_labels(printed_b));
+        if (!finite) continue;  // fast mode promises nothing for NaN or inf (nor the bound for subnormals)
+        ++compared;
+        const auto tol = fast_tolerance(g, inputs, o, a);
+        bool overflow = false;
+        for (size_t k = 0; k < a.size(); ++k) {
+            REQUIRE(a[k].shape == b[k].shape);
+            for (size_t e = 0; e < a[k].data.size(); ++e) {
+                const double want = a[k].data[e], got = b[k].data[e], d = std::fabs(got - want);
+                if (!std::isfinite(got)) {  // inf, or NaN from it (inf * 0 where the written order kept 0)
+                    overflow = true;
+                    continue;
+                }
+                if (tol[k][e] > 0 && std::isfinite(tol[k][e])) worst = std::max(worst, d / tol[k][e]);
+                CHECK_MESSAGE(d <= tol[k][e], "observable " << k << " element " << e << ": " << got << " vs "
+                                                            << want << ", allowed " << tol[k][e]);
+            }
+        }
+        overflowed += overflow;
+    }
+    MESSAGE("fast: " << compared << "/" << iters << " graphs compared, " << reassociated << " reassociated, "
+                     << overflowed << " overflowed only after reassociation; worst difference / bound " << worst);
+    CHECK(compared > (int)iters / 2);
+    CHECK(reassociated > (int)iters / 2);
+    CHECK(overflowed <= 1 + (int)iters / 50);
 }

@@ -6,6 +6,9 @@
 #include "algorithms/GeluMlp.h"
 #include "dsl/Simplify.h"
 
+#include <fstream>
+#include <sstream>
+
 using namespace tessel::dsl;
 using tessel::dsl::test::canon;
 
@@ -46,5 +49,41 @@ TEST_CASE("gelu_mlp_layer() prints as its text parses, for both forms and modes"
             CHECK(g.mode == mode);
             CHECK(print(g) == canon(text));
         }
+    }
+}
+
+TEST_CASE("docs/TSL.md shows the simplified running example and the rewrite log as tessel simplify prints them") {
+    // Every line of the doc's two blocks after "`tessel simplify algorithms/gelu_mlp.tsl` prints"
+    // must appear in the real output, in order ("..." stands for omitted lines).
+    std::ifstream in(std::string(TESSEL_SOURCE_DIR) + "/docs/TSL.md");
+    REQUIRE(in);
+    std::stringstream doc;
+    doc << in.rdbuf();
+    const std::string text = doc.str();
+    const size_t start = text.find("`tessel simplify algorithms/gelu_mlp.tsl` prints");
+    REQUIRE(start != std::string::npos);
+    std::vector<std::string> shown;
+    size_t pos = start;
+    for (int block = 0; block < 2; block++) {
+        const size_t open = text.find("```\n", pos);
+        const size_t close = text.find("```", open + 4);
+        REQUIRE(open != std::string::npos);
+        REQUIRE(close != std::string::npos);
+        std::istringstream lines(text.substr(open + 4, close - open - 4));
+        for (std::string line; std::getline(lines, line);)
+            if (line != "...") shown.push_back(line);
+        pos = close + 3;
+    }
+    const tessel::dsl::SimplifyResult r = tessel::dsl::simplify_file(std::string(TESSEL_SOURCE_DIR) + "/algorithms/gelu_mlp.tsl");
+    std::istringstream actual(r.graph_text + "\n" + r.log_text);
+    std::vector<std::string> printed;
+    for (std::string line; std::getline(actual, line);) printed.push_back(line);
+    size_t at = 0;
+    for (const std::string &line : shown) {
+        CAPTURE(line);
+        while (at < printed.size() && printed[at] != line) at++;
+        CHECK(at < printed.size());  // the doc's line is printed, after the previous one
+        if (at == printed.size()) break;
+        at++;
     }
 }

@@ -185,3 +185,34 @@ TEST_CASE("IEEE corner cases: max/min of signed zeros and NaN, relu") {
     CHECK(std::isnan(r.outputs[2].data[2]));
     CHECK_FALSE(std::signbit(r.outputs[2].data[0]));
 }
+
+TEST_CASE("run-time extents must be positive: shape code, inputs and symbol sizes of 0") {
+    // Used to crash with "cannot create std::vector larger than max_size()".
+    Graph g = parse(R"(graph g {
+      %x = input : f32[M]
+      %h = shape_of(%x)[0] - 5
+      %r = random_uniform(seed=1) : f32[%h]
+      output %r
+    })");
+    RunOptions o;
+    o.random_missing_inputs = true;
+    o.symbol_sizes["M"] = 4;
+    try {
+        interpret(g, {}, o);
+        FAIL("expected a RuntimeError");
+    } catch (const RuntimeError &e) {
+        CHECK(std::string(e.what()) ==
+              "%r (random_uniform): dimension %h is -1 at run time; extents must be positive (zero-size tensors are not supported)");
+    }
+    o.symbol_sizes["M"] = 6;
+    CHECK(interpret(g, {}, o).outputs[0].shape == std::vector<int64_t>{1});
+    o.symbol_sizes["M"] = 0;
+    CHECK_THROWS_WITH_AS(interpret(g, {}, o), doctest::Contains("symbol M = 0; extents must be positive"), RuntimeError);
+    CHECK_THROWS_WITH_AS(interpret(g, {{"x", tensor({0}, {})}}), doctest::Contains("input 'x' is f32[0]"), RuntimeError);
+}
+
+TEST_CASE("division by zero in shape code names both values") {
+    Graph g = parse("graph g {\n %x = input : f32[M]\n %d = shape_of(%x)[0] - 2\n %q = 7 / %d\n output %x\n}\n");
+    CHECK_THROWS_WITH_AS(interpret(g, {{"x", tensor({2}, {1, 2})}}),
+                         "shape.floordiv: division by zero in shape code (7 floordiv 0)", RuntimeError);
+}

@@ -281,3 +281,15 @@ TEST_CASE("builder errors: Values of two builders, undefined Values, names") {
     CHECK_THROWS_AS(GraphBuilder("no spaces"), UserError);
     CHECK(print(b1.graph()) == canon("graph one {\n %x = input : f32[4]\n %r = relu(%x)\n}\n"));
 }
+
+TEST_CASE("builder errors: extents must be positive, as in the text form") {
+    GraphBuilder b("sizes");
+    std::string msg = message_of<UserError>([&] { b.input("z", DType::F32, {4, 0}); });
+    CHECK(msg == "extent 0 is not positive (extents must be >= 1; zero-size tensors are not supported)");
+    msg = message_of<UserError>([&] { b.input("n", DType::F32, {-3}); });
+    CHECK(msg.find("extent -3 is not positive") == 0);
+    Value h = b.shape_const(2) - 3;  // shape code the type check evaluates: -1
+    msg = message_of<TypeError>([&] { b.input("x", DType::F32, {h}); });
+    CHECK(msg.find("dimension %2 (shape.sub(%0, %1)) evaluates to -1; extents must be positive") != std::string::npos);
+    CHECK(verify(b.graph()).empty());
+}

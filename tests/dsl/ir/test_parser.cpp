@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "../TestUtil.h"
+#include "dsl/Simplify.h"
 #include "dsl/ir/TypeInference.h"
 
 using namespace tessel::dsl;
@@ -238,4 +239,65 @@ TEST_CASE("verifier reports a use before definition and a wrong type") {
     auto errs2 = verify(bad2);
     REQUIRE(!errs2.empty());
     CHECK(errs2[0].find("not defined before it") != std::string::npos);
+}
+
+TEST_CASE("extents must be positive: zero, negative and oversized extents are refused where written") {
+    // Zero-size tensors are not supported (docs/TSL.md, "Types"); a negative extent used to parse
+    // through shape code and crash the interpreter ("cannot create std::vector larger than max_size()").
+    const ErrorCase cases[] = {
+        {"negative static extent", "graph g {\n  %x = input : f32[-3]\n}\n", 2, 20,
+         "extent -3 is not positive (extents must be >= 1; zero-size tensors are not supported)"},
+        {"zero static extent", "graph g {\n  %x = input : f32[4, 0]\n}\n", 2, 23, "extent 0 is not positive"},
+        {"extent too large", "graph g {\n  %x = input : f32[99999999999999999999]\n}\n", 2, 20,
+         "extent 99999999999999999999 is too large"},
+        {"element count overflows", "graph g {\n  %x = input : f32[4294967296, 4294967296]\n}\n", 2, 8,
+         "input: f32[4294967296, 4294967296] has more than 2^62 elements"},
+        {"reshape annotation", "graph g {\n  %x = input : f32[4]\n  %r = reshape(%x) : f32[0, 4]\n}\n", 3, 26,
+         "extent 0 is not positive"},
+        {"cast annotation", "graph g {\n  %x = input : f32[4]\n  %c = cast(%x) : f16[-4]\n}\n", 3, 23,
+         "extent -4 is not positive"},
+        {"constant annotation", "graph g {\n  %c = 1 : f32[0]\n}\n", 2, 16, "extent 0 is not positive"},
+        {"random draw annotation", "graph g {\n  %r = random_uniform(seed=1) : f32[2, 0]\n}\n", 2, 40,
+         "extent 0 is not positive"},
+        {"shape code folding to a negative extent", "graph g {\n  %h = 2 - 3\n  %x = input : f32[%h]\n}\n", 3, 8,
+         "input: dimension %h (shape.sub(%0, %1)) evaluates to -1; extents must be positive"},
+        {"shape code folding to zero", "graph g {\n  %x = input : f32[4]\n  %h = shape_of(%x)[0] - 4\n  %z = 0 : f32[%h, 2]\n}\n", 4, 8,
+         "constant: dimension %h (shape.sub(%1, %2)) evaluates to 0; extents must be positive"},
+        {"shape code extent of a reshape", "graph g {\n  %x = input : f32[4]\n  %h = 0 - 4\n  %r = reshape(%x) : f32[%h]\n}\n", 4, 8,
+         "reshape: dimension %h (shape.sub(%1, %2)) evaluates to -4; extents must be positive"},
+    };
+    for (const ErrorCase &c : cases) {
+        SUBCASE(c.name) {
+            bool refused = false;
+            try {
+                parse(c.text, "bad.tsl");
+            } catch (const ParseError &e) {
+                refused = true;
+                INFO(std::string(e.what()));
+                CHECK(e.loc.line == c.line);
+                CHECK(e.loc.col == c.col);
+                CHECK(e.message.find(c.message) != std::string::npos);
+                std::string prefix = "bad.tsl:" + std::to_string(c.line) + ":" + std::to_string(c.col) + ": error: ";
+                CHECK(std::string(e.what()).rfind(prefix, 0) == 0);
+            }
+            CHECK_MESSAGE(refused, "expected a ParseError");
+        }
+    }
+    // Positive extents, written or computed, are fine.
+    Graph g = parse("graph g {\n  %h = 3 - 2\n  %x = input : f32[%h, 1, 4096]\n  output %x\n}\n");
+    CHECK(verify(g).empty());
+}
+
+TEST_CASE("an extent that only folds to <= 0 during simplification is reported at fold time, naming the op") {
+    // cast() of a float is not shape code the parser looks through; fold-constants evaluates it.
+    const char *text = "graph g {\n  %f = -2 : f32[]\n  %h = cast(%f) : i64[]\n  %x = input : f32[%h]\n  output %x\n}\n";
+    Graph g = parse(text, "late.tsl");
+    try {
+        simplify_graph(g);
+        FAIL("expected an error");
+    } catch (const UserError &e) {
+        const std::string msg = e.what();
+        CHECK_MESSAGE(msg.rfind("late.tsl:4:8: error: %x = input : f32[%h] always fails at run time: ", 0) == 0, msg);
+        CHECK_MESSAGE(msg.find("dimension %h evaluates to -2; extents must be positive") != std::string::npos, msg);
+    }
 }

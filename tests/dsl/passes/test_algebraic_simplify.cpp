@@ -8,7 +8,8 @@ using namespace tessel::dsl;
 using namespace tessel::dsl::test;
 
 namespace {
-/** A one-input graph around `body` (which defines %y from %x); mode strict or fast. */
+/** A one-input graph around `body` (which defines %y from %x); mode strict or fast. When %y
+ * simplifies to another value, the output keeps its name: `output %y = %x`. */
 std::string graph(const std::string &body, const char *mode = "strict") {
     return std::string("graph g mode=") + mode + " {\n  %x = input : f32[4, 3]\n" + body + "\n  output %y\n}\n";
 }
@@ -42,7 +43,7 @@ TEST_CASE("3-D transpose pair composing to the identity folds; one that does not
     })", R"(graph g {
       %w = input : f32[2, 3, 4]
       %t1 = transpose(%w, perm=[1, 2, 0]) : f32[3, 4, 2]
-      output %w
+      output %y = %w
     })");
     // [1, 2, 0] twice is a rotation by two axes, not the identity: refused.
     expect_no_change(simplify_algebra, R"(graph g {
@@ -97,20 +98,20 @@ struct IdentityCase {
 
 TEST_CASE("strict identities fire only where exact in IEEE arithmetic") {
     const IdentityCase cases[] = {
-        {"x * 1", "  %one = 1 : f32[]\n  %y = mul(%x, %one) : f32[4, 3]", "  %one = 1 : f32[]\n  output %x"},
-        {"1 * x", "  %one = 1 : f32[3]\n  %y = mul(%one, %x) : f32[4, 3]", "  %one = 1 : f32[3]\n  output %x"},
-        {"x / 1", "  %one = 1 : f32[]\n  %y = div(%x, %one) : f32[4, 3]", "  %one = 1 : f32[]\n  output %x"},
-        {"x + (-0)", "  %z = -0 : f32[]\n  %y = add(%x, %z) : f32[4, 3]", "  %z = -0 : f32[]\n  output %x"},
-        {"(-0) + x", "  %z = -0 : f32[]\n  %y = add(%z, %x) : f32[4, 3]", "  %z = -0 : f32[]\n  output %x"},
-        {"x - (+0)", "  %z = 0 : f32[]\n  %y = sub(%x, %z) : f32[4, 3]", "  %z = 0 : f32[]\n  output %x"},
-        {"neg neg", "  %n = neg(%x) : f32[4, 3]\n  %y = neg(%n) : f32[4, 3]", "  %n = neg(%x) : f32[4, 3]\n  output %x"},
-        {"relu relu", "  %r = relu(%x) : f32[4, 3]\n  %y = relu(%r) : f32[4, 3]", "  %r = relu(%x) : f32[4, 3]\n  output %r"},
-        {"abs abs", "  %r = abs(%x) : f32[4, 3]\n  %y = abs(%r) : f32[4, 3]", "  %r = abs(%x) : f32[4, 3]\n  output %r"},
-        {"max(x, x)", "  %y = max(%x, %x) : f32[4, 3]", "  output %x"},
-        {"min(x, x)", "  %y = min(%x, %x) : f32[4, 3]", "  output %x"},
-        {"cast to own dtype", "  %y = cast(%x) : f32[4, 3]", "  output %x"},
-        {"reshape to own shape", "  %y = reshape(%x) : f32[4, 3]", "  output %x"},
-        {"identity transpose", "  %y = transpose(%x, perm=[0, 1]) : f32[4, 3]", "  output %x"},
+        {"x * 1", "  %one = 1 : f32[]\n  %y = mul(%x, %one) : f32[4, 3]", "  %one = 1 : f32[]\n  output %y = %x"},
+        {"1 * x", "  %one = 1 : f32[3]\n  %y = mul(%one, %x) : f32[4, 3]", "  %one = 1 : f32[3]\n  output %y = %x"},
+        {"x / 1", "  %one = 1 : f32[]\n  %y = div(%x, %one) : f32[4, 3]", "  %one = 1 : f32[]\n  output %y = %x"},
+        {"x + (-0)", "  %z = -0 : f32[]\n  %y = add(%x, %z) : f32[4, 3]", "  %z = -0 : f32[]\n  output %y = %x"},
+        {"(-0) + x", "  %z = -0 : f32[]\n  %y = add(%z, %x) : f32[4, 3]", "  %z = -0 : f32[]\n  output %y = %x"},
+        {"x - (+0)", "  %z = 0 : f32[]\n  %y = sub(%x, %z) : f32[4, 3]", "  %z = 0 : f32[]\n  output %y = %x"},
+        {"neg neg", "  %n = neg(%x) : f32[4, 3]\n  %y = neg(%n) : f32[4, 3]", "  %n = neg(%x) : f32[4, 3]\n  output %y = %x"},
+        {"relu relu", "  %r = relu(%x) : f32[4, 3]\n  %y = relu(%r) : f32[4, 3]", "  %r = relu(%x) : f32[4, 3]\n  output %y = %r"},
+        {"abs abs", "  %r = abs(%x) : f32[4, 3]\n  %y = abs(%r) : f32[4, 3]", "  %r = abs(%x) : f32[4, 3]\n  output %y = %r"},
+        {"max(x, x)", "  %y = max(%x, %x) : f32[4, 3]", "  output %y = %x"},
+        {"min(x, x)", "  %y = min(%x, %x) : f32[4, 3]", "  output %y = %x"},
+        {"cast to own dtype", "  %y = cast(%x) : f32[4, 3]", "  output %y = %x"},
+        {"reshape to own shape", "  %y = reshape(%x) : f32[4, 3]", "  output %y = %x"},
+        {"identity transpose", "  %y = transpose(%x, perm=[0, 1]) : f32[4, 3]", "  output %y = %x"},
         // Refusals in strict mode:
         {"x + 0 (-0 + 0 = +0)", "  %z = 0 : f32[]\n  %y = add(%x, %z) : f32[4, 3]", nullptr},
         {"x - (-0) (-0 - -0 = +0)", "  %z = -0 : f32[]\n  %y = sub(%x, %z) : f32[4, 3]", nullptr},
@@ -135,12 +136,12 @@ TEST_CASE("strict identities fire only where exact in IEEE arithmetic") {
 
 TEST_CASE("x * 1 -> x: exact text, and the result is the operand") {
     expect_rewrite(simplify_algebra, graph("  %one = 1 : f32[]\n  %y = mul(%x, %one) : f32[4, 3]"),
-                   "graph g {\n  %x = input : f32[4, 3]\n  %one = 1 : f32[]\n  output %x\n}\n");
+                   "graph g {\n  %x = input : f32[4, 3]\n  %one = 1 : f32[]\n  output %y = %x\n}\n");
 }
 
 TEST_CASE("fast mode enables the inexact identities") {
     expect_rewrite(simplify_algebra, graph("  %z = 0 : f32[]\n  %y = add(%x, %z) : f32[4, 3]", "fast"),
-                   "graph g mode=fast {\n  %x = input : f32[4, 3]\n  %z = 0 : f32[]\n  output %x\n}\n");
+                   "graph g mode=fast {\n  %x = input : f32[4, 3]\n  %z = 0 : f32[]\n  output %y = %x\n}\n");
     expect_rewrite(simplify_algebra, graph("  %y = sub(%x, %x) : f32[4, 3]", "fast"),
                    "graph g mode=fast {\n  %x = input : f32[4, 3]\n  %y = 0 : f32[4, 3]\n  output %y\n}\n");
     expect_rewrite(simplify_algebra, graph("  %z = 0 : f32[]\n  %y = mul(%z, %x) : f32[4, 3]", "fast"),

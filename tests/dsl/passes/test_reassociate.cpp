@@ -66,6 +66,6 @@ TEST_CASE("fast pipeline: reassociation exposes folding (1 + 2 -> 3) and CSE") {
       %10 = add(%a, %b) : f32[4]
       %15 = 3 : f32[]
       %y1 = add(%10, %15) : f32[4]
-      output %y1, %y1
-    })"));
+      output %y1, %y2 = %y1
+    })"));  // y2 simplified to y1's value and keeps its name
 }
