@@ -74,8 +74,15 @@ CompiledKernel::CompiledKernel(const dsl::Graph &g, dsl::FusionGroup group, sche
     const lower::LoweredGroup &lg = variants_.back().lowered;
     for (size_t i = 0; i < lg.inputs.size(); i++)
         arguments_.push_back({lg.inputs[i].name(), lg.input_values[i], false, lg.inputs[i].dimensions()});
+    // An output that is a graph output is named by the graph's interface (`output %y = %x`
+    // names it y), so generated code binds to the names callers use.
+    auto interface_name = [&](dsl::ValueId v) {
+        for (size_t o = 0; o < g.outputs.size(); o++)
+            if (g.outputs[o] == v) return g.output_name(o);
+        return g.display_name(v);
+    };
     for (size_t i = 0; i < lg.output_values.size(); i++)
-        arguments_.push_back({g.display_name(lg.output_values[i]), lg.output_values[i], true,
+        arguments_.push_back({interface_name(lg.output_values[i]), lg.output_values[i], true,
                               lg.outputs[lg.output_func[i]].dimensions()});
 
     // Each extent a guard may name comes from a constant or from a dimension of a buffer

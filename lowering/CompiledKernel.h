@@ -54,7 +54,7 @@ enum class KernelBackend { Jit, AheadOfTime };
 
 /** One argument of a compiled kernel, in call order: the group's inputs, then its outputs. */
 struct KernelArgument {
-    std::string name;      ///< the graph value's display name ("x", "w", "8")
+    std::string name;      ///< the graph's output name for graph outputs, else the value's display name
     dsl::ValueId value = dsl::kNoValue;
     bool is_output = false;
     int dimensions = 0;    ///< Halide dimensions (reversed tensor axes; a scalar has 1)
