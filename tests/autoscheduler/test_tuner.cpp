@@ -48,6 +48,19 @@ public:
     }
 };
 
+/** The GELU MLP's one group at 64 x 256 x 512 on this machine. */
+TuneRequest gelu_request(const dsl::Graph &g) {
+    const dsl::FusionPlan plan = dsl::plan_fusion(g);
+    REQUIRE(plan.groups.size() == 1);
+    TuneRequest r;
+    r.graph = &g;
+    r.group = plan.groups[0];
+    r.target = parse_target("host");
+    r.workload = Workload{64, 256, 512};
+    r.symbols = {{"M", 64}, {"K", 256}, {"N", 512}};
+    return r;
+}
+
 }  // namespace
 
 TEST_CASE("the search space follows the target: vector width and register file") {
@@ -167,15 +180,8 @@ TEST_CASE("spearman rank correlation") {
 }
 
 TEST_CASE("tuner: measures the model's top K, commits the winner, and a second run is a cache hit") {
-    dsl::Graph g = dsl::simplify_text(kGelu, "<test>").graph;
-    const dsl::FusionPlan plan = dsl::plan_fusion(g);
-    REQUIRE(plan.groups.size() == 1);
-    TuneRequest r;
-    r.graph = &g;
-    r.group = plan.groups[0];
-    r.target = parse_target("host");
-    r.workload = Workload{64, 256, 512};
-    r.symbols = {{"M", 64}, {"K", 256}, {"N", 512}};
+    const dsl::Graph g = dsl::simplify_text(kGelu, "<test>").graph;
+    const TuneRequest r = gelu_request(g);
     AnalyticalCostModel model(TargetModel::for_target(parse_target("host")));
     MemoryTuningCache cache;
     FakeMeasurer fake;
@@ -239,14 +245,8 @@ TEST_CASE("tuned schedules are correct on shapes they were not tuned for") {
 TEST_CASE("a model-only record is a miss for a measuring tuner, which replaces it with a measured one") {
     // What `tessel run`/`compile`/`demo` store without --tune is the model's unmeasured pick; a
     // later `tessel tune` must measure that shape, not take the guess as a hit.
-    dsl::Graph g = dsl::simplify_text(kGelu, "<test>").graph;
-    const dsl::FusionPlan plan = dsl::plan_fusion(g);
-    TuneRequest r;
-    r.graph = &g;
-    r.group = plan.groups[0];
-    r.target = parse_target("host");
-    r.workload = Workload{64, 256, 512};
-    r.symbols = {{"M", 64}, {"K", 256}, {"N", 512}};
+    const dsl::Graph g = dsl::simplify_text(kGelu, "<test>").graph;
+    const TuneRequest r = gelu_request(g);
     AnalyticalCostModel model(TargetModel::for_target(r.target));
     MemoryTuningCache cache;
     FakeMeasurer fake;
