@@ -20,12 +20,6 @@ namespace tessel::dsl {
 TargetResources TargetResources::host_avx2() { return {"host-avx2", 16, 8, 0, 256 * 1024}; }
 TargetResources TargetResources::host_avx512() { return {"host-avx512", 32, 16, 0, 1 << 20}; }
 TargetResources TargetResources::cuda_sm90() { return {"cuda-sm90", 255, 1, 48 * 1024, int64_t(50) << 20}; }
-TargetResources TargetResources::host() {
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
-    if (__builtin_cpu_supports("avx512f")) return host_avx512();
-#endif
-    return host_avx2();
-}
 
 std::string ResourceEstimate::to_string() const {
     std::string s = "registers " + std::to_string(registers_f32) + " f32";

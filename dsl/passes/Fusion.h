@@ -126,7 +126,9 @@ struct FusionPlan {
 };
 
 /** What the target offers one kernel. Defaults are a generic AVX-512-like CPU with a GPU's
- * 48 KiB of shared memory. A limit of 0 is not checked (CPUs have no shared memory). */
+ * 48 KiB of shared memory. A limit of 0 is not checked (CPUs have no shared memory). The limits
+ * of a compile come from the target it is for (lowering/ScheduleGroup.h fusion_resources), never
+ * from the machine Tessel runs on. */
 struct TargetResources {
     std::string name = "generic";
     int vector_registers = 32;
@@ -136,7 +138,6 @@ struct TargetResources {
 
     static TargetResources host_avx2();       ///< 16 x 8 lanes, no shared memory, 256 KiB L2
     static TargetResources host_avx512();     ///< 32 x 16 lanes, no shared memory, 1 MiB L2
-    static TargetResources host();            ///< avx512 or avx2, whichever this CPU has
     static TargetResources cuda_sm90();       ///< 255 regs/thread, 48 KiB static shared, 50 MiB L2
 };
 

@@ -159,3 +159,9 @@ TEST_CASE("numeric mode exact: the tuning space prunes the nests that split the 
         CHECK((lib->nest == "general" || lib->nest == "gemm") == exact);
     }
 }
+
+TEST_CASE("fusion limits come from the requested target, not from the machine Tessel runs on") {
+    CHECK(lower::fusion_resources(parse_target("x86-64-linux-avx-avx2-fma-f16c-sse41")).vector_registers == 16);
+    CHECK(lower::fusion_resources(parse_target("x86-64-linux-avx-avx2-avx512-fma-f16c-sse41")).vector_lanes == 16);
+    CHECK(lower::fusion_resources(parse_target("host-cuda")).shared_memory_bytes == 48 * 1024);
+}
