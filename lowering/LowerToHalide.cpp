@@ -56,8 +56,8 @@ Expr gelu_expr(const Expr &v, bool tanh_form, dsl::NumericMode mode) {
 // that wins. Integer max/min vectorizes (pmaxsd), no fast-math flag applies to it, and Halide
 // still sees max/min, so rfactor and vector partial results keep working on reductions.
 
-/** Key of a float32 whose int32 order is IEEE total order on non-NaN values; NaN maps to
- * INT32_MAX (`nan_wins` = max) or INT32_MIN (min). */
+/** Key of a float32 whose int32 order is the float order on non-NaN values (-0 below +0); NaN
+ * maps to INT32_MAX if `nan_wins_max` (for max), else to INT32_MIN (for min). */
 Expr order_key(const Expr &x, bool nan_wins_max) {
     if (const auto c = Halide::Internal::as_const_float(x)) {  // constants: the key itself
         const float f = (float)*c;

@@ -8,6 +8,10 @@
  * Exprs, so no intermediate of theirs exists in memory: that is producer-consumer fusion.
  * Contractions and reductions become Funcs with update definitions that schedules address by
  * name: "matmul" (vars n, m, b0..., RDom k), "reduce"/"reduce1"..., "softmax_max"/"softmax_sum".
+ * Max and min (max, min, relu, reduce_max, softmax's row maximum) follow IEEE maximum/minimum
+ * (NaN wins, -0 < +0; docs/TSL.md "Special values"): they are computed as integer max/min on an
+ * order key of the float's bits, so a reduce_max or softmax_max Func holds int32 keys that its
+ * readers decode, and float flags of Halide or LLVM cannot drop a NaN.
  * Matmuls of one group that share their left operand and shape become ONE Tuple-valued Func
  * "matmul", so the shared operand is loaded once per reduction step (sibling fusion).
  *

@@ -1,6 +1,8 @@
 // Differential fuzz test: random graphs in strict mode must give bit-identical interpreter results
 // (outputs, printed text, final state) before and after the default pipeline, and must print and
-// parse back identically. TESSEL_FUZZ_ITERS (default 2000) and TESSEL_FUZZ_SEED select the run.
+// parse back identically. Random graphs in fast mode (a quarter as many) must stay within the
+// reassociation bound derived above fast_tolerance(). TESSEL_FUZZ_ITERS (default 2000) and
+// TESSEL_FUZZ_SEED select the run.
 #include <doctest/doctest.h>
 
 #include <algorithm>

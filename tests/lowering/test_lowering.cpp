@@ -300,6 +300,7 @@ TEST_CASE("special values: max, min and relu follow IEEE maximum/minimum in comp
                                      "\n output %y\n}";
             const dsl::Graph g = dsl::simplify_text(text, "<test>").graph;
             for (const char *schedule : {"cpu_elementwise", "cpu_rows"}) {
+                if (std::string(mode) == "fast" && std::string(schedule) == "cpu_elementwise") continue;  // time
                 INFO("schedule " << std::string(schedule));
                 const auto [got, want] = run_both(g, {{"a", a}, {"b", b}}, symbols, library(schedule));
                 const SpecialCompare c = compare_special(got, want);
@@ -343,6 +344,7 @@ TEST_CASE("special values: reduce_max and softmax rows propagate NaN in compiled
                                      "\n output %y\n}";
             const dsl::Graph g = dsl::simplify_text(text, "<test>").graph;
             for (const char *schedule : {"cpu_elementwise", "cpu_rows"}) {
+                if (std::string(mode) == "fast" && std::string(schedule) == "cpu_elementwise") continue;  // time
                 INFO("schedule " << std::string(schedule));
                 const auto [got, want] = run_both(g, {{"x", x}}, symbols, library(schedule));
                 const SpecialCompare c = compare_special(got, want);
@@ -444,7 +446,7 @@ TEST_CASE("special values: the NaN-propagating max stays a vector integer max, w
         CHECK(std::regex_search(stmt, std::regex(R"((max|min)\([^\n]*int32x(4|8|16)\))")));
         CHECK(std::regex_search(stmt, std::regex(R"(fmax|fmin|max_f32|min_f32|is_nan_f32)")) == false);
         if (std::string(body).find("reduce") != std::string::npos || std::string(body).find("softmax") != std::string::npos)
-            CHECK(stmt.find("_intm[ramp(") != std::string::npos);  // the rfactor'd vector partial maxima
+            CHECK(std::regex_search(stmt, std::regex(R"(_intm(\$\d+)?\[ramp\()")));  // rfactor'd vector partial maxima
     }
 }
 
