@@ -12,6 +12,7 @@
 // compile-time benchmarks -> RunSpecifiedBenchmarks -> print_summary (medians of every
 // timed iteration of this run).
 #include "baselines/GeluReference.h"
+#include "bench/GroupVariants.h"
 #include "bench/MachineProbes.h"
 #include "bench/Suite.h"
 #include "driver/GeluLayer.h"
@@ -51,6 +52,8 @@ struct Options {
     std::string schedule = "cpu_blocked";
     double seconds_per_repetition = 0.3;  ///< timed work per benchmark repetition
     std::string mode_shape = "mlp_up";    ///< where tanh strict/fast and erf are compared
+    /** Shapes where the same work also runs as a two-output group and as x @ w.T (GroupVariants.h). */
+    std::string variant_shapes = "mlp_up,decode_1";
     std::string error_shape = "odd_bert"; ///< where errors vs float64 are measured
     std::string baseline;                 ///< a second schedule timed beside `schedule` ("" = none)
     std::string save_schedule;            ///< write `schedule` as JSON here and exit
@@ -67,6 +70,8 @@ void print_usage() {
                  "                   e.g. the previous version of --schedule saved with --save-schedule\n"
                  "  --save-schedule FILE.json  write --schedule for this machine's target as JSON and exit\n"
                  "  --seconds S      timed seconds per benchmark repetition (default 0.3)\n"
+                 "  --variant-shapes A,B  shapes also timed as a two-output group and as x @ w.T\n"
+                 "                   (default mlp_up,decode_1; \"\" for none)\n"
                  "JSON: --benchmark_format=json or --benchmark_out=FILE --benchmark_out_format=json\n";
 }
 
@@ -87,6 +92,7 @@ Options parse_options(int &argc, char **argv) {
         else if (is("--schedule")) o.schedule = value("--schedule");
         else if (is("--seconds")) o.seconds_per_repetition = std::stod(value("--seconds"));
         else if (is("--mode-shape")) o.mode_shape = value("--mode-shape");
+        else if (is("--variant-shapes")) o.variant_shapes = value("--variant-shapes");
         else if (is("--error-shape")) o.error_shape = value("--error-shape");
         else if (is("--baseline")) o.baseline = value("--baseline");
         else if (is("--save-schedule")) o.save_schedule = value("--save-schedule");
@@ -169,6 +175,7 @@ void summarize_probes(Machine &m, const FmaPeakProbe &fma, const TriadProbe &tri
 struct ShapeData {
     BenchShape shape;
     Buffer<float> x, w, bias, y;
+    Buffer<float> t, wt;  ///< group variants only: the exported matmul result, w stored [N, K]
     explicit ShapeData(const BenchShape &s)
         : shape(s), x(s.K, s.M), w(s.N, s.K), bias(s.N), y(s.N, s.M) {
         fill_uniform(x, 1), fill_uniform(w, 2), fill_uniform(bias, 3);
@@ -235,10 +242,15 @@ void register_paired(ShapeData *d, const Options &o, CacheFlusher *flusher, cons
     })->UseManualTime()->Iterations(iterations_for(d->shape, o))->Unit(benchmark::kMillisecond);
 }
 
+bool listed(const std::string &list, const std::string &name) {
+    return ("," + list + ",").find("," + name + ",") != std::string::npos;
+}
+
 struct Kernels {
     // One JIT kernel per GELU epilogue variant, all from the same library schedule.
     std::unique_ptr<GeluLayer> tanh_fast, tanh_strict, erf;
     std::unique_ptr<GeluLayer> baseline;  ///< --baseline, tanh fast (null when not asked for)
+    std::vector<GroupVariant> variants;   ///< the same work as other group shapes, same schedule
 };
 
 std::string tessel_name(const BenchShape &s, const std::string &schedule, const std::string &epilogue) {
@@ -354,6 +366,21 @@ void print_summary(const Options &o, const Machine &m, const std::vector<std::un
         }
     }
 
+    if (!o.variant_shapes.empty()) {
+        std::fprintf(g_text, "\nThe same work as other group shapes (schedule %s, tanh fast, same run):\n", o.schedule.c_str());
+        std::fprintf(g_text, "%-14s %12s %14s %8s %12s %8s\n", "shape", "one output", "two outputs", "ratio", "x @ w.T", "ratio");
+        for (const auto &d : data) {
+            if (!listed(o.variant_shapes, d->shape.name)) continue;
+            const BenchShape &s = d->shape;
+            const double t1 = median(g_samples[tessel_name(s, o.schedule, "tanh_fast")]);
+            const double t2 = median(g_samples[tessel_name(s, o.schedule, "two_outputs")]);
+            const double tt = median(g_samples[tessel_name(s, o.schedule, "x_wT")]);
+            std::fprintf(g_text, "%-14s %10.3f ms %12.3f ms %7.2fx %10.3f ms %7.2fx\n", s.name.c_str(), t1 * 1e3, t2 * 1e3,
+                         t2 / t1, tt * 1e3, tt / t1);
+        }
+        std::fprintf(g_text, "(ratio = variant ms / one-output ms; the two-output group also writes M x N more)\n");
+    }
+
     for (const auto &d : data) {
         if (d->shape.name != o.mode_shape) continue;
         std::fprintf(g_text, "\nGELU epilogue forms on %s (%s), schedule %s:\n", d->shape.name.c_str(), d->shape.dims().c_str(),
@@ -425,6 +452,7 @@ int run(int argc, char **argv) {
     k.erf = std::make_unique<GeluLayer>(GeluForm::Erf, NumericMode::Fast, schedule, target);
     if (!o.baseline.empty())
         k.baseline = std::make_unique<GeluLayer>(GeluForm::Tanh, NumericMode::Fast, sched::resolve_schedule(o.baseline, target), target);
+    if (!o.variant_shapes.empty()) k.variants = make_group_variants(schedule, target);
 
     // JIT compile time of every CPU library schedule, as a benchmark so it lands in the JSON.
     std::map<std::string, double> compile_seconds;
@@ -472,6 +500,31 @@ int run(int argc, char **argv) {
                 return 1;
             }
             timed.push_back({tessel_name(s, "baseline", "tanh_fast"), [=] { base->run(d->x, d->w, d->bias, d->y); }});
+        }
+        if (listed(o.variant_shapes, s.name)) {
+            // The same work as a two-output group and as x @ w.T, checked against the layer's y.
+            d->t = Buffer<float>(s.N, s.M);
+            d->wt = Buffer<float>(s.K, s.N);
+            for (int n = 0; n < s.N; n++)
+                for (int kk = 0; kk < s.K; kk++) d->wt(kk, n) = d->w(n, kk);
+            for (const GroupVariant &v : k.variants) {
+                Buffer<float> yv(s.N, s.M);
+                std::map<std::string, Buffer<float> *> args{{"x", &d->x}, {"w", &d->w}, {"wt", &d->wt},
+                                                            {"bias", &d->bias}, {"t", &d->t}, {"y", &yv}};
+                v.run(args);
+                const ErrorStats ev = compare(yv.data(), d->y.data(), (size_t)s.M * s.N);
+                if (!(ev.max_rel <= 1e-3)) {
+                    std::fprintf(stderr, "error: %s: %s and the layer disagree (max rel %.3g)\n", s.name.c_str(),
+                                 v.label.c_str(), ev.max_rel);
+                    return 1;
+                }
+                const GroupVariant *vp = &v;
+                timed.push_back({tessel_name(s, o.schedule, v.label), [=] {
+                                     std::map<std::string, Buffer<float> *> a{{"x", &d->x}, {"w", &d->w}, {"wt", &d->wt},
+                                                                             {"bias", &d->bias}, {"t", &d->t}, {"y", &d->y}};
+                                     vp->run(a);
+                                 }});
+            }
         }
         timed.push_back({blas_name(s, "tanh"), [=] {
                              gelu_mlp_openblas(d->x.data(), d->w.data(), d->bias.data(), d->y.data(), s.M, s.K, s.N,
