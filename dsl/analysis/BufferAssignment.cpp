@@ -1,0 +1,452 @@
+#include "dsl/analysis/BufferAssignment.h"
+
+#include <algorithm>
+#include <numeric>
+#include <sstream>
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "dsl/analysis/MemoryTraffic.h"
+#include "dsl/ir/TypeInference.h"
+
+namespace tessel::dsl {
+
+const char *to_string(ReusePolicy p) { return p == ReusePolicy::Serial ? "serial" : "no-concurrent-reuse"; }
+
+const char *to_string(LogicalBuffer::Kind k) {
+    switch (k) {
+    case LogicalBuffer::Kind::Arena: return "arena";
+    case LogicalBuffer::Kind::View: return "view";
+    case LogicalBuffer::Kind::InPlace: return "in-place";
+    case LogicalBuffer::Kind::GraphInput: return "graph input";
+    case LogicalBuffer::Kind::GraphOutput: return "graph output";
+    }
+    return "?";
+}
+
+const LogicalBuffer *BufferAssignment::buffer(ValueId v) const {
+    for (const auto &b : buffers)
+        if (b.value == v) return &b;
+    return nullptr;
+}
+
+int64_t BufferAssignment::offset_of(ValueId v) const {
+    const LogicalBuffer *b = buffer(v);
+    return b && b->allocation >= 0 ? allocations[b->allocation].offset : -1;
+}
+
+namespace {
+
+int64_t round_up(int64_t n) { return (n + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; }
+
+/** Concrete bytes of v; every dim must resolve to a static size or a bound symbol. */
+int64_t concrete_bytes(const Graph &g, ValueId v, const std::map<std::string, int64_t> &symbols) {
+    int64_t n = byte_size(g.node(v).type.dtype);
+    for (const Dim &d0 : g.node(v).type.dims) {
+        const Dim d = resolve_dim(g, d0);
+        int64_t size = -1;
+        if (d.is_static()) size = d.size;
+        else if (d.kind == Dim::Kind::Symbol && symbols.count(d.symbol)) size = symbols.at(d.symbol);
+        if (size <= 0)
+            throw std::invalid_argument("buffer assignment: the size of %" + g.display_name(v) + " is unknown (bind every symbol)");
+        if (__builtin_mul_overflow(n, size, &n))
+            throw std::invalid_argument("buffer assignment: %" + g.display_name(v) + " has more bytes than int64 holds");
+    }
+    return n;
+}
+
+/** Which groups depend on which: ancestors[j] holds every group j (transitively) reads from. */
+struct GroupOrder {
+    std::vector<std::vector<uint64_t>> ancestors;
+    bool reaches(int from, int to) const {  // from == to, or `to` depends on `from`
+        return from == to || (ancestors[to][from / 64] >> (from % 64) & 1);
+    }
+};
+
+/** What the plan reads: per group, the values it takes from outside. */
+struct PlanFacts {
+    std::vector<std::vector<ValueId>> reads;           ///< per group, distinct, program order
+    std::unordered_map<ValueId, int> producer;         ///< group output -> group
+    std::unordered_set<ValueId> read_outside_kernels;  ///< read by effects or shape code
+    GroupOrder order;
+};
+
+PlanFacts plan_facts(const Graph &g, const FusionPlan &plan) {
+    PlanFacts f;
+    const int n = (int)plan.groups.size();
+    f.reads.resize(n);
+    for (int i = 0; i < n; i++)
+        for (ValueId v : plan.groups[i].outputs) f.producer[v] = i;
+    for (int i = 0; i < n; i++) {
+        const std::unordered_set<ValueId> members(plan.groups[i].nodes.begin(), plan.groups[i].nodes.end());
+        std::unordered_set<ValueId> seen;
+        for (ValueId m : plan.groups[i].nodes)
+            for (ValueId in : g.node(m).inputs)
+                if (!members.count(in) && seen.insert(in).second) f.reads[i].push_back(in);
+    }
+    for (ValueId op : plan.outside_kernels)
+        for_each_dependency(g.node(op), [&](ValueId v) { f.read_outside_kernels.insert(v); });
+    f.order.ancestors.assign(n, std::vector<uint64_t>((n + 63) / 64, 0));
+    for (int j = 0; j < n; j++)
+        for (ValueId v : f.reads[j]) {
+            auto it = f.producer.find(v);
+            if (it == f.producer.end()) continue;
+            const int i = it->second;
+            for (size_t w = 0; w < f.order.ancestors[j].size(); w++) f.order.ancestors[j][w] |= f.order.ancestors[i][w];
+            f.order.ancestors[j][i / 64] |= uint64_t(1) << (i % 64);
+        }
+    return f;
+}
+
+bool is_pointwise(const Node &n) {
+    const IterSpace s = n.info().iter_space;
+    return s == IterSpace::Elementwise || s == IterSpace::Broadcast || n.op == Op::Constant;
+}
+
+class Planner {
+public:
+    Planner(const Graph &g, const FusionPlan &plan, const std::map<std::string, int64_t> &symbols,
+            const BufferAssignmentOptions &o)
+        : g_(g), plan_(plan), o_(o), facts_(plan_facts(g, plan)) {
+        a_.policy = o.policy;
+        a_.steps = (int)plan.groups.size();
+        make_buffers(symbols);
+        if (o_.views) decide_views();
+        if (o_.in_place) decide_in_place();
+        make_allocations();
+        a_.live_bytes.assign(a_.steps, 0);
+        for (const auto &al : a_.allocations)
+            for (int s = al.first_step; s <= al.last_step; s++) a_.live_bytes[s] += al.bytes;
+        for (int64_t b : a_.live_bytes) a_.lower_bound = std::max(a_.lower_bound, b);
+        pack();
+    }
+    BufferAssignment result() && { return std::move(a_); }
+
+private:
+    const Graph &g_;
+    const FusionPlan &plan_;
+    const BufferAssignmentOptions &o_;
+    PlanFacts facts_;
+    BufferAssignment a_;
+    std::unordered_map<ValueId, size_t> index_;   ///< value -> buffers index
+    std::vector<size_t> root_;                    ///< per buffer: the buffer whose storage it uses
+
+    size_t root(size_t b) const { return root_[b] == b ? b : root(root_[b]); }
+    LogicalBuffer &buf(ValueId v) { return a_.buffers[index_.at(v)]; }
+    std::string name(ValueId v) const { return "%" + g_.display_name(v); }
+
+    void make_buffers(const std::map<std::string, int64_t> &symbols) {
+        auto add = [&](ValueId v, LogicalBuffer::Kind kind, int def) {
+            LogicalBuffer b;
+            b.value = v;
+            b.kind = kind;
+            b.bytes = concrete_bytes(g_, v, symbols);
+            b.def_step = b.last_use_step = def;
+            index_[v] = a_.buffers.size();
+            a_.buffers.push_back(b);
+            root_.push_back(root_.size());
+        };
+        // Graph inputs read by kernels first (the caller's storage; live ranges are their readers').
+        for (int i = 0; i < a_.steps; i++)
+            for (ValueId v : facts_.reads[i])
+                if (g_.node(v).op == Op::Input && !index_.count(v)) add(v, LogicalBuffer::Kind::GraphInput, 0);
+        for (int i = 0; i < a_.steps; i++)
+            for (ValueId v : plan_.groups[i].outputs)
+                add(v, g_.is_output(v) ? LogicalBuffer::Kind::GraphOutput : LogicalBuffer::Kind::Arena, i);
+        for (int j = 0; j < a_.steps; j++)
+            for (ValueId v : facts_.reads[j])
+                if (index_.count(v)) {
+                    LogicalBuffer &b = buf(v);
+                    b.last_use_step = std::max(b.last_use_step, j);
+                }
+        for (auto &b : a_.buffers) {
+            if (facts_.read_outside_kernels.count(b.value)) b.last_use_step = std::max(0, a_.steps - 1);
+            if (b.kind == LogicalBuffer::Kind::Arena) a_.naive_bytes += round_up(b.bytes);
+        }
+    }
+
+    bool dense(size_t b) const {
+        for (size_t x = b;; x = root_[x]) {
+            if (a_.buffers[x].strided) return false;
+            if (root_[x] == x) return true;
+        }
+    }
+
+    void record(int group, ValueId result, ValueId operand, const char *rule, bool applied, std::string reason) {
+        a_.decisions.push_back({group, result, operand, applied, rule, std::move(reason)});
+    }
+
+    /** A single reshape or transpose of one operand becomes a view of the operand's storage. */
+    void decide_views() {
+        for (int i = 0; i < a_.steps; i++) {
+            const FusionGroup &fg = plan_.groups[i];
+            if (fg.nodes.size() != 1 || fg.outputs.size() != 1) continue;
+            const Node &n = g_.node(fg.nodes[0]);
+            if (n.op != Op::Reshape && n.op != Op::Transpose) continue;
+            const ValueId result = fg.outputs[0], operand = n.inputs[0];
+            if (!index_.count(operand)) continue;
+            if (g_.is_output(result)) {
+                record(i, result, operand, "view", false, name(result) + " is a graph output: the kernel writes the caller's dense buffer");
+                continue;
+            }
+            const size_t ob = index_.at(operand);
+            if (n.op == Op::Reshape && !dense(ob)) {
+                record(i, result, operand, "view", false, "reshape of " + name(operand) + ", a strided view: its row-major bytes are not contiguous");
+                continue;
+            }
+            LogicalBuffer &rb = buf(result);
+            rb.kind = LogicalBuffer::Kind::View;
+            rb.shares_with = operand;
+            rb.strided = n.op == Op::Transpose;
+            root_[index_.at(result)] = ob;
+            record(i, result, operand, "view", true,
+                   n.op == Op::Reshape ? "whole-tensor reshape: the same row-major bytes, no kernel runs"
+                                       : "transpose read through permuted strides by every consumer, no kernel runs");
+        }
+    }
+
+    /** Last step at which any buffer sharing b's storage is read. */
+    int class_last_use(size_t b) const {
+        const size_t r = root(b);
+        int last = 0;
+        for (size_t x = 0; x < a_.buffers.size(); x++)
+            if (root(x) == r) last = std::max(last, a_.buffers[x].last_use_step);
+        return last;
+    }
+
+    void decide_in_place() {
+        for (int i = 0; i < a_.steps; i++) {
+            const FusionGroup &fg = plan_.groups[i];
+            if (fg.kind != GroupKind::Elementwise || fg.outputs.empty()) continue;
+            if (a_.buffers[index_.at(fg.outputs[0])].kind == LogicalBuffer::Kind::View) continue;
+            const ValueId result = fg.outputs[0];
+            const TensorType &rt = g_.node(result).type;
+            std::vector<ValueId> candidates;
+            for (ValueId v : facts_.reads[i])
+                if (index_.count(v) && g_.node(v).type.dtype == rt.dtype && buf(v).bytes == buf(result).bytes &&
+                    g_.node(v).type.rank() == rt.rank())
+                    candidates.push_back(v);
+            if (candidates.empty()) continue;
+            auto refuse_all = [&](const std::string &why) {
+                for (ValueId v : candidates) record(i, result, v, "in-place", false, why);
+            };
+            if (fg.outputs.size() != 1) {
+                refuse_all("the group writes " + std::to_string(fg.outputs.size()) +
+                           " outputs one after another: a later one would read overwritten elements");
+                continue;
+            }
+            if (g_.is_output(result)) {
+                refuse_all(name(result) + " is a graph output: the kernel writes the caller's buffer");
+                continue;
+            }
+            const Node *not_pointwise = nullptr;
+            for (ValueId m : fg.nodes)
+                if (!is_pointwise(g_.node(m))) not_pointwise = &g_.node(m);
+            if (not_pointwise) {
+                refuse_all(std::string("member ") + name(not_pointwise->id) + " (" + to_string(not_pointwise->op) +
+                           ") reads its operand at other indices than the output's");
+                continue;
+            }
+            std::string schedule_why;
+            if (o_.schedule_reads_before_writes && !o_.schedule_reads_before_writes(i, &schedule_why)) {
+                refuse_all("the schedule may overwrite an element before reading it: " + schedule_why);
+                continue;
+            }
+            bool done = false;
+            for (ValueId v : candidates) {
+                const size_t vb = index_.at(v);
+                const LogicalBuffer &in = a_.buffers[vb];
+                std::string why;
+                if (done) why = "the output already writes into another input";
+                else if (in.kind == LogicalBuffer::Kind::GraphInput && !o_.donated_inputs.count(g_.display_name(v)))
+                    why = name(v) + " is a graph input the caller did not donate";
+                else if (a_.buffers[root(vb)].kind == LogicalBuffer::Kind::GraphOutput || g_.is_output(v))
+                    why = name(v) + " is (a view of) a graph output";
+                else if (!dense(vb)) why = name(v) + " is a strided view: the output is written densely";
+                else if (class_last_use(vb) > i)
+                    why = name(v) + " (or a view of its storage) is read again at step " + std::to_string(class_last_use(vb));
+                else if (facts_.read_outside_kernels.count(v)) why = name(v) + " is read by an op outside kernels";
+                else {
+                    for (ValueId w : facts_.reads[i])
+                        if (w != v && index_.count(w) && root(index_.at(w)) == root(vb))
+                            why = "the group also reads " + name(w) + ", which shares " + name(v) + "'s storage";
+                }
+                if (!why.empty()) {
+                    record(i, result, v, "in-place", false, why);
+                    continue;
+                }
+                LogicalBuffer &rb = buf(result);
+                rb.kind = LogicalBuffer::Kind::InPlace;
+                rb.shares_with = v;
+                root_[index_.at(result)] = vb;
+                record(i, result, v, "in-place", true, name(v) + " dies here with the output's shape and dtype; each element is read before it is written");
+                done = true;
+            }
+        }
+    }
+
+    void make_allocations() {
+        std::map<size_t, int> of_root;
+        for (size_t b = 0; b < a_.buffers.size(); b++) {
+            const size_t r = root(b);
+            if (a_.buffers[r].kind != LogicalBuffer::Kind::Arena) continue;  // caller's storage
+            auto [it, fresh] = of_root.emplace(r, (int)a_.allocations.size());
+            if (fresh) {
+                Allocation al;
+                al.bytes = round_up(a_.buffers[r].bytes);
+                al.first_step = a_.buffers[r].def_step;
+                al.last_step = a_.buffers[r].last_use_step;
+                al.values.push_back(a_.buffers[r].value);
+                a_.allocations.push_back(al);
+            }
+            Allocation &al = a_.allocations[it->second];
+            if (b != r) al.values.push_back(a_.buffers[b].value);
+            al.last_step = std::max(al.last_step, a_.buffers[b].last_use_step);
+            a_.buffers[b].allocation = it->second;
+        }
+    }
+
+    /** Groups that write or read allocation `al`'s storage. */
+    std::vector<int> touching_groups(const Allocation &al) const {
+        std::set<int> t;
+        for (ValueId v : al.values) {
+            t.insert(a_.buffers[index_.at(v)].def_step);
+            for (int j = 0; j < a_.steps; j++)
+                if (std::find(facts_.reads[j].begin(), facts_.reads[j].end(), v) != facts_.reads[j].end()) t.insert(j);
+        }
+        return {t.begin(), t.end()};
+    }
+
+    /** Whether a and b may not share bytes under the policy. */
+    bool conflict(size_t a, size_t b, const std::vector<std::vector<int>> &touching) const {
+        const Allocation &x = a_.allocations[a], &y = a_.allocations[b];
+        if (x.first_step <= y.last_step && y.first_step <= x.last_step) return true;
+        if (o_.policy == ReusePolicy::Serial) return false;
+        const size_t early = x.last_step < y.first_step ? a : b, late = early == a ? b : a;
+        const int writer = a_.allocations[late].first_step;
+        for (int t : touching[early])
+            if (!facts_.order.reaches(t, writer)) return true;
+        return false;
+    }
+
+    void pack() {
+        const size_t n = a_.allocations.size();
+        std::vector<std::vector<int>> touching(n);
+        for (size_t i = 0; i < n; i++) touching[i] = touching_groups(a_.allocations[i]);
+        std::vector<size_t> by_size(n);
+        std::iota(by_size.begin(), by_size.end(), 0);
+        std::stable_sort(by_size.begin(), by_size.end(), [&](size_t x, size_t y) {
+            const Allocation &p = a_.allocations[x], &q = a_.allocations[y];
+            return p.bytes != q.bytes ? p.bytes > q.bytes : p.first_step < q.first_step;
+        });
+        std::vector<size_t> placed;
+        for (size_t cur : by_size) {
+            std::vector<std::pair<int64_t, int64_t>> taken;  // [begin, end) of conflicting placed ones
+            for (size_t p : placed)
+                if (conflict(cur, p, touching))
+                    taken.push_back({a_.allocations[p].offset, a_.allocations[p].offset + a_.allocations[p].bytes});
+            std::sort(taken.begin(), taken.end());
+            const int64_t need = a_.allocations[cur].bytes;
+            int64_t cursor = 0, best = -1, best_gap = INT64_MAX;
+            for (const auto &[begin, end] : taken) {
+                if (begin - cursor >= need && begin - cursor < best_gap) best = cursor, best_gap = begin - cursor;
+                cursor = std::max(cursor, end);
+            }
+            a_.allocations[cur].offset = best >= 0 ? best : cursor;
+            placed.push_back(cur);
+            a_.planned_peak = std::max(a_.planned_peak, a_.allocations[cur].offset + need);
+        }
+        if (o_.policy == ReusePolicy::Serial) list_added_edges(touching);
+    }
+
+    void list_added_edges(const std::vector<std::vector<int>> &touching) {
+        std::set<std::pair<int, int>> seen;
+        for (size_t x = 0; x < a_.allocations.size(); x++)
+            for (size_t y = 0; y < a_.allocations.size(); y++) {
+                const Allocation &p = a_.allocations[x], &q = a_.allocations[y];
+                if (!(p.last_step < q.first_step) || p.offset >= q.offset + q.bytes || q.offset >= p.offset + p.bytes) continue;
+                for (int t : touching[x])
+                    if (!facts_.order.reaches(t, q.first_step) && seen.insert({t, q.first_step}).second)
+                        a_.added_edges.push_back({t, q.first_step, name(p.values[0]) + "'s memory is reused by " + name(q.values[0])});
+            }
+    }
+};
+
+}  // namespace
+
+BufferAssignment assign_buffers(const Graph &g, const FusionPlan &plan, const std::map<std::string, int64_t> &symbols,
+                                const BufferAssignmentOptions &options) {
+    return Planner(g, plan, symbols, options).result();
+}
+
+std::vector<std::string> check_no_overlap(const BufferAssignment &a, const FusionPlan &plan, const Graph &g) {
+    std::vector<std::string> problems;
+    const PlanFacts facts = plan_facts(g, plan);
+    auto touches = [&](const Allocation &al) {
+        std::set<int> t;
+        for (ValueId v : al.values) {
+            for (const auto &[value, group] : facts.producer)
+                if (value == v) t.insert(group);
+            for (size_t j = 0; j < facts.reads.size(); j++)
+                for (ValueId r : facts.reads[j])
+                    if (r == v) t.insert((int)j);
+        }
+        return t;
+    };
+    for (size_t x = 0; x < a.allocations.size(); x++) {
+        const Allocation &p = a.allocations[x];
+        if (p.offset < 0 || p.offset % kArenaAlignment || p.offset + p.bytes > a.planned_peak)
+            problems.push_back("allocation of %" + g.display_name(p.values[0]) + " lies outside the arena or is misaligned");
+        const std::set<int> tp = touches(p);
+        for (size_t y = x + 1; y < a.allocations.size(); y++) {
+            const Allocation &q = a.allocations[y];
+            if (p.offset >= q.offset + q.bytes || q.offset >= p.offset + p.bytes) continue;
+            // Recompute lifetimes from the groups that touch each allocation, not from the plan's fields.
+            const std::set<int> tq = touches(q);
+            const int p0 = *tp.begin(), p1 = *tp.rbegin(), q0 = *tq.begin(), q1 = *tq.rbegin();
+            bool clash = p0 <= q1 && q0 <= p1;
+            if (!clash && a.policy == ReusePolicy::NoConcurrentReuse) {
+                const std::set<int> &early = p1 < q0 ? tp : tq;
+                const int writer = p1 < q0 ? q0 : p0;
+                for (int t : early)
+                    if (!facts.order.reaches(t, writer)) clash = true;
+            }
+            if (clash)
+                problems.push_back("%" + g.display_name(p.values[0]) + " and %" + g.display_name(q.values[0]) +
+                                   " share arena bytes while both are live (steps " + std::to_string(p0) + "-" +
+                                   std::to_string(p1) + " and " + std::to_string(q0) + "-" + std::to_string(q1) + ")");
+        }
+    }
+    return problems;
+}
+
+std::string BufferAssignment::to_string(const Graph &g) const {
+    std::ostringstream os;
+    os << "memory plan (" << dsl::to_string(policy) << " reuse, " << steps << " steps):\n";
+    os << "  naive " << format_bytes(naive_bytes) << ", planned peak " << format_bytes(planned_peak)
+       << ", lower bound " << format_bytes(lower_bound);
+    if (lower_bound) os << " (planned / bound = " << (double)((int64_t)(quality() * 1000 + 0.5)) / 1000 << ")";
+    os << "\n  buffer            bytes        live     offset  storage\n";
+    for (const auto &b : buffers) {
+        std::string nm = "%" + g.display_name(b.value);
+        os << "  " << nm << std::string(nm.size() < 16 ? 16 - nm.size() : 1, ' ');
+        std::string bytes = format_bytes(b.bytes);
+        os << std::string(bytes.size() < 10 ? 10 - bytes.size() : 1, ' ') << bytes;
+        std::string live = std::to_string(b.def_step) + "-" + std::to_string(b.last_use_step);
+        os << std::string(live.size() < 10 ? 10 - live.size() : 1, ' ') << live;
+        std::string off = b.allocation >= 0 ? std::to_string(allocations[b.allocation].offset) : "-";
+        os << std::string(off.size() < 11 ? 11 - off.size() : 1, ' ') << off << "  " << dsl::to_string(b.kind);
+        if (b.shares_with != kNoValue) os << " of %" << g.display_name(b.shares_with) << (b.strided ? " (strided)" : "");
+        os << "\n";
+    }
+    if (!decisions.empty()) os << "  aliasing:\n";
+    for (const auto &d : decisions)
+        os << "    [" << (d.applied ? "yes" : "no") << "] " << d.rule << " %" << g.display_name(d.result) << " <- %"
+           << g.display_name(d.operand) << ": " << d.reason << "\n";
+    if (!added_edges.empty()) os << "  orderings added by reuse:\n";
+    for (const auto &e : added_edges) os << "    step " << e.before << " before step " << e.after << ": " << e.why << "\n";
+    return os.str();
+}
+
+}  // namespace tessel::dsl

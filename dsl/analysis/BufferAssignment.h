@@ -1,0 +1,148 @@
+/** \file
+ * Buffer assignment: where every intermediate of a fused graph lives in one arena. An analysis
+ * (like XLA's BufferAssignment): it reads a graph and its FusionPlan and returns a plan; the
+ * graph is left alone. The JIT runner (lowering/CompiledGraph.h) places buffers at the planned
+ * offsets; `tessel compile --emit memplan` prints the plan and draws its timeline.
+ *
+ * Steps. Groups run in plan order (a topological order); group i is step i. A value that crosses
+ * a group boundary is a *logical buffer*, defined at its group's step and live through its last
+ * reader's step (both ends inclusive: at a step, the kernel's inputs and outputs are live
+ * together). Graph inputs and outputs are the caller's storage and take no arena space, except
+ * that a donated input (BufferAssignmentOptions::donated_inputs) may receive an in-place result.
+ * A value read by an op outside kernels (print, assert, state_write) is kept to the last step.
+ *
+ * Aliases: one *allocation* may hold several logical buffers.
+ *  - View: a group that is a single whole-tensor reshape or transpose of one operand is not run:
+ *    its result is the operand's storage, read through a buffer descriptor (a reshape keeps the
+ *    row-major bytes; a transpose permutes the strides, and every kernel reads strided inputs).
+ *    Legal when the operand is dense for a reshape (a transposed view is not), and the result is
+ *    not a graph output (the caller's output buffer is dense, so a kernel writes it).
+ *  - In place: a group writes its output into an input's storage when the group is elementwise
+ *    or broadcast (every member reads its operands at the output's index), has one output (a
+ *    pipeline computes several outputs one after another, so a later one would read overwritten
+ *    data), the input has the output's shape and dtype, the input dies at this step (no later
+ *    reader, no later reader of a view of it), it is neither a graph output nor an undonated
+ *    graph input, it is dense, and the kernel's schedule reads each element before overwriting it
+ *    (InPlaceCheck: no split with a shifted tail, which recomputes elements already written).
+ *    Every candidate that is refused carries its reason.
+ *
+ * Packing (the algorithm TFLite's arena planner and XLA's heap simulator start from): sort the
+ * allocations by size, largest first (ties: earlier first step); place each at the lowest
+ * offset of the smallest gap between already placed allocations that *conflict* with it and
+ * that fits it (best fit), else on top. Offsets and sizes are multiples of kArenaAlignment.
+ * Two allocations conflict when their live ranges intersect; under ReusePolicy::NoConcurrentReuse
+ * also when any group touching the earlier one is not an ancestor of the later one's first
+ * writer (reusing the memory would order two groups that could run concurrently).
+ * Under ReusePolicy::Serial such reuse is allowed and every ordering it adds is listed.
+ *
+ * Quality numbers: naive_bytes (one buffer per logical buffer, no reuse, no aliasing), the lower
+ * bound (the largest total of allocation bytes live at one step: no placement does better for
+ * these allocations), and planned_peak (the arena size); planned ÷ bound is the planner's
+ * quality. check_no_overlap() proves that no two conflicting allocations overlap in the arena.
+ *
+ *   BufferAssignment a = assign_buffers(g, plan, {{"M", 512}});
+ *   std::cout << a.to_string(g);
+ */
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "dsl/passes/Fusion.h"
+
+namespace tessel::dsl {
+
+constexpr int64_t kArenaAlignment = 64;
+
+enum class ReusePolicy {
+    Serial,             ///< reuse whenever live ranges do not intersect; added orderings listed
+    NoConcurrentReuse,  ///< never reuse between groups the dependence graph leaves unordered
+};
+const char *to_string(ReusePolicy p);
+
+/** Whether group `group`'s kernel reads every element of its inputs before it writes the output
+ * element at that index (a schedule fact the graph does not show); false with the reason in *why. */
+using InPlaceCheck = std::function<bool(int group, std::string *why)>;
+
+struct BufferAssignmentOptions {
+    ReusePolicy policy = ReusePolicy::Serial;
+    bool in_place = true;
+    bool views = true;
+    /** Graph inputs (by name) whose storage the caller gives up: they may receive in-place results. */
+    std::set<std::string> donated_inputs;
+    /** Schedule facts for in-place updates; unset: every group's schedule is assumed to qualify. */
+    InPlaceCheck schedule_reads_before_writes;
+};
+
+/** One value crossing a group boundary. */
+struct LogicalBuffer {
+    ValueId value = kNoValue;
+    int64_t bytes = 0;
+    int def_step = 0, last_use_step = 0;
+    int allocation = -1;         ///< index in BufferAssignment::allocations; -1: caller's storage
+    enum class Kind { Arena, View, InPlace, GraphInput, GraphOutput } kind = Kind::Arena;
+    ValueId shares_with = kNoValue;  ///< View/InPlace: the value whose storage it uses
+    /** View only: the result reads its operand through permuted strides (a transpose). */
+    bool strided = false;
+};
+const char *to_string(LogicalBuffer::Kind k);
+
+/** A contiguous range of the arena holding one or more logical buffers over their joint life. */
+struct Allocation {
+    int64_t offset = 0, bytes = 0;   ///< bytes rounded up to kArenaAlignment
+    int first_step = 0, last_step = 0;
+    std::vector<ValueId> values;     ///< the logical buffers it holds, first the one that defines it
+};
+
+/** An in-place or view candidate and what became of it. */
+struct AliasDecision {
+    int group = -1;
+    ValueId result = kNoValue, operand = kNoValue;
+    bool applied = false;
+    std::string rule;    ///< "in-place" or "view"
+    std::string reason;
+};
+
+/** A dependence the plan adds by reusing memory: group `before` must finish before `after` starts. */
+struct OrderingEdge {
+    int before = -1, after = -1;
+    std::string why;     ///< "%h's memory is reused by %z"
+};
+
+struct BufferAssignment {
+    ReusePolicy policy = ReusePolicy::Serial;
+    int steps = 0;
+    std::vector<LogicalBuffer> buffers;      ///< in definition order
+    std::vector<Allocation> allocations;
+    std::vector<AliasDecision> decisions;
+    std::vector<OrderingEdge> added_edges;   ///< Serial policy only
+    int64_t naive_bytes = 0, lower_bound = 0, planned_peak = 0;
+    /** Bytes live at each step (allocations), whose maximum is lower_bound. */
+    std::vector<int64_t> live_bytes;
+
+    const LogicalBuffer *buffer(ValueId v) const;
+    /** Arena offset of v's storage; -1 when v is not in the arena. */
+    int64_t offset_of(ValueId v) const;
+    double quality() const { return lower_bound ? (double)planned_peak / (double)lower_bound : 1.0; }
+    /** The plan as a table: buffer, bytes, live range, offset, kind, and the decisions. */
+    std::string to_string(const Graph &g) const;
+};
+
+/** Plans the arena of `plan` (planned on `g`) for concrete `symbols` (every symbol bound).
+ * Throws std::invalid_argument when a size is unknown. */
+BufferAssignment assign_buffers(const Graph &g, const FusionPlan &plan, const std::map<std::string, int64_t> &symbols,
+                                const BufferAssignmentOptions &options = {});
+
+/** Every pair of conflicting allocations that share arena bytes, and every allocation that
+ * exceeds planned_peak, one line each; empty when the plan is sound. Independent of the packer. */
+std::vector<std::string> check_no_overlap(const BufferAssignment &a, const FusionPlan &plan, const Graph &g);
+
+/** The timeline picture: each allocation a box over (steps × arena offset), labelled with its
+ * values, with the planned peak and the lower bound drawn as horizontal lines. */
+std::string buffer_timeline_svg(const Graph &g, const BufferAssignment &a);
+
+}  // namespace tessel::dsl
