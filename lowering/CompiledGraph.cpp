@@ -45,7 +45,7 @@ dsl::Tensor to_tensor(const Halide::Buffer<float> &b, const std::vector<int64_t>
 
 CompiledGraph::CompiledGraph(const dsl::Graph &g, const dsl::FusionPlan &plan, const Halide::Target &target,
                              const ScheduleChooser &choose, KernelBackend backend)
-    : graph_(g) {
+    : graph_(g), plan_(plan) {
     for (const auto &fg : plan.groups) {
         Group cg;
         const lower::LoweredGroup probe = lower::lower_group(g, fg);
@@ -103,8 +103,142 @@ std::vector<dsl::ExternalGroup> CompiledGraph::as_external_groups() const {
     return out;
 }
 
+bool CompiledGraph::runs_planned(std::string *why) const {
+    if (plan_.outside_kernels.empty()) return true;
+    if (why) *why = dsl::print_node(graph_, plan_.outside_kernels.front()) + " runs outside kernels";
+    return false;
+}
+
+dsl::BufferAssignment CompiledGraph::memory_plan(const std::map<std::string, int64_t> &symbols,
+                                                 const ArenaOptions &options) const {
+    dsl::BufferAssignmentOptions o;
+    o.policy = options.policy;
+    o.donated_inputs = options.donated_inputs;
+    o.schedule_reads_before_writes = [this](int group, std::string *why) {
+        return sched::writes_each_element_once(groups_[group].kernel->schedule(), why);
+    };
+    return dsl::assign_buffers(graph_, plan_, symbols, o);
+}
+
+namespace {
+
+/** Symbol sizes from the inputs' shapes, checked against each other and against `given`. */
+std::map<std::string, int64_t> bind_symbols(const dsl::Graph &g, const std::map<std::string, dsl::Tensor> &inputs,
+                                            std::map<std::string, int64_t> symbols) {
+    for (ValueId v : g.order()) {
+        const dsl::Node &n = g.node(v);
+        if (n.op != dsl::Op::Input) continue;
+        auto it = inputs.find(g.display_name(v));
+        if (it == inputs.end()) throw lower::LoweringError("missing input %" + g.display_name(v));
+        const dsl::Tensor &t = it->second;
+        if ((int)t.shape.size() != n.type.rank())
+            throw lower::LoweringError("input %" + g.display_name(v) + " has rank " + std::to_string(t.shape.size()) +
+                                       ", the graph declares " + dsl::print_node(g, v));
+        for (int i = 0; i < n.type.rank(); i++) {
+            const dsl::Dim d = dsl::resolve_dim(g, n.type.dims[i]);
+            const int64_t size = t.shape[i];
+            bool ok = true;
+            if (d.is_static()) ok = d.size == size;
+            else if (d.kind == dsl::Dim::Kind::Symbol) ok = symbols.emplace(d.symbol, size).first->second == size;
+            if (!ok)
+                throw lower::LoweringError("input %" + g.display_name(v) + " has extent " + std::to_string(size) +
+                                           " in axis " + std::to_string(i) + ", the graph declares " + dsl::print_node(g, v));
+        }
+    }
+    return symbols;
+}
+
+/** Descriptor over `data` for a dense tensor of `shape` (Halide dimension 0 = last axis). */
+Halide::Buffer<float> dense_view(float *data, const std::vector<int64_t> &shape) {
+    std::vector<int> sizes(shape.rbegin(), shape.rend());
+    if (sizes.empty()) sizes.push_back(1);
+    return Halide::Buffer<float>(data, sizes);
+}
+
+/** `b` read as transpose(b, perm) (tensor axes): result axis i is b's axis perm[i]. */
+Halide::Buffer<float> transposed_view(const Halide::Buffer<float> &b, const std::vector<int64_t> &perm) {
+    const int r = (int)perm.size();
+    std::vector<int> order(r);
+    for (int d = 0; d < r; d++) order[d] = r - 1 - (int)perm[r - 1 - d];
+    return b.transposed(order);
+}
+
+}  // namespace
+
+std::vector<dsl::Tensor> CompiledGraph::run_planned(const std::map<std::string, dsl::Tensor> &inputs,
+                                                    std::map<std::string, int64_t> symbols,
+                                                    const ArenaOptions &options, RunStats &stats) const {
+    symbols = bind_symbols(graph_, inputs, std::move(symbols));
+    const dsl::BufferAssignment plan = memory_plan(symbols, options);
+    std::vector<std::byte> owned;  // over-allocated by the alignment, then aligned
+    std::byte *arena = static_cast<std::byte *>(options.workspace);
+    if (arena) {
+        if (options.workspace_bytes < (size_t)plan.planned_peak || reinterpret_cast<uintptr_t>(arena) % dsl::kArenaAlignment)
+            throw lower::LoweringError("the workspace holds " + std::to_string(options.workspace_bytes) +
+                                       " bytes; the memory plan needs " + std::to_string(plan.planned_peak) +
+                                       " bytes aligned to " + std::to_string(dsl::kArenaAlignment));
+    } else if (plan.planned_peak > 0) {
+        owned.resize(plan.planned_peak + dsl::kArenaAlignment);
+        const uintptr_t base = reinterpret_cast<uintptr_t>(owned.data());
+        arena = owned.data() + (dsl::kArenaAlignment - base % dsl::kArenaAlignment) % dsl::kArenaAlignment;
+    }
+    stats.planned = true;
+    stats.arena_bytes = plan.planned_peak;
+
+    // Storage of every value a kernel reads or writes, by value.
+    std::map<ValueId, Halide::Buffer<float>> storage;
+    for (const auto &[name, t] : inputs) {
+        const ValueId v = graph_.find(name);
+        if (v != dsl::kNoValue && graph_.node(v).op == dsl::Op::Input) storage[v] = to_buffer(t, name);
+    }
+    for (size_t i = 0; i < graph_.outputs.size(); i++) {
+        const ValueId v = graph_.outputs[i];
+        if (!storage.count(v)) storage[v] = make_buffer(concrete_shape(graph_, v, symbols), graph_.output_name(i));
+    }
+    for (size_t gi = 0; gi < groups_.size(); gi++) {
+        const CompiledKernel &k = *groups_[gi].kernel;
+        bool view = false;
+        for (const auto &a : k.arguments()) {
+            if (!a.is_output || storage.count(a.value)) continue;
+            const dsl::LogicalBuffer *b = plan.buffer(a.value);
+            const std::vector<int64_t> shape = concrete_shape(graph_, a.value, symbols);
+            if (b->kind == dsl::LogicalBuffer::Kind::View) {
+                const dsl::Node &n = graph_.node(a.value);
+                const Halide::Buffer<float> &operand = storage.at(b->shares_with);
+                storage[a.value] = n.op == dsl::Op::Transpose ? transposed_view(operand, n.attrs.perm)
+                                                              : dense_view(operand.data(), shape);
+                view = true;
+                stats.views++;
+            } else if (b->kind == dsl::LogicalBuffer::Kind::InPlace) {
+                storage[a.value] = dense_view(storage.at(b->shares_with).data(), shape);
+                stats.in_place++;
+            } else {
+                storage[a.value] = dense_view(reinterpret_cast<float *>(arena + plan.offset_of(a.value)), shape);
+            }
+        }
+        if (view) continue;  // the descriptor is the result: no kernel runs
+        std::vector<halide_buffer_t *> raw;
+        for (const auto &a : k.arguments()) {
+            auto it = storage.find(a.value);
+            if (it == storage.end())
+                throw lower::LoweringError("group '" + k.group().name + "' reads " + a.name + " before it is computed");
+            raw.push_back(it->second.raw_buffer());
+        }
+        k.run(raw);
+        stats.kernels_run++;
+    }
+    std::vector<dsl::Tensor> results;
+    for (ValueId v : graph_.outputs) results.push_back(to_tensor(storage.at(v), concrete_shape(graph_, v, symbols)));
+    return results;
+}
+
 std::vector<dsl::Tensor> CompiledGraph::run(const std::map<std::string, dsl::Tensor> &inputs,
-                                            const std::map<std::string, int64_t> &symbols) const {
+                                            const std::map<std::string, int64_t> &symbols,
+                                            const ArenaOptions &options, RunStats *stats) const {
+    RunStats local;
+    RunStats &st = stats ? *stats : local;
+    st = {};
+    if (runs_planned(&st.interpreted_because)) return run_planned(inputs, symbols, options, st);
     dsl::RunOptions o;
     o.symbol_sizes = symbols;
     o.external_groups = as_external_groups();

@@ -4,11 +4,20 @@
  *
  * Each group gets a schedule — the caller's choice through ScheduleChooser, else
  * `default_group_schedule` (a group-generic library schedule); a chosen schedule that does not
- * apply falls back to the default and the reason is kept in the group's note. Values that cross
- * group boundaries are real buffers, allocated per run from the concrete symbol sizes.
+ * apply falls back to the default and the reason is kept in the group's note.
+ *
+ * Running. When every op of the graph is in a kernel (no effects, no shape code left after
+ * simplification), run() follows the memory plan (dsl/analysis/BufferAssignment.h): one arena
+ * per run (or the caller's workspace) holds every intermediate at its planned offset, a view
+ * group runs no kernel (its result is a buffer descriptor over the operand's storage, with
+ * permuted strides for a transpose), and an in-place group's output descriptor points at the
+ * input it overwrites. Graph inputs and outputs are separate buffers of the caller. Otherwise
+ * the interpreter drives the run (as_external_groups): effects and shape code are interpreted
+ * and each group's outputs come back as tensors.
  */
 #pragma once
 
+#include "dsl/analysis/BufferAssignment.h"
 #include "dsl/interp/Interpreter.h"
 #include "dsl/interp/Tensor.h"
 #include "dsl/ir/Graph.h"
@@ -21,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 
 namespace tessel {
 
@@ -29,6 +39,26 @@ namespace tessel {
  * then falls back to the default and records why). */
 using ScheduleChooser =
     std::function<std::optional<sched::ScheduleSpec>(const dsl::FusionGroup &, const lower::LoweredGroup &)>;
+
+/** How run() places intermediates (planned runs only). */
+struct ArenaOptions {
+    dsl::ReusePolicy policy = dsl::ReusePolicy::Serial;
+    /** Inputs whose storage the run may overwrite (in-place updates); the caller's tensors are
+     * converted to kernel buffers first, so a donated tensor itself is never changed. */
+    std::set<std::string> donated_inputs;
+    /** The caller's workspace: at least memory_plan(...).planned_peak bytes, 64-byte aligned;
+     * null: run() allocates the arena. */
+    void *workspace = nullptr;
+    size_t workspace_bytes = 0;
+};
+
+/** What a run did. */
+struct RunStats {
+    bool planned = false;          ///< placed by the memory plan (else interpreter-driven)
+    std::string interpreted_because;
+    int64_t arena_bytes = 0;       ///< planned peak used
+    int kernels_run = 0, views = 0, in_place = 0;
+};
 
 class CompiledGraph {
 public:
@@ -46,7 +76,16 @@ public:
      * as_external_groups). `inputs` by input name; `symbols` binds every symbolic dimension.
      * Returns the graph outputs in Graph::outputs order. */
     std::vector<dsl::Tensor> run(const std::map<std::string, dsl::Tensor> &inputs,
-                                 const std::map<std::string, int64_t> &symbols) const;
+                                 const std::map<std::string, int64_t> &symbols,
+                                 const ArenaOptions &options = {}, RunStats *stats = nullptr) const;
+
+    /** The memory plan a planned run uses for these symbol sizes, with each group's in-place
+     * legality checked against its kernel's schedule (sched::writes_each_element_once). */
+    dsl::BufferAssignment memory_plan(const std::map<std::string, int64_t> &symbols,
+                                      const ArenaOptions &options = {}) const;
+    /** Whether run() follows the memory plan; false with the op that prevents it in *why. */
+    bool runs_planned(std::string *why = nullptr) const;
+    const dsl::FusionPlan &plan() const { return plan_; }
 
     /** The groups as the interpreter's external groups (dsl/interp/Interpreter.h): interpreting
      * the graph with these runs every group on its compiled kernel and everything else — effects
@@ -57,7 +96,12 @@ public:
 
 private:
     const dsl::Graph &graph_;
+    dsl::FusionPlan plan_;
     std::vector<Group> groups_;
+
+    std::vector<dsl::Tensor> run_planned(const std::map<std::string, dsl::Tensor> &inputs,
+                                         std::map<std::string, int64_t> symbols, const ArenaOptions &options,
+                                         RunStats &stats) const;
 };
 
 /** Concrete shape of `v` under `symbols` (row-major, outermost first). */

@@ -223,4 +223,23 @@ ScheduleSpec &ScheduleSpec::prefetch(const StageRef &s, const std::string &input
     return *this;
 }
 
+bool writes_each_element_once(const ScheduleSpec &s, std::string *why) {
+    auto check = [&](const std::vector<Directive> &steps) {
+        for (const Directive &d : steps) {
+            if (const auto *sp = std::get_if<Split>(&d); sp && sp->tail != Tail::GuardWithIf && sp->tail != Tail::Predicate) {
+                if (why) *why = to_string(d) + " (tail " + to_string(sp->tail) + ")";
+                return false;
+            }
+            if (std::holds_alternative<BoundExtent>(d)) {
+                if (why) *why = to_string(d);
+                return false;
+            }
+        }
+        return true;
+    };
+    for (const auto &v : s.variants)
+        if (!check(v.steps)) return false;
+    return check(s.steps);
+}
+
 }  // namespace tessel::sched

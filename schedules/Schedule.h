@@ -153,6 +153,13 @@ public:
     bool operator==(const ScheduleSpec &) const = default;
 };
 
+/** Whether every variant of `s` computes each output element exactly once, after reading the
+ * inputs at its index: no split with a shifted or rounded tail (ShiftInwards, and Auto, which
+ * becomes ShiftInwards for outputs, recompute elements already written) and no bound_extent
+ * (which grows the region computed). Makes an in-place update legal; false with the directive
+ * in *why. */
+bool writes_each_element_once(const ScheduleSpec &s, std::string *why);
+
 std::string to_string(Tail t);
 std::string to_string(MemoryLevel m);
 std::string to_string(Device d);

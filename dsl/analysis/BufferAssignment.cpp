@@ -191,6 +191,12 @@ private:
                 continue;
             }
             const size_t ob = index_.at(operand);
+            if (n.op == Op::Transpose && n.attrs.perm.back() != (int64_t)n.attrs.perm.size() - 1) {
+                record(i, result, operand, "view", false,
+                       "transpose moves the innermost axis: kernels read inputs with unit innermost stride (dense "
+                       "vector loads), so it is a copy kernel");
+                continue;
+            }
             if (n.op == Op::Reshape && !dense(ob)) {
                 record(i, result, operand, "view", false, "reshape of " + name(operand) + ", a strided view: its row-major bytes are not contiguous");
                 continue;
@@ -202,7 +208,7 @@ private:
             root_[index_.at(result)] = ob;
             record(i, result, operand, "view", true,
                    n.op == Op::Reshape ? "whole-tensor reshape: the same row-major bytes, no kernel runs"
-                                       : "transpose read through permuted strides by every consumer, no kernel runs");
+                                       : "transpose of the outer axes read through permuted strides, no kernel runs");
         }
     }
 

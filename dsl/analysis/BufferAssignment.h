@@ -14,9 +14,11 @@
  * Aliases: one *allocation* may hold several logical buffers.
  *  - View: a group that is a single whole-tensor reshape or transpose of one operand is not run:
  *    its result is the operand's storage, read through a buffer descriptor (a reshape keeps the
- *    row-major bytes; a transpose permutes the strides, and every kernel reads strided inputs).
- *    Legal when the operand is dense for a reshape (a transposed view is not), and the result is
- *    not a graph output (the caller's output buffer is dense, so a kernel writes it).
+ *    row-major bytes; a transpose permutes the strides). Legal for a reshape of a dense operand
+ *    (a transposed view is not dense), for a transpose that keeps the innermost axis in place
+ *    (kernels require unit innermost stride on their inputs, Halide's default that dense vector
+ *    loads rely on, so a transpose moving the last axis is a copy kernel), and when the result
+ *    is not a graph output (the caller's output buffer is dense, so a kernel writes it).
  *  - In place: a group writes its output into an input's storage when the group is elementwise
  *    or broadcast (every member reads its operands at the output's index), has one output (a
  *    pipeline computes several outputs one after another, so a later one would read overwritten
