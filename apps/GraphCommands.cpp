@@ -25,6 +25,14 @@ std::map<std::string, int64_t> parse_dims(const std::vector<std::string> &items)
     return dims;
 }
 
+/** --no-remat and --memory-budget BYTES (dsl/passes/Rematerialize.h). */
+void add_memory_options(CLI::App *cmd, bool &remat, std::optional<int64_t> &budget) {
+    cmd->add_flag("!--no-remat", remat, "keep every value: no rematerialization");
+    cmd->add_option("--memory-budget", budget, "bytes the planned arena may take; values are recomputed, cheapest "
+                                               "per byte first, until it fits (or the miss is reported)")
+        ->check(CLI::PositiveNumber);
+}
+
 }  // namespace
 
 void add_compile_command(CLI::App &app, std::function<int()> &action) {
@@ -46,6 +54,7 @@ void add_compile_command(CLI::App &app, std::function<int()> &action) {
         ->delimiter(',');
     cmd->add_option("--db", o->db, "tuning database")->capture_default_str();
     cmd->add_flag("--tune", o->tune, "on a database miss, measure candidates instead of taking the model's pick");
+    add_memory_options(cmd, o->remat, o->memory_budget);
     cmd->callback([&action, o, emit, dims] {
         action = [o, emit, dims] {
             if (!emit->empty()) o->emit = std::set<std::string>(emit->begin(), emit->end());
@@ -69,6 +78,7 @@ void add_run_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_flag("--tune", o->tune, "on a database miss, measure candidates instead of taking the model's pick");
     cmd->add_option("--target", o->target, "a CPU target")->capture_default_str();
     cmd->add_option("--tolerance", o->tolerance, "max relative error")->capture_default_str();
+    add_memory_options(cmd, o->remat, o->memory_budget);
     cmd->callback([&action, o, dims] {
         action = [o, dims] {
             o->symbols = parse_dims(*dims);

@@ -2,6 +2,7 @@
 
 #include "codegen/Compile.h"
 #include "codegen/Ptxas.h"
+#include "driver/MemoryPlanReport.h"
 #include "driver/TextFile.h"
 #include "driver/Tune.h"
 #include "dsl/Simplify.h"
@@ -27,7 +28,7 @@ namespace tessel {
 namespace fs = std::filesystem;
 
 const std::set<std::string> &graph_emit_kinds() {
-    static const std::set<std::string> kinds = {"dot", "stmt", "html", "asm", "lib", "obj", "ptx", "ptx-report"};
+    static const std::set<std::string> kinds = {"dot", "stmt", "html", "asm", "lib", "obj", "ptx", "ptx-report", "memplan"};
     return kinds;
 }
 
@@ -36,12 +37,29 @@ namespace {
 struct PlannedGraph {
     dsl::Graph graph;
     dsl::FusionPlan plan;
+    std::map<std::string, int64_t> sizes;  ///< every symbol, for the memory plan
+    std::optional<dsl::RematResult> remat;
 };
 
+/** The phases before lowering, in order: simplify (its last passes are CSE and DCE), then
+ * rematerialize (nothing after it may merge equal nodes), then plan fusion. Symbols without a
+ * size take kDefaultSymbolSize, as fusion's estimates do. */
 PlannedGraph plan_graph(const std::string &file, const Halide::Target &target,
-                        const std::map<std::string, int64_t> &symbols) {
-    PlannedGraph p{dsl::simplify_file(file).graph, {}};
-    p.plan = dsl::plan_fusion(p.graph, lower::fusion_options(target, symbols));
+                        const std::map<std::string, int64_t> &symbols, bool remat,
+                        std::optional<int64_t> memory_budget) {
+    PlannedGraph p{dsl::simplify_file(file).graph, {}, symbols, std::nullopt};
+    for (dsl::ValueId v : p.graph.order())
+        for (const auto &d : p.graph.node(v).type.dims)
+            if (d.kind == dsl::Dim::Kind::Symbol) p.sizes.emplace(d.symbol, dsl::kDefaultSymbolSize);
+    const dsl::FusionOptions fusion = lower::fusion_options(target, symbols);
+    if (remat || memory_budget) {
+        dsl::RematOptions ro;
+        ro.fusion = fusion;
+        ro.symbols = p.sizes;
+        ro.memory_budget = memory_budget;
+        p.remat = dsl::rematerialize(p.graph, ro);
+    }
+    p.plan = dsl::plan_fusion(p.graph, fusion);
     return p;
 }
 
@@ -102,8 +120,9 @@ int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
         if (!graph_emit_kinds().count(e)) throw std::invalid_argument("unknown --emit kind '" + e + "'");
     const Halide::Target target = parse_target(o.target);
     const bool cuda = target.has_feature(Halide::Target::CUDA);
-    PlannedGraph p = plan_graph(o.file, target, o.symbols);
+    PlannedGraph p = plan_graph(o.file, target, o.symbols, o.remat, o.memory_budget);
     out << p.plan.to_string(p.graph) << "\n";
+    if (p.remat && (p.remat->changed || o.memory_budget)) out << p.remat->to_string();
 
     fs::create_directories(o.out_dir);
     const std::string base = p.graph.name;
@@ -134,6 +153,13 @@ int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
     if (cuda && o.emit.count("ptx")) outs.insert(AotOutput::Ptx);
     if (o.emit.count("ptx-report") && !cuda)
         throw std::invalid_argument("--emit ptx-report needs a CUDA target (e.g. --target host-cuda)");
+    if (o.emit.count("memplan") || o.emit.count("lib")) {
+        const MemoryPlanReport report = memory_plan_report(program, p.sizes, p.remat);
+        out << report.summary() << "\n";
+        if (o.emit.count("memplan")) out << report.serial.to_string(p.graph);
+        for (const auto &f : write_memory_plan(p.graph, report, o.out_dir, base))
+            if (o.emit.count("memplan") || f.extension() == ".json") out << "wrote " << f.string() << "\n";
+    }
     bool ptx_ok = true;
     for (const auto &cg : program.groups()) {
         const CompiledKernel &k = *cg.kernel;
@@ -170,7 +196,8 @@ int run_graph(const GraphRunOptions &o, std::ostream &out) {
     ro.default_symbol_size = 64;
     const dsl::RunResult ref = dsl::interpret(original, {}, ro);
 
-    PlannedGraph p = plan_graph(o.file, target, ref.symbols);
+    PlannedGraph p = plan_graph(o.file, target, ref.symbols, o.remat, o.memory_budget);
+    if (p.remat && (p.remat->changed || o.memory_budget)) out << p.remat->to_string();
     const AutoSchedule autos{&p.graph, o.db, ref.symbols, o.tune, &out};
     const CompiledGraph program(p.graph, p.plan, target, make_chooser(o.schedule, target, autos));
     out << "graph " << p.graph.name << ": " << program.groups().size() << " fused group(s)";
@@ -181,13 +208,17 @@ int run_graph(const GraphRunOptions &o, std::ostream &out) {
     out << "\n";
     print_groups(program, out);
 
-    // The simplified graph in program order: groups on their compiled kernels, every other op
-    // (print, assert, state, random draws, shape code) in the interpreter around them.
-    dsl::RunOptions hybrid;
-    hybrid.symbol_sizes = ref.symbols;
-    hybrid.external_groups = program.as_external_groups();
-    auto run_compiled = [&] { return dsl::interpret(p.graph, ref.inputs, hybrid); };
-    const dsl::RunResult got = run_compiled();
+    // The simplified graph: intermediates at their memory-plan offsets when every op is in a
+    // kernel, else the interpreter runs the other ops (print, assert, state, random draws, shape
+    // code) around the compiled groups.
+    RunStats stats;
+    auto run_compiled = [&] { return program.run(ref.inputs, ref.symbols, {}, &stats); };
+    dsl::RunResult got;
+    got.outputs = run_compiled();
+    got.printed = stats.printed;
+    if (stats.planned) out << memory_plan_report(program, ref.symbols).summary() << "; " << stats.kernels_run
+                           << " kernels ran (" << stats.in_place << " in place), " << stats.views << " views\n";
+    else out << "memory plan not used: " << stats.interpreted_because << "\n";
     if (got.outputs.size() != ref.outputs.size())
         throw std::logic_error("the simplified graph has " + std::to_string(got.outputs.size()) + " outputs, the original " +
                                std::to_string(ref.outputs.size()));

@@ -1,8 +1,9 @@
 /** \file
  * `tessel compile` and `tessel run`: a graph file through the whole pipeline.
  *
- *   parse + simplify (dsl/Simplify) -> plan_fusion (dsl/passes/Fusion) -> one CompiledKernel per
- *   group (lowering/) with a schedule -> JIT (run) or files (compile).
+ *   parse + simplify (dsl/Simplify) -> rematerialize (dsl/passes/Rematerialize; after the last
+ *   CSE) -> plan_fusion (dsl/passes/Fusion) -> one CompiledKernel per group (lowering/) with a
+ *   schedule -> JIT (run, intermediates placed by the memory plan) or files (compile).
  *
  * Schedules: `--schedule NAME|FILE.json` applies to every group of the kind it is for (a library
  * entry's group, e.g. cpu_rows to reduction groups; a file's "group" field, else matmul+epilogue);
@@ -16,6 +17,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <string>
@@ -26,12 +28,15 @@ struct GraphCompileOptions {
     std::string file;
     std::string target = "host";
     std::string out_dir = "tessel-out";
-    /** Any of: dot, stmt, html, asm, lib (static library + header), obj, ptx, ptx-report. */
+    /** Any of: dot, stmt, html, asm, lib (static library + header), obj, ptx, ptx-report,
+     * memplan (the memory plan as text, timeline SVG and JSON; lib writes the JSON too). */
     std::set<std::string> emit = {"lib"};
     std::string schedule;  ///< library name or .json file; "" = tuning database / autoscheduler / library default
     std::map<std::string, int64_t> symbols;  ///< sizes for estimates (M=512 ...); with all sizes known the autoscheduler applies
     std::string db = "tessel-tuning.db";    ///< tuning database consulted when no schedule is named
     bool tune = false;                      ///< on a database miss, measure candidates instead of the model's pick
+    bool remat = true;                      ///< rematerialize where it pays (dsl/passes/Rematerialize.h)
+    std::optional<int64_t> memory_budget;   ///< bytes of planned arena; remat recomputes until it fits
 };
 
 /** Compiles every group of the graph and writes the requested files; prints the fusion plan,
@@ -47,6 +52,8 @@ struct GraphRunOptions {
     bool tune = false;     ///< on a database miss, measure candidates
     uint64_t seed = 1;
     double tolerance = 1e-4;  ///< max |got - want| / (1 + |want|)
+    bool remat = true;
+    std::optional<int64_t> memory_budget;
 };
 
 /** Runs the graph on random inputs: the simplified graph in program order, its fused groups on

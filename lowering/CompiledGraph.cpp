@@ -242,7 +242,9 @@ std::vector<dsl::Tensor> CompiledGraph::run(const std::map<std::string, dsl::Ten
     dsl::RunOptions o;
     o.symbol_sizes = symbols;
     o.external_groups = as_external_groups();
-    return dsl::interpret(graph_, inputs, o).outputs;
+    dsl::RunResult r = dsl::interpret(graph_, inputs, o);
+    st.printed = std::move(r.printed);
+    return std::move(r.outputs);
 }
 
 }  // namespace tessel

@@ -58,6 +58,7 @@ struct RunStats {
     std::string interpreted_because;
     int64_t arena_bytes = 0;       ///< planned peak used
     int kernels_run = 0, views = 0, in_place = 0;
+    std::string printed;           ///< what `print` ops wrote (interpreter-driven runs)
 };
 
 class CompiledGraph {

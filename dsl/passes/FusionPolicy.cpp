@@ -58,6 +58,19 @@ GroupKind group_kind(const Graph &g, const std::vector<ValueId> &nodes) {
 
 namespace {
 
+/** Whether a and b compute the same values: the same op, attributes and type over operands that
+ * are the same values or (up to `depth` levels) the same computations. */
+bool same_computation(const Graph &g, ValueId a, ValueId b, int depth) {
+    if (a == b) return true;
+    const Node &x = g.node(a), &y = g.node(b);
+    if (depth == 0 || x.op != y.op || x.op == Op::Input || !x.is_pure() || x.attrs != y.attrs || x.type != y.type ||
+        x.inputs.size() != y.inputs.size())
+        return false;
+    for (size_t i = 0; i < x.inputs.size(); i++)
+        if (!same_computation(g, x.inputs[i], y.inputs[i], depth - 1)) return false;
+    return true;
+}
+
 std::string nm(const Graph &g, ValueId v) { return "%" + g.display_name(v); }
 
 std::vector<ValueId> of_class(const Graph &g, const std::vector<ValueId> &nodes, FusionClass c) {
@@ -290,6 +303,11 @@ public:
     std::optional<FusionDecision> sibling(const Graph &g, ValueId s, ValueId c) const override {
         const Node &a = g.node(s), &b = g.node(c);
         const FusionClass ca = fusion_class(g, s), cb = fusion_class(g, c);
+        // After CSE, two ops computing the same thing exist only when rematerialization placed a
+        // recomputation late on purpose; one traversal would compute it early and keep it.
+        if (ca == cb && (ca == FusionClass::Contraction || ca == FusionClass::Reduction) && same_computation(g, s, c, 8))
+            return FusionDecision::no("sibling", nm(g, c) + " recomputes " + nm(g, s) +
+                                      " (rematerialized): it stays next to its readers");
         if (ca == FusionClass::Contraction && cb == FusionClass::Contraction) {
             if (a.inputs[0] != b.inputs[0]) return std::nullopt;
             if (!same_type(g, a.type, b.type))

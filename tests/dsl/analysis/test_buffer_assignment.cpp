@@ -108,33 +108,39 @@ graph branches {
 TEST_CASE("buffer assignment: a transpose or reshape group is a view of its operand") {
     Graph g = parse(R"(
 graph views {
-  %x = input : f32[8, 12]
+  %x = input : f32[2, 8, 12]
   %w = input : f32[12, 8]
   %a = matmul(%x, %w)
-  %t = transpose(%a)
-  %r = reshape(%a) : f32[4, 16]
-  %s = reshape(%t) : f32[64]
-  %y = matmul(%t, %a)
+  %t = transpose(%a, perm=[1, 0, 2])
+  %r = reshape(%a) : f32[4, 32]
+  %s = reshape(%t) : f32[128]
+  %m = transpose(%r)
+  %y = reduce_sum(%t, axes=[2])
   %z = reduce_sum(%r, axes=[1])
   %u = reduce_sum(%s, axes=[0])
-  output %y, %z, %u
+  %v = reduce_sum(%m, axes=[1])
+  output %y, %z, %u, %v
 })", "<views>");
     // Fusion reads data movement inline where it can; unfused, each op is its own group.
     FusionPlan p = plan(g, /*fused=*/false);
     BufferAssignment a = assign_buffers(g, p, {});
     INFO(p.to_string(g) << a.to_string(g));
-    for (const char *v : {"a", "t", "r", "s"}) REQUIRE(a.buffer(g.find(v)));
+    for (const char *v : {"a", "t", "r", "s", "m"}) REQUIRE(a.buffer(g.find(v)));
+    auto refusal = [&](const char *v) {
+        for (const auto &d : a.decisions)
+            if (d.result == g.find(v) && !d.applied) return d.reason;
+        return std::string();
+    };
     CHECK(a.buffer(g.find("t"))->kind == LogicalBuffer::Kind::View);
     CHECK(a.buffer(g.find("t"))->strided);
     CHECK(a.buffer(g.find("r"))->kind == LogicalBuffer::Kind::View);
     CHECK_FALSE(a.buffer(g.find("r"))->strided);
     CHECK(a.offset_of(g.find("t")) == a.offset_of(g.find("a")));
-    // A reshape of a strided view needs a copy.
+    // A reshape of a strided view needs a copy, and so does a transpose of the innermost axis.
     CHECK(a.buffer(g.find("s"))->kind == LogicalBuffer::Kind::Arena);
-    bool refused = false;
-    for (const auto &d : a.decisions)
-        if (d.result == g.find("s")) refused = !d.applied && d.reason.find("strided view") != std::string::npos;
-    CHECK(refused);
+    CHECK(refusal("s").find("strided view") != std::string::npos);
+    CHECK(a.buffer(g.find("m"))->kind == LogicalBuffer::Kind::Arena);
+    CHECK(refusal("m").find("innermost axis") != std::string::npos);
     // One allocation holds %a and its two views, live until the last view's reader.
     const Allocation &al = a.allocations[a.buffer(g.find("a"))->allocation];
     CHECK(al.values.size() == 3);
