@@ -4,6 +4,8 @@
 #include "dsl/ir/TypeInference.h"
 #include "lowering/ScheduleGroup.h"
 
+#include <future>
+
 namespace tessel {
 
 using dsl::ValueId;
@@ -169,6 +171,9 @@ std::vector<dsl::Tensor> CompiledGraph::run_planned(const std::map<std::string, 
                                                     std::map<std::string, int64_t> symbols,
                                                     const ArenaOptions &options, RunStats &stats) const {
     symbols = bind_symbols(graph_, inputs, std::move(symbols));
+    if (options.concurrent_groups && options.policy != dsl::ReusePolicy::NoConcurrentReuse)
+        throw lower::LoweringError("running independent groups concurrently needs the no-concurrent-reuse memory plan "
+                                   "(ArenaOptions::policy): the serial plan may reuse memory between them");
     const dsl::BufferAssignment plan = memory_plan(symbols, options);
     std::vector<std::byte> owned;  // over-allocated by the alignment, then aligned
     std::byte *arena = static_cast<std::byte *>(options.workspace);
@@ -185,6 +190,11 @@ std::vector<dsl::Tensor> CompiledGraph::run_planned(const std::map<std::string, 
     stats.planned = true;
     stats.arena_bytes = plan.planned_peak;
 
+    struct Call {
+        size_t group;
+        std::vector<halide_buffer_t *> buffers;
+    };
+    std::vector<Call> calls;
     // Storage of every value a kernel reads or writes, by value.
     std::map<ValueId, Halide::Buffer<float>> storage;
     for (const auto &[name, t] : inputs) {
@@ -224,9 +234,31 @@ std::vector<dsl::Tensor> CompiledGraph::run_planned(const std::map<std::string, 
                 throw lower::LoweringError("group '" + k.group().name + "' reads " + a.name + " before it is computed");
             raw.push_back(it->second.raw_buffer());
         }
-        k.run(raw);
-        stats.kernels_run++;
+        calls.push_back({gi, std::move(raw)});
     }
+    // Every descriptor exists before any kernel runs (they depend on the plan, not on results).
+    if (!options.concurrent_groups) {
+        for (const auto &c : calls) groups_[c.group].kernel->run(c.buffers);
+    } else {
+        // Waves of groups with no dependence between them (each group one level after its
+        // latest producer); the plan has no reuse between them (NoConcurrentReuse).
+        std::vector<int> level(groups_.size(), 0);
+        for (size_t gi = 0; gi < groups_.size(); gi++)
+            for (const auto &a : groups_[gi].kernel->arguments())
+                if (!a.is_output)
+                    if (const int p = plan_.group_of(a.value); p >= 0 && (size_t)p != gi) level[gi] = std::max(level[gi], level[p] + 1);
+        std::map<int, std::vector<const Call *>> waves;
+        for (const auto &c : calls) waves[level[c.group]].push_back(&c);
+        for (const auto &[l, wave] : waves) {
+            std::vector<std::future<void>> others;
+            for (size_t i = 1; i < wave.size(); i++)
+                others.push_back(std::async(std::launch::async, [this, c = wave[i]] { groups_[c->group].kernel->run(c->buffers); }));
+            groups_[wave[0]->group].kernel->run(wave[0]->buffers);
+            for (auto &f : others) f.get();
+            stats.waves++;
+        }
+    }
+    stats.kernels_run = (int)calls.size();
     std::vector<dsl::Tensor> results;
     for (ValueId v : graph_.outputs) results.push_back(to_tensor(storage.at(v), concrete_shape(graph_, v, symbols)));
     return results;

@@ -50,6 +50,9 @@ struct ArenaOptions {
      * null: run() allocates the arena. */
     void *workspace = nullptr;
     size_t workspace_bytes = 0;
+    /** Run groups the dependence graph leaves unordered at the same time, one thread each (their
+     * kernels share Halide's thread pool); needs policy NoConcurrentReuse. */
+    bool concurrent_groups = false;
 };
 
 /** What a run did. */
@@ -57,7 +60,7 @@ struct RunStats {
     bool planned = false;          ///< placed by the memory plan (else interpreter-driven)
     std::string interpreted_because;
     int64_t arena_bytes = 0;       ///< planned peak used
-    int kernels_run = 0, views = 0, in_place = 0;
+    int kernels_run = 0, views = 0, in_place = 0, waves = 0;
     std::string printed;           ///< what `print` ops wrote (interpreter-driven runs)
 };
 

@@ -273,6 +273,16 @@ private:
                 else if (class_last_use(vb) > i)
                     why = name(v) + " (or a view of its storage) is read again at step " + std::to_string(class_last_use(vb));
                 else if (facts_.read_outside_kernels.count(v)) why = name(v) + " is read by an op outside kernels";
+                else if (o_.policy == ReusePolicy::NoConcurrentReuse) {
+                    // A reader the dependence graph does not order before this group may run at
+                    // the same time as it, and would see overwritten elements.
+                    for (int j = 0; j < a_.steps && why.empty(); j++)
+                        if (j != i && !facts_.order.reaches(j, i))
+                            for (ValueId w : facts_.reads[j])
+                                if (index_.count(w) && root(index_.at(w)) == root(vb))
+                                    why = name(v) + " is also read by step " + std::to_string(j) +
+                                          ", which may run concurrently with this one";
+                }
                 else {
                     for (ValueId w : facts_.reads[i])
                         if (w != v && index_.count(w) && root(index_.at(w)) == root(vb))

@@ -25,8 +25,9 @@
  *    data), the input has the output's shape and dtype, the input dies at this step (no later
  *    reader, no later reader of a view of it), it is neither a graph output nor an undonated
  *    graph input, it is dense, and the kernel's schedule reads each element before overwriting it
- *    (InPlaceCheck: no split with a shifted tail, which recomputes elements already written).
- *    Every candidate that is refused carries its reason.
+ *    (InPlaceCheck: no split with a shifted tail, which recomputes elements already written);
+ *    under ReusePolicy::NoConcurrentReuse also every other reader of the input must be an
+ *    ancestor of the group (else it may run at the same time). Every refusal carries its reason.
  *
  * Packing (the algorithm TFLite's arena planner and XLA's heap simulator start from): sort the
  * allocations by size, largest first (ties: earlier first step); place each at the lowest

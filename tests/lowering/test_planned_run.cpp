@@ -99,8 +99,13 @@ TEST_CASE("planned runs: random graphs, fused and unfused, match the interpreter
     for (uint64_t seed = 0; seed < 24; seed++) {
         const bool fused = seed % 3 != 0;
         const dsl::Graph g = dsl::test::random_kernel_graph(1000 + seed, 5 + seed % 7);
-        INFO("seed " << 1000 + seed << (fused ? " fused" : " unfused"));
-        const Outcome o = run_against_interpreter(g, {}, fused, {}, seed);
+        ArenaOptions arena;
+        if (seed % 4 == 1) {  // every fourth: concurrent waves on the no-concurrent-reuse plan
+            arena.policy = dsl::ReusePolicy::NoConcurrentReuse;
+            arena.concurrent_groups = true;
+        }
+        INFO("seed " << 1000 + seed << (fused ? " fused" : " unfused") << (arena.concurrent_groups ? " concurrent" : ""));
+        const Outcome o = run_against_interpreter(g, {}, fused, arena, seed);
         CHECK(o.stats.planned);
         CHECK(o.error < 1e-3);
         views += o.stats.views;
@@ -144,4 +149,31 @@ graph noisy {
     CHECK_FALSE(o.stats.planned);
     CHECK(o.stats.interpreted_because.find("print") != std::string::npos);
     CHECK(o.error < 1e-6);
+}
+
+TEST_CASE("planned runs: independent groups run concurrently in waves, with the no-concurrent-reuse plan") {
+    const dsl::Graph g = dsl::parse(R"(
+graph branches {
+  %x = input : f32[M, 24]
+  %v = input : f32[M, 24]
+  %w = input : f32[24, 24]
+  %a = matmul(%x, %w)
+  %b = exp(matmul(%a, %w) * 0.01)
+  %c = matmul(%v, %w)
+  %d = matmul(%c, %w)
+  %y = %b * %d
+  output %y
+})", "<branches>");
+    ArenaOptions concurrent;
+    concurrent.policy = dsl::ReusePolicy::NoConcurrentReuse;
+    concurrent.concurrent_groups = true;
+    for (bool fused : {true, false}) {
+        const Outcome o = run_against_interpreter(g, {{"M", 19}}, fused, concurrent);
+        CHECK(o.error < 1e-4);
+        CHECK(o.stats.waves < o.stats.kernels_run);  // some wave held two groups
+    }
+    ArenaOptions serial_plan;
+    serial_plan.concurrent_groups = true;
+    CHECK_THROWS_WITH_AS(run_against_interpreter(g, {{"M", 19}}, true, serial_plan),
+                         doctest::Contains("no-concurrent-reuse"), lower::LoweringError);
 }
