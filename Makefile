@@ -6,7 +6,7 @@ VENV := .venv
 CMAKE := $(VENV)/bin/cmake
 CTEST := $(VENV)/bin/ctest
 
-.PHONY: all setup configure build demo test bench clean
+.PHONY: all setup configure build demo test bench bench-memory clean
 
 all: build
 
@@ -31,6 +31,10 @@ test: build
 
 bench: build
 	@./bench/run.sh $(BUILD) $(BENCH_ARGS)
+
+# Memory plans, rematerialization (attention fwd+bwd at S = 512..4096) and concurrent waves.
+bench-memory: build
+	@env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BUILD)/bench/tessel_memory_bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD)

@@ -175,7 +175,7 @@ std::vector<dsl::Tensor> CompiledGraph::run_planned(const std::map<std::string, 
         throw lower::LoweringError("running independent groups concurrently needs the no-concurrent-reuse memory plan "
                                    "(ArenaOptions::policy): the serial plan may reuse memory between them");
     const dsl::BufferAssignment plan = memory_plan(symbols, options);
-    std::vector<std::byte> owned;  // over-allocated by the alignment, then aligned
+    std::unique_ptr<std::byte[]> owned;  // over-allocated by the alignment, then aligned; not zeroed
     std::byte *arena = static_cast<std::byte *>(options.workspace);
     if (arena) {
         if (options.workspace_bytes < (size_t)plan.planned_peak || reinterpret_cast<uintptr_t>(arena) % dsl::kArenaAlignment)
@@ -183,9 +183,9 @@ std::vector<dsl::Tensor> CompiledGraph::run_planned(const std::map<std::string, 
                                        " bytes; the memory plan needs " + std::to_string(plan.planned_peak) +
                                        " bytes aligned to " + std::to_string(dsl::kArenaAlignment));
     } else if (plan.planned_peak > 0) {
-        owned.resize(plan.planned_peak + dsl::kArenaAlignment);
-        const uintptr_t base = reinterpret_cast<uintptr_t>(owned.data());
-        arena = owned.data() + (dsl::kArenaAlignment - base % dsl::kArenaAlignment) % dsl::kArenaAlignment;
+        owned.reset(new std::byte[plan.planned_peak + dsl::kArenaAlignment]);
+        const uintptr_t base = reinterpret_cast<uintptr_t>(owned.get());
+        arena = owned.get() + (dsl::kArenaAlignment - base % dsl::kArenaAlignment) % dsl::kArenaAlignment;
     }
     stats.planned = true;
     stats.arena_bytes = plan.planned_peak;

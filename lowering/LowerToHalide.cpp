@@ -3,6 +3,8 @@
 // lower_group(), which binds inputs and outputs.
 #include "lowering/LowerToHalide.h"
 
+#include <cctype>
+
 #include "dsl/ir/Printer.h"
 #include "dsl/ir/TypeInference.h"
 
@@ -213,6 +215,16 @@ private:
 
     static std::vector<Expr> reversed(const std::vector<Expr> &idx) { return {idx.rbegin(), idx.rend()}; }
 
+    /** The value's name as Halide accepts it: '.' (legal in TSL names, Halide's separator) and
+     * any other non-identifier character become '_', with the id appended so names stay distinct. */
+    std::string halide_name(ValueId v) const {
+        std::string s = g_.display_name(v);
+        bool changed = false;
+        for (char &c : s)
+            if (!std::isalnum((unsigned char)c) && c != '_') c = '_', changed = true;
+        return changed ? s + "_" + std::to_string(v) : s;
+    }
+
     std::string unique_func_name(const std::string &base) {
         std::string name = base;
         for (int i = 1; out_.funcs.count(name); i++) name = base + std::to_string(i);
@@ -222,7 +234,7 @@ private:
     void add_input(ValueId v) {
         const Node &n = g_.node(v);
         if (n.type.dtype != dsl::DType::F32) refuse(g_, v, "only f32 tensors are lowered");
-        Halide::ImageParam p(Halide::Float(32), std::max(1, n.type.rank()), g_.display_name(v));
+        Halide::ImageParam p(Halide::Float(32), std::max(1, n.type.rank()), halide_name(v));
         params_[v] = p;
         out_.input_values.push_back(v);
         out_.inputs.push_back(p);
@@ -279,7 +291,7 @@ private:
         if (!n.type.all_static()) refuse(g_, v, "a tensor constant needs a static shape");
         std::vector<int> sizes;
         for (int a = n.type.rank() - 1; a >= 0; a--) sizes.push_back((int)n.type.dims[a].size);
-        Halide::Buffer<float> b(sizes, g_.display_name(v));
+        Halide::Buffer<float> b(sizes, halide_name(v));
         for (size_t i = 0; i < n.attrs.value.size(); i++) b.data()[i] = (float)n.attrs.value[i];
         return constants_[v] = b;
     }

@@ -1,0 +1,283 @@
+// tessel_memory_bench: what the memory plan and rematerialization buy, measured in one run.
+//  1. Every example graph (algorithms/*.tsl), fused and unfused: naive bytes (one buffer per
+//     value), the planned arena and the lower bound, under both reuse policies.
+//  2. Random graphs (tests/dsl/RandomKernelGraphs.h): the distribution of planned / bound.
+//  3. Attention forward + backward (algorithms/MemoryExamples.h) at S = 512 ... 4096, d = 64,
+//     with the probability matrix saved (the planner's choice) and recomputed (forced): peak
+//     bytes, and time per run alternated call by call (each program's median of every round).
+//  4. The MLP with a residual, kept and rematerialized; and independent groups run serially and
+//     as concurrent waves. Every timed program is checked against the others (and the
+//     interpreter where it is fast enough) before it is timed.
+// Usage: tessel_memory_bench [--sizes 512,1024,2048,4096] [--rounds N] [--random N]
+#include "algorithms/MemoryExamples.h"
+#include "codegen/Compile.h"
+#include "dsl/Pipeline.h"
+#include "dsl/analysis/MemoryTraffic.h"
+#include "dsl/interp/Interpreter.h"
+#include "dsl/ir/Parser.h"
+#include "dsl/passes/FusionPolicy.h"
+#include "dsl/passes/Rematerialize.h"
+#include "lowering/CompiledGraph.h"
+#include "lowering/ScheduleGroup.h"
+#include "schedules/Library.h"
+#include "support/ErrorStats.h"
+#include "support/Statistics.h"
+#include "tests/dsl/RandomKernelGraphs.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+using namespace tessel;
+
+namespace {
+
+class NoFusion : public dsl::FusionPolicy {
+public:
+    dsl::FusionDecision producer_consumer(const dsl::Graph &, dsl::ValueId, dsl::ValueId,
+                                          const std::vector<dsl::ValueId> &) const override {
+        return dsl::FusionDecision::no("off", "fusion disabled");
+    }
+    std::optional<dsl::FusionDecision> sibling(const dsl::Graph &, dsl::ValueId, dsl::ValueId) const override {
+        return std::nullopt;
+    }
+    dsl::FusionDecision merge(const dsl::Graph &, const std::vector<dsl::ValueId> &,
+                              const std::vector<dsl::ValueId> &) const override {
+        return dsl::FusionDecision::no("off", "fusion disabled");
+    }
+    dsl::ResourceEstimate estimate(const dsl::Graph &g, const std::vector<dsl::ValueId> &nodes,
+                                   const dsl::FusionOptions &o) const override {
+        return dsl::default_fusion_policy().estimate(g, nodes, o);
+    }
+};
+
+/** The library default of each group's kind: the same schedules for every program compared. */
+ScheduleChooser library_defaults(const Halide::Target &target) {
+    return [target](const dsl::FusionGroup &, const lower::LoweredGroup &g) -> std::optional<sched::ScheduleSpec> {
+        const std::string name = sched::default_library_schedule(g.kind, sched::Device::Cpu);
+        if (name.empty()) return std::nullopt;
+        return lower::library_schedule_for(name, g, target);
+    };
+}
+
+std::string mib(int64_t bytes) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.2f", (double)bytes / (1 << 20));
+    return b;
+}
+
+double max_rel(const std::vector<dsl::Tensor> &a, const std::vector<dsl::Tensor> &b) {
+    double worst = 0;
+    for (size_t i = 0; i < a.size(); i++)
+        worst = std::max(worst, compare(a[i].data.data(), b[i].data.data(), (size_t)a[i].numel()).max_rel);
+    return worst;
+}
+
+std::map<std::string, dsl::Tensor> random_inputs(const dsl::Graph &g, const std::map<std::string, int64_t> &symbols) {
+    std::map<std::string, dsl::Tensor> in;
+    uint64_t state = 12345;
+    for (dsl::ValueId v : g.order()) {
+        if (g.node(v).op != dsl::Op::Input) continue;
+        dsl::Tensor t;
+        t.shape = concrete_shape(g, v, symbols);
+        t.data.resize((size_t)t.numel());
+        for (double &x : t.data) {
+            state = state * 6364136223846793005ull + 1442695040888963407ull;
+            x = (double)(float)(((state >> 40) * 0x1p-24) * 2 - 1);
+        }
+        in[g.display_name(v)] = std::move(t);
+    }
+    return in;
+}
+
+/** A compiled program with its own arena (allocated once, as a caller's workspace). */
+struct Program {
+    std::string label;
+    dsl::Graph graph;
+    std::unique_ptr<CompiledGraph> compiled;
+    ArenaOptions arena;
+    std::vector<std::byte> workspace;
+    int64_t peak = 0;
+    std::vector<double> times;
+
+    Program(std::string l, dsl::Graph g, const Halide::Target &t, const std::map<std::string, int64_t> &symbols,
+            ArenaOptions a = {})
+        : label(std::move(l)), graph(std::move(g)), arena(a) {
+        const dsl::FusionPlan plan = dsl::plan_fusion(graph, lower::fusion_options(t, symbols));
+        compiled = std::make_unique<CompiledGraph>(graph, plan, t, library_defaults(t));
+        peak = compiled->memory_plan(symbols, arena).planned_peak;
+        workspace.resize((size_t)peak + 64);
+        arena.workspace = workspace.data() + (64 - reinterpret_cast<uintptr_t>(workspace.data()) % 64) % 64;
+        arena.workspace_bytes = (size_t)peak;
+    }
+    std::vector<dsl::Tensor> run(const std::map<std::string, dsl::Tensor> &in, const std::map<std::string, int64_t> &s) {
+        return compiled->run(in, s, arena);
+    }
+    double timed(const std::map<std::string, dsl::Tensor> &in, const std::map<std::string, int64_t> &s) {
+        const auto t0 = std::chrono::steady_clock::now();
+        run(in, s);
+        times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        return times.back();
+    }
+};
+
+/** Runs the programs alternately, the order rotating each round; returns their medians. */
+void alternate(std::vector<Program *> ps, const std::map<std::string, dsl::Tensor> &in,
+               const std::map<std::string, int64_t> &s, int rounds) {
+    for (Program *p : ps) p->run(in, s);  // warm up
+    for (int r = 0; r < rounds; r++)
+        for (size_t i = 0; i < ps.size(); i++) ps[(i + r) % ps.size()]->timed(in, s);
+}
+
+dsl::Graph simplified(dsl::Graph g) {
+    dsl::default_pipeline().run(g);
+    return g;
+}
+
+void plan_quality_table(const Halide::Target &t) {
+    static const NoFusion off;
+    std::cout << "\n## Memory plans of the example graphs (M = K = N = H = 512, S = 1024), MiB\n"
+              << "graph                fusion   groups   naive  planned    bound  planned/bound  no-concurrent-reuse\n";
+    std::vector<std::filesystem::path> files;
+    for (const auto &e : std::filesystem::directory_iterator(std::string(TESSEL_SOURCE_DIR) + "/algorithms"))
+        if (e.path().extension() == ".tsl") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    std::map<std::string, int64_t> sizes;
+    for (const char *s : {"M", "K", "N", "H"}) sizes[s] = 512;
+    sizes["S"] = 1024;
+    for (const auto &f : files) {
+        const dsl::Graph g = simplified(dsl::parse_file(f.string()));
+        for (bool fused : {true, false}) {
+            dsl::FusionOptions fo = lower::fusion_options(t, sizes);
+            if (!fused) fo.policy = &off;
+            const dsl::FusionPlan plan = dsl::plan_fusion(g, fo);
+            dsl::BufferAssignmentOptions separate;
+            separate.policy = dsl::ReusePolicy::NoConcurrentReuse;
+            const dsl::BufferAssignment a = dsl::assign_buffers(g, plan, sizes), b = dsl::assign_buffers(g, plan, sizes, separate);
+            std::printf("%-20s %-8s %6zu %8s %8s %8s %14.3f %20s\n", f.stem().c_str(), fused ? "fused" : "unfused",
+                        plan.groups.size(), mib(a.naive_bytes).c_str(), mib(a.planned_peak).c_str(),
+                        mib(a.lower_bound).c_str(), a.quality(), mib(b.planned_peak).c_str());
+        }
+    }
+}
+
+void random_quality(int n) {
+    static const NoFusion off;
+    std::vector<double> q;
+    int worse = 0;
+    for (int seed = 0; seed < n; seed++) {
+        const dsl::Graph g = simplified(dsl::test::random_kernel_graph(seed, 6 + seed % 14));
+        for (bool fused : {true, false}) {
+            dsl::FusionOptions fo;
+            if (!fused) fo.policy = &off;
+            const dsl::FusionPlan plan = dsl::plan_fusion(g, fo);
+            const dsl::BufferAssignment a = dsl::assign_buffers(g, plan, {});
+            q.push_back(a.quality());
+            worse += a.quality() > 1.10;
+        }
+    }
+    std::sort(q.begin(), q.end());
+    auto at = [&](double f) { return q[std::min(q.size() - 1, (size_t)(f * (double)q.size()))]; };
+    std::printf("\n## planned / bound over %zu random plans (%d graphs, fused and unfused)\n"
+                "median %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f  plans above 1.10: %d\n",
+                q.size(), n, at(0.5), at(0.9), at(0.99), at(0.999), q.back(), worse);
+}
+
+void attention_rows(const Halide::Target &t, const std::vector<int64_t> &sizes, int rounds) {
+    std::cout << "\n## Attention forward + backward, d = 64: probability matrix saved vs recomputed (library default schedules)\n"
+              << "    S   P MiB  saved peak  recomputed peak  peak change   saved ms  recomputed ms  recomputed/saved  planner's pick  agree\n";
+    for (int64_t S : sizes) {
+        const std::map<std::string, int64_t> s = {{"S", S}};
+        dsl::Graph saved = simplified(attention_fwd_bwd()), recomputed = saved;
+        dsl::RematOptions ro;
+        ro.fusion = lower::fusion_options(t, s);
+        ro.symbols = s;
+        dsl::Graph planner = saved;
+        const dsl::RematResult pick = dsl::rematerialize(planner, ro);
+        bool planner_recomputes_p = false;
+        for (const auto &d : pick.decisions) planner_recomputes_p |= d.applied && d.value_name == "p";
+        ro.force = {"p"};
+        dsl::rematerialize(recomputed, ro);
+        Program a("saved", saved, t, s), b("recomputed", recomputed, t, s);
+        const auto in = random_inputs(a.graph, s);
+        const auto ra = a.run(in, s), rb = b.run(in, s);
+        double agree = max_rel(ra, rb);
+        if (S <= 512) {
+            const dsl::RunResult ref = dsl::interpret(a.graph, in, {});
+            agree = std::max({agree, max_rel(ra, ref.outputs), max_rel(rb, ref.outputs)});
+        }
+        const int r = S >= 4096 ? std::max(3, rounds / 4) : S >= 2048 ? std::max(3, rounds / 2) : rounds;
+        alternate({&a, &b}, in, s, r);
+        const double ta = median(a.times), tb = median(b.times);
+        std::printf("%5lld %7s %11s %16s %12s %10.2f %14.2f %17.3f %15s %6.1e\n", (long long)S, mib(S * S * 4).c_str(),
+                    mib(a.peak).c_str(), mib(b.peak).c_str(), mib(b.peak - a.peak).c_str(), ta * 1e3, tb * 1e3, tb / ta,
+                    planner_recomputes_p ? "recompute" : "keep", agree);
+    }
+}
+
+void mlp_and_concurrency(const Halide::Target &t, int rounds) {
+    std::cout << "\n## MLP with a residual (M = 256, K = 512, H = 1024): %xn kept vs rematerialized\n";
+    const std::map<std::string, int64_t> s = {{"M", 256}, {"K", 512}, {"H", 1024}};
+    dsl::Graph kept = simplified(mlp_residual()), remat = kept;
+    dsl::RematOptions ro;
+    ro.fusion = lower::fusion_options(t, s);
+    ro.symbols = s;
+    const dsl::RematResult r = dsl::rematerialize(remat, ro);
+    std::cout << r.to_string();
+    {
+        Program a("kept", kept, t, s), b("remat", remat, t, s);
+        const auto in = random_inputs(a.graph, s);
+        const double agree = std::max(max_rel(a.run(in, s), b.run(in, s)), max_rel(a.run(in, s), dsl::interpret(a.graph, in, {}).outputs));
+        alternate({&a, &b}, in, s, rounds);
+        std::printf("kept: peak %s MiB, %.3f ms; rematerialized: peak %s MiB, %.3f ms (%.3fx); max rel difference %.1e\n",
+                    mib(a.peak).c_str(), median(a.times) * 1e3, mib(b.peak).c_str(), median(b.times) * 1e3,
+                    median(b.times) / median(a.times), agree);
+    }
+    std::cout << "\n## Independent groups: serial vs concurrent waves (no-concurrent-reuse plan for both)\n";
+    ArenaOptions serial, waves;
+    serial.policy = waves.policy = dsl::ReusePolicy::NoConcurrentReuse;
+    waves.concurrent_groups = true;
+    for (int64_t S : {256, 1024}) {
+        const std::map<std::string, int64_t> sa = {{"S", S}};
+        const dsl::Graph g = simplified(attention_fwd_bwd());
+        Program a("serial", g, t, sa, serial), b("waves", g, t, sa, waves);
+        const auto in = random_inputs(a.graph, sa);
+        const double agree = max_rel(a.run(in, sa), b.run(in, sa));
+        alternate({&a, &b}, in, sa, rounds);
+        std::printf("attention S=%-5lld serial %.3f ms, concurrent waves %.3f ms (%.3fx), peak %s vs %s MiB; agree %.1e\n",
+                    (long long)S, median(a.times) * 1e3, median(b.times) * 1e3, median(b.times) / median(a.times),
+                    mib(a.peak).c_str(), mib(b.peak).c_str(), agree);
+    }
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    std::vector<int64_t> sizes = {512, 1024, 2048, 4096};
+    int rounds = 20, random_graphs = 1000;
+    for (int i = 1; i < argc; i++) {
+        const std::string a = argv[i];
+        if (a == "--sizes" && i + 1 < argc) {
+            sizes.clear();
+            std::stringstream ss(argv[++i]);
+            for (std::string x; std::getline(ss, x, ',');) sizes.push_back(std::stoll(x));
+        } else if (a == "--rounds" && i + 1 < argc) {
+            rounds = std::stoi(argv[++i]);
+        } else if (a == "--random" && i + 1 < argc) {
+            random_graphs = std::stoi(argv[++i]);
+        } else {
+            std::cerr << "usage: tessel_memory_bench [--sizes 512,1024,2048,4096] [--rounds N] [--random N]\n";
+            return 2;
+        }
+    }
+    const Halide::Target t = parse_target("host");
+    std::cout << "# tessel_memory_bench on " << t.to_string() << " (" << rounds << " alternated rounds per timed pair)\n";
+    plan_quality_table(t);
+    random_quality(random_graphs);
+    attention_rows(t, sizes, rounds);
+    mlp_and_concurrency(t, rounds);
+    return 0;
+}
