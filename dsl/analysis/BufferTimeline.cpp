@@ -26,7 +26,7 @@ std::string escape_xml(const std::string &s) {
 }  // namespace
 
 std::string buffer_timeline_svg(const Graph &g, const BufferAssignment &a) {
-    const double left = 90, bottom = 40, top = 50, width = 720, height = 360;
+    const double left = 120, bottom = 40, top = 50, width = 720, height = 360;
     const int steps = std::max(1, a.steps);
     const double top_bytes = (double)std::max<int64_t>({a.planned_peak, a.lower_bound, 1});
     const double sx = width / steps, sy = height / top_bytes;
@@ -60,8 +60,12 @@ std::string buffer_timeline_svg(const Graph &g, const BufferAssignment &a) {
            << y_of(bytes) << "\" stroke=\"" << colour << "\" stroke-dasharray=\"6,3\"/>\n";
         os << "<text x=\"4\" y=\"" << y_of(bytes) + 4 << "\" fill=\"" << colour << "\">" << escape_xml(text) << "</text>\n";
     };
-    line((double)a.planned_peak, "#c00", "peak " + format_bytes(a.planned_peak));
-    line((double)a.lower_bound, "#06c", "bound " + format_bytes(a.lower_bound));
+    if (a.planned_peak == a.lower_bound) {
+        line((double)a.planned_peak, "#c00", "peak = bound " + format_bytes(a.planned_peak));
+    } else {
+        line((double)a.planned_peak, "#c00", "peak " + format_bytes(a.planned_peak));
+        line((double)a.lower_bound, "#06c", "bound " + format_bytes(a.lower_bound));
+    }
     for (int s = 0; s < steps; s++)
         os << "<text x=\"" << x_of(s + 0.5) - 4 << "\" y=\"" << top + height + 15 << "\">" << s << "</text>\n";
     os << "<text x=\"" << left + width / 2 - 30 << "\" y=\"" << top + height + 32 << "\">step (group)</text>\n";

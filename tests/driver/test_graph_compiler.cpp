@@ -253,3 +253,48 @@ TEST_CASE("matmul groups with several outputs or a transposed operand get matmul
         }
     }
 }
+
+TEST_CASE("tessel compile --emit memplan: the plan as text, timeline and JSON; rematerialization shown") {
+    const tessel::testing::TempDir tmp;
+    GraphCompileOptions o;
+    o.file = example("mlp_residual.tsl");
+    o.out_dir = tmp.file("out");
+    o.db = tmp.file("tuning.db");
+    o.emit = {"memplan"};
+    o.symbols = {{"M", 64}, {"K", 96}, {"H", 128}};
+    o.schedule = "cpu_blocked";
+    std::ostringstream out;
+    REQUIRE(compile_graph(o, out) == 0);
+    INFO(out.str());
+    CHECK(out.str().find("[recompute] %xn") != std::string::npos);
+    CHECK(out.str().find("planned / bound") != std::string::npos);
+    for (const char *f : {"mlp_residual.memplan.txt", "mlp_residual.memplan.svg", "mlp_residual.memplan.json"})
+        CHECK(fs::file_size(fs::path(o.out_dir) / f) > 100);
+    std::ifstream svg(fs::path(o.out_dir) / "mlp_residual.memplan.svg");
+    std::stringstream text;
+    text << svg.rdbuf();
+    CHECK(text.str().find("<svg") == 0);
+    CHECK(text.str().find("%h1") != std::string::npos);
+
+    SUBCASE("--no-remat keeps the residual") {
+        o.remat = false;
+        std::ostringstream kept;
+        REQUIRE(compile_graph(o, kept) == 0);
+        CHECK(kept.str().find("[recompute]") == std::string::npos);
+    }
+}
+
+TEST_CASE("tessel run: attention forward and backward, with a budget it cannot meet reported, results matching") {
+    const tessel::testing::TempDir tmp;
+    GraphRunOptions o;
+    o.file = example("attention_fwd_bwd.tsl");
+    o.db = tmp.file("tuning.db");
+    o.symbols = {{"S", 37}};
+    o.memory_budget = 4096;
+    std::ostringstream out;
+    CHECK(run_graph(o, out) == 0);
+    INFO(out.str());
+    CHECK(out.str().find("does not fit: over by") != std::string::npos);
+    CHECK(out.str().find("MISMATCH") == std::string::npos);
+    CHECK(out.str().find("kernels ran") != std::string::npos);
+}

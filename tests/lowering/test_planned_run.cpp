@@ -177,3 +177,16 @@ graph branches {
     CHECK_THROWS_WITH_AS(run_against_interpreter(g, {{"M", 19}}, true, serial_plan),
                          doctest::Contains("no-concurrent-reuse"), lower::LoweringError);
 }
+
+TEST_CASE("planned runs: values whose names hold '.', as rematerialized clones do, lower and run") {
+    const dsl::Graph g = dsl::parse(R"(
+graph dotted {
+  %x.in = input : f32[5, 7]
+  %w = input : f32[7, 3]
+  %a.b = matmul(%x.in, %w)
+  %a_b = exp(%a.b * 0.1)
+  %y = matmul(transpose(%a.b), %a_b)
+  output %y
+})", "<dotted>");
+    for (bool fused : {true, false}) CHECK(run_against_interpreter(g, {}, fused).error < 1e-5);
+}
