@@ -346,22 +346,16 @@ private:
         return false;
     }
 
-    void pack() {
-        const size_t n = a_.allocations.size();
-        std::vector<std::vector<int>> touching(n);
-        for (size_t i = 0; i < n; i++) touching[i] = touching_groups(a_.allocations[i]);
-        std::vector<size_t> by_size(n);
-        std::iota(by_size.begin(), by_size.end(), 0);
-        std::stable_sort(by_size.begin(), by_size.end(), [&](size_t x, size_t y) {
-            const Allocation &p = a_.allocations[x], &q = a_.allocations[y];
-            return p.bytes != q.bytes ? p.bytes > q.bytes : p.first_step < q.first_step;
-        });
+    /** Best-fit placement of the allocations in `order`; returns the offsets and the peak. */
+    std::pair<std::vector<int64_t>, int64_t> place(const std::vector<size_t> &order,
+                                                   const std::vector<std::vector<char>> &conflicts) const {
+        std::vector<int64_t> offset(a_.allocations.size(), 0);
         std::vector<size_t> placed;
-        for (size_t cur : by_size) {
+        int64_t peak = 0;
+        for (size_t cur : order) {
             std::vector<std::pair<int64_t, int64_t>> taken;  // [begin, end) of conflicting placed ones
             for (size_t p : placed)
-                if (conflict(cur, p, touching))
-                    taken.push_back({a_.allocations[p].offset, a_.allocations[p].offset + a_.allocations[p].bytes});
+                if (conflicts[cur][p]) taken.push_back({offset[p], offset[p] + a_.allocations[p].bytes});
             std::sort(taken.begin(), taken.end());
             const int64_t need = a_.allocations[cur].bytes;
             int64_t cursor = 0, best = -1, best_gap = INT64_MAX;
@@ -369,10 +363,42 @@ private:
                 if (begin - cursor >= need && begin - cursor < best_gap) best = cursor, best_gap = begin - cursor;
                 cursor = std::max(cursor, end);
             }
-            a_.allocations[cur].offset = best >= 0 ? best : cursor;
+            offset[cur] = best >= 0 ? best : cursor;
             placed.push_back(cur);
-            a_.planned_peak = std::max(a_.planned_peak, a_.allocations[cur].offset + need);
+            peak = std::max(peak, offset[cur] + need);
         }
+        return {offset, peak};
+    }
+
+    void pack() {
+        const size_t n = a_.allocations.size();
+        std::vector<std::vector<int>> touching(n);
+        for (size_t i = 0; i < n; i++) touching[i] = touching_groups(a_.allocations[i]);
+        std::vector<std::vector<char>> conflicts(n, std::vector<char>(n, 0));
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < i; j++) conflicts[i][j] = conflicts[j][i] = conflict(i, j, touching);
+        // Three orders, as heap simulators try several: largest first, largest bytes x steps
+        // first, earliest first (then largest). The lowest peak wins; ties keep the earlier order.
+        auto ordered = [&](auto less) {
+            std::vector<size_t> v(n);
+            std::iota(v.begin(), v.end(), 0);
+            std::stable_sort(v.begin(), v.end(), less);
+            return v;
+        };
+        const auto &al = a_.allocations;
+        auto span = [&](size_t i) { return (int64_t)(al[i].last_step - al[i].first_step + 1); };
+        const std::vector<size_t> orders[] = {
+            ordered([&](size_t x, size_t y) { return al[x].bytes != al[y].bytes ? al[x].bytes > al[y].bytes : al[x].first_step < al[y].first_step; }),
+            ordered([&](size_t x, size_t y) { return al[x].bytes * span(x) > al[y].bytes * span(y); }),
+            ordered([&](size_t x, size_t y) { return al[x].first_step != al[y].first_step ? al[x].first_step < al[y].first_step : al[x].bytes > al[y].bytes; }),
+        };
+        std::pair<std::vector<int64_t>, int64_t> best{{}, -1};
+        for (const auto &order : orders) {
+            auto placed = place(order, conflicts);
+            if (best.second < 0 || placed.second < best.second) best = std::move(placed);
+        }
+        for (size_t i = 0; i < n; i++) a_.allocations[i].offset = best.first[i];
+        a_.planned_peak = std::max<int64_t>(0, best.second);
         if (o_.policy == ReusePolicy::Serial) list_added_edges(touching);
     }
 

@@ -29,10 +29,12 @@
  *    under ReusePolicy::NoConcurrentReuse also every other reader of the input must be an
  *    ancestor of the group (else it may run at the same time). Every refusal carries its reason.
  *
- * Packing (the algorithm TFLite's arena planner and XLA's heap simulator start from): sort the
- * allocations by size, largest first (ties: earlier first step); place each at the lowest
- * offset of the smallest gap between already placed allocations that *conflict* with it and
- * that fits it (best fit), else on top. Offsets and sizes are multiples of kArenaAlignment.
+ * Packing (the algorithm TFLite's arena planner and XLA's heap simulator start from): take the
+ * allocations in an order and place each at the lowest offset of the smallest gap between
+ * already placed allocations that *conflict* with it and that fits it (best fit), else on top.
+ * Three orders are tried — largest first (ties: earlier first step), largest bytes x steps
+ * first, earliest first step first — and the lowest peak is kept, as heap simulators try
+ * several. Offsets and sizes are multiples of kArenaAlignment.
  * Two allocations conflict when their live ranges intersect; under ReusePolicy::NoConcurrentReuse
  * also when any group touching the earlier one is not an ancestor of the later one's first
  * writer (reusing the memory would order two groups that could run concurrently).
