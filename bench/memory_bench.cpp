@@ -8,7 +8,8 @@
 //  4. The MLP with a residual, kept and rematerialized; and independent groups run serially and
 //     as concurrent waves. Every timed program is checked against the others (and the
 //     interpreter where it is fast enough) before it is timed.
-// Usage: tessel_memory_bench [--sizes 512,1024,2048,4096] [--rounds N] [--random N]
+// Usage: tessel_memory_bench [--sizes 512,1024,2048,4096] [--rounds N] [--random N] [--target T]
+//        [--timings-only]   (T: e.g. x86-64-linux-avx-avx2-fma-f16c-sse41 for AVX2 on an AVX-512 host)
 #include "algorithms/MemoryExamples.h"
 #include "codegen/Compile.h"
 #include "dsl/Pipeline.h"
@@ -258,6 +259,8 @@ void mlp_and_concurrency(const Halide::Target &t, int rounds) {
 int main(int argc, char **argv) {
     std::vector<int64_t> sizes = {512, 1024, 2048, 4096};
     int rounds = 20, random_graphs = 1000;
+    std::string target = "host";
+    bool tables = true;
     for (int i = 1; i < argc; i++) {
         const std::string a = argv[i];
         if (a == "--sizes" && i + 1 < argc) {
@@ -268,15 +271,22 @@ int main(int argc, char **argv) {
             rounds = std::stoi(argv[++i]);
         } else if (a == "--random" && i + 1 < argc) {
             random_graphs = std::stoi(argv[++i]);
+        } else if (a == "--target" && i + 1 < argc) {
+            target = argv[++i];
+        } else if (a == "--timings-only") {
+            tables = false;
         } else {
-            std::cerr << "usage: tessel_memory_bench [--sizes 512,1024,2048,4096] [--rounds N] [--random N]\n";
+            std::cerr << "usage: tessel_memory_bench [--sizes 512,1024,2048,4096] [--rounds N] [--random N]\n"
+                         "                           [--target host|x86-64-linux-avx2-fma...] [--timings-only]\n";
             return 2;
         }
     }
-    const Halide::Target t = parse_target("host");
+    const Halide::Target t = parse_target(target);
     std::cout << "# tessel_memory_bench on " << t.to_string() << " (" << rounds << " alternated rounds per timed pair)\n";
-    plan_quality_table(t);
-    random_quality(random_graphs);
+    if (tables) {
+        plan_quality_table(t);
+        random_quality(random_graphs);
+    }
     attention_rows(t, sizes, rounds);
     mlp_and_concurrency(t, rounds);
     return 0;
