@@ -36,25 +36,6 @@ using namespace tessel;
 
 namespace {
 
-class NoFusion : public dsl::FusionPolicy {
-public:
-    dsl::FusionDecision producer_consumer(const dsl::Graph &, dsl::ValueId, dsl::ValueId,
-                                          const std::vector<dsl::ValueId> &) const override {
-        return dsl::FusionDecision::no("off", "fusion disabled");
-    }
-    std::optional<dsl::FusionDecision> sibling(const dsl::Graph &, dsl::ValueId, dsl::ValueId) const override {
-        return std::nullopt;
-    }
-    dsl::FusionDecision merge(const dsl::Graph &, const std::vector<dsl::ValueId> &,
-                              const std::vector<dsl::ValueId> &) const override {
-        return dsl::FusionDecision::no("off", "fusion disabled");
-    }
-    dsl::ResourceEstimate estimate(const dsl::Graph &g, const std::vector<dsl::ValueId> &nodes,
-                                   const dsl::FusionOptions &o) const override {
-        return dsl::default_fusion_policy().estimate(g, nodes, o);
-    }
-};
-
 /** The library default of each group's kind: the same schedules for every program compared. */
 ScheduleChooser library_defaults(const Halide::Target &target) {
     return [target](const dsl::FusionGroup &, const lower::LoweredGroup &g) -> std::optional<sched::ScheduleSpec> {
@@ -139,8 +120,7 @@ dsl::Graph simplified(dsl::Graph g) {
 }
 
 void plan_quality_table(const Halide::Target &t) {
-    static const NoFusion off;
-    std::cout << "\n## Memory plans of the example graphs (M = K = N = H = 512, S = 1024), MiB\n"
+        std::cout << "\n## Memory plans of the example graphs (M = K = N = H = 512, S = 1024), MiB\n"
               << "graph                fusion   groups   naive  planned    bound  planned/bound  no-concurrent-reuse\n";
     std::vector<std::filesystem::path> files;
     for (const auto &e : std::filesystem::directory_iterator(std::string(TESSEL_SOURCE_DIR) + "/algorithms"))
@@ -153,7 +133,7 @@ void plan_quality_table(const Halide::Target &t) {
         const dsl::Graph g = simplified(dsl::parse_file(f.string()));
         for (bool fused : {true, false}) {
             dsl::FusionOptions fo = lower::fusion_options(t, sizes);
-            if (!fused) fo.policy = &off;
+            if (!fused) fo.policy = &dsl::unfused_policy();
             const dsl::FusionPlan plan = dsl::plan_fusion(g, fo);
             dsl::BufferAssignmentOptions separate;
             separate.policy = dsl::ReusePolicy::NoConcurrentReuse;
@@ -166,14 +146,13 @@ void plan_quality_table(const Halide::Target &t) {
 }
 
 void random_quality(int n) {
-    static const NoFusion off;
-    std::vector<double> q;
+        std::vector<double> q;
     int worse = 0;
     for (int seed = 0; seed < n; seed++) {
         const dsl::Graph g = simplified(dsl::test::random_kernel_graph(seed, 6 + seed % 14));
         for (bool fused : {true, false}) {
             dsl::FusionOptions fo;
-            if (!fused) fo.policy = &off;
+            if (!fused) fo.policy = &dsl::unfused_policy();
             const dsl::FusionPlan plan = dsl::plan_fusion(g, fo);
             const dsl::BufferAssignment a = dsl::assign_buffers(g, plan, {});
             q.push_back(a.quality());

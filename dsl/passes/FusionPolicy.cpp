@@ -495,4 +495,27 @@ const FusionPolicy &default_fusion_policy() {
     return p;
 }
 
+namespace {
+
+class UnfusedPolicy : public FusionPolicy {
+public:
+    FusionDecision producer_consumer(const Graph &, ValueId, ValueId, const std::vector<ValueId> &) const override {
+        return FusionDecision::no("unfused", "fusion disabled (unfused_policy)");
+    }
+    std::optional<FusionDecision> sibling(const Graph &, ValueId, ValueId) const override { return std::nullopt; }
+    FusionDecision merge(const Graph &, const std::vector<ValueId> &, const std::vector<ValueId> &) const override {
+        return FusionDecision::no("unfused", "fusion disabled (unfused_policy)");
+    }
+    ResourceEstimate estimate(const Graph &g, const std::vector<ValueId> &nodes, const FusionOptions &o) const override {
+        return default_fusion_policy().estimate(g, nodes, o);
+    }
+};
+
+}  // namespace
+
+const FusionPolicy &unfused_policy() {
+    static const UnfusedPolicy p;
+    return p;
+}
+
 }  // namespace tessel::dsl

@@ -66,4 +66,8 @@ public:
 /** The rules documented in Fusion.h and the resource model above. */
 const FusionPolicy &default_fusion_policy();
 
+/** No fusion at all: every kernel op its own group (the default resource model), what a compiler
+ * without fusion materializes. For baselines, the memory planner's unfused plans and tests. */
+const FusionPolicy &unfused_policy();
+
 }  // namespace tessel::dsl

@@ -20,26 +20,6 @@ using namespace tessel;
 
 namespace {
 
-/** Every op its own group. */
-class NoFusion : public dsl::FusionPolicy {
-public:
-    dsl::FusionDecision producer_consumer(const dsl::Graph &, dsl::ValueId, dsl::ValueId,
-                                          const std::vector<dsl::ValueId> &) const override {
-        return dsl::FusionDecision::no("off", "fusion disabled");
-    }
-    std::optional<dsl::FusionDecision> sibling(const dsl::Graph &, dsl::ValueId, dsl::ValueId) const override {
-        return std::nullopt;
-    }
-    dsl::FusionDecision merge(const dsl::Graph &, const std::vector<dsl::ValueId> &,
-                              const std::vector<dsl::ValueId> &) const override {
-        return dsl::FusionDecision::no("off", "fusion disabled");
-    }
-    dsl::ResourceEstimate estimate(const dsl::Graph &g, const std::vector<dsl::ValueId> &nodes,
-                                   const dsl::FusionOptions &o) const override {
-        return dsl::default_fusion_policy().estimate(g, nodes, o);
-    }
-};
-
 struct Outcome {
     double error = 0;
     RunStats stats;
@@ -49,10 +29,9 @@ struct Outcome {
 Outcome run_against_interpreter(dsl::Graph g, const std::map<std::string, int64_t> &symbols, bool fused,
                                 const ArenaOptions &arena = {}, uint64_t seed = 1) {
     dsl::default_pipeline().run(g);
-    static const NoFusion off;
     const Halide::Target target = parse_target("host");
     dsl::FusionOptions fo = lower::fusion_options(target, symbols);
-    if (!fused) fo.policy = &off;
+    if (!fused) fo.policy = &dsl::unfused_policy();
     const dsl::FusionPlan plan = dsl::plan_fusion(g, fo);
     dsl::RunOptions ro;
     ro.random_missing_inputs = true;

@@ -17,25 +17,9 @@ using namespace tessel::dsl;
 
 namespace {
 
-/** Every op its own group: what a compiler without fusion materializes. */
-class NoFusion : public FusionPolicy {
-public:
-    FusionDecision producer_consumer(const Graph &, ValueId, ValueId, const std::vector<ValueId> &) const override {
-        return FusionDecision::no("off", "fusion disabled");
-    }
-    std::optional<FusionDecision> sibling(const Graph &, ValueId, ValueId) const override { return std::nullopt; }
-    FusionDecision merge(const Graph &, const std::vector<ValueId> &, const std::vector<ValueId> &) const override {
-        return FusionDecision::no("off", "fusion disabled");
-    }
-    ResourceEstimate estimate(const Graph &g, const std::vector<ValueId> &nodes, const FusionOptions &o) const override {
-        return default_fusion_policy().estimate(g, nodes, o);
-    }
-};
-
 FusionPlan plan(const Graph &g, bool fused = true) {
-    static const NoFusion off;
     FusionOptions o;
-    if (!fused) o.policy = &off;
+    if (!fused) o.policy = &unfused_policy();
     return plan_fusion(g, o);
 }
 
