@@ -56,6 +56,10 @@ TEST_CASE("rematerialize: the MLP's residual is recomputed in the last layer's e
     CHECK(r.peak_after <= r.peak_before - d.bytes);
     CHECK(g.find("xn.remat") != kNoValue);
     CHECK(verify(g).empty());
+    // The recompute fuses into its reader's group: the last layer's epilogue reads x and g.
+    const FusionPlan plan = plan_fusion(g, {});
+    CHECK(plan.groups.size() == 3);
+    CHECK(plan.group_of(g.find("xn.remat")) == plan.group_of(g.outputs[0]));
     check_same_results(before, g, kMlp);
     CHECK(r.to_string().find("[recompute] %xn") != std::string::npos);
 }
@@ -98,6 +102,14 @@ TEST_CASE("rematerialize: attention keeps P unless forced; forced, results are u
     CHECK(r.decisions.front().value_name == "p");
     CHECK(r.decisions.front().extra_flops >= 2.0 * 48 * 48 * 64);  // Q K^T again
     CHECK(forced.find("p.remat") != kNoValue);
+    // It does not fuse into the matmul reading it (dv = transpose(p) @ do): the recomputed P is
+    // materialized again; only the elementwise dS joins the recomputed softmax's group.
+    const FusionPlan plan = plan_fusion(forced, {});
+    const ValueId pr = forced.find("p.remat");
+    bool materialized = false;
+    for (ValueId v : forced.users(pr)) materialized |= plan.group_of(v) != plan.group_of(pr);
+    CHECK(materialized);
+    CHECK(plan.groups.size() > 8);
     check_same_results(before, forced, s);
 }
 
