@@ -33,9 +33,9 @@ Graph mlp_residual() {
     Value w1 = b.input("w1", DType::F32, {K, H}), w2 = b.input("w2", DType::F32, {H, H});
     Value w3 = b.input("w3", DType::F32, {H, K});
     Value xn = b.name(x * g, "xn");
-    Value h1 = b.name(gelu(matmul(xn, w1)), "h1");
-    Value h2 = b.name(gelu(matmul(h1, w2)), "h2");
-    b.output("y", matmul(h2, w3) + xn);
+    Value h1 = b.name(gelu(matmul(xn, w1) * 0.125), "h1");
+    Value h2 = b.name(gelu(matmul(h1, w2) * 0.125), "h2");
+    b.output("y", matmul(h2, w3) * 0.125 + xn);
     return std::move(b).build();
 }
 
