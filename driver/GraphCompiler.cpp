@@ -122,7 +122,7 @@ int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
     const bool cuda = target.has_feature(Halide::Target::CUDA);
     PlannedGraph p = plan_graph(o.file, target, o.symbols, o.remat, o.memory_budget);
     out << p.plan.to_string(p.graph) << "\n";
-    if (p.remat && (p.remat->changed || o.memory_budget)) out << p.remat->to_string();
+    if (p.remat && (p.remat->changed || o.memory_budget || !p.remat->skipped.empty())) out << p.remat->to_string();
 
     fs::create_directories(o.out_dir);
     const std::string base = p.graph.name;
@@ -197,7 +197,7 @@ int run_graph(const GraphRunOptions &o, std::ostream &out) {
     const dsl::RunResult ref = dsl::interpret(original, {}, ro);
 
     PlannedGraph p = plan_graph(o.file, target, ref.symbols, o.remat, o.memory_budget);
-    if (p.remat && (p.remat->changed || o.memory_budget)) out << p.remat->to_string();
+    if (p.remat && (p.remat->changed || o.memory_budget || !p.remat->skipped.empty())) out << p.remat->to_string();
     const AutoSchedule autos{&p.graph, o.db, ref.symbols, o.tune, &out};
     const CompiledGraph program(p.graph, p.plan, target, make_chooser(o.schedule, target, autos));
     out << "graph " << p.graph.name << ": " << program.groups().size() << " fused group(s)";

@@ -26,9 +26,8 @@ const char *to_string(LogicalBuffer::Kind k) {
 }
 
 const LogicalBuffer *BufferAssignment::buffer(ValueId v) const {
-    for (const auto &b : buffers)
-        if (b.value == v) return &b;
-    return nullptr;
+    auto it = index.find(v);
+    return it == index.end() ? nullptr : &buffers[it->second];
 }
 
 int64_t BufferAssignment::offset_of(ValueId v) const {
@@ -56,11 +55,14 @@ int64_t concrete_bytes(const Graph &g, ValueId v, const std::map<std::string, in
     return n;
 }
 
-/** Which groups depend on which: ancestors[j] holds every group j (transitively) reads from. */
+/** Which groups depend on which: ancestors[j] holds every group j (transitively) reads from,
+ * as bits (groups^2 / 8 bytes). Beyond kMaxOrderedGroups it is not built (`exact` false) and
+ * reaches() answers conservatively: no two distinct groups are known to be ordered. */
 struct GroupOrder {
+    bool exact = true;
     std::vector<std::vector<uint64_t>> ancestors;
     bool reaches(int from, int to) const {  // from == to, or `to` depends on `from`
-        return from == to || (ancestors[to][from / 64] >> (from % 64) & 1);
+        return from == to || (exact && (ancestors[to][from / 64] >> (from % 64) & 1));
     }
 };
 
@@ -69,6 +71,7 @@ struct PlanFacts {
     std::vector<std::vector<ValueId>> reads;           ///< per group, distinct, program order
     std::unordered_map<ValueId, int> producer;         ///< group output -> group
     std::unordered_set<ValueId> read_outside_kernels;  ///< read by effects or shape code
+    std::unordered_map<ValueId, std::vector<int>> readers;  ///< value -> steps reading it, ascending
     GroupOrder order;
 };
 
@@ -85,8 +88,12 @@ PlanFacts plan_facts(const Graph &g, const FusionPlan &plan) {
             for (ValueId in : g.node(m).inputs)
                 if (!members.count(in) && seen.insert(in).second) f.reads[i].push_back(in);
     }
+    for (int i = 0; i < n; i++)
+        for (ValueId v : f.reads[i]) f.readers[v].push_back(i);
     for (ValueId op : plan.outside_kernels)
         for_each_dependency(g.node(op), [&](ValueId v) { f.read_outside_kernels.insert(v); });
+    f.order.exact = n <= kMaxOrderedGroups;
+    if (!f.order.exact) return f;
     f.order.ancestors.assign(n, std::vector<uint64_t>((n + 63) / 64, 0));
     for (int j = 0; j < n; j++)
         for (ValueId v : f.reads[j]) {
@@ -113,6 +120,7 @@ public:
         a_.steps = (int)plan.groups.size();
         make_buffers(symbols);
         if (o_.views) decide_views();
+        index_classes();
         if (o_.in_place) decide_in_place();
         make_allocations();
         a_.live_bytes.assign(a_.steps, 0);
@@ -121,7 +129,10 @@ public:
         for (int64_t b : a_.live_bytes) a_.lower_bound = std::max(a_.lower_bound, b);
         pack();
     }
-    BufferAssignment result() && { return std::move(a_); }
+    BufferAssignment result() && {
+        for (size_t i = 0; i < a_.buffers.size(); i++) a_.index[a_.buffers[i].value] = i;
+        return std::move(a_);
+    }
 
 private:
     const Graph &g_;
@@ -131,6 +142,8 @@ private:
     BufferAssignment a_;
     std::unordered_map<ValueId, size_t> index_;   ///< value -> buffers index
     std::vector<size_t> root_;                    ///< per buffer: the buffer whose storage it uses
+    std::unordered_map<size_t, std::vector<size_t>> class_members_;  ///< root -> buffers sharing it
+    std::unordered_map<size_t, int> class_last_;  ///< root -> last step any member is read
 
     size_t root(size_t b) const { return root_[b] == b ? b : root(root_[b]); }
     LogicalBuffer &buf(ValueId v) { return a_.buffers[index_.at(v)]; }
@@ -212,13 +225,26 @@ private:
         }
     }
 
-    /** Last step at which any buffer sharing b's storage is read. */
-    int class_last_use(size_t b) const {
-        const size_t r = root(b);
-        int last = 0;
-        for (size_t x = 0; x < a_.buffers.size(); x++)
-            if (root(x) == r) last = std::max(last, a_.buffers[x].last_use_step);
-        return last;
+    /** Last step at which any buffer sharing b's storage is read (kept per class root). */
+    int class_last_use(size_t b) const { return class_last_.at(root(b)); }
+
+    /** Per class root: its members and last use, after the views are decided. */
+    void index_classes() {
+        for (size_t b = 0; b < a_.buffers.size(); b++) {
+            const size_t r = root(b);
+            class_members_[r].push_back(b);
+            class_last_[r] = std::max(class_last_.count(r) ? class_last_[r] : 0, a_.buffers[b].last_use_step);
+        }
+    }
+
+    /** Result buffer `b` joins the storage class of `into`. */
+    void join_class(size_t b, size_t into) {
+        const size_t r = root(into);
+        root_[b] = into;
+        for (size_t m : class_members_[b]) class_members_[r].push_back(m);
+        class_members_.erase(b);
+        class_last_[r] = std::max(class_last_[r], class_last_[b]);
+        class_last_.erase(b);
     }
 
     void decide_in_place() {
@@ -276,12 +302,14 @@ private:
                 else if (o_.policy == ReusePolicy::NoConcurrentReuse) {
                     // A reader the dependence graph does not order before this group may run at
                     // the same time as it, and would see overwritten elements.
-                    for (int j = 0; j < a_.steps && why.empty(); j++)
-                        if (j != i && !facts_.order.reaches(j, i))
-                            for (ValueId w : facts_.reads[j])
-                                if (index_.count(w) && root(index_.at(w)) == root(vb))
-                                    why = name(v) + " is also read by step " + std::to_string(j) +
-                                          ", which may run concurrently with this one";
+                    for (size_t m : class_members_.at(root(vb))) {
+                        auto it = facts_.readers.find(a_.buffers[m].value);
+                        if (it == facts_.readers.end()) continue;
+                        for (int j : it->second)
+                            if (why.empty() && j != i && !facts_.order.reaches(j, i))
+                                why = name(v) + " is also read by step " + std::to_string(j) +
+                                      ", which may run concurrently with this one";
+                    }
                 }
                 else {
                     for (ValueId w : facts_.reads[i])
@@ -295,7 +323,7 @@ private:
                 LogicalBuffer &rb = buf(result);
                 rb.kind = LogicalBuffer::Kind::InPlace;
                 rb.shares_with = v;
-                root_[index_.at(result)] = vb;
+                join_class(index_.at(result), vb);
                 record(i, result, v, "in-place", true, name(v) + " dies here with the output's shape and dtype; each element is read before it is written");
                 done = true;
             }
@@ -328,8 +356,7 @@ private:
         std::set<int> t;
         for (ValueId v : al.values) {
             t.insert(a_.buffers[index_.at(v)].def_step);
-            for (int j = 0; j < a_.steps; j++)
-                if (std::find(facts_.reads[j].begin(), facts_.reads[j].end(), v) != facts_.reads[j].end()) t.insert(j);
+            if (auto it = facts_.readers.find(v); it != facts_.readers.end()) t.insert(it->second.begin(), it->second.end());
         }
         return {t.begin(), t.end()};
     }
@@ -370,8 +397,61 @@ private:
         return {offset, peak};
     }
 
+    /** Large plans: allocations by first step, each into the best-fitting free range released by
+     * allocations that died before it (coalesced), else on top. Serial policy only;
+     * under NoConcurrentReuse without an exact group order, no reuse at all. */
+    void pack_linear_scan() {
+        const size_t n = a_.allocations.size();
+        std::vector<size_t> order(n);
+        std::iota(order.begin(), order.end(), 0);
+        auto &al = a_.allocations;
+        std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return al[x].first_step < al[y].first_step; });
+        const bool reuse = o_.policy == ReusePolicy::Serial;
+        std::map<int64_t, int64_t> free_ranges;  // offset -> bytes
+        std::multimap<int, size_t> live;         // last step -> allocation
+        int64_t top = 0;
+        for (size_t cur : order) {
+            while (reuse && !live.empty() && live.begin()->first < al[cur].first_step) {
+                const Allocation &dead = al[live.begin()->second];
+                auto it = free_ranges.emplace(dead.offset, dead.bytes).first;
+                if (auto next = std::next(it); next != free_ranges.end() && it->first + it->second == next->first) {
+                    it->second += next->second;
+                    free_ranges.erase(next);
+                }
+                if (it != free_ranges.begin())
+                    if (auto prev = std::prev(it); prev->first + prev->second == it->first) {
+                        prev->second += it->second;
+                        free_ranges.erase(it);
+                    }
+                live.erase(live.begin());
+            }
+            auto best = free_ranges.end();
+            for (auto it = free_ranges.begin(); it != free_ranges.end(); ++it)
+                if (it->second >= al[cur].bytes && (best == free_ranges.end() || it->second < best->second)) best = it;
+            if (best != free_ranges.end()) {
+                al[cur].offset = best->first;
+                if (best->second > al[cur].bytes) free_ranges.emplace(best->first + al[cur].bytes, best->second - al[cur].bytes);
+                free_ranges.erase(best);
+            } else {
+                al[cur].offset = top;
+                top += al[cur].bytes;
+            }
+            live.emplace(al[cur].last_step, cur);
+            a_.planned_peak = std::max(a_.planned_peak, al[cur].offset + al[cur].bytes);
+        }
+        a_.notes.push_back(std::to_string(n) + " allocations > " + std::to_string(kMaxBestFitAllocations) +
+                           ": packed by linear scan in first-step order; orderings added by reuse not listed");
+    }
+
     void pack() {
         const size_t n = a_.allocations.size();
+        if (n > kMaxBestFitAllocations || !facts_.order.exact) {
+            if (!facts_.order.exact)
+                a_.notes.push_back(std::to_string(a_.steps) + " groups > " + std::to_string(kMaxOrderedGroups) +
+                                   ": dependences not tracked, so no two groups count as ordered");
+            pack_linear_scan();
+            return;
+        }
         std::vector<std::vector<int>> touching(n);
         for (size_t i = 0; i < n; i++) touching[i] = touching_groups(a_.allocations[i]);
         std::vector<std::vector<char>> conflicts(n, std::vector<char>(n, 0));
@@ -486,6 +566,7 @@ std::string BufferAssignment::to_string(const Graph &g) const {
     for (const auto &d : decisions)
         os << "    [" << (d.applied ? "yes" : "no") << "] " << d.rule << " %" << g.display_name(d.result) << " <- %"
            << g.display_name(d.operand) << ": " << d.reason << "\n";
+    for (const auto &n : notes) os << "  note: " << n << "\n";
     if (!added_edges.empty()) os << "  orderings added by reuse:\n";
     for (const auto &e : added_edges) os << "    step " << e.before << " before step " << e.after << ": " << e.why << "\n";
     return os.str();

@@ -34,7 +34,11 @@
  * already placed allocations that *conflict* with it and that fits it (best fit), else on top.
  * Three orders are tried — largest first (ties: earlier first step), largest bytes x steps
  * first, earliest first step first — and the lowest peak is kept, as heap simulators try
- * several. Offsets and sizes are multiples of kArenaAlignment.
+ * several. Offsets and sizes are multiples of kArenaAlignment. Large plans (more than
+ * kMaxBestFitAllocations allocations, or more than kMaxOrderedGroups groups) are packed by a
+ * linear scan instead: allocations in first-step order, each into the best-fitting free range
+ * of allocations already dead (coalesced), near-linear; past kMaxOrderedGroups no dependence
+ * order is kept, so NoConcurrentReuse reuses nothing. Both cases are noted in the plan.
  * Two allocations conflict when their live ranges intersect; under ReusePolicy::NoConcurrentReuse
  * also when any group touching the earlier one is not an ancestor of the later one's first
  * writer (reusing the memory would order two groups that could run concurrently).
@@ -55,6 +59,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "dsl/passes/Fusion.h"
@@ -62,6 +67,10 @@
 namespace tessel::dsl {
 
 constexpr int64_t kArenaAlignment = 64;
+/** Plans with more allocations are packed by a linear scan (see Packing). */
+constexpr size_t kMaxBestFitAllocations = 4096;
+/** Graphs with more groups are not given a dependence order (groups^2 bits); see Packing. */
+constexpr int kMaxOrderedGroups = 8192;
 
 enum class ReusePolicy {
     Serial,             ///< reuse whenever live ranges do not intersect; added orderings listed
@@ -128,6 +137,8 @@ struct BufferAssignment {
     int64_t naive_bytes = 0, lower_bound = 0, planned_peak = 0;
     /** Bytes live at each step (allocations), whose maximum is lower_bound. */
     std::vector<int64_t> live_bytes;
+    std::vector<std::string> notes;          ///< how the plan was made where it deviates (large graphs)
+    std::unordered_map<ValueId, size_t> index;  ///< value -> position in `buffers`
 
     const LogicalBuffer *buffer(ValueId v) const;
     /** Arena offset of v's storage; -1 when v is not in the arena. */

@@ -48,6 +48,7 @@ std::string RematDecision::to_string() const {
 
 std::string RematResult::to_string() const {
     std::ostringstream os;
+    if (!skipped.empty()) return "rematerialization skipped: " + skipped + "\n";
     os << "rematerialization: peak " << format_bytes(peak_before) << " -> " << format_bytes(peak_after);
     if (budget) os << ", budget " << format_bytes(*budget) << (fits ? " (fits)" : " (does not fit: over by " + format_bytes(peak_after - *budget) + ")");
     os << "\n";
@@ -147,7 +148,7 @@ Graph apply(const Graph &g, const Candidate &c) {
 }
 
 std::vector<Candidate> candidates(const Graph &g, const Planned &p, const RematOptions &o) {
-    std::vector<Candidate> out;
+    std::vector<std::pair<int64_t, Candidate>> scored;  // bytes x gap, candidate
     for (const auto &b : p.buffers.buffers) {
         if (b.kind != LogicalBuffer::Kind::Arena) continue;
         const auto readers = readers_by_step(g, p.plan, b.value);
@@ -158,9 +159,15 @@ std::vector<Candidate> candidates(const Graph &g, const Planned &p, const RematO
             Candidate c{b.value, t, *cone, {}};
             for (const auto &[s, ns] : readers)
                 if (s >= t) c.late_readers.insert(c.late_readers.end(), ns.begin(), ns.end());
-            out.push_back(std::move(c));
+            scored.push_back({b.bytes * (t - b.def_step), std::move(c)});
         }
     }
+    std::stable_sort(scored.begin(), scored.end(), [](const auto &x, const auto &y) { return x.first > y.first; });
+    std::vector<Candidate> out;
+    for (size_t i = 0; i < scored.size() && i < kMaxRematCandidates; i++) out.push_back(std::move(scored[i].second));
+    // Forced values are weighed even when they rank lower.
+    for (size_t i = kMaxRematCandidates; i < scored.size(); i++)
+        if (o.force.count(g.display_name(scored[i].second.value))) out.push_back(std::move(scored[i].second));
     return out;
 }
 
@@ -169,6 +176,13 @@ std::vector<Candidate> candidates(const Graph &g, const Planned &p, const RematO
 RematResult rematerialize(Graph &g, const RematOptions &o) {
     RematResult result;
     result.budget = o.memory_budget;
+    size_t kernel_ops = 0;
+    for (ValueId v : g.order()) kernel_ops += is_kernel_op(g, v);
+    if (kernel_ops > kMaxRematKernelOps) {
+        result.skipped = std::to_string(kernel_ops) + " kernel ops > " + std::to_string(kMaxRematKernelOps) +
+                         ": each candidate would re-plan the whole graph";
+        return result;  // peaks unknown (0): nothing was planned
+    }
     Planned current = plan_and_assign(g, o);
     result.peak_before = current.buffers.planned_peak;
     std::set<std::string> forced = o.force;

@@ -47,6 +47,12 @@
 
 namespace tessel::dsl {
 
+/** Graphs with more kernel ops are left alone (each candidate re-plans the whole graph); the
+ * result says so. */
+constexpr size_t kMaxRematKernelOps = 2000;
+/** Candidates weighed per round at most: the largest bytes x gap first. */
+constexpr size_t kMaxRematCandidates = 24;
+
 struct RematOptions {
     FusionOptions fusion;                      ///< how groups are planned (as the compiler will)
     std::map<std::string, int64_t> symbols;    ///< concrete sizes for the memory plan
@@ -81,6 +87,7 @@ struct RematResult {
     int64_t peak_before = 0, peak_after = 0;
     std::optional<int64_t> budget;
     bool fits = true;                      ///< peak_after <= budget (true without a budget)
+    std::string skipped;                   ///< why the graph was not considered at all (too large)
     std::string to_string() const;
 };
 

@@ -4,6 +4,7 @@
 
 #include "algorithms/MemoryExamples.h"
 #include "dsl/Pipeline.h"
+#include "dsl/ir/Builder.h"
 #include "dsl/interp/Interpreter.h"
 #include "dsl/ir/Parser.h"
 #include "dsl/ir/Printer.h"
@@ -187,4 +188,18 @@ TEST_CASE("rematerialize: random graphs under tight budgets keep every result bi
     }
     MESSAGE(changed << " of 300 random graphs rematerialized under the budget");
     CHECK(changed > 0);
+}
+
+TEST_CASE("rematerialize: graphs above the size limit are left alone, and the result says why") {
+    tessel::dsl::GraphBuilder b("big");
+    Value w = b.input("w", DType::F32, {4, 4});
+    Value x = b.input("x", DType::F32, {4, 4});
+    for (size_t i = 0; i <= kMaxRematKernelOps; i++) x = matmul(x, w);
+    b.output("y", x);
+    Graph g = std::move(b).build();
+    const std::string text = print(g);
+    const RematResult r = rematerialize(g, {});
+    CHECK_FALSE(r.changed);
+    CHECK(r.to_string().find("skipped") != std::string::npos);
+    CHECK(print(g) == text);
 }
