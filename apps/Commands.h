@@ -15,5 +15,6 @@ void add_compile_command(CLI::App &app, std::function<int()> &action);
 void add_run_command(CLI::App &app, std::function<int()> &action);
 void add_tune_command(CLI::App &app, std::function<int()> &action);
 void add_db_command(CLI::App &app, std::function<int()> &action);
+void add_specialize_command(CLI::App &app, std::function<int()> &action);
 
 }  // namespace tessel::apps
