@@ -16,5 +16,6 @@ void add_run_command(CLI::App &app, std::function<int()> &action);
 void add_tune_command(CLI::App &app, std::function<int()> &action);
 void add_db_command(CLI::App &app, std::function<int()> &action);
 void add_specialize_command(CLI::App &app, std::function<int()> &action);
+void add_lib_command(CLI::App &app, std::function<int()> &action);
 
 }  // namespace tessel::apps

@@ -21,6 +21,7 @@ int main(int argc, char **argv) {
     tessel::apps::add_tune_command(app, action);
     tessel::apps::add_db_command(app, action);
     tessel::apps::add_specialize_command(app, action);
+    tessel::apps::add_lib_command(app, action);
     CLI11_PARSE(app, argc, argv);
     try {
         return action();

@@ -171,12 +171,16 @@ void CompiledKernel::run(const std::vector<halide_buffer_t *> &buffers) const {
                            describe_call(buffers) + ")");
 }
 
+std::string CompiledKernel::variant_function(size_t i, const std::string &base) const {
+    const size_t sv = schedule_variant_.at(i);
+    return sv == schedule_.variants.size() ? base : base + "_v" + std::to_string(sv + 1);
+}
+
 std::vector<fs::path> CompiledKernel::write_files(const fs::path &dir, const std::string &base,
                                                   const std::set<AotOutput> &outputs) const {
     std::vector<fs::path> written;
     for (size_t i = 0; i < variants_.size(); i++) {
-        const size_t sv = schedule_variant_[i];
-        const std::string name = sv == schedule_.variants.size() ? base : base + "_v" + std::to_string(sv + 1);
+        const std::string name = variant_function(i, base);
         const auto &lg = variants_[i].lowered;
         for (auto &f : compile_aot(lg.pipeline(), lg.arguments(), target_, name, dir, outputs)) written.push_back(f);
     }

@@ -97,6 +97,9 @@ public:
      * extents included), or when only_for excluded the variant these extents need. */
     void run(const std::vector<halide_buffer_t *> &buffers) const;
 
+    /** The name variant `i` (of variants()) is written under: `<base>` for the fallback,
+     * `<base>_v<k>` for the schedule's guarded variant k (1-based). */
+    std::string variant_function(size_t i, const std::string &base) const;
     /** Ahead-of-time files of every variant into `dir`: the fallback as `<base>`, variant i as
      * `<base>_v<i>`. Returns the paths written. */
     std::vector<std::filesystem::path> write_files(const std::filesystem::path &dir, const std::string &base,

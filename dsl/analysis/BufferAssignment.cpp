@@ -256,8 +256,9 @@ private:
             const TensorType &rt = g_.node(result).type;
             std::vector<ValueId> candidates;
             for (ValueId v : facts_.reads[i])
-                if (index_.count(v) && g_.node(v).type.dtype == rt.dtype && buf(v).bytes == buf(result).bytes &&
-                    g_.node(v).type.rank() == rt.rank())
+                // The same type, dims compared as written: the decision then holds for every
+                // binding of the symbols (a generated library plans once for all sizes).
+                if (index_.count(v) && same_type(g_, g_.node(v).type, rt) && buf(v).bytes == buf(result).bytes)
                     candidates.push_back(v);
             if (candidates.empty()) continue;
             auto refuse_all = [&](const std::string &why) {

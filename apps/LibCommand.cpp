@@ -1,0 +1,34 @@
+#include "apps/Commands.h"
+#include "driver/KernelLibrary.h"
+
+#include <iostream>
+
+namespace tessel::apps {
+
+void add_lib_command(CLI::App &app, std::function<int()> &action) {
+    auto o = std::make_shared<KernelLibraryOptions>();
+    auto dims = std::make_shared<std::vector<std::string>>();
+    CLI::App *cmd = app.add_subcommand("lib", "Write one static library and C header for a whole graph: an entry "
+                                              "point with argument checks, a memory-planned workspace and guard dispatch");
+    cmd->add_option("file", o->file, "graph file (.tsl)")->required()->check(CLI::ExistingFile);
+    cmd->add_option("-o,--out", o->out_dir, "output directory")->capture_default_str();
+    cmd->add_option("--name", o->name, "library and entry name (default: the graph's name)");
+    cmd->add_option("--target", o->target, "a CPU target")->capture_default_str();
+    cmd->add_option("--schedule", o->schedule, "library schedule NAME or FILE.json for the groups of its kind "
+                                               "(default: each kind's library schedule)");
+    cmd->add_option("--dim", *dims, "symbol sizes for fusion estimates and rematerialization, e.g. --dim M=512")
+        ->delimiter(',');
+    cmd->add_flag("!--no-remat", o->remat, "keep every value: no rematerialization");
+    cmd->callback([&action, o, dims] {
+        action = [o, dims] {
+            for (const auto &item : *dims) {
+                const auto eq = item.find('=');
+                if (eq == std::string::npos || eq == 0) throw std::invalid_argument("--dim '" + item + "': expected NAME=SIZE");
+                o->symbols[item.substr(0, eq)] = std::stoll(item.substr(eq + 1));
+            }
+            return write_kernel_library(*o, std::cout);
+        };
+    });
+}
+
+}  // namespace tessel::apps

@@ -1,0 +1,52 @@
+/** \file
+ * `tessel lib`: one static library and one C header for a whole graph, usable without libHalide
+ * or Tessel at run time (the consumer includes `<name>.h`, which includes the HalideRuntime.h
+ * copied beside it, and links `lib<name>.a` with -lpthread -ldl).
+ *
+ * What the library holds:
+ *  - every planned group's kernels (each guarded variant and the fallback) as objects compiled
+ *    ahead of time without a runtime, and ONE Halide runtime object for the library;
+ *  - a generated entry `int <name>(inputs..., outputs..., void *workspace, int64_t bytes)`
+ *    (graph inputs in program order, then outputs by interface name). It checks every buffer
+ *    (null, dimensions, type, each extent against the graph's static sizes and against the
+ *    symbol it binds), places the intermediates in the caller's workspace or in one it allocates
+ *    (the memory plan, dsl/analysis/BufferAssignment.h: live ranges, views and in-place updates
+ *    are decided at generation and hold for every size; offsets are packed per call, best fit
+ *    largest first over the plan's conflict table), dispatches each group to the first variant
+ *    whose guards hold for its extents, and runs the groups in plan order;
+ *  - `<name>_workspace_bytes(...)` (same buffers) for a caller that brings its own workspace,
+ *    `<name>_error()` (the message of the last failure on this thread: the argument and both
+ *    shapes, or the kernel and Halide's message) and `<name>_variants()` (which variant served
+ *    each group in the last call on this thread).
+ * Return codes: 0, 1 bad argument, 2 workspace too small or not allocated, 3 a kernel failed.
+ *
+ * Refused, with the reason: graphs with ops outside kernels (effects, shape code), an output
+ * bound twice or bound to a graph input (they would need copies), CUDA targets. Not yet: several
+ * x86 targets dispatched by CPU features in one library, the OpenMP parallel runtime (the
+ * library's kernels use Halide's thread pool), a CMake package.
+ */
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <string>
+
+namespace tessel {
+
+struct KernelLibraryOptions {
+    std::string file;                  ///< graph (.tsl)
+    std::string out_dir = "tessel-lib";
+    std::string name;                  ///< library and entry name; "" = the graph's name
+    std::string target = "host";
+    std::string schedule;              ///< library schedule or FILE.json for its group kind; "" = each kind's default
+    std::map<std::string, int64_t> symbols;  ///< sizes for fusion estimates and rematerialization
+    bool remat = true;
+};
+
+/** Writes `<out_dir>/lib<name>.a`, `<name>.h` and `HalideRuntime.h`; prints what it wrote and
+ * the plan. Returns 0; throws std::invalid_argument for graphs it refuses. */
+int write_kernel_library(const KernelLibraryOptions &options, std::ostream &out);
+
+}  // namespace tessel
