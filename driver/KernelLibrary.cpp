@@ -29,10 +29,19 @@ using dsl::ValueId;
 
 namespace {
 
+/** A C and C++ identifier for a graph name: other characters become '_', a leading digit gets
+ * a letter, and a keyword gets a trailing '_' (`%do` is the parameter `do_`). */
 std::string identifier(const std::string &s) {
+    static const std::set<std::string> keywords = {
+        "auto", "bool", "break", "case", "char", "class", "const", "continue", "default", "delete", "do", "double",
+        "else", "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "new", "operator", "private",
+        "public", "register", "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch",
+        "template", "this", "throw", "try", "typedef", "union", "unsigned", "using", "virtual", "void", "volatile",
+        "while", "workspace", "workspace_bytes", "arena", "owned", "peak", "offsets", "rc", "previous"};
     std::string out;
     for (char c : s) out += std::isalnum((unsigned char)c) ? c : '_';
     if (out.empty() || std::isdigit((unsigned char)out[0])) out = "v" + out;
+    if (keywords.count(out) || out.rfind("sym_", 0) == 0 || out.rfind("buf_", 0) == 0 || out.rfind("dims_", 0) == 0) out += "_";
     return out;
 }
 
@@ -210,9 +219,6 @@ private:
               << type << " needs " << rank << "\", " << a.c << "->dimensions);\n";
             s << "    if (" << a.c << "->type.code != halide_type_float || " << a.c << "->type.bits != 32 || " << a.c
               << "->type.lanes != 1) return fail(1, \"argument " << a.c << " is not f32 (" << type << ")\");\n";
-            s << "    { int64_t stride = 1; for (int d = 0; d < " << rank << "; d++) { if (" << a.c << "->dim[d].stride != stride) return fail(1, \"argument "
-              << a.c << " is not dense (dimension %d has stride %d, expected %lld)\", d, " << a.c << "->dim[d].stride, (long long)stride); stride *= "
-              << a.c << "->dim[d].extent; } }\n";
             for (size_t ax = 0; ax < ds.size(); ax++) {
                 const std::string ext = a.c + "->dim[" + std::to_string(ds.size() - 1 - ax) + "].extent";
                 if (ds[ax].is_static()) {
@@ -227,6 +233,13 @@ private:
                       << type << "\", " << ext << ", (long long)" << sym << ");\n";
                 }
             }
+        }
+        // Density last, so that a wrong extent is reported as such rather than as odd strides.
+        for (const auto &a : args_) {
+            const int rank = std::max<int>(1, (int)g_.node(a.value).type.rank());
+            s << "    { int64_t stride = 1; for (int d = 0; d < " << rank << "; d++) { if (" << a.c << "->dim[d].stride != stride) return fail(1, \"argument "
+              << a.c << " is not dense (dimension %d has stride %d, expected %lld)\", d, " << a.c << "->dim[d].stride, (long long)stride); stride *= "
+              << a.c << "->dim[d].extent; } }\n";
         }
     }
 
@@ -294,9 +307,9 @@ private:
                     s << "    dims_" << id << "[" << d << "] = " << src << "->dim[" << r - 1 - n.attrs.perm[r - 1 - d] << "];\n";
                 continue;
             }
-            s << "    { const int64_t e[" << rank << "] = {";
+            s << "    { const int64_t extents_[" << rank << "] = {";
             for (int d = 0; d < rank; d++) s << (d ? ", " : "") << (ds.empty() ? std::string("1") : dim_expr(ds[ds.size() - 1 - d]));
-            s << "};\n      dense(&buf_" << id << ", dims_" << id << ", " << rank << ", e, ";
+            s << "};\n      dense(&buf_" << id << ", dims_" << id << ", " << rank << ", extents_, ";
             if (b.kind == dsl::LogicalBuffer::Kind::Arena) s << "arena + offsets[" << b.allocation << "]";
             else s << buffer_of(b.shares_with) << "->host";
             s << "); }\n";
@@ -314,14 +327,15 @@ private:
             std::string call_args;
             for (const auto &a : k.arguments()) call_args += (call_args.empty() ? "" : ", ") + buffer_of(a.value);
             s << "    if (rc == 0) {\n";
-            for (const auto &[ename, e] : k.extents().extents) s << "        const int64_t " << ename << " = " << dim_expr(e.dim) << ";\n";
-            for (const auto &[ename, e] : k.extents().extents) s << "        (void)" << ename << ";\n";
+            for (const auto &[ename, e] : k.extents().extents)
+                s << "        const int64_t ext_" << ename << " = " << dim_expr(e.dim) << ";\n        (void)ext_" << ename << ";\n";
             for (size_t i = 0; i < k.variants().size(); i++) {
                 const auto &v = k.variants()[i];
                 std::string cond;
                 for (const auto &gd : v.guards) {
-                    const std::string c = gd.op == "%" ? "(" + gd.extent + " % " + std::to_string(gd.value) + " == 0)"
-                                                       : "(" + gd.extent + " " + gd.op + " " + std::to_string(gd.value) + ")";
+                    const std::string x = "ext_" + gd.extent;
+                    const std::string c = gd.op == "%" ? "(" + x + " % " + std::to_string(gd.value) + " == 0)"
+                                                       : "(" + x + " " + gd.op + " " + std::to_string(gd.value) + ")";
                     cond += (cond.empty() ? "" : " && ") + c;
                 }
                 s << "        " << (i ? "else " : "") << (cond.empty() ? "" : "if (" + cond + ") ") << "{ rc = "

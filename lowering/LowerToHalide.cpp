@@ -215,13 +215,16 @@ private:
 
     static std::vector<Expr> reversed(const std::vector<Expr> &idx) { return {idx.rbegin(), idx.rend()}; }
 
-    /** The value's name as Halide accepts it: '.' (legal in TSL names, Halide's separator) and
-     * any other non-identifier character become '_', with the id appended so names stay distinct. */
+    /** The value's name as Halide and generated C headers accept it: '.' (legal in TSL names,
+     * Halide's separator) and any other non-identifier character become '_', an unnamed value's
+     * id gets a letter in front (Halide writes `<name>_buffer` parameters), and the id is
+     * appended to any changed name so names stay distinct. */
     std::string halide_name(ValueId v) const {
         std::string s = g_.display_name(v);
         bool changed = false;
         for (char &c : s)
             if (!std::isalnum((unsigned char)c) && c != '_') c = '_', changed = true;
+        if (s.empty() || std::isdigit((unsigned char)s[0])) s = "v" + s, changed = true;
         return changed ? s + "_" + std::to_string(v) : s;
     }
 

@@ -12,6 +12,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <filesystem>
+#include <set>
 #include <sstream>
 
 using namespace tessel;
@@ -19,8 +21,7 @@ using namespace tessel;
 namespace {
 
 // Inputs: element i of argument a is sin(0.37 i + a) / 2, in both the consumer and the test.
-const char *kConsumer = R"(#include "mlp_residual.h"
-#include <math.h>
+const char *kConsumerPrelude = R"(#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,24 +36,54 @@ static halide_buffer_t make(int rank, const int *extents_outer_first, int arg, h
     b.host = (uint8_t *)p;
     return b;
 }
-int main(int argc, char **argv) {
-    const int M = atoi(argv[1]), K = atoi(argv[2]), H = atoi(argv[3]);
-    halide_dimension_t dx[2], dg[1], d1[2], d2[2], d3[2], dy[2];
-    int ex[] = {M, K}, eg[] = {K}, e1[] = {K, H}, e2[] = {H, H}, e3[] = {H, K};
-    halide_buffer_t x = make(2, ex, 0, dx), g = make(1, eg, 1, dg), w1 = make(2, e1, 2, d1), w2 = make(2, e2, 3, d2),
-                    w3 = make(2, e3, 4, d3), y = make(2, ex, 5, dy);
-    int rc = mlp_residual(&x, &g, &w1, &w2, &w3, &y, NULL, 0);
-    printf("rc %d\nvariants %s\nworkspace %lld\n", rc, mlp_residual_variants(), (long long)mlp_residual_workspace_bytes(&x, &g, &w1, &w2, &w3, &y));
-    FILE *f = fopen(argv[4], "wb"); fwrite(y.host, sizeof(float), (size_t)M * K, f); fclose(f);
-    dg[0].extent = K + 1;  /* g no longer matches K */
-    printf("bad extent rc %d: %s\n", mlp_residual(&x, &g, &w1, &w2, &w3, &y, NULL, 0), mlp_residual_error());
-    dg[0].extent = K;
-    printf("null rc %d: %s\n", mlp_residual(&x, NULL, &w1, &w2, &w3, &y, NULL, 0), mlp_residual_error());
-    char small[64];
-    printf("workspace rc %d: %s\n", mlp_residual(&x, &g, &w1, &w2, &w3, &y, small, sizeof small), mlp_residual_error());
-    return 0;
+static void save(const halide_buffer_t *b, const char *path) {
+    long n = 1;
+    for (int d = 0; d < b->dimensions; d++) n *= b->dim[d].extent;
+    FILE *f = fopen(path, "wb"); fwrite(b->host, sizeof(float), (size_t)n, f); fclose(f);
 }
 )";
+
+/** A C consumer of library `name` for graph g: argv[1..] are the symbols' sizes (sorted by name),
+ * argv[last] a directory for the outputs; prints the return code and the dispatch report, then
+ * calls once with the first input's innermost extent off by one, once with a null buffer and once
+ * with a 64-byte workspace, printing each code and message. */
+std::string consumer(const dsl::Graph &g, const std::string &name) {
+    std::set<std::string> symbols;
+    std::vector<std::pair<dsl::ValueId, std::string>> args;  // value, C name
+    for (dsl::ValueId v : g.order()) {
+        for (const auto &d : g.node(v).type.dims)
+            if (d.kind == dsl::Dim::Kind::Symbol) symbols.insert(d.symbol);
+        if (g.node(v).op == dsl::Op::Input) args.push_back({v, g.display_name(v) == "do" ? "do_" : g.display_name(v)});
+    }
+    const size_t inputs = args.size();
+    for (size_t i = 0; i < g.outputs.size(); i++) args.push_back({g.outputs[i], g.output_name(i)});
+    std::ostringstream c;
+    c << "#include \"" << name << ".h\"\n" << kConsumerPrelude << "int main(int argc, char **argv) {\n";
+    int a = 1;
+    for (const auto &sym : symbols) c << "    const int " << sym << " = atoi(argv[" << a++ << "]);\n";
+    c << "    const char *dir = argv[" << a << "];\n    char path[4096];\n";
+    std::string call;
+    for (size_t i = 0; i < args.size(); i++) {
+        const auto &dims = g.node(args[i].first).type.dims;
+        const std::string n = "a" + std::to_string(i);
+        c << "    halide_dimension_t d" << n << "[" << std::max<size_t>(1, dims.size()) << "];\n    int e" << n << "[] = {";
+        for (size_t k = 0; k < dims.size(); k++) c << (k ? ", " : "") << (dims[k].is_static() ? std::to_string(dims[k].size) : dims[k].symbol);
+        if (dims.empty()) c << "1";
+        c << "};\n    halide_buffer_t " << n << " = make(" << std::max<size_t>(1, dims.size()) << ", e" << n << ", " << i << ", d" << n << ");\n";
+        call += "&" + n + ", ";
+    }
+    c << "    int rc = " << name << "(" << call << "NULL, 0);\n    printf(\"rc %d\\nvariants %s\\n\", rc, " << name << "_variants());\n";
+    for (size_t i = inputs; i < args.size(); i++)
+        c << "    snprintf(path, sizeof path, \"%s/" << args[i].second << ".bin\", dir);\n    save(&a" << i << ", path);\n";
+    c << "    da0[0].extent += 1;\n    printf(\"bad extent rc %d: %s\\n\", " << name << "(" << call << "NULL, 0), " << name << "_error());\n"
+      << "    da0[0].extent -= 1;\n";
+    std::string with_null = call;
+    with_null.replace(with_null.find("&a0"), 3, "NULL");
+    c << "    printf(\"null rc %d: %s\\n\", " << name << "(" << with_null << "NULL, 0), " << name << "_error());\n"
+      << "    char small[64];\n    printf(\"workspace rc %d: %s\\n\", " << name << "(" << call << "small, sizeof small), " << name
+      << "_error());\n    return 0;\n}\n";
+    return c.str();
+}
 
 dsl::Tensor input(const std::vector<int64_t> &shape, int arg) {
     dsl::Tensor t;
@@ -61,6 +92,8 @@ dsl::Tensor input(const std::vector<int64_t> &shape, int arg) {
     for (size_t i = 0; i < t.data.size(); i++) t.data[i] = (double)(float)(std::sin(0.37 * (double)i + arg) / 2);
     return t;
 }
+
+
 
 std::string run(const std::string &cmd) {
     std::string out;
@@ -72,53 +105,81 @@ std::string run(const std::string &cmd) {
     return out;
 }
 
+
+/** Builds the library of `graph` and its consumer; runs it at `sizes` (by symbol) and returns the
+ * consumer's report after checking its outputs against the interpreter. */
+std::string build_and_run(const tessel::testing::TempDir &tmp, const std::string &graph,
+                          const std::vector<std::map<std::string, int64_t>> &runs, std::vector<std::string> *reports) {
+    KernelLibraryOptions o;
+    o.file = std::string(TESSEL_SOURCE_DIR) + "/algorithms/" + graph + ".tsl";
+    o.out_dir = tmp.file(graph);
+    std::ostringstream log;
+    REQUIRE(write_kernel_library(o, log) == 0);
+    INFO(log.str());
+    const dsl::Graph g = dsl::parse_file(o.file);
+    std::ofstream(tmp.file(graph + ".c")) << consumer(g, g.name);
+    const std::string app = tmp.file(graph + "_app");
+    REQUIRE(std::system(("cc -O1 '" + tmp.file(graph + ".c") + "' -I'" + o.out_dir + "' '" + o.out_dir + "/lib" + g.name +
+                         ".a' -lstdc++ -lpthread -ldl -lm -o '" + app + "'").c_str()) == 0);
+    CHECK(run("ldd '" + app + "' | grep -ci halide || true").find('1') == std::string::npos);
+    for (const auto &sizes : runs) {
+        std::string argv;
+        for (const auto &[sym, n] : sizes) argv += " " + std::to_string(n);
+        const std::string out_dir = tmp.file(graph + "_out" + std::to_string(reports->size()));
+        std::filesystem::create_directories(out_dir);
+        const std::string text = run("'" + app + "'" + argv + " '" + out_dir + "'");
+        reports->push_back(text);
+        INFO(text);
+        CHECK(text.find("rc 0\n") == 0);
+        std::map<std::string, dsl::Tensor> in;
+        int a = 0;
+        for (dsl::ValueId v : g.order())
+            if (g.node(v).op == dsl::Op::Input) {
+                std::vector<int64_t> shape;
+                for (const auto &d : g.node(v).type.dims) shape.push_back(d.is_static() ? d.size : sizes.at(d.symbol));
+                in[g.display_name(v)] = input(shape, a++);
+            }
+        const dsl::RunResult ref = dsl::interpret(g, in);
+        std::vector<dsl::Tensor> got;
+        for (size_t i = 0; i < g.outputs.size(); i++) {
+            std::ifstream f(out_dir + "/" + g.output_name(i) + ".bin", std::ios::binary);
+            dsl::Tensor t;
+            t.shape = ref.outputs[i].shape;
+            std::vector<float> y((size_t)t.numel());
+            f.read(reinterpret_cast<char *>(y.data()), (std::streamsize)(y.size() * sizeof(float)));
+            t.data.assign(y.begin(), y.end());
+            got.push_back(std::move(t));
+        }
+        CHECK(tessel::testing::max_relative_difference(got, ref.outputs) < 1e-4);
+    }
+    return log.str();
+}
+
 }  // namespace
 
 TEST_CASE("tessel lib: a consumer without libHalide runs the whole graph, dispatches by guard, reports errors") {
     const tessel::testing::TempDir tmp;
-    KernelLibraryOptions o;
-    o.file = std::string(TESSEL_SOURCE_DIR) + "/algorithms/mlp_residual.tsl";
-    o.out_dir = tmp.file("lib");
-    std::ostringstream log;
-    REQUIRE(write_kernel_library(o, log) == 0);
-    INFO(log.str());
-    std::ofstream(tmp.file("app.c")) << kConsumer;
-    const std::string app = tmp.file("app");
-    REQUIRE(std::system(("cc -O1 '" + tmp.file("app.c") + "' -I'" + o.out_dir + "' '" + o.out_dir +
-                         "/libmlp_residual.a' -lstdc++ -lpthread -ldl -lm -o '" + app + "'").c_str()) == 0);
-    CHECK(run("ldd '" + app + "' | grep -ci halide || true").find('1') == std::string::npos);
+    std::vector<std::string> reports;
+    build_and_run(tmp, "mlp_residual", {{{"H", 19}, {"K", 37}, {"M", 1}}, {{"H", 5}, {"K", 8}, {"M", 13}}, {{"H", 48}, {"K", 33}, {"M", 70}}},
+                  &reports);
+    REQUIRE(reports.size() == 3);
+    CHECK(reports[0].find("g0_h1=variant 2 (M == 1)") != std::string::npos);
+    CHECK(reports[1].find("g0_h1=variant 3 (M <= 16)") != std::string::npos);
+    CHECK(reports[2].find("g0_h1=variant 4 (M >= 8 && N >= 48); g1_h2=variant 4 (M >= 8 && N >= 48); g2_y=fallback") != std::string::npos);
+    // x's K axis made 9: x binds K first, so g (K = 8) disagrees.
+    CHECK(reports[1].find("bad extent rc 1: argument g: extent 8 in axis 0 (K), but K = 9 from an earlier argument") != std::string::npos);
+    CHECK(reports[1].find("null rc 1: argument x (f32[M, K]) is null") != std::string::npos);
+    CHECK(reports[1].find("workspace rc 2: the workspace holds 64 bytes") != std::string::npos);
+}
 
-    const dsl::Graph g = dsl::parse_file(o.file);
-    struct Shape {
-        int M, K, H;
-        const char *dispatch;  // expected in the dispatch report (cpu_blocked's guards)
-    };
-    for (const Shape s : {Shape{1, 37, 19, "g0_h1=variant 2 (M == 1)"}, Shape{13, 8, 5, "g0_h1=variant 3 (M <= 16)"},
-                          Shape{70, 33, 48, "g0_h1=variant 4 (M >= 8 && N >= 48); g1_h2=variant 4 (M >= 8 && N >= 48); g2_y=fallback"}}) {
-        CAPTURE(s.M);
-        const std::string out_file = tmp.file("y_" + std::to_string(s.M) + ".bin");
-        const std::string text = run("'" + app + "' " + std::to_string(s.M) + " " + std::to_string(s.K) + " " +
-                                     std::to_string(s.H) + " '" + out_file + "'");
-        INFO(text);
-        CHECK(text.find("rc 0\n") == 0);
-        CHECK(text.find(s.dispatch) != std::string::npos);
-        CHECK(text.find("bad extent rc 1: argument g: extent " + std::to_string(s.K + 1) + " in axis 0 (K), but K = " +
-                        std::to_string(s.K)) != std::string::npos);
-        CHECK(text.find("null rc 1: argument g (f32[K]) is null") != std::string::npos);
-        CHECK(text.find("workspace rc 2: the workspace holds 64 bytes") != std::string::npos);
-
-        std::map<std::string, dsl::Tensor> in = {{"x", input({s.M, s.K}, 0)}, {"g", input({s.K}, 1)},
-                                                 {"w1", input({s.K, s.H}, 2)}, {"w2", input({s.H, s.H}, 3)},
-                                                 {"w3", input({s.H, s.K}, 4)}};
-        const dsl::RunResult ref = dsl::interpret(g, in);
-        std::ifstream f(out_file, std::ios::binary);
-        std::vector<float> y((size_t)s.M * s.K);
-        f.read(reinterpret_cast<char *>(y.data()), (std::streamsize)(y.size() * sizeof(float)));
-        dsl::Tensor got;
-        got.shape = {s.M, s.K};
-        got.data.assign(y.begin(), y.end());
-        CHECK(tessel::testing::max_relative_difference({got}, ref.outputs) < 1e-4);
-    }
+TEST_CASE("tessel lib: attention forward and backward, eight groups in one library, at S = 1 and a prime") {
+    const tessel::testing::TempDir tmp;
+    std::vector<std::string> reports;
+    build_and_run(tmp, "attention_fwd_bwd", {{{"S", 1}}, {{"S", 37}}}, &reports);
+    REQUIRE(reports.size() == 2);
+    CHECK(reports[1].find("g7_dk=") != std::string::npos);
+    INFO(reports[1]);
+    CHECK(reports[1].find("argument q: extent 65 in axis 1, the graph declares f32[S, 64]") != std::string::npos);
 }
 
 TEST_CASE("tessel lib: graphs it cannot hold are refused with the reason") {
