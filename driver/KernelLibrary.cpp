@@ -101,26 +101,31 @@ public:
             for (size_t i = 0; i < cg.kernel->variants().size(); i++)
                 s << "#include \"" << cg.kernel->variant_function(i, cg.kernel->group().name) << ".h\"\n";
         s << R"(#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <string>
-#include <vector>
-namespace {
-thread_local char error_text[1024];
-thread_local std::string variants_text;
-thread_local std::string halide_message;
-int fail(int code, const char *fmt, ...) {
+/* C-compatible and free of the C++ library: a consumer links only this archive, -lpthread -ldl. */
+static __thread char error_text[1024];
+static __thread char variants_text[4096];
+static __thread char halide_message[1024];
+static int fail(int code, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(error_text, sizeof error_text, fmt, ap);
     va_end(ap);
     return code;
 }
-void capture_halide_error(void *, const char *msg) { halide_message = msg; }
+static void note_variant(const char *group, const char *variant) {
+    const size_t used = strlen(variants_text);
+    snprintf(variants_text + used, sizeof variants_text - used, "%s=%s; ", group, variant);
+}
+static void capture_halide_error(void *user_context, const char *msg) {
+    (void)user_context;
+    snprintf(halide_message, sizeof halide_message, "%s", msg);
+}
 /* Best fit, largest first, over the plan's conflict table (the generator's memory plan). */
-int64_t pack(int n, const int64_t *bytes, const unsigned char *conflicts, int64_t *offsets) {
-    std::vector<int> order(n > 0 ? n : 1);
+static int64_t pack(int n, const int64_t *bytes, const unsigned char *conflicts, int64_t *offsets, int *order) {
     int placed = 0;
     int64_t peak = 0;
     for (int i = 0; i < n; i++) order[i] = i;
@@ -146,17 +151,16 @@ int64_t pack(int n, const int64_t *bytes, const unsigned char *conflicts, int64_
     }
     return peak;
 }
-void dense(halide_buffer_t *b, halide_dimension_t *dims, int rank, const int64_t *extents_innermost_first, void *host) {
+static void dense(halide_buffer_t *b, halide_dimension_t *dims, int rank, const int64_t *extents_innermost_first, void *host) {
     memset(b, 0, sizeof *b);
     b->type.code = halide_type_float; b->type.bits = 32; b->type.lanes = 1;
     b->dimensions = rank; b->dim = dims; b->host = (uint8_t *)host;
     int64_t stride = 1;
     for (int d = 0; d < rank; d++) { dims[d].min = 0; dims[d].extent = (int32_t)extents_innermost_first[d]; dims[d].stride = (int32_t)stride; dims[d].flags = 0; stride *= extents_innermost_first[d]; }
 }
-}  // namespace
 
 const char *)" << name_ << R"(_error(void) { return error_text; }
-const char *)" << name_ << R"(_variants(void) { return variants_text.c_str(); }
+const char *)" << name_ << R"(_variants(void) { return variants_text; }
 )";
         s << "static int plan_call(" << parameters() << "int64_t *offsets, int64_t *peak";
         for (const auto &sym : symbols_) s << ", int64_t *sym_" << identifier(sym);
@@ -260,7 +264,8 @@ private:
                 s << (i == j ? 0 : x.first_step <= y.last_step && y.first_step <= x.last_step) << (i + 1 == n && j + 1 == n ? "" : ",");
             }
         s << "};\n    (void)conflicts;\n";
-        s << "    *peak = " << (n ? "pack(" + std::to_string(n) + ", bytes, conflicts, offsets)" : "0") << ";\n";
+        s << "    int order[" << std::max<size_t>(n, 1) << "];\n    (void)order;\n";
+        s << "    *peak = " << (n ? "pack(" + std::to_string(n) + ", bytes, conflicts, offsets, order)" : "0") << ";\n";
     }
 
     void write_workspace_bytes(std::ostringstream &s) const {
@@ -279,7 +284,7 @@ private:
 
     void write_entry(std::ostringstream &s) const {
         s << "int " << name_ << "(" << parameters() << "void *workspace, int64_t workspace_bytes) {\n"
-          << "    error_text[0] = 0;\n    variants_text.clear();\n" << symbols_locals()
+          << "    error_text[0] = 0;\n    variants_text[0] = 0;\n" << symbols_locals()
           << "    int64_t offsets[" << std::max<size_t>(memory_.allocations.size(), 1) << "], peak = 0;\n"
           << "    if (int rc = plan_call(";
         for (const auto &a : args_) s << a.c << ", ";
@@ -321,7 +326,7 @@ private:
             for (const auto &a : k.arguments())
                 if (const auto *b = memory_.buffer(a.value); a.is_output && b && b->kind == dsl::LogicalBuffer::Kind::View) view = true;
             if (view) {
-                s << "    variants_text += \"" << k.group().name << "=view; \";\n";
+                s << "    note_variant(\"" << k.group().name << "\", \"view\");\n";
                 continue;
             }
             std::string call_args;
@@ -339,10 +344,10 @@ private:
                     cond += (cond.empty() ? "" : " && ") + c;
                 }
                 s << "        " << (i ? "else " : "") << (cond.empty() ? "" : "if (" + cond + ") ") << "{ rc = "
-                  << k.variant_function(i, k.group().name) << "(" << call_args << "); variants_text += \"" << k.group().name
-                  << "=" << v.label << "; \"; }\n";
+                  << k.variant_function(i, k.group().name) << "(" << call_args << "); note_variant(\"" << k.group().name
+                  << "\", \"" << v.label << "\"); }\n";
             }
-            s << "        if (rc != 0) fail(3, \"kernel " << k.group().name << " failed (%d): %s\", rc, halide_message.c_str());\n    }\n";
+            s << "        if (rc != 0) fail(3, \"kernel " << k.group().name << " failed (%d): %s\", rc, halide_message);\n    }\n";
         }
         s << "    halide_set_error_handler(previous);\n    free(owned);\n    return rc ? 3 : 0;\n}\n";
     }
@@ -407,7 +412,7 @@ int write_kernel_library(const KernelLibraryOptions &o, std::ostream &out) {
     fs::copy_file(fs::path(TESSEL_HALIDE_INCLUDE_DIR) / "HalideRuntime.h", dir / "HalideRuntime.h",
                   fs::copy_options::overwrite_existing);
     objects.push_back(work / (name + "_entry.o"));
-    run_or_throw(std::string(TESSEL_CXX) + " -std=c++17 -O2 -fPIC -c '" + (work / (name + "_entry.cpp")).string() + "' -I'" +
+    run_or_throw(std::string(TESSEL_CXX) + " -std=c++17 -O2 -fPIC -fno-exceptions -fno-rtti -c '" + (work / (name + "_entry.cpp")).string() + "' -I'" +
                      dir.string() + "' -I'" + work.string() + "' -o '" + objects.back().string() + "'",
                  "compiling the generated entry");
     const fs::path lib = dir / ("lib" + name + ".a");

@@ -120,7 +120,7 @@ std::string build_and_run(const tessel::testing::TempDir &tmp, const std::string
     std::ofstream(tmp.file(graph + ".c")) << consumer(g, g.name);
     const std::string app = tmp.file(graph + "_app");
     REQUIRE(std::system(("cc -O1 '" + tmp.file(graph + ".c") + "' -I'" + o.out_dir + "' '" + o.out_dir + "/lib" + g.name +
-                         ".a' -lstdc++ -lpthread -ldl -lm -o '" + app + "'").c_str()) == 0);
+                         ".a' -lpthread -ldl -lm -o '" + app + "'").c_str()) == 0);
     CHECK(run("ldd '" + app + "' | grep -ci halide || true").find('1') == std::string::npos);
     for (const auto &sizes : runs) {
         std::string argv;
