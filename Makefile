@@ -6,7 +6,7 @@ VENV := .venv
 CMAKE := $(VENV)/bin/cmake
 CTEST := $(VENV)/bin/ctest
 
-.PHONY: all setup configure build demo test bench bench-memory clean
+.PHONY: all setup configure build demo test bench bench-memory install clean
 
 all: build
 
@@ -35,6 +35,11 @@ bench: build
 # Memory plans, rematerialization (attention fwd+bwd at S = 512..4096) and concurrent waves.
 bench-memory: build
 	@env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BUILD)/bench/tessel_memory_bench $(BENCH_ARGS)
+
+# The tessel command and the CMake package (find_package(Tessel), tessel_add_kernel_library).
+PREFIX ?= $(HOME)/.local
+install: build
+	@$(CMAKE) --install $(BUILD) --prefix $(PREFIX)
 
 clean:
 	rm -rf $(BUILD)
