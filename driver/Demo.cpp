@@ -7,6 +7,7 @@
 #include "driver/Tune.h"
 #include "schedules/Library.h"
 #include "support/Random.h"
+#include "support/ProcessClock.h"
 #include "support/Statistics.h"
 
 #include "algorithms/GeluMlp.h"
@@ -36,7 +37,9 @@ sched::ScheduleSpec demo_schedule(const DemoOptions &o, const Halide::Target &ta
 
 int run_demo(const DemoOptions &o, std::ostream &out) {
     const Halide::Target target = parse_target(o.target);
+    const double lookup_start = seconds_since_process_start();
     const sched::ScheduleSpec schedule = demo_schedule(o, target, out);
+    const double lookup_seconds = seconds_since_process_start() - lookup_start;
     out << "Tessel demo: y = gelu_" << to_string(o.form) << "(x @ w + bias), M=" << o.M << " K=" << o.K << " N=" << o.N
         << ", numeric mode " << dsl::to_string(o.mode) << "\n"
         << "target " << target.to_string() << ", schedule " << schedule.name << "\n";
@@ -46,7 +49,10 @@ int run_demo(const DemoOptions &o, std::ostream &out) {
 
     Buffer<float> x(o.K, o.M), w(o.N, o.K), bias(o.N), y(o.N, o.M), y_blas(o.N, o.M);
     fill_uniform(x, 1), fill_uniform(w, 2), fill_uniform(bias, 3);
+    const double first_call_start = seconds_since_process_start();
     kernel.run(x, w, bias, y);
+    const double first_result_at = seconds_since_process_start();
+    const double first_call_seconds = first_result_at - first_call_start;
 
     const auto ref = gelu_mlp_reference(x.data(), w.data(), bias.data(), o.M, o.K, o.N, o.form);
     gelu_mlp_openblas(x.data(), w.data(), bias.data(), y_blas.data(), o.M, o.K, o.N, o.form);
@@ -60,12 +66,17 @@ int run_demo(const DemoOptions &o, std::ostream &out) {
         << " abs, " << vs_ref.max_rel << " rel\n"
         << "  max error vs OpenBLAS+epilogue:  " << vs_blas.max_abs << " abs, " << vs_blas.max_rel << " rel\n"
         << "  tolerance " << tolerance << " rel: " << (ok ? "VERIFIED" : "MISMATCH") << "\n";
+    // Cold start: program start (after the loader) to the first result, which the check above
+    // then verified; the float64 reference's own time is not part of it.
+    out << std::fixed << std::setprecision(1) << "  cold start: first result " << first_result_at * 1e3
+        << " ms after program start (schedule lookup " << lookup_seconds * 1e3 << " ms, JIT compile "
+        << kernel.kernel().compile_seconds() * 1e3 << " ms, first call " << first_call_seconds * 1e3 << " ms)\n";
 
     const double flops = 2.0 * o.M * o.K * o.N;
     const double t_tessel = median_seconds([&] { kernel.run(x, w, bias, y); }, o.repeats);
     const double t_blas = median_seconds(
         [&] { gelu_mlp_openblas(x.data(), w.data(), bias.data(), y_blas.data(), o.M, o.K, o.N, o.form); }, o.repeats);
-    out << std::fixed << std::setprecision(3) << "  time (median of " << o.repeats << "): Tessel " << t_tessel * 1e3
+    out << std::fixed << std::setprecision(3) << "  time (median of " << o.repeats << ", warm): Tessel " << t_tessel * 1e3
         << " ms (" << std::setprecision(1) << flops / t_tessel * 1e-9 << " GFLOP/s), OpenBLAS+epilogue "
         << std::setprecision(3) << t_blas * 1e3 << " ms (" << std::setprecision(1) << flops / t_blas * 1e-9
         << " GFLOP/s) [" << openblas_description() << "]\n"
