@@ -13,7 +13,9 @@ void add_lib_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("file", o->file, "graph file (.tsl)")->required()->check(CLI::ExistingFile);
     cmd->add_option("-o,--out", o->out_dir, "output directory")->capture_default_str();
     cmd->add_option("--name", o->name, "library and entry name (default: the graph's name)");
-    cmd->add_option("--target", o->target, "a CPU target")->capture_default_str();
+    cmd->add_option("--target", o->target, "a CPU target, a comma list of them, or x86-multi (AVX-512, AVX2, "
+                                           "x86-64; picked by the CPU's features at run time)")
+        ->capture_default_str();
     cmd->add_option("--schedule", o->schedule, "library schedule NAME or FILE.json for the groups of its kind "
                                                "(default: each kind's library schedule)");
     cmd->add_option("--dim", *dims, "symbol sizes for fusion estimates and rematerialization, e.g. --dim M=512")

@@ -20,10 +20,16 @@
  *    each group in the last call on this thread).
  * Return codes: 0, 1 bad argument, 2 workspace too small or not allocated, 3 a kernel failed.
  *
+ * Targets: one, or several (a comma list, or `x86-multi` = AVX-512 Skylake set, AVX2 + FMA,
+ * baseline x86-64): every group is compiled for each, kernels named `<group>_<isa>[_v<k>]`, and
+ * the entry runs, from its first call on, the first target whose features the CPU reports
+ * (__builtin_cpu_supports); TESSEL_LIB_ISA=avx2 (a target's suffix) restricts it to that one,
+ * for tests and benchmarks. One runtime object, compiled for the least capable target.
+ *
  * Refused, with the reason: graphs with ops outside kernels (effects, shape code), an output
- * bound twice or bound to a graph input (they would need copies), CUDA targets. Not yet: several
- * x86 targets dispatched by CPU features in one library, the OpenMP parallel runtime (the
- * library's kernels use Halide's thread pool), a CMake package.
+ * bound twice or bound to a graph input (they would need copies), non-x86 and GPU targets. Not
+ * yet: the OpenMP parallel runtime (the library's kernels use Halide's thread pool), and taking a
+ * shape profile to choose the variants (`tessel specialize` measures and plans separately).
  */
 #pragma once
 
@@ -39,7 +45,7 @@ struct KernelLibraryOptions {
     std::string file;                  ///< graph (.tsl)
     std::string out_dir = "tessel-lib";
     std::string name;                  ///< library and entry name; "" = the graph's name
-    std::string target = "host";
+    std::string target = "host";       ///< a target, a comma list, or "x86-multi"
     std::string schedule;              ///< library schedule or FILE.json for its group kind; "" = each kind's default
     std::map<std::string, int64_t> symbols;  ///< sizes for fusion estimates and rematerialization
     bool remat = true;

@@ -106,80 +106,101 @@ std::string run(const std::string &cmd) {
 }
 
 
-/** Builds the library of `graph` and its consumer; runs it at `sizes` (by symbol) and returns the
- * consumer's report after checking its outputs against the interpreter. */
-std::string build_and_run(const tessel::testing::TempDir &tmp, const std::string &graph,
-                          const std::vector<std::map<std::string, int64_t>> &runs, std::vector<std::string> *reports) {
+struct BuiltLibrary {
+    dsl::Graph graph;
+    std::string app;
+    std::string log;
+};
+
+/** Builds the library of `graph` for `target` and its consumer (algorithms/<graph>.tsl). */
+BuiltLibrary build_library(const tessel::testing::TempDir &tmp, const std::string &graph, const std::string &target = "host") {
     KernelLibraryOptions o;
+    o.target = target;
     o.file = std::string(TESSEL_SOURCE_DIR) + "/algorithms/" + graph + ".tsl";
     o.out_dir = tmp.file(graph);
     std::ostringstream log;
     REQUIRE(write_kernel_library(o, log) == 0);
-    INFO(log.str());
-    const dsl::Graph g = dsl::parse_file(o.file);
-    std::ofstream(tmp.file(graph + ".c")) << consumer(g, g.name);
-    const std::string app = tmp.file(graph + "_app");
-    REQUIRE(std::system(("cc -O1 '" + tmp.file(graph + ".c") + "' -I'" + o.out_dir + "' '" + o.out_dir + "/lib" + g.name +
-                         ".a' -lpthread -ldl -lm -o '" + app + "'").c_str()) == 0);
-    CHECK(run("ldd '" + app + "' | grep -ci halide || true").find('1') == std::string::npos);
-    for (const auto &sizes : runs) {
-        std::string argv;
-        for (const auto &[sym, n] : sizes) argv += " " + std::to_string(n);
-        const std::string out_dir = tmp.file(graph + "_out" + std::to_string(reports->size()));
-        std::filesystem::create_directories(out_dir);
-        const std::string text = run("'" + app + "'" + argv + " '" + out_dir + "'");
-        reports->push_back(text);
-        INFO(text);
-        CHECK(text.find("rc 0\n") == 0);
-        std::map<std::string, dsl::Tensor> in;
-        int a = 0;
-        for (dsl::ValueId v : g.order())
-            if (g.node(v).op == dsl::Op::Input) {
-                std::vector<int64_t> shape;
-                for (const auto &d : g.node(v).type.dims) shape.push_back(d.is_static() ? d.size : sizes.at(d.symbol));
-                in[g.display_name(v)] = input(shape, a++);
-            }
-        const dsl::RunResult ref = dsl::interpret(g, in);
-        std::vector<dsl::Tensor> got;
-        for (size_t i = 0; i < g.outputs.size(); i++) {
-            std::ifstream f(out_dir + "/" + g.output_name(i) + ".bin", std::ios::binary);
-            dsl::Tensor t;
-            t.shape = ref.outputs[i].shape;
-            std::vector<float> y((size_t)t.numel());
-            f.read(reinterpret_cast<char *>(y.data()), (std::streamsize)(y.size() * sizeof(float)));
-            t.data.assign(y.begin(), y.end());
-            got.push_back(std::move(t));
+    BuiltLibrary b{dsl::parse_file(o.file), tmp.file(graph + "_app"), log.str()};
+    std::ofstream(tmp.file(graph + ".c")) << consumer(b.graph, b.graph.name);
+    REQUIRE(std::system(("cc -O1 '" + tmp.file(graph + ".c") + "' -I'" + o.out_dir + "' '" + o.out_dir + "/lib" + b.graph.name +
+                         ".a' -lpthread -ldl -lm -o '" + b.app + "'").c_str()) == 0);
+    CHECK(run("ldd '" + b.app + "' | grep -ci halide || true").find('1') == std::string::npos);
+    return b;
+}
+
+/** Runs the consumer at `sizes` (by symbol; TESSEL_LIB_ISA=isa when given), checks every output
+ * against the interpreter and returns its report. */
+std::string run_checked(const tessel::testing::TempDir &tmp, const BuiltLibrary &b, const std::map<std::string, int64_t> &sizes,
+                        const std::string &isa = "") {
+    static int runs = 0;
+    const dsl::Graph &g = b.graph;
+    std::string argv;
+    for (const auto &[sym, n] : sizes) argv += " " + std::to_string(n);
+    const std::string out_dir = tmp.file("out" + std::to_string(runs++));
+    std::filesystem::create_directories(out_dir);
+    const std::string text = run((isa.empty() ? "" : "TESSEL_LIB_ISA=" + isa + " ") + "'" + b.app + "'" + argv + " '" + out_dir + "'");
+    INFO(b.log << text);
+    CHECK(text.find("rc 0\n") == 0);
+    std::map<std::string, dsl::Tensor> in;
+    int a = 0;
+    for (dsl::ValueId v : g.order())
+        if (g.node(v).op == dsl::Op::Input) {
+            std::vector<int64_t> shape;
+            for (const auto &d : g.node(v).type.dims) shape.push_back(d.is_static() ? d.size : sizes.at(d.symbol));
+            in[g.display_name(v)] = input(shape, a++);
         }
-        CHECK(tessel::testing::max_relative_difference(got, ref.outputs) < 1e-4);
+    const dsl::RunResult ref = dsl::interpret(g, in);
+    std::vector<dsl::Tensor> got;
+    for (size_t i = 0; i < g.outputs.size(); i++) {
+        std::ifstream f(out_dir + "/" + g.output_name(i) + ".bin", std::ios::binary);
+        dsl::Tensor t;
+        t.shape = ref.outputs[i].shape;
+        std::vector<float> y((size_t)t.numel());
+        f.read(reinterpret_cast<char *>(y.data()), (std::streamsize)(y.size() * sizeof(float)));
+        t.data.assign(y.begin(), y.end());
+        got.push_back(std::move(t));
     }
-    return log.str();
+    CHECK(tessel::testing::max_relative_difference(got, ref.outputs) < 1e-4);
+    return text;
 }
 
 }  // namespace
 
 TEST_CASE("tessel lib: a consumer without libHalide runs the whole graph, dispatches by guard, reports errors") {
     const tessel::testing::TempDir tmp;
-    std::vector<std::string> reports;
-    build_and_run(tmp, "mlp_residual", {{{"H", 19}, {"K", 37}, {"M", 1}}, {{"H", 5}, {"K", 8}, {"M", 13}}, {{"H", 48}, {"K", 33}, {"M", 70}}},
-                  &reports);
-    REQUIRE(reports.size() == 3);
-    CHECK(reports[0].find("g0_h1=variant 2 (M == 1)") != std::string::npos);
-    CHECK(reports[1].find("g0_h1=variant 3 (M <= 16)") != std::string::npos);
-    CHECK(reports[2].find("g0_h1=variant 4 (M >= 8 && N >= 48); g1_h2=variant 4 (M >= 8 && N >= 48); g2_y=fallback") != std::string::npos);
+    const BuiltLibrary lib = build_library(tmp, "mlp_residual");
+    const std::string m1 = run_checked(tmp, lib, {{"H", 19}, {"K", 37}, {"M", 1}});
+    const std::string m13 = run_checked(tmp, lib, {{"H", 5}, {"K", 8}, {"M", 13}});
+    const std::string m70 = run_checked(tmp, lib, {{"H", 48}, {"K", 33}, {"M", 70}});
+    CHECK(m1.find("g0_h1=variant 2 (M == 1)") != std::string::npos);
+    CHECK(m13.find("g0_h1=variant 3 (M <= 16)") != std::string::npos);
+    CHECK(m70.find("g0_h1=variant 4 (M >= 8 && N >= 48)") != std::string::npos);
+    CHECK(m70.find("g2_y=fallback") != std::string::npos);
     // x's K axis made 9: x binds K first, so g (K = 8) disagrees.
-    CHECK(reports[1].find("bad extent rc 1: argument g: extent 8 in axis 0 (K), but K = 9 from an earlier argument") != std::string::npos);
-    CHECK(reports[1].find("null rc 1: argument x (f32[M, K]) is null") != std::string::npos);
-    CHECK(reports[1].find("workspace rc 2: the workspace holds 64 bytes") != std::string::npos);
+    CHECK(m13.find("bad extent rc 1: argument g: extent 8 in axis 0 (K), but K = 9 from an earlier argument") != std::string::npos);
+    CHECK(m13.find("null rc 1: argument x (f32[M, K]) is null") != std::string::npos);
+    CHECK(m13.find("workspace rc 2: the workspace holds 64 bytes") != std::string::npos);
 }
 
 TEST_CASE("tessel lib: attention forward and backward, eight groups in one library, at S = 1 and a prime") {
     const tessel::testing::TempDir tmp;
-    std::vector<std::string> reports;
-    build_and_run(tmp, "attention_fwd_bwd", {{{"S", 1}}, {{"S", 37}}}, &reports);
-    REQUIRE(reports.size() == 2);
-    CHECK(reports[1].find("g7_dk=") != std::string::npos);
-    INFO(reports[1]);
-    CHECK(reports[1].find("argument q: extent 65 in axis 1, the graph declares f32[S, 64]") != std::string::npos);
+    const BuiltLibrary lib = build_library(tmp, "attention_fwd_bwd");
+    run_checked(tmp, lib, {{"S", 1}});
+    const std::string s37 = run_checked(tmp, lib, {{"S", 37}});
+    CHECK(s37.find("g7_dk=") != std::string::npos);
+    CHECK(s37.find("argument q: extent 65 in axis 1, the graph declares f32[S, 64]") != std::string::npos);
+}
+
+TEST_CASE("tessel lib: x86-multi dispatches by the CPU's features; each target's kernels agree with the interpreter") {
+    const tessel::testing::TempDir tmp;
+    const BuiltLibrary lib = build_library(tmp, "mlp_residual", "x86-multi");
+    const std::map<std::string, int64_t> sizes = {{"H", 23}, {"K", 17}, {"M", 5}};
+    const std::string best = run_checked(tmp, lib, sizes);
+    CHECK((best.find("[avx512]") != std::string::npos || best.find("[avx2]") != std::string::npos ||
+           best.find("[x86_64]") != std::string::npos));
+    CHECK(run_checked(tmp, lib, sizes, "x86_64").find("[x86_64]") != std::string::npos);
+    if (best.find("[avx512]") != std::string::npos || best.find("[avx2]") != std::string::npos)
+        CHECK(run_checked(tmp, lib, sizes, "avx2").find("[avx2]") != std::string::npos);
 }
 
 TEST_CASE("tessel lib: graphs it cannot hold are refused with the reason") {
