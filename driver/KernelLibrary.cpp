@@ -172,6 +172,7 @@ static void dense(halide_buffer_t *b, halide_dimension_t *dims, int rank, const 
 const char *)" << name_ << R"(_error(void) { return error_text; }
 const char *)" << name_ << R"(_variants(void) { return variants_text; }
 )";
+        write_profile_recorder(s);
         s << "static int plan_call(" << parameters() << "int64_t *offsets, int64_t *peak";
         for (const auto &sym : symbols_) s << ", int64_t *sym_" << identifier(sym);
         s << ") {\n";
@@ -278,6 +279,29 @@ private:
         s << "    *peak = " << (n ? "pack(" + std::to_string(n) + ", bytes, conflicts, offsets, order)" : "0") << ";\n";
     }
 
+    /** TESSEL_LIB_PROFILE=FILE: calls counted per symbol binding, written at exit in the shape
+     * profile form (autoscheduler/SpecializationPlanner.h), for `tessel specialize`. */
+    void write_profile_recorder(std::ostringstream &s) const {
+        const size_t n = std::max<size_t>(symbols_.size(), 1);
+        s << "#include <pthread.h>\n#define PROFILE_SHAPES 1024\n"
+          << "static int64_t profile_shape[PROFILE_SHAPES][" << n << "];\nstatic long long profile_calls[PROFILE_SHAPES];\n"
+          << "static int profile_used = 0, profile_state = 0;  /* 0 undecided, 1 off, 2 on */\n"
+          << "static pthread_mutex_t profile_lock = PTHREAD_MUTEX_INITIALIZER;\n"
+          << "static void write_profile(void) {\n    FILE *f = fopen(getenv(\"TESSEL_LIB_PROFILE\"), \"w\");\n    if (!f) return;\n"
+          << "    fprintf(f, \"# calls per shape of " << name_ << " (TESSEL_LIB_PROFILE)\\n\");\n"
+          << "    for (int i = 0; i < profile_used; i++) {\n";
+        size_t i = 0;
+        for (const auto &sym : symbols_) s << "        fprintf(f, \"" << sym << "=%lld \", (long long)profile_shape[i][" << i++ << "]);\n";
+        s << "        fprintf(f, \"calls=%lld\\n\", profile_calls[i]);\n    }\n    fclose(f);\n}\n"
+          << "static void count_call(const int64_t *shape) {\n    pthread_mutex_lock(&profile_lock);\n"
+          << "    if (profile_state == 0) {\n        const char *path = getenv(\"TESSEL_LIB_PROFILE\");\n"
+          << "        profile_state = path && *path ? 2 : 1;\n        if (profile_state == 2) atexit(write_profile);\n    }\n"
+          << "    if (profile_state == 2) {\n        int i = 0;\n"
+          << "        while (i < profile_used && memcmp(profile_shape[i], shape, sizeof profile_shape[i])) i++;\n"
+          << "        if (i == profile_used && profile_used < PROFILE_SHAPES) memcpy(profile_shape[profile_used++], shape, sizeof profile_shape[i]);\n"
+          << "        if (i < profile_used) profile_calls[i]++;\n    }\n    pthread_mutex_unlock(&profile_lock);\n}\n\n";
+    }
+
     void write_workspace_bytes(std::ostringstream &s) const {
         s << "int64_t " << name_ << "_workspace_bytes(" << parameters().substr(0, parameters().size() - 2) << ") {\n"
           << symbols_locals() << "    int64_t offsets[" << std::max<size_t>(memory_.allocations.size(), 1) << "], peak = 0;\n"
@@ -332,6 +356,12 @@ private:
           << "    if (int rc = plan_call(";
         for (const auto &a : args_) s << a.c << ", ";
         s << "offsets, &peak" << symbols_args() << ")) return rc;\n";
+        if (!symbols_.empty()) {
+            s << "    { const int64_t shape[" << symbols_.size() << "] = {";
+            size_t i = 0;
+            for (const auto &sym : symbols_) s << (i++ ? ", " : "") << "sym_" << identifier(sym);
+            s << "};\n      count_call(shape); }\n";
+        }
         s << "    void *owned = NULL;\n    if (!workspace && peak > 0) {\n"
           << "        owned = aligned_alloc(64, (size_t)peak);\n"
           << "        if (!owned) return fail(2, \"cannot allocate a workspace of %lld bytes\", (long long)peak);\n"

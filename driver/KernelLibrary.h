@@ -19,6 +19,9 @@
  *    shapes, or the kernel and Halide's message) and `<name>_variants()` (which variant served
  *    each group in the last call on this thread).
  * Return codes: 0, 1 bad argument, 2 workspace too small or not allocated, 3 a kernel failed.
+ * With TESSEL_LIB_PROFILE=FILE in the environment the entry counts calls per binding of the
+ * graph's symbols and writes the histogram to FILE at exit, in the shape-profile text form
+ * (autoscheduler/SpecializationPlanner.h) that `tessel specialize` reads.
  *
  * Targets: one, or several (a comma list, or `x86-multi` = AVX-512 Skylake set, AVX2 + FMA,
  * baseline x86-64): every group is compiled for each, kernels named `<group>_<isa>[_v<k>]`, and

@@ -180,6 +180,16 @@ TEST_CASE("tessel lib: a consumer without libHalide runs the whole graph, dispat
     CHECK(m13.find("bad extent rc 1: argument g: extent 8 in axis 0 (K), but K = 9 from an earlier argument") != std::string::npos);
     CHECK(m13.find("null rc 1: argument x (f32[M, K]) is null") != std::string::npos);
     CHECK(m13.find("workspace rc 2: the workspace holds 64 bytes") != std::string::npos);
+
+    // A recorded profile: the consumer makes one good call per run (its other calls fail checks).
+    const std::string profile = tmp.file("calls.profile");
+    std::filesystem::create_directories(tmp.file("o1"));
+    run("TESSEL_LIB_PROFILE='" + profile + "' '" + lib.app + "' 19 37 1 '" + tmp.file("o1") + "' > /dev/null");
+    std::ifstream in(profile);
+    std::stringstream text;
+    text << in.rdbuf();
+    INFO(text.str());
+    CHECK(text.str().find("H=19 K=37 M=1 calls=") != std::string::npos);
 }
 
 TEST_CASE("tessel lib: attention forward and backward, eight groups in one library, at S = 1 and a prime") {
