@@ -268,6 +268,17 @@ std::vector<dsl::Tensor> CompiledGraph::run(const std::map<std::string, dsl::Ten
                                             const std::map<std::string, int64_t> &symbols,
                                             const ArenaOptions &options, RunStats *stats) const {
     RunStats local;
+    if (recording_) {
+        std::map<std::string, int64_t> binding;
+        for (ValueId v : graph_.order())
+            for (const auto &d : graph_.node(v).type.dims)
+                if (d.kind == dsl::Dim::Kind::Symbol) binding[d.symbol] = 0;
+        const std::map<std::string, int64_t> bound = runs_planned() ? bind_symbols(graph_, inputs, symbols) : symbols;
+        for (auto &[sym, n] : binding)
+            if (auto it = bound.find(sym); it != bound.end()) n = it->second;
+        std::lock_guard<std::mutex> lock(profile_lock_);
+        calls_[binding]++;
+    }
     RunStats &st = stats ? *stats : local;
     st = {};
     if (runs_planned(&st.interpreted_because)) return run_planned(inputs, symbols, options, st);
@@ -277,6 +288,16 @@ std::vector<dsl::Tensor> CompiledGraph::run(const std::map<std::string, dsl::Ten
     dsl::RunResult r = dsl::interpret(graph_, inputs, o);
     st.printed = std::move(r.printed);
     return std::move(r.outputs);
+}
+
+std::string CompiledGraph::shape_profile() const {
+    std::lock_guard<std::mutex> lock(profile_lock_);
+    std::string out = "# calls per shape of graph " + graph_.name + " (CompiledGraph::record_shapes)\n";
+    for (const auto &[binding, calls] : calls_) {
+        for (const auto &[sym, n] : binding) out += sym + "=" + std::to_string(n) + " ";
+        out += "calls=" + std::to_string(calls) + "\n";
+    }
+    return out;
 }
 
 }  // namespace tessel

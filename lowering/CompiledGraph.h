@@ -26,7 +26,9 @@
 #include "lowering/LowerToHalide.h"
 #include "schedules/Schedule.h"
 
+#include <atomic>
 #include <functional>
+#include <mutex>
 #include <map>
 #include <memory>
 #include <optional>
@@ -91,6 +93,12 @@ public:
     bool runs_planned(std::string *why = nullptr) const;
     const dsl::FusionPlan &plan() const { return plan_; }
 
+    /** Count calls per binding of the graph's symbols from now on (thread-safe). */
+    void record_shapes(bool on = true) { recording_ = on; }
+    /** The calls counted so far, in the shape-profile text form `tessel specialize` reads
+     * (autoscheduler/SpecializationPlanner.h): `M=1 K=4096 calls=12000`, one line per binding. */
+    std::string shape_profile() const;
+
     /** The groups as the interpreter's external groups (dsl/interp/Interpreter.h): interpreting
      * the graph with these runs every group on its compiled kernel and everything else — effects
      * (print, assert, state, random draws) and shape code — in the interpreter, in program order. */
@@ -102,6 +110,9 @@ private:
     const dsl::Graph &graph_;
     dsl::FusionPlan plan_;
     std::vector<Group> groups_;
+    std::atomic<bool> recording_{false};
+    mutable std::mutex profile_lock_;
+    mutable std::map<std::map<std::string, int64_t>, long long> calls_;
 
     std::vector<dsl::Tensor> run_planned(const std::map<std::string, dsl::Tensor> &inputs,
                                          std::map<std::string, int64_t> symbols, const ArenaOptions &options,

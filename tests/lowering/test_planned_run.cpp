@@ -8,6 +8,7 @@
 
 #include "codegen/Compile.h"
 #include "dsl/Pipeline.h"
+#include "dsl/Simplify.h"
 #include "dsl/interp/Interpreter.h"
 #include "dsl/ir/Parser.h"
 #include "dsl/passes/FusionPolicy.h"
@@ -168,4 +169,29 @@ graph dotted {
   output %y
 })", "<dotted>");
     for (bool fused : {true, false}) CHECK(run_against_interpreter(g, {}, fused).error < 1e-5);
+}
+
+TEST_CASE("planned runs: calls counted per shape on request, written as a shape profile") {
+    const dsl::Graph g = dsl::simplify_text(R"(
+graph counted {
+  %x = input : f32[M, 8]
+  %w = input : f32[8, 4]
+  %y = relu(matmul(%x, %w))
+  output %y
+})", "<counted>").graph;
+    const Halide::Target target = parse_target("host");
+    CompiledGraph program(g, dsl::plan_fusion(g, lower::fusion_options(target, {})), target);
+    auto inputs = [](int64_t m) {
+        return std::map<std::string, dsl::Tensor>{{"x", dsl::Tensor::filled(dsl::DType::F32, {m, 8}, 0.5)},
+                                                   {"w", dsl::Tensor::filled(dsl::DType::F32, {8, 4}, 0.25)}};
+    };
+    program.run(inputs(3), {});  // not recorded yet
+    program.record_shapes();
+    program.run(inputs(5), {});
+    program.run(inputs(5), {});
+    program.run(inputs(7), {});
+    const std::string profile = program.shape_profile();
+    CHECK(profile.find("M=5 calls=2\n") != std::string::npos);
+    CHECK(profile.find("M=7 calls=1\n") != std::string::npos);
+    CHECK(profile.find("M=3") == std::string::npos);
 }
