@@ -35,7 +35,10 @@ void add_tune_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--suite", o->suite, "shape suite file (default: bench/shapes.txt of this checkout)");
     cmd->add_option("--budget", o->params.budget, "candidates measured per shape")->capture_default_str()->check(CLI::Range(1, 10000));
     cmd->add_option("--repeats", o->params.repeats, "timed runs per candidate")->capture_default_str()->check(CLI::Range(1, 10000));
-    cmd->add_option("--timeout", o->params.timeout_seconds, "seconds per candidate (compile included)")->capture_default_str();
+    cmd->add_option("--timeout", o->params.timeout_seconds, "seconds per candidate (compile included), > 0")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    cmd->add_flag("!--no-verify", o->params.verify, "do not check candidates' results against the library schedule");
     cmd->add_option("--db", o->db, "tuning database (SQLite)")->capture_default_str();
     cmd->add_option("--target", o->target, "host, host-cuda or a Halide target string")->capture_default_str();
     cmd->add_flag("--explain", o->explain, "print each term of the cost estimate for the top candidates");

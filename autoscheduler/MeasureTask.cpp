@@ -1,5 +1,7 @@
-// MeasureTask.cpp: the JSON forms of MeasureTask and Measurement, and run_measurement(), the
-// one function that compiles and times a candidate (run by the tessel-measure child).
+// MeasureTask.cpp: the JSON forms of MeasureTask and Measurement, validate_measurement(), and
+// run_measurement(), the one function that compiles, verifies and times a candidate (run by the
+// tessel-measure child). Map: enum tables -> fault helpers (the test hooks) -> verification
+// against the default library schedule -> JSON -> run_measurement.
 #include "autoscheduler/MeasureTask.h"
 
 #include "codegen/Compile.h"
@@ -8,6 +10,8 @@
 #include "dsl/passes/GroupExtents.h"
 #include "lowering/CompiledGraph.h"
 #include "lowering/CompiledKernel.h"
+#include "lowering/ScheduleGroup.h"
+#include "support/ErrorStats.h"
 #include "schedules/ApplySchedule.h"
 #include "schedules/ScheduleJson.h"
 #include "support/Statistics.h"
@@ -16,7 +20,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <new>
+#include <sstream>
+#include <sys/resource.h>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -29,9 +39,14 @@ const std::pair<Status, const char *> kStatuses[] = {{Status::Ok, "ok"},
                                                      {Status::CompileError, "compile-error"},
                                                      {Status::RuntimeError, "runtime-error"},
                                                      {Status::Crash, "crash"},
-                                                     {Status::Timeout, "timeout"}};
+                                                     {Status::Timeout, "timeout"},
+                                                     {Status::WrongResult, "wrong-result"},
+                                                     {Status::InvalidResult, "invalid-result"}};
 const std::pair<Fault, const char *> kFaults[] = {
-    {Fault::None, "none"}, {Fault::Crash, "crash"}, {Fault::Hang, "hang"}, {Fault::HalideError, "halide-error"}};
+    {Fault::None, "none"},         {Fault::Crash, "crash"},          {Fault::Hang, "hang"},
+    {Fault::HalideError, "halide-error"}, {Fault::WrongResult, "wrong-result"}, {Fault::NegativeTime, "negative-time"},
+    {Fault::NanTime, "nan-time"},  {Fault::Flood, "flood"},          {Fault::OutOfMemory, "out-of-memory"},
+    {Fault::BadExit, "bad-exit"}};
 
 template <typename E, size_t N>
 E parse_enum(const std::pair<E, const char *> (&table)[N], const std::string &s, const char *what) {
@@ -69,6 +84,57 @@ Halide::Buffer<float> make_buffer(const std::vector<int64_t> &shape, const std::
     std::vector<int> sizes(shape.rbegin(), shape.rend());  // Halide dimension 0 is the last axis
     if (sizes.empty()) sizes.push_back(1);
     return Halide::Buffer<float>(sizes, name);
+}
+
+/** The OutOfMemory fault: reserve 64 MiB blocks until allocation fails under RLIMIT_AS
+ * (std::bad_alloc reaches tessel-measure's main). The blocks are not touched, so the test costs
+ * address space, not memory; without a limit it refuses rather than reserve without end. */
+[[noreturn]] void exhaust_memory() {
+    rlimit r{};
+    if (getrlimit(RLIMIT_AS, &r) != 0 || r.rlim_cur == RLIM_INFINITY) {
+        std::fprintf(stderr, "tessel-measure: the out-of-memory fault needs an address-space limit (memory_limit_bytes)\n");
+        std::abort();
+    }
+    std::vector<std::unique_ptr<char[]>> blocks;
+    for (;;) blocks.emplace_back(new char[64 << 20]);
+}
+
+/** The Flood fault: stdout without end (the parent's output cap must stop it). */
+[[noreturn]] void flood_stdout() {
+    static char line[4096];
+    std::memset(line, 'x', sizeof line);
+    for (;;)
+        if (std::fwrite(line, 1, sizeof line, stdout) == 0) std::_Exit(4);
+}
+
+/** Compare every output of the candidate with the reference; "" when they match within `tol`,
+ * else the first output and element past it, with both values. `max_error` gets the largest. */
+std::string compare_outputs(const CompiledKernel &k, const std::vector<Halide::Buffer<float>> &got,
+                            const std::vector<Halide::Buffer<float>> &want, double tol, double *max_error) {
+    std::string first_bad;
+    *max_error = 0;
+    for (size_t a = 0; a < k.arguments().size(); a++) {
+        if (!k.arguments()[a].is_output) continue;
+        const float *g = got[a].data(), *w = want[a].data();
+        for (size_t i = 0; i < got[a].number_of_elements(); i++) {
+            const double e = pair_error(g[i], w[i]).second;
+            if (e > *max_error) *max_error = e;
+            if (e > tol && first_bad.empty()) {
+                std::ostringstream s;
+                s << "output '" << k.arguments()[a].name << "' element " << i << ": got " << g[i] << ", reference " << w[i];
+                first_bad = s.str();
+            }
+        }
+    }
+    return first_bad;
+}
+
+/** Reads a time field; JSON has no NaN or infinity (nlohmann writes them as null), so null is NaN. */
+double time_field(const nlohmann::json &j, const char *name) {
+    auto it = j.find(name);
+    if (it == j.end()) return 0.0;
+    if (it->is_null()) return NAN;
+    return it->get<double>();
 }
 
 nlohmann::json to_json(const MeasureGroup &g) {
@@ -139,7 +205,8 @@ nlohmann::json to_json(const MeasureTask &t) {
     return {{"graph_text", t.graph_text}, {"graph_name", t.graph_name}, {"group", to_json(t.group)},
             {"symbols", t.symbols},       {"target", t.target},         {"repeats", t.repeats},
             {"warmup", t.warmup},         {"timeout_seconds", t.timeout_seconds}, {"seed", t.seed},
-            {"flush_bytes", t.flush_bytes}, {"fault", to_string(t.fault)}, {"fault_by_schedule", faults}};
+            {"flush_bytes", t.flush_bytes}, {"verify", t.verify}, {"verify_tolerance", t.verify_tolerance},
+            {"memory_limit_bytes", t.memory_limit_bytes}, {"fault", to_string(t.fault)}, {"fault_by_schedule", faults}};
 }
 
 MeasureTask measure_task_from_json(const nlohmann::json &j) {
@@ -154,6 +221,9 @@ MeasureTask measure_task_from_json(const nlohmann::json &j) {
     t.timeout_seconds = j.value("timeout_seconds", t.timeout_seconds);
     t.seed = j.value("seed", t.seed);
     t.flush_bytes = j.value("flush_bytes", t.flush_bytes);
+    t.verify = j.value("verify", t.verify);
+    t.verify_tolerance = j.value("verify_tolerance", t.verify_tolerance);
+    t.memory_limit_bytes = j.value("memory_limit_bytes", t.memory_limit_bytes);
     t.fault = parse_fault(j.value("fault", std::string("none")));
     const nlohmann::json faults = j.value("fault_by_schedule", nlohmann::json::object());
     for (const auto &[name, f] : faults.items())
@@ -163,16 +233,32 @@ MeasureTask measure_task_from_json(const nlohmann::json &j) {
 
 nlohmann::json to_json(const Measurement &m) {
     return {{"status", to_string(m.status)}, {"median_ms", m.median_ms}, {"samples", m.samples},
-            {"message", m.message},          {"compile_seconds", m.compile_seconds}};
+            {"message", m.message},          {"compile_seconds", m.compile_seconds}, {"max_error", m.max_error}};
 }
 
 Measurement measurement_from_json(const nlohmann::json &j) {
     Measurement m;
     m.status = parse_status(j.at("status").get<std::string>());
-    m.median_ms = j.value("median_ms", 0.0);
-    m.samples = j.value("samples", std::vector<double>{});
+    m.median_ms = time_field(j, "median_ms");
+    if (auto it = j.find("samples"); it != j.end())
+        for (const auto &s : *it) m.samples.push_back(s.is_null() ? NAN : s.get<double>());
     m.message = j.value("message", std::string());
-    m.compile_seconds = j.value("compile_seconds", 0.0);
+    m.compile_seconds = time_field(j, "compile_seconds");
+    m.max_error = time_field(j, "max_error");
+    return m;
+}
+
+Measurement validate_measurement(Measurement m) {
+    if (!m.ok()) return m;
+    std::string why;
+    if (!std::isfinite(m.median_ms) || m.median_ms < 0) why = "median " + std::to_string(m.median_ms) + " ms";
+    else if (m.samples.empty()) why = "no timed samples";
+    for (double s : m.samples)
+        if (why.empty() && (!std::isfinite(s) || s < 0)) why = "sample " + std::to_string(s) + " ms";
+    if (why.empty()) return m;
+    m.status = Status::InvalidResult;
+    m.message = "the measurement is not a usable time (" + why + "); a time must be finite and non-negative";
+    m.median_ms = 0;
     return m;
 }
 
@@ -222,6 +308,8 @@ Measurement run_measurement(const MeasureTask &task, const sched::ScheduleSpec &
     if (fault == Fault::Crash) std::abort();
     if (fault == Fault::Hang)
         for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+    if (fault == Fault::Flood) flood_stdout();
+    if (fault == Fault::OutOfMemory) exhaust_memory();
 
     std::vector<halide_buffer_t *> raw;
     for (auto &b : buffers) raw.push_back(b.raw_buffer());
@@ -229,12 +317,50 @@ Measurement run_measurement(const MeasureTask &task, const sched::ScheduleSpec &
     auto run_once = [&]() -> bool {
         try {
             kernel->run(raw);
-            return true;
         } catch (const CompileError &e) {
             run_error = e.what();
             return false;
         }
+        if (fault == Fault::WrongResult)
+            for (size_t a = 0; a < buffers.size(); a++)
+                if (kernel->arguments()[a].is_output) buffers[a].data()[0] += 1.0f;
+        return true;
     };
+
+    // Verify before timing: the candidate's outputs against the group's default library
+    // schedule on the same inputs, so a miscompiled candidate never reports a time.
+    if (task.verify) {
+        if (!run_once()) return failed(Status::RuntimeError, run_error, m.compile_seconds);
+        std::vector<Halide::Buffer<float>> want;
+        try {
+            const sched::ScheduleSpec ref = lower::default_group_schedule(lower::lower_group(graph, group), target);
+            const CompiledKernel reference(graph, group, ref, target, KernelBackend::Jit, extents);
+            if (reference.arguments().size() != buffers.size())
+                throw std::logic_error("the reference kernel takes other arguments than the candidate");
+            std::vector<halide_buffer_t *> ref_raw;
+            for (size_t a = 0; a < buffers.size(); a++) {
+                const KernelArgument &arg = kernel->arguments()[a];
+                // Inputs shared with the candidate; outputs of its own.
+                want.push_back(arg.is_output ? make_buffer(concrete_shape(graph, arg.value, task.symbols), arg.name)
+                                             : buffers[a]);
+                ref_raw.push_back(want.back().raw_buffer());
+            }
+            reference.run(ref_raw);
+        } catch (const std::exception &e) {
+            return failed(Status::CompileError, std::string("the reference for verification failed: ") + e.what(),
+                          m.compile_seconds);
+        }
+        const std::string bad = compare_outputs(*kernel, buffers, want, task.verify_tolerance, &m.max_error);
+        if (!bad.empty()) {
+            std::ostringstream msg;
+            msg << "wrong result: max relative error " << m.max_error << " vs the default library schedule (tolerance "
+                << task.verify_tolerance << "); first: " << bad;
+            Measurement w = failed(Status::WrongResult, msg.str(), m.compile_seconds);
+            w.max_error = m.max_error;
+            return w;
+        }
+    }
+
     for (int i = 0; i < task.warmup; i++)
         if (!run_once()) return failed(Status::RuntimeError, run_error, m.compile_seconds);
     std::vector<char> flush_buffer((size_t)std::max<int64_t>(0, task.flush_bytes));
@@ -248,6 +374,8 @@ Measurement run_measurement(const MeasureTask &task, const sched::ScheduleSpec &
         m.samples.push_back(seconds_since(r0) * 1e3);
     }
     m.median_ms = median(m.samples);
+    if (fault == Fault::NegativeTime) m.samples.assign(m.samples.size(), -1.0), m.median_ms = -1.0;
+    if (fault == Fault::NanTime) m.samples.assign(m.samples.size(), NAN), m.median_ms = NAN;
     return m;
 }
 

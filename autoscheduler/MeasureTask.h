@@ -26,10 +26,14 @@
 
 namespace tessel::autosched {
 
-/** Test hook only: a fault the measuring child injects on purpose, to prove isolation.
- * Crash: abort() after compiling; Hang: sleep forever; HalideError: apply, instead of the
- * candidate, a schedule that passes Tessel's checks but that Halide itself rejects. */
-enum class Fault { None, Crash, Hang, HalideError };
+/** Test hook only: a fault the measuring child injects on purpose, to prove isolation and
+ * validation. Crash: abort() after compiling; Hang: sleep forever; HalideError: apply, instead
+ * of the candidate, a schedule that passes Tessel's checks but that Halide itself rejects;
+ * WrongResult: corrupt one output element after each run (the reference check must catch it);
+ * NegativeTime / NanTime: report a negative / NaN time; Flood: write to stdout without end;
+ * OutOfMemory: allocate until allocation fails (refuses to run without an address-space limit);
+ * BadExit: print a valid result, then exit with status 3. */
+enum class Fault { None, Crash, Hang, HalideError, WrongResult, NegativeTime, NanTime, Flood, OutOfMemory, BadExit };
 
 /** The planned fusion group as the measuring child receives it: the members by their display
  * names in the printed graph (ids are not part of the text form). */
@@ -52,6 +56,16 @@ struct MeasureTask {
     int warmup = 1;                         ///< untimed runs before them
     double timeout_seconds = 60;            ///< per candidate, compile included (IsolatedMeasurer)
     uint32_t seed = 1;                      ///< random inputs
+    /** Check the candidate's outputs against the reference (the group's default library
+     * schedule, compiled in the same child) on the measured inputs before timing; a mismatch is
+     * Status::WrongResult with the largest error. */
+    bool verify = true;
+    /** Largest relative error |got - want| / (1 + |want|) (support/ErrorStats.h) a verified
+     * output may have. Two float32 summation orders of K <= 16384 products of [-1, 1] values
+     * differ by about 1e-5 on that scale; a wrong index, tile or tail gives errors of order 1. */
+    double verify_tolerance = 1e-3;
+    /** Address-space limit of the measuring child in bytes (RLIMIT_AS); 0 = none. */
+    int64_t memory_limit_bytes = 0;
     /** Before every timed run (untimed), write and read a buffer of this many bytes so the
      * inputs start cold, as in the benchmark's decode rows; 0 = warm runs. The tuner flushes
      * for memory-bound (decode) shapes, whose weights only partly fit the last-level cache. */
@@ -67,7 +81,10 @@ struct MeasureTask {
     }
 };
 
-enum class Status { Ok, CompileError, RuntimeError, Crash, Timeout };
+/** WrongResult: the candidate ran but its outputs differ from the reference; InvalidResult:
+ * the child's answer is unusable (non-finite or negative time, non-zero exit status, output past
+ * the cap). */
+enum class Status { Ok, CompileError, RuntimeError, Crash, Timeout, WrongResult, InvalidResult };
 
 struct Measurement {
     Status status = Status::Ok;
@@ -75,8 +92,14 @@ struct Measurement {
     std::vector<double> samples;       ///< timed runs in ms, in run order
     std::string message;               ///< why it failed ("" when Ok)
     double compile_seconds = 0;        ///< lower + schedule + JIT (0 when it did not get there)
+    double max_error = 0;              ///< verification: largest relative error vs the reference
     bool ok() const { return status == Status::Ok; }
 };
+
+/** A Measurement whose times can be trusted: an Ok one with a non-finite or negative median or
+ * sample, or no samples, becomes InvalidResult with a message saying which; others unchanged.
+ * The measurer applies it to every child's answer and the tuner to every measurer's. */
+Measurement validate_measurement(Measurement m);
 
 std::string to_string(Status s);
 std::string to_string(Fault f);
@@ -101,8 +124,10 @@ dsl::FusionGroup resolve_group(const dsl::Graph &g, const MeasureGroup &group);
 /** Compiles `schedule` for the task's group and times it, in this process: parse the graph,
  * resolve the group, build the CompiledKernel (lowering/CompiledKernel.h: the component every
  * command uses) for the variant whose guards hold at the shape (ScheduleError -> CompileError
- * with its message), fill the inputs with uniform values from `seed`, run `warmup` times
- * untimed, then `repeats` times timed. Halide errors while compiling are CompileError, while
+ * with its message), fill the inputs with uniform values from `seed`, run once and (task.verify)
+ * compare every output with the group's default library schedule on the same inputs
+ * (WrongResult past verify_tolerance, naming the output, the element and both values), run
+ * `warmup` times untimed, then `repeats` times timed. Halide errors while compiling are CompileError, while
  * running RuntimeError. Never throws for a bad candidate; a malformed task (no such group
  * member, a symbol left unbound) is a CompileError too. Honors task.fault (so Crash and Hang do exactly that
  * to the calling process: only the child executable should see those). Does not enforce the

@@ -1,6 +1,7 @@
 // Measurer.cpp
-//   IsolatedMeasurer::measure_one  spawn tessel-measure in its own process group, feed it JSON,
-//                                  collect stdout/stderr under a deadline, classify the outcome
+//   IsolatedMeasurer::measure_one  fork + exec tessel-measure (own process group, address-space
+//                                  limit, parent-death signal), feed it JSON, collect stdout/stderr
+//                                  under a deadline and an output cap, classify the outcome
 //   InProcessMeasurer::measure     run_measurement() in a loop
 //   progress_bar / format_progress the text progress line
 #include "autoscheduler/Measurer.h"
@@ -15,9 +16,10 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <poll.h>
-#include <spawn.h>
 #include <sstream>
 #include <stdexcept>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -72,6 +74,12 @@ private:
 
 }  // namespace
 
+int64_t default_child_memory_limit() {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    const int64_t physical = pages > 0 && page > 0 ? (int64_t)pages * page : 0;
+    return std::max<int64_t>(physical, int64_t(8) << 30);
+}
+
 std::string find_measure_executable() {
     std::vector<fs::path> tries;
     std::error_code ec;
@@ -89,7 +97,8 @@ std::string find_measure_executable() {
     return "";
 }
 
-IsolatedMeasurer::IsolatedMeasurer(std::string child_path) : child_path_(std::move(child_path)) {
+IsolatedMeasurer::IsolatedMeasurer(std::string child_path, size_t max_output_bytes)
+    : child_path_(std::move(child_path)), max_output_bytes_(max_output_bytes) {
     if (child_path_.empty()) child_path_ = find_measure_executable();
     if (child_path_.empty())
         throw std::runtime_error("cannot find the tessel-measure executable (looked next to this program, in "
@@ -106,29 +115,40 @@ Measurement IsolatedMeasurer::measure_one(const MeasureTask &task, const sched::
     if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
         return outcome(Status::Crash, std::string("pipe failed: ") + std::strerror(errno));
 
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, in_sock[1], STDIN_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-    posix_spawnattr_setpgroup(&attr, 0);  // its own group: the timeout kills Halide's worker threads' process too
+    // Everything the child needs is prepared before fork: between fork and exec it may only make
+    // async-signal-safe calls (the tuner has threads: OpenMP, Halide's JIT).
     std::string path = child_path_;
     char *argv[] = {path.data(), nullptr};
-    pid_t pid = -1;
-    const int rc = posix_spawn(&pid, path.c_str(), &actions, &attr, argv, environ);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
+    const pid_t parent = getpid();
+    const rlim_t as_limit = task.memory_limit_bytes > 0 ? (rlim_t)task.memory_limit_bytes : RLIM_INFINITY;
+    const pid_t pid = fork();
+    if (pid == 0) {
+        // Own process group: the timeout kills Halide's and OpenMP's threads' process and
+        // anything it started. Parent death kills it too (PR_SET_PDEATHSIG); if the parent died
+        // before that call, getppid() is no longer the parent and the child leaves at once.
+        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(125);
+        if (as_limit != RLIM_INFINITY) {
+            const rlimit r{as_limit, as_limit};
+            setrlimit(RLIMIT_AS, &r);
+        }
+        if (dup2(in_sock[1], STDIN_FILENO) < 0 || dup2(out_pipe[1], STDOUT_FILENO) < 0 ||
+            dup2(err_pipe[1], STDERR_FILENO) < 0)
+            _exit(126);
+        execve(path.c_str(), argv, environ);
+        _exit(127);
+    }
+    const int spawn_errno = errno;
+    if (pid > 0) setpgid(pid, pid);  // also here, so kill(-pid) works whichever runs first
     close(in_sock[1]);
     close(out_pipe[1]);
     close(err_pipe[1]);
-    if (rc != 0) {
+    if (pid < 0) {
         close(in_sock[0]);
         close(out_pipe[0]);
         close(err_pipe[0]);
-        return outcome(Status::Crash, "cannot start " + path + ": " + std::strerror(rc));
+        return outcome(Status::Crash, "cannot start " + path + ": " + std::strerror(spawn_errno));
     }
 
     const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -137,7 +157,7 @@ Measurement IsolatedMeasurer::measure_one(const MeasureTask &task, const sched::
     size_t written = 0;
     int fds[3] = {in_sock[0], out_pipe[0], err_pipe[0]};
     fcntl(fds[0], F_SETFL, O_NONBLOCK);
-    bool timed_out = false;
+    bool timed_out = false, flooded = false;
     while (fds[1] >= 0 || fds[2] >= 0) {
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
         if (left <= 0) {
@@ -166,27 +186,35 @@ Measurement IsolatedMeasurer::measure_one(const MeasureTask &task, const sched::
             if (k > 0) (which[i] == 1 ? out : err).append(buf, (size_t)k);
             else if (k == 0 || (errno != EAGAIN && errno != EINTR)) { close(fd); fd = -1; }
         }
+        // A child that floods its output is stopped at the cap: memory stays bounded.
+        if (out.size() + err.size() > max_output_bytes_) {
+            flooded = true;
+            break;
+        }
     }
     for (int &fd : fds)
         if (fd >= 0) close(fd);
 
     int wstatus = 0;
-    if (!timed_out) {
+    if (!timed_out && !flooded) {
         // Output closed: the child is exiting. Give it until the deadline to be reaped.
         while (waitpid(pid, &wstatus, WNOHANG) == 0) {
             if (Clock::now() >= deadline) { timed_out = true; break; }
             usleep(1000);
         }
     }
-    if (timed_out) {
+    if (timed_out || flooded) {
         kill(-pid, SIGKILL);
         kill(pid, SIGKILL);
         waitpid(pid, &wstatus, 0);
         std::ostringstream msg;
-        msg << "no result within " << task.timeout_seconds << " s; killed process group " << pid;
-        const std::string t = tail_lines(err, 5);
+        if (flooded)
+            msg << "wrote more than " << max_output_bytes_ << " bytes of output; killed process group " << pid;
+        else
+            msg << "no result within " << task.timeout_seconds << " s; killed process group " << pid;
+        const std::string t = tail_lines(err.substr(0, 4096), 5);
         if (!t.empty()) msg << "; stderr: " << t;
-        return outcome(Status::Timeout, msg.str());
+        return outcome(flooded ? Status::InvalidResult : Status::Timeout, msg.str());
     }
     // Any other process the candidate left in its group goes too.
     kill(-pid, SIGKILL);
@@ -198,15 +226,24 @@ Measurement IsolatedMeasurer::measure_one(const MeasureTask &task, const sched::
         if (!t.empty()) msg += "; stderr: " + t;
         return outcome(Status::Crash, msg);
     }
+    const int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
+    Measurement m;
     try {
-        return measurement_from_json(nlohmann::json::parse(out));
+        m = measurement_from_json(nlohmann::json::parse(out));
     } catch (const std::exception &e) {
-        std::string msg = "exited with status " + std::to_string(WEXITSTATUS(wstatus)) + " without a result (" +
-                          e.what() + ")";
+        std::string msg = "exited with status " + std::to_string(code) + " without a result (" + e.what() + ")";
         const std::string t = tail_lines(err, 5);
         if (!t.empty()) msg += "; stderr: " + t;
         return outcome(Status::Crash, msg);
     }
+    // A result is only a result when the child says it finished: exit status 0.
+    if (code != 0) {
+        std::string msg = "exited with status " + std::to_string(code) + " after printing a result; not trusted";
+        const std::string t = tail_lines(err, 5);
+        if (!t.empty()) msg += "; stderr: " + t;
+        return outcome(Status::InvalidResult, msg);
+    }
+    return validate_measurement(std::move(m));
 }
 
 std::vector<Measurement> IsolatedMeasurer::measure(const MeasureTask &task,
@@ -227,7 +264,7 @@ std::vector<Measurement> InProcessMeasurer::measure(const MeasureTask &task,
     std::vector<Measurement> results;
     ProgressTracker tracker(progress, (int)candidates.size());
     for (const auto &c : candidates) {
-        results.push_back(run_measurement(task, c));
+        results.push_back(validate_measurement(run_measurement(task, c)));
         tracker.done(results.back());
     }
     return results;

@@ -4,10 +4,18 @@
  * IsolatedMeasurer is the one the tuner uses: every candidate runs in its own child process,
  * the `tessel-measure` executable (apps/tessel_measure.cpp), which receives the task and the
  * schedule as JSON on stdin and answers a Measurement as JSON on stdout. The child gets its own
- * process group and a deadline; on expiry the whole group is killed. So a candidate that
- * crashes (Status::Crash, with the signal and the child's last stderr lines), hangs
- * (Status::Timeout) or that Halide rejects (Status::CompileError with Halide's message) is
- * recorded and the tuner carries on with the next one.
+ * process group, a deadline (on expiry the whole group is killed), the task's address-space
+ * limit (RLIMIT_AS), a cap on its output (past it the group is killed) and SIGKILL as its
+ * parent-death signal, so it never outlives the tuner, even one killed with SIGKILL. So a
+ * candidate that crashes (Status::Crash, with the signal and the child's last stderr lines),
+ * runs out of memory (Crash, exit status 3), hangs (Status::Timeout), that Halide rejects
+ * (Status::CompileError with Halide's message), that computes wrong results (Status::WrongResult,
+ * the child checks every candidate against the reference before timing it) or whose answer is
+ * unusable (Status::InvalidResult: a non-zero exit status, a negative or non-finite time, output
+ * past the cap) is recorded and the tuner carries on with the next one.
+ *
+ * The parent-death signal follows the thread that forked: call measure() from a thread that
+ * lives as long as the measurement (the tuner calls it from its own).
  *
  *   IsolatedMeasurer m;   // finds tessel-measure next to this executable
  *   auto results = m.measure(task, candidates, progress_bar(std::cerr));
@@ -43,25 +51,35 @@ public:
 /** Each candidate in a fresh `tessel-measure` child process, sequentially, with the task's timeout. */
 class IsolatedMeasurer : public Measurer {
 public:
-    /** `child_path` "" = find_measure_executable(). Throws std::runtime_error when not found. */
-    explicit IsolatedMeasurer(std::string child_path = "");
+    /** `child_path` "" = find_measure_executable(). Throws std::runtime_error when not found.
+     * `max_output_bytes`: stdout plus stderr a child may write before it is killed. */
+    explicit IsolatedMeasurer(std::string child_path = "", size_t max_output_bytes = kMaxChildOutputBytes);
     std::vector<Measurement> measure(const MeasureTask &task, const std::vector<sched::ScheduleSpec> &candidates,
                                      const ProgressFn &progress = {}) override;
     /** One candidate in one child; what measure() does per candidate. */
     Measurement measure_one(const MeasureTask &task, const sched::ScheduleSpec &candidate) const;
     const std::string &child_path() const { return child_path_; }
 
+    /** Default output cap of a measuring child (1 MiB; a result is a few hundred bytes). */
+    static constexpr size_t kMaxChildOutputBytes = 1 << 20;
+
 private:
     std::string child_path_;
+    size_t max_output_bytes_;
 };
 
-/** run_measurement() in this process; no isolation, no timeout (faults are honored: do not
- * give it Crash or Hang). */
+/** run_measurement() in this process, then validate_measurement(); no isolation, no timeout
+ * (faults are honored: do not give it Crash, Hang, Flood or OutOfMemory). */
 class InProcessMeasurer : public Measurer {
 public:
     std::vector<Measurement> measure(const MeasureTask &task, const std::vector<sched::ScheduleSpec> &candidates,
                                      const ProgressFn &progress = {}) override;
 };
+
+/** The tuner's default address-space limit for a measuring child: the machine's physical
+ * memory, at least 8 GiB (virtual reservations of JIT and thread arenas count too), so a
+ * runaway candidate fails its own allocation instead of starving the tuner. */
+int64_t default_child_memory_limit();
 
 /** Where `tessel-measure` is: next to the running executable, else in ../apps/ of it (build
  * tree: tests/autoscheduler/ -> apps/), else the path the build configured. "" if none exists. */

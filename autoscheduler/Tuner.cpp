@@ -149,6 +149,8 @@ TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
         task.repeats = params_.repeats;
         task.warmup = params_.warmup;
         task.timeout_seconds = params_.timeout_seconds;
+        task.verify = params_.verify;
+        task.memory_limit_bytes = params_.memory_limit_bytes;
         // Memory-bound shapes are timed with cold caches, as they run (and as the benchmark
         // measures them): 4x the last-level cache.
         if (r.workload.shape_class() == "decode") task.flush_bytes = std::min<int64_t>(4 * tm.cpu.l3_bytes, 512 << 20);
@@ -158,7 +160,10 @@ TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
             schedules.back().name = "candidate_" + std::to_string(i + 1);
         }
         const auto measured = measurer_->measure(task, schedules, log ? progress_bar(*log) : ProgressFn{});
-        for (int i = 0; i < budget; i++) result.ranked[i].measured = measured[i];
+        for (int i = 0; i < budget; i++)
+            result.ranked[i].measured = i < (int)measured.size()
+                                            ? validate_measurement(measured[i])
+                                            : Measurement{Status::InvalidResult, 0, {}, "the measurer returned no result", 0, 0};
         result.measured_count = budget;
         winner = pick_winner(result.ranked, params_.tie_tolerance, &result.decision);
         if (winner == result.ranked.size()) {

@@ -13,6 +13,9 @@
  *                     sm_90; the first without spills and within limits wins
  *   -> commit the winner to the cache
  *
+ * Every measurement is validated (validate_measurement: a finite, non-negative time) whichever
+ * Measurer produced it; a failed or invalid candidate is recorded in `ranked` and never wins.
+ *
  * Near-tie rule (so re-tuning picks the same winner): every candidate whose median is within
  * `tie_tolerance` (3%) of the fastest median is tied with it; among the tied, the one the cost
  * model ranks best wins. Measurement noise between near-equal candidates therefore cannot flip
@@ -41,6 +44,10 @@ struct TunerParams {
     int repeats = 5;              ///< timed runs per candidate (median)
     int warmup = 1;               ///< untimed runs before them
     double timeout_seconds = 30;  ///< per candidate, compile included
+    /** Every measured candidate is checked against the group's default library schedule on
+     * its inputs before its time counts (MeasureTask::verify). */
+    bool verify = true;
+    int64_t memory_limit_bytes = default_child_memory_limit();  ///< per measuring child (RLIMIT_AS); 0 = none
     double tie_tolerance = 0.03;  ///< near-tie band, relative to the fastest median
     bool measure = true;          ///< false: the model's pick, no measurement
     int ptxas_checks = 4;         ///< CUDA: how many top candidates may be assembled

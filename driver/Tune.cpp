@@ -13,6 +13,7 @@
 #include "lowering/ScheduleGroup.h"
 #include "schedules/ScheduleJson.h"
 
+#include <cmath>
 #include <fstream>
 #include <iomanip>
 #include <sstream>
@@ -120,6 +121,9 @@ int run_tune(const TuneOptions &o, std::ostream &out) {
     // Validate every argument before anything is created on disk (the database).
     std::vector<std::pair<std::string, Workload>> requested;
     for (const auto &s : o.shapes) requested.push_back({s, parse_shape(s)});
+    if (!(o.params.timeout_seconds > 0) || !std::isfinite(o.params.timeout_seconds))
+        throw std::invalid_argument("--timeout " + std::to_string(o.params.timeout_seconds) +
+                                    ": expected a positive number of seconds");
     const std::string text = read_text_file(o.file);
     const dsl::Graph g = dsl::simplify_text(text, o.file).graph;
     const Halide::Target target = parse_target(o.target);
