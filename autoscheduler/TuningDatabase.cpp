@@ -1,9 +1,11 @@
 /** \file
  * TuningDatabase (SQLite) and MemoryTuningCache.
  *
- * Map: Stmt (RAII prepared statement) -> TuningDatabase::TuningDatabase (WAL, busy timeout,
- * schema creation and version check in one IMMEDIATE transaction) -> commit / query / insert ->
- * export_json / import_json -> MemoryTuningCache.
+ * Map: Stmt (RAII prepared statement) -> TuningDatabase::TuningDatabase (a directory refused;
+ * open_read_write: WAL, busy timeout, schema creation and version check in one IMMEDIATE
+ * transaction, a file it created removed on failure; open_read_only: mode=ro, else immutable) ->
+ * open_for_reading / check_writable / integrity_check -> commit / query / insert ->
+ * export_json / parse_export / import_json -> MemoryTuningCache.
  *
  * File layout (schema version 1):
  *   tessel_schema(name TEXT PRIMARY KEY, version INTEGER)   -- one row: ('tuning', 1)
@@ -20,6 +22,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <thread>
 
 #include "schedules/ScheduleJson.h"
@@ -29,6 +32,7 @@ namespace tessel::autosched {
 namespace {
 
 using nlohmann::json;
+namespace fs = std::filesystem;
 
 constexpr const char *kExportFormat = "tessel-tuning-db";
 
@@ -177,6 +181,12 @@ void TuningDatabase::fail(const std::string &what, int rc) {
         hint = " (the file is not a valid tuning database; move it aside or pass another --db path)";
     else if (is_busy(rc))
         hint = " (another process held the database lock past the busy timeout)";
+    else if (primary == SQLITE_FULL || primary == SQLITE_IOERR)
+        hint = " (is the disk full? commands that only read open the database read-only and still work)";
+    else if (primary == SQLITE_READONLY)
+        hint = " (the file or its directory cannot be written)";
+    else if (primary == SQLITE_CANTOPEN)
+        hint = " (does the directory exist, and may this user write there?)";
     throw TuningDatabaseError("tuning database '" + path_ + "': " + what + ": " + msg + hint);
 }
 
@@ -199,65 +209,186 @@ void TuningDatabase::begin_immediate(const char *why) {
     }
 }
 
-TuningDatabase::TuningDatabase(const std::string &path, int busy_timeout_ms)
-    : path_(path), busy_timeout_ms_(busy_timeout_ms) {
-    int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+TuningDatabase::TuningDatabase(const std::string &path, int busy_timeout_ms, Access access)
+    : path_(path), busy_timeout_ms_(busy_timeout_ms), access_(access) {
+    std::error_code ec;
+    if (path != ":memory:" && fs::is_directory(path, ec))
+        throw TuningDatabaseError("tuning database '" + path_ + "' is a directory, not a database file; pass a file path with --db");
+    if (access == Access::ReadOnly) {
+        if (path != ":memory:" && !fs::exists(path, ec))
+            throw TuningDatabaseError("tuning database '" + path_ + "' does not exist");
+        open_read_only();
+        return;
+    }
+    // A file this object creates and cannot finish is removed, so a failed open leaves nothing.
+    const bool created = path != ":memory:" && !fs::exists(path, ec);
     try {
-        if (rc != SQLITE_OK) fail("cannot open", rc);
-        sqlite3_busy_timeout(db_, busy_timeout_ms);
-        sqlite3_extended_result_codes(db_, 1);
-
-        // Switching to WAL needs a moment of exclusive access when the file is new; several
-        // tuners starting together may see SQLITE_BUSY here despite the busy handler: retry.
-        auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms);
-        for (;;) {
-            Stmt wal(db_, "PRAGMA journal_mode=WAL");
-            rc = wal.prepare_rc() == SQLITE_OK ? wal.step() : wal.prepare_rc();
-            if (rc == SQLITE_ROW || rc == SQLITE_DONE) break;
-            if (!is_busy(rc) || std::chrono::steady_clock::now() > deadline) fail("cannot enable WAL mode", rc);
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        }
-
-        begin_immediate("cannot lock to check the schema");
-        try {
-            Stmt tables(db_, "SELECT name FROM sqlite_master WHERE type = 'table'");
-            if (tables.prepare_rc() != SQLITE_OK) fail("cannot read the schema", tables.prepare_rc());
-            bool ours = false, any = false;
-            while ((rc = tables.step()) == SQLITE_ROW) {
-                any = true;
-                ours |= tables.text(0) == "tessel_schema";
-            }
-            if (rc != SQLITE_DONE) fail("cannot read the schema", rc);
-            if (ours) {
-                Stmt v(db_, "SELECT version FROM tessel_schema WHERE name = 'tuning'");
-                if (v.prepare_rc() != SQLITE_OK || v.step() != SQLITE_ROW)
-                    throw TuningDatabaseError("tuning database '" + path_ + "': the schema version is missing");
-                int64_t version = v.int64(0);
-                if (version > kTuningDatabaseSchemaVersion)
-                    throw TuningDatabaseError("tuning database '" + path_ + "' has schema version " +
-                                              std::to_string(version) + ", newer than this Tessel supports (" +
-                                              std::to_string(kTuningDatabaseSchemaVersion) +
-                                              "); use a newer Tessel or another --db path");
-                // Older versions: none exist yet. Migrations go here, inside this transaction.
-            } else if (any) {
-                throw TuningDatabaseError("tuning database '" + path_ +
-                                          "' is a SQLite database but not a Tessel tuning database");
-            } else {
-                exec(kCreateSchema);
-                Stmt ins(db_, "INSERT INTO tessel_schema (name, version) VALUES ('tuning', ?)");
-                ins.bind(1, (int64_t)kTuningDatabaseSchemaVersion);
-                if ((rc = ins.step()) != SQLITE_DONE) fail("cannot write the schema version", rc);
-            }
-            exec("COMMIT");
-        } catch (...) {
-            sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-            throw;
-        }
+        open_read_write();
     } catch (...) {
-        sqlite3_close(db_);
+        if (db_) sqlite3_close(db_);
         db_ = nullptr;
+        if (created)
+            for (const char *suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(path + suffix, ec);
         throw;
     }
+}
+
+void TuningDatabase::open_read_write() {
+    int rc = sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+    if (rc != SQLITE_OK) fail("cannot open", rc);
+    sqlite3_busy_timeout(db_, busy_timeout_ms_);
+    sqlite3_extended_result_codes(db_, 1);
+    // SQLite opens a file it may not write read-only without saying so; say so here, before
+    // anyone measures for a commit that would fail.
+    if (sqlite3_db_readonly(db_, "main") == 1)
+        throw TuningDatabaseError("tuning database '" + path_ +
+                                  "' cannot be written (a read-only file or file system); pass another --db path");
+
+    // Switching to WAL needs a moment of exclusive access when the file is new; several
+    // tuners starting together may see SQLITE_BUSY here despite the busy handler: retry.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms_);
+    for (;;) {
+        Stmt wal(db_, "PRAGMA journal_mode=WAL");
+        rc = wal.prepare_rc() == SQLITE_OK ? wal.step() : wal.prepare_rc();
+        if (rc == SQLITE_ROW || rc == SQLITE_DONE) break;
+        if (!is_busy(rc) || std::chrono::steady_clock::now() > deadline) fail("cannot enable WAL mode", rc);
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    begin_immediate("cannot lock to check the schema");
+    try {
+        check_schema(true);
+        exec("COMMIT");
+    } catch (...) {
+        sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+        throw;
+    }
+}
+
+void TuningDatabase::open_read_only() {
+    // mode=ro first: it sees every committed transaction, but needs the WAL index (-shm), which
+    // a read-only directory or a full disk may refuse; then immutable=1, which needs nothing.
+    int rc = SQLITE_OK;
+    std::string first_error;
+    for (const char *mode : {"mode=ro", "immutable=1"}) {
+        char *uri = sqlite3_mprintf("file:%s?%s", path_.c_str(), mode);
+        if (path_ == ":memory:") {
+            sqlite3_free(uri);
+            uri = sqlite3_mprintf(":memory:");
+        }
+        rc = sqlite3_open_v2(uri, &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+        sqlite3_free(uri);
+        if (rc == SQLITE_OK) {
+            sqlite3_busy_timeout(db_, busy_timeout_ms_);
+            sqlite3_extended_result_codes(db_, 1);
+            try {
+                check_schema(false);
+                return;
+            } catch (const TuningDatabaseError &e) {
+                const int primary = sqlite3_errcode(db_) & 0xff;
+                const bool retry = primary == SQLITE_CANTOPEN || primary == SQLITE_IOERR || primary == SQLITE_READONLY ||
+                                   primary == SQLITE_BUSY;
+                sqlite3_close(db_);
+                db_ = nullptr;
+                if (!retry) throw;
+                if (first_error.empty()) first_error = e.what();
+            }
+        } else {
+            sqlite3_close(db_);
+            db_ = nullptr;
+        }
+    }
+    if (!first_error.empty()) throw TuningDatabaseError(first_error);
+    fail("cannot open read-only", rc);
+}
+
+void TuningDatabase::check_schema(bool writable) {
+    // Names the file's problem before any other query: a file that is not SQLite or is damaged
+    // fails here, with the hint fail() adds.
+    Stmt tables(db_, "SELECT name FROM sqlite_master WHERE type = 'table'");
+    if (tables.prepare_rc() != SQLITE_OK) fail("cannot read the schema", tables.prepare_rc());
+    bool ours = false, any = false;
+    int rc;
+    while ((rc = tables.step()) == SQLITE_ROW) {
+        any = true;
+        ours |= tables.text(0) == "tessel_schema";
+    }
+    if (rc != SQLITE_DONE) fail("cannot read the schema", rc);
+    if (ours) {
+        Stmt v(db_, "SELECT version FROM tessel_schema WHERE name = 'tuning'");
+        if (v.prepare_rc() != SQLITE_OK || v.step() != SQLITE_ROW)
+            throw TuningDatabaseError("tuning database '" + path_ + "': the schema version is missing");
+        int64_t version = v.int64(0);
+        if (version > kTuningDatabaseSchemaVersion)
+            throw TuningDatabaseError("tuning database '" + path_ + "' has schema version " + std::to_string(version) +
+                                      ", newer than this Tessel supports (" +
+                                      std::to_string(kTuningDatabaseSchemaVersion) +
+                                      "); use a newer Tessel or another --db path");
+        // Older versions: none exist yet. Migrations go here, inside the caller's transaction.
+    } else if (any) {
+        throw TuningDatabaseError("tuning database '" + path_ +
+                                  "' is a SQLite database but not a Tessel tuning database; pass another --db path");
+    } else if (!writable) {
+        throw TuningDatabaseError("tuning database '" + path_ + "' is empty (no Tessel schema) and opened read-only");
+    } else {
+        exec(kCreateSchema);
+        Stmt ins(db_, "INSERT INTO tessel_schema (name, version) VALUES ('tuning', ?)");
+        ins.bind(1, (int64_t)kTuningDatabaseSchemaVersion);
+        if ((rc = ins.step()) != SQLITE_DONE) fail("cannot write the schema version", rc);
+    }
+}
+
+std::unique_ptr<TuningDatabase> TuningDatabase::open_for_reading(const std::string &path, std::string *note) {
+    if (note) note->clear();
+    std::string why;
+    try {
+        return std::make_unique<TuningDatabase>(path);
+    } catch (const TuningDatabaseError &e) {
+        why = e.what();
+    }
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) throw TuningDatabaseError(why);
+    if (!fs::exists(path, ec)) {
+        if (note) *note = why + "; continuing without a tuning database (nothing is stored)";
+        return nullptr;
+    }
+    std::unique_ptr<TuningDatabase> db;
+    try {
+        db = std::make_unique<TuningDatabase>(path, 60000, Access::ReadOnly);
+    } catch (const TuningDatabaseError &e) {
+        // Not a readable tuning database either: the read-write error says more when it names
+        // the file's contents; a read-only open's when the first one was about writing.
+        throw TuningDatabaseError(std::string(e.what()).find("cannot be written") == std::string::npos ? e.what() : why);
+    }
+    if (note) *note = "tuning database '" + path + "' opened read-only (" + why + "); lookups only, model picks are not stored";
+    return db;
+}
+
+void TuningDatabase::require_writable(const char *what) const {
+    if (access_ != Access::ReadWrite)
+        throw TuningDatabaseError("tuning database '" + path_ + "' was opened read-only: cannot " + what);
+}
+
+void TuningDatabase::check_writable() {
+    require_writable("write");
+    begin_immediate("cannot lock to check that the database can be written");
+    try {
+        exec("INSERT OR REPLACE INTO tessel_schema (name, version) VALUES ('write-check', 0)");
+        exec("DELETE FROM tessel_schema WHERE name = 'write-check'");
+        exec("COMMIT");
+    } catch (const TuningDatabaseError &e) {
+        sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+        throw TuningDatabaseError(std::string(e.what()) + " (the database cannot take a commit now: disk full or read-only?)");
+    }
+}
+
+std::string TuningDatabase::integrity_check() {
+    Stmt s(db_, "PRAGMA integrity_check");
+    if (s.prepare_rc() != SQLITE_OK) fail("cannot check integrity", s.prepare_rc());
+    std::string out;
+    int rc;
+    while ((rc = s.step()) == SQLITE_ROW) out += (out.empty() ? "" : "\n") + s.text(0);
+    if (rc != SQLITE_DONE) fail("cannot check integrity", rc);
+    return out;
 }
 
 TuningDatabase::~TuningDatabase() { sqlite3_close(db_); }
@@ -292,6 +423,7 @@ bool TuningDatabase::insert(const TuningRecord &r) {
 }
 
 void TuningDatabase::commit(const TuningRecord &record) {
+    require_writable("commit a record");
     validate(record, "tuning database '" + path_ + "': commit");
     begin_immediate("cannot lock to commit");
     try {
@@ -349,8 +481,7 @@ json TuningDatabase::export_json() {
     return json{{"format", kExportFormat}, {"schema_version", kTuningDatabaseSchemaVersion}, {"records", records}};
 }
 
-int64_t TuningDatabase::import_json(const json &doc) {
-    const std::string where = "import into '" + path_ + "'";
+std::vector<TuningRecord> TuningDatabase::parse_export(const json &doc, const std::string &where) {
     if (!doc.is_object() || doc.value("format", "") != kExportFormat)
         throw TuningDatabaseError(where + ": not a Tessel tuning database export (expected \"format\": \"" +
                                   kExportFormat + "\")");
@@ -376,7 +507,12 @@ int64_t TuningDatabase::import_json(const json &doc) {
         }
         validate(records.back(), rw);
     }
+    return records;
+}
 
+int64_t TuningDatabase::import_json(const json &doc) {
+    const std::vector<TuningRecord> records = parse_export(doc, "import into '" + path_ + "'");
+    require_writable("import records");
     int64_t added = 0;
     begin_immediate("cannot lock to import");
     try {

@@ -10,6 +10,14 @@
  *    a file written by a newer Tessel is refused with a message saying so.
  *  - MemoryTuningCache: the same semantics in memory, for tests and dry runs.
  *
+ * Faults: a path that is a directory, a file that is not SQLite or is damaged, a SQLite file of
+ * another program, a newer schema version and a malformed import each throw TuningDatabaseError
+ * naming the file and the cause, and leave the file as it was (a file this object created and
+ * could not finish is removed). A database may be opened read-only (Access::ReadOnly: nothing is
+ * created or written, so it works on read-only files and file systems and on a full disk);
+ * open_for_reading() is what commands that only need lookups use, check_writable() what a
+ * command that must store results calls before it spends time measuring.
+ *
  * Records are never overwritten: every commit is kept (so `tessel db ls` shows the history), and
  * lookup() returns the best record of a key. "Best" orders measured records before model
  * estimates (a model's predicted time is not comparable with a measurement), then by median_ms,
@@ -88,11 +96,18 @@ public:
  * (or process); separate objects on the same file are safe together. */
 class TuningDatabase : public TuningCache {
 public:
-    /** Open or create the database at `path` (":memory:" works), creating the schema and turning
-     * on WAL mode. Throws TuningDatabaseError when the file is not a SQLite database, when its
-     * schema version is newer than kTuningDatabaseSchemaVersion, or when it cannot be created.
-     * `busy_timeout_ms`: how long a writer waits for another writer's lock before failing. */
-    explicit TuningDatabase(const std::string &path, int busy_timeout_ms = 60000);
+    /** ReadWrite: open or create, WAL mode, the schema created when new. ReadOnly: open an
+     * existing file without writing anything (not even the WAL index when it cannot be made:
+     * then the file is read as immutable, and changes still in its write-ahead log are not seen). */
+    enum class Access { ReadWrite, ReadOnly };
+
+    /** Open (ReadWrite: or create) the database at `path` (":memory:" works). Throws
+     * TuningDatabaseError when `path` is a directory, the file is not a SQLite database or is
+     * damaged, belongs to another program, has a schema version newer than
+     * kTuningDatabaseSchemaVersion, cannot be created, or (ReadWrite) cannot be written (a
+     * read-only file or file system). `busy_timeout_ms`: how long a writer waits for another
+     * writer's lock before failing. */
+    explicit TuningDatabase(const std::string &path, int busy_timeout_ms = 60000, Access access = Access::ReadWrite);
     ~TuningDatabase() override;
     TuningDatabase(const TuningDatabase &) = delete;
     TuningDatabase &operator=(const TuningDatabase &) = delete;
@@ -101,6 +116,21 @@ public:
     static std::unique_ptr<TuningDatabase> open(const std::string &path) {
         return std::make_unique<TuningDatabase>(path);
     }
+
+    /** For commands that only need lookups and store model picks when they can (`run`,
+     * `compile`, `demo`): read-write when possible, else read-only when the file exists, else
+     * nullptr (no database: nothing to read, nowhere to write). `*note` gets one line saying why
+     * it is not read-write ("" when it is). Still throws for a file that is not a valid tuning
+     * database (corrupt, another program's, newer schema). */
+    static std::unique_ptr<TuningDatabase> open_for_reading(const std::string &path, std::string *note);
+
+    /** False when opened read-only; commit() and import_json() then throw. */
+    bool writable() const { return access_ == Access::ReadWrite; }
+    /** Proves a commit can be written now: a write transaction that adds and removes a row,
+     * committed to disk. Throws TuningDatabaseError saying why not (read-only, disk full, ...). */
+    void check_writable();
+    /** SQLite's PRAGMA integrity_check: "ok", or the problems it found, one per line. */
+    std::string integrity_check();
 
     std::optional<TuningRecord> lookup(const TuningKey &key) override { return best(key); }
     /** One transaction (BEGIN IMMEDIATE ... COMMIT). */
@@ -121,6 +151,10 @@ public:
      * records. Throws TuningDatabaseError (nothing is imported) when the document is malformed
      * or comes from a newer schema; the message names the record. */
     int64_t import_json(const nlohmann::json &doc);
+    /** The records of an export_json() document, checked as import_json() checks them, without
+     * any database: so a malformed file is refused before a database is opened or created.
+     * `where` prefixes the messages. */
+    static std::vector<TuningRecord> parse_export(const nlohmann::json &doc, const std::string &where);
 
     const std::string &path() const { return path_; }
 
@@ -133,9 +167,16 @@ private:
     void begin_immediate(const char *why);
     [[noreturn]] void fail(const std::string &what, int rc);
 
+    void open_read_write();
+    void open_read_only();
+    /** The tessel_schema check (and, writable and new, the schema's creation). */
+    void check_schema(bool writable);
+    void require_writable(const char *what) const;
+
     std::string path_;
     sqlite3 *db_ = nullptr;
     int busy_timeout_ms_ = 0;
+    Access access_ = Access::ReadWrite;
 };
 
 /** In-memory TuningCache with TuningDatabase's semantics (best order, identical records once).

@@ -86,7 +86,7 @@ std::string short_target(const std::string &target) {
 int db_list(const std::string &path, std::ostream &out, std::ostream &err) {
     if (!require_existing(path, err)) return 1;
     try {
-        TuningDatabase db(path);
+        TuningDatabase db(path, 60000, TuningDatabase::Access::ReadOnly);  // ls never writes
         std::vector<TuningRecord> records = db.all();
         if (records.empty()) {
             out << "(no records in " << path << ")\n";
@@ -138,7 +138,7 @@ int db_list(const std::string &path, std::ostream &out, std::ostream &err) {
 int db_export(const std::string &path, const std::string &json_out, std::ostream &out, std::ostream &err) {
     if (!require_existing(path, err)) return 1;
     try {
-        TuningDatabase db(path);
+        TuningDatabase db(path, 60000, TuningDatabase::Access::ReadOnly);  // export never writes
         nlohmann::json doc = db.export_json();
         if (json_out == "-") {
             out << doc.dump(2) << "\n";
@@ -180,8 +180,9 @@ int db_import(const std::string &path, const std::string &json_in, std::ostream 
             err << "tessel db import: '" << json_in << "' is not valid JSON: " << e.what() << "\n";
             return 1;
         }
+        // A malformed file is refused before the database is opened (or created).
+        const size_t total = TuningDatabase::parse_export(doc, "import of '" + json_in + "'").size();
         TuningDatabase db(path);
-        size_t total = doc.is_object() && doc.contains("records") && doc["records"].is_array() ? doc["records"].size() : 0;
         int64_t added = db.import_json(doc);
         out << "imported " << added << " new record" << (added == 1 ? "" : "s") << " from " << json_in << " into "
             << path << " (" << (int64_t)total - added << " already present)\n";

@@ -20,7 +20,8 @@ namespace tessel {
 
 /** One line per record in commit order: key summary (group hash prefix, shape class), shapes,
  * short target, median ms, measured_by, date. A '*' marks the record each key's lookup returns.
- * Fails (without creating anything) when `path` does not exist. */
+ * Fails (without creating anything) when `path` does not exist. Opens the database read-only,
+ * so it works on read-only files and on a full disk. */
 int db_list(const std::string &path, std::ostream &out, std::ostream &err = std::cerr);
 
 /** Write the database as JSON (TuningDatabase::export_json) to `json_out`, or to `out` when
@@ -30,7 +31,8 @@ int db_export(const std::string &path, const std::string &json_out, std::ostream
               std::ostream &err = std::cerr);
 
 /** Add the records of a JSON export (`json_in`; "-" reads stdin) to the database at `path`,
- * creating it if needed. Importing the same file twice adds nothing the second time. Prints how
+ * creating it if needed. A malformed export is refused, naming the record, before the database
+ * is opened: nothing is created or imported. Importing the same file twice adds nothing the second time. Prints how
  * many records were new to `out`. */
 int db_import(const std::string &path, const std::string &json_in, std::ostream &out = std::cout,
               std::ostream &err = std::cerr);

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <fstream>
 #include <iomanip>
+#include <iostream>
 #include <sstream>
 
 #ifndef TESSEL_SHAPE_SUITE
@@ -86,6 +87,22 @@ autosched::TuneRequest make_request(const dsl::Graph &g, const dsl::FusionGroup 
     return r;
 }
 
+/** A database's lookups without its commits (a read-only database, or none at all). */
+class LookupOnlyCache : public autosched::TuningCache {
+public:
+    explicit LookupOnlyCache(autosched::TuningDatabase *db) : db_(db) {}
+    std::optional<autosched::TuningRecord> lookup(const autosched::TuningKey &key) override {
+        return db_ ? db_->lookup(key) : std::nullopt;
+    }
+    void commit(const autosched::TuningRecord &) override {}
+    std::vector<autosched::TuningRecord> top_k(const autosched::TuningKey &key, int k) override {
+        return db_ ? db_->top_k(key, k) : std::vector<autosched::TuningRecord>{};
+    }
+
+private:
+    autosched::TuningDatabase *db_;
+};
+
 void print_result(const autosched::TuneResult &r, const TuneOptions &o, std::ostream &out) {
     out << "  " << r.decision << "\n  winner: " << r.params.to_string() << " -> " << std::fixed << std::setprecision(3)
         << r.time_ms << " ms (" << r.source << "), tuned in " << std::setprecision(1) << r.seconds << " s\n";
@@ -132,6 +149,8 @@ int run_tune(const TuneOptions &o, std::ostream &out) {
     const autosched::TargetModel tm = autosched::TargetModel::for_target(target);
     autosched::AnalyticalCostModel model(tm);
     autosched::TuningDatabase db(o.db);
+    // Every result is committed: refuse now, not after the measuring, when that cannot work.
+    db.check_writable();
     std::unique_ptr<autosched::IsolatedMeasurer> measurer;
     autosched::TunerParams params = o.params;
     if (tm.device == sched::Device::Cuda) {
@@ -210,12 +229,22 @@ std::optional<autosched::TuneResult> autoschedule_group(const dsl::Graph &g, con
     if (!w) return std::nullopt;
     const autosched::TargetModel tm = autosched::TargetModel::for_target(target);
     autosched::AnalyticalCostModel model(tm);
-    autosched::TuningDatabase db(db_path);
+    // Lookups need only reading: a read-only database (or none) still serves, and then the
+    // pick is not stored; said once per process on stderr.
+    std::string note;
+    std::unique_ptr<autosched::TuningDatabase> db = autosched::TuningDatabase::open_for_reading(db_path, &note);
+    static bool noted = false;
+    if (!note.empty() && !noted) {
+        std::cerr << "tessel: " << note << "\n";
+        noted = true;
+    }
+    LookupOnlyCache lookup_only(db.get());
+    autosched::TuningCache *cache = db && db->writable() ? static_cast<autosched::TuningCache *>(db.get()) : &lookup_only;
     autosched::TunerParams params;
     params.measure = measure && tm.device == sched::Device::Cpu;
     std::unique_ptr<autosched::IsolatedMeasurer> measurer;
     if (params.measure) measurer = std::make_unique<autosched::IsolatedMeasurer>();
-    autosched::Tuner tuner(model, measurer.get(), &db, params);
+    autosched::Tuner tuner(model, measurer.get(), cache, params);
     auto r = tuner.tune(make_request(g, fg, symbols, *w, target), measure ? log : nullptr);
     if (log) *log << "autoscheduler for " << fg.name << " at " << w->to_string() << ": " << r.decision << " ("
                   << r.params.to_string() << ")\n";
