@@ -103,6 +103,51 @@ std::string generate_ptx(const Halide::Pipeline &pipeline, const std::vector<Hal
     });
 }
 
+std::string aot_error_recorder_section(const std::string &name) {
+    return R"(
+/* ---- Added by Tessel: errors without abort() -------------------------------------------------
+ * Halide's default runtime error handler prints the message and calls abort(), which ends the
+ * caller's process when, for example, a buffer is too small for the call. To get an error code
+ * back instead -- the function then returns non-zero before it reads or writes anything out of
+ * bounds -- call tessel_install_error_recorder() once, before the first call; afterwards
+ * tessel_last_error() holds the message of this thread's last error:
+ *
+ *   tessel_install_error_recorder();
+ *   if ()" + name + R"((...buffers...) != 0) fprintf(stderr, "%s
+", tessel_last_error());
+ *
+ * The recorder replaces the process-wide handler of the Halide runtime (halide_set_error_handler);
+ * a program may install its own handler the same way instead, or define halide_error() itself
+ * (the runtime's definition is weak). Messages are cut at 4095 bytes.
+ */
+#ifndef TESSEL_ERROR_RECORDER_DEFINED
+#define TESSEL_ERROR_RECORDER_DEFINED
+#ifdef __cplusplus
+#define TESSEL_ERROR_INLINE inline
+#define TESSEL_ERROR_THREAD_LOCAL thread_local
+#else
+#define TESSEL_ERROR_INLINE static inline
+#define TESSEL_ERROR_THREAD_LOCAL _Thread_local
+#endif
+TESSEL_ERROR_INLINE char *tessel_error_buffer(void) {
+    static TESSEL_ERROR_THREAD_LOCAL char buffer[4096];
+    return buffer;
+}
+TESSEL_ERROR_INLINE void tessel_record_error(void *user_context, const char *msg) {
+    char *b = tessel_error_buffer();
+    int i = 0;
+    (void)user_context;
+    for (; msg && msg[i] && i < 4095; i++) b[i] = msg[i];
+    while (i > 0 && b[i - 1] == '
+') i--;
+    b[i] = 0;
+}
+TESSEL_ERROR_INLINE const char *tessel_last_error(void) { return tessel_error_buffer(); }
+TESSEL_ERROR_INLINE void tessel_install_error_recorder(void) { halide_set_error_handler(tessel_record_error); }
+#endif /* TESSEL_ERROR_RECORDER_DEFINED */
+)";
+}
+
 std::vector<fs::path> compile_aot(const Halide::Pipeline &pipeline, const std::vector<Halide::Argument> &args,
                                   const Halide::Target &target, const std::string &name, const fs::path &dir,
                                   const std::set<AotOutput> &outputs) {
@@ -125,6 +170,11 @@ std::vector<fs::path> compile_aot(const Halide::Pipeline &pipeline, const std::v
             Halide::Pipeline(pipeline).compile_to(files, args, name, target);
             return 0;
         });
+        if (files.count(Halide::OutputFileType::c_header)) {
+            std::ofstream h(files[Halide::OutputFileType::c_header], std::ios::app);
+            h << aot_error_recorder_section(name);
+            if (!h) throw CompileError("cannot append the error recorder to " + files[Halide::OutputFileType::c_header]);
+        }
     }
     if (outputs.count(AotOutput::Ptx)) {
         fs::path p = dir / (name + ".ptx");

@@ -40,13 +40,21 @@ JitKernel compile_jit(const Halide::Pipeline &pipeline, const std::vector<Halide
  * (kernels compiled by compile_jit report errors here instead of printing them). */
 std::string last_halide_error();
 
+/** The text appended to every generated header: tessel_install_error_recorder() (installs a
+ * runtime error handler that records the message instead of aborting, so the function returns
+ * its error code) and tessel_last_error() (this thread's last message), with a comment saying
+ * how to use them; C and C++. */
+std::string aot_error_recorder_section(const std::string &name);
+
 /** What `compile_aot` writes. */
 enum class AotOutput { StaticLibrary, Header, Object, Assembly, Stmt, StmtHtml, Ptx };
 std::string to_string(AotOutput o);
 AotOutput parse_aot_output(const std::string &s);
 
 /** Writes the requested outputs for `pipeline` (a Func converts) into `dir` as `<name>.<ext>`; returns the paths.
- * Ptx writes the device code of a CUDA target (CompileError if the target has no CUDA). */
+ * Ptx writes the device code of a CUDA target (CompileError if the target has no CUDA). The
+ * header ends with aot_error_recorder_section(name): without it, Halide's runtime aborts the
+ * caller's process on an error such as a too-small buffer. */
 std::vector<std::filesystem::path> compile_aot(const Halide::Pipeline &pipeline,
                                                const std::vector<Halide::Argument> &args,
                                                const Halide::Target &target, const std::string &name,

@@ -21,6 +21,13 @@ std::string guards_text(const std::vector<sched::Guard> &guards) {
     return s;
 }
 
+/** "float32", "uint8", "int16x4". */
+std::string type_name(const halide_type_t &t) {
+    static const char *codes[] = {"int", "uint", "float", "handle", "bfloat"};
+    std::string s = (t.code < 5 ? codes[t.code] : "code" + std::to_string((int)t.code)) + std::to_string((int)t.bits);
+    return t.lanes == 1 ? s : s + "x" + std::to_string((int)t.lanes);
+}
+
 }  // namespace
 
 CompiledKernel::CompiledKernel(const dsl::Graph &g, dsl::FusionGroup group, sched::ScheduleSpec schedule,
@@ -147,15 +154,69 @@ std::string CompiledKernel::describe_call(const std::vector<halide_buffer_t *> &
     return s;
 }
 
+std::string CompiledKernel::check_buffers(const std::vector<halide_buffer_t *> &buffers) const {
+    if (buffers.size() != arguments_.size())
+        return "takes " + std::to_string(arguments_.size()) + " buffers (" + describe_call({}) + "), got " +
+               std::to_string(buffers.size());
+    auto shape_of = [](const halide_buffer_t *b) {
+        std::string s = "[";
+        for (int d = b->dimensions - 1; d >= 0; d--) s += std::to_string(b->dim[d].extent) + (d ? "," : "");
+        return s + "]";
+    };
+    // Symbolic sizes are bound by the first buffer that has them; every other use must agree.
+    struct Binding {
+        dsl::Dim dim;
+        long extent;
+        std::string from;
+    };
+    std::vector<Binding> bound;
+    for (size_t i = 0; i < buffers.size(); i++) {
+        const KernelArgument &a = arguments_[i];
+        const halide_buffer_t *b = buffers[i];
+        const std::string arg = "argument '" + a.name + "' (" + (a.is_output ? "output" : "input") + ")";
+        if (!b) return arg + " is a null buffer";
+        if (b->type.code != halide_type_float || b->type.bits != 32 || b->type.lanes != 1)
+            return arg + " has element type " + type_name(b->type) + "; the kernel takes float32";
+        if (!b->host && !b->device) return arg + " has no memory (host pointer null)";
+        if (b->dimensions != a.dimensions)
+            return arg + " has " + std::to_string(b->dimensions) + " dimensions " + shape_of(b) + "; the kernel expects " +
+                   std::to_string(a.dimensions);
+        // Expected shape, tensor order, with the binding of each symbolic size.
+        const auto &dims = graph_->node(a.value).type.dims;
+        std::string want = "[", why;
+        bool match = true;
+        for (size_t axis = 0; axis < dims.size(); axis++) {
+            const int hd = (int)(dims.size() - 1 - axis);
+            const long got = b->dim[hd].extent;
+            const dsl::Dim d = dsl::resolve_dim(*graph_, dims[axis]);
+            long expect = got;
+            if (d.is_static()) {
+                expect = (long)d.size;
+            } else {
+                auto it = std::find_if(bound.begin(), bound.end(), [&](const Binding &x) { return dsl::same_dim(*graph_, x.dim, d); });
+                if (it == bound.end()) bound.push_back({d, got, a.name});
+                else {
+                    expect = it->extent;
+                    if (got != expect) why = dsl::print_dim(*graph_, dims[axis]) + " = " + std::to_string(expect) + " from '" + it->from + "'";
+                }
+            }
+            match = match && got == expect;
+            want += std::to_string(expect) + (axis + 1 < dims.size() ? "," : "");
+        }
+        if (dims.empty() && b->dim[0].extent != 1) match = false, want += "1";
+        want += "]";
+        if (!match) return arg + " has shape " + shape_of(b) + "; the kernel expects " + want + (why.empty() ? "" : " (" + why + ")");
+    }
+    return "";
+}
+
 void CompiledKernel::run(const std::vector<halide_buffer_t *> &buffers) const {
     if (backend_ != KernelBackend::Jit)
         throw CompileError("kernel '" + group_.name + "' was compiled ahead of time; it cannot be run here");
-    if (buffers.size() != arguments_.size())
-        throw CompileError("kernel '" + group_.name + "' takes " + std::to_string(arguments_.size()) + " buffers (" +
-                           describe_call({}) + "), got " + std::to_string(buffers.size()));
-    for (size_t i = 0; i < buffers.size(); i++)
-        if (!buffers[i])
-            throw CompileError("kernel '" + group_.name + "': buffer for '" + arguments_[i].name + "' is null");
+    // Checked before Halide sees them: a null host pointer would make the call a bounds query,
+    // and shapes are the graph's, which Halide's own checks know only in part.
+    if (const std::string bad = check_buffers(buffers); !bad.empty())
+        throw CompileError("kernel '" + group_.name + "': " + bad + " (buffers: " + describe_call(buffers) + ")");
     const size_t pick = pick_variant(call_extents(buffers));
     if (pick == variants_.size())
         throw CompileError("kernel '" + group_.name + "' was compiled only for the " + variants_.front().label +

@@ -92,9 +92,19 @@ public:
     /** Index in variants() of the variant serving `extents`: the first whose guards hold. */
     size_t pick_variant(const std::map<std::string, long> &extents) const;
 
+    /** Why these buffers cannot be passed to run() — a wrong count, a null buffer or host
+     * pointer, an element type other than float32, a wrong number of dimensions, or a shape
+     * other than the graph's (static sizes, and each symbolic size equal everywhere, bound by
+     * the first buffer that has it) — naming the argument, its shape and the expected one; ""
+     * when they can. Example: "argument 'w' (input) has shape [33,96]; the kernel expects
+     * [64,96] (K = 64 from 'x')". */
+    std::string check_buffers(const std::vector<halide_buffer_t *> &buffers) const;
+
     /** Runs the variant serving these buffers (arguments() order). Throws CompileError naming
-     * the kernel, Halide's message and every buffer's shape when the kernel fails (wrong
-     * extents included), or when only_for excluded the variant these extents need. */
+     * the kernel, the argument and both shapes when check_buffers() refuses them (nothing is
+     * read or written then), Halide's message and every buffer's shape when the kernel fails,
+     * or when only_for excluded the variant these extents need. Never aborts the process:
+     * Halide's runtime errors are returned to it (codegen/Compile.h). */
     void run(const std::vector<halide_buffer_t *> &buffers) const;
 
     /** The name variant `i` (of variants()) is written under: `<base>` for the fallback,
