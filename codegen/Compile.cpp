@@ -113,8 +113,7 @@ std::string aot_error_recorder_section(const std::string &name) {
  * tessel_last_error() holds the message of this thread's last error:
  *
  *   tessel_install_error_recorder();
- *   if ()" + name + R"((...buffers...) != 0) fprintf(stderr, "%s
-", tessel_last_error());
+ *   if ()" + name + R"((...buffers...) != 0) fprintf(stderr, "%s\n", tessel_last_error());
  *
  * The recorder replaces the process-wide handler of the Halide runtime (halide_set_error_handler);
  * a program may install its own handler the same way instead, or define halide_error() itself
@@ -138,8 +137,7 @@ TESSEL_ERROR_INLINE void tessel_record_error(void *user_context, const char *msg
     int i = 0;
     (void)user_context;
     for (; msg && msg[i] && i < 4095; i++) b[i] = msg[i];
-    while (i > 0 && b[i - 1] == '
-') i--;
+    while (i > 0 && b[i - 1] == '\n') i--;
     b[i] = 0;
 }
 TESSEL_ERROR_INLINE const char *tessel_last_error(void) { return tessel_error_buffer(); }

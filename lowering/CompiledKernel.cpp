@@ -2,6 +2,7 @@
 // (call_extents, pick_variant, run), ahead-of-time files and PTX (write_files, ptx, ptx_report).
 #include "lowering/CompiledKernel.h"
 
+#include "dsl/ir/Printer.h"
 #include "dsl/ir/TypeInference.h"
 #include "lowering/ScheduleGroup.h"
 

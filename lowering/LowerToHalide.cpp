@@ -39,14 +39,37 @@ Halide::Pipeline LoweredGroup::pipeline() const { return Halide::Pipeline(output
 
 namespace {
 
+// Special values of exp and erf. Halide's exp and erf are vectorizable polynomials that are
+// right for finite arguments in range, but exp converts the exponent to an integer (exp(NaN) =
+// exp(+inf) = exp(1e30) = 0) and erf divides infinities (erf(+inf) = NaN). The cases are
+// selected on the float's bits (fast-math flags cannot fold them away), and only where the
+// polynomial is wrong, so every finite result in range is the polynomial's, bit for bit. Cost:
+// an integer and, a compare and a select or two per element, all vector operations.
+
+/** NaN and infinity tests on the bits of a float32. */
+Expr is_nan_bits(const Expr &x) { return (Halide::reinterpret(Halide::Int(32), x) & 0x7fffffff) > 0x7f800000; }
+Expr is_inf_bits(const Expr &x) { return (Halide::reinterpret(Halide::Int(32), x) & 0x7fffffff) == 0x7f800000; }
+
+/** exp with IEEE special values: NaN stays NaN, past ln(FLT_MAX) the result is +inf, below
+ * -104 (exp < half the smallest subnormal) it is 0; in between Halide's polynomial. */
+Expr ieee_exp(const Expr &x) {
+    return Halide::select(is_nan_bits(x), x, x > 88.72284f, Expr(INFINITY), x < -104.0f, Expr(0.0f), Halide::exp(x));
+}
+
+/** erf with erf(+-inf) = +-1; NaN and finite arguments as Halide computes them. */
+Expr ieee_erf(const Expr &x) {
+    return Halide::select(is_inf_bits(x), Halide::select(x > 0.0f, Expr(1.0f), Expr(-1.0f)), Halide::erf(x));
+}
+
 /** GELU of `v`: the exact (erf) form, or the tanh approximation. Strict mode evaluates the
  * formula as written; fast mode turns 0.5 (1 + tanh u) into sigmoid(2u), exact in real
  * arithmetic with different rounding, because Halide's exp vectorizes where tanh calls libm
- * once per lane. Halide's erf is a vectorizable polynomial accurate to the last few bits. */
+ * once per lane. Halide's erf is a vectorizable polynomial accurate to the last few bits.
+ * Infinities follow the formula: gelu(+inf) = +inf, gelu(-inf) = -inf * 0 = NaN. */
 Expr gelu_expr(const Expr &v, bool tanh_form, dsl::NumericMode mode) {
-    if (!tanh_form) return 0.5f * v * (1.0f + Halide::erf(v * 0.70710678118654752f));
+    if (!tanh_form) return 0.5f * v * (1.0f + ieee_erf(v * 0.70710678118654752f));
     const Expr u = 0.79788456080286536f * (v + 0.044715f * v * v * v);
-    if (mode == dsl::NumericMode::Fast) return v / (1.0f + Halide::exp(-2.0f * u));
+    if (mode == dsl::NumericMode::Fast) return v / (1.0f + ieee_exp(-2.0f * u));
     return 0.5f * v * (1.0f + Halide::tanh(u));
 }
 
@@ -152,7 +175,7 @@ public:
         case Op::Gelu: return gelu_expr(operand(0), false, mode_);
         case Op::GeluTanh: return gelu_expr(operand(0), true, mode_);
         case Op::Tanh: return Halide::tanh(operand(0));
-        case Op::Exp: return Halide::exp(operand(0));
+        case Op::Exp: return ieee_exp(operand(0));
         case Op::Relu: return ieee_maximum(operand(0), 0.0f);  // relu(NaN) = NaN, relu(-0) = +0
         case Op::Neg: return -operand(0);
         case Op::Abs: return Halide::abs(operand(0));
