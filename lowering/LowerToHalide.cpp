@@ -39,35 +39,40 @@ Halide::Pipeline LoweredGroup::pipeline() const { return Halide::Pipeline(output
 
 namespace {
 
-// Special values of exp and erf. Halide's exp and erf are vectorizable polynomials that are
-// right for finite arguments in range, but exp converts the exponent to an integer (exp(NaN) =
-// exp(+inf) = exp(1e30) = 0) and erf divides infinities (erf(+inf) = NaN). The cases are
-// selected on the float's bits (fast-math flags cannot fold them away), and only where the
-// polynomial is wrong, so every finite result in range is the polynomial's, bit for bit. Cost:
-// an integer and, a compare and a select or two per element, all vector operations.
+// Special values of exp. Halide's exp is a vectorizable polynomial that is right for finite
+// arguments in range, but it converts the exponent to an integer (exp(NaN) = exp(+inf) =
+// exp(1e30) = 0). The cases are selected on the float's bits (fast-math flags cannot fold them
+// away), and only where the polynomial is wrong, so every finite result in range is the
+// polynomial's, bit for bit. Cost: integer and/compares and three selects per element, all
+// vector operations (to be benchmarked: exp is in softmax-free epilogues and the fast GELU).
 
 /** NaN and infinity tests on the bits of a float32. */
-Expr is_nan_bits(const Expr &x) { return (Halide::reinterpret(Halide::Int(32), x) & 0x7fffffff) > 0x7f800000; }
-Expr is_inf_bits(const Expr &x) { return (Halide::reinterpret(Halide::Int(32), x) & 0x7fffffff) == 0x7f800000; }
+Expr float_bits(const Expr &x) { return Halide::reinterpret(Halide::Int(32), x); }
+Expr is_nan_bits(const Expr &x) { return (float_bits(x) & 0x7fffffff) > 0x7f800000; }
+Expr is_inf_bits(const Expr &x) { return (float_bits(x) & 0x7fffffff) == 0x7f800000; }
 
-/** exp with IEEE special values: NaN stays NaN, past ln(FLT_MAX) the result is +inf, below
- * -104 (exp < half the smallest subnormal) it is 0; in between Halide's polynomial. */
+/** exp with IEEE special values: NaN stays NaN, past ln(FLT_MAX) (88.72284) the result is
+ * +inf, below -104 (exp < half the smallest subnormal) it is 0; in between Halide's polynomial.
+ * The ranges are compared on the bits too (a positive float's bits order as the float). */
 Expr ieee_exp(const Expr &x) {
-    return Halide::select(is_nan_bits(x), x, x > 88.72284f, Expr(INFINITY), x < -104.0f, Expr(0.0f), Halide::exp(x));
-}
-
-/** erf with erf(+-inf) = +-1; NaN and finite arguments as Halide computes them. */
-Expr ieee_erf(const Expr &x) {
-    return Halide::select(is_inf_bits(x), Halide::select(x > 0.0f, Expr(1.0f), Expr(-1.0f)), Halide::erf(x));
+    const Expr bits = float_bits(x);
+    const Expr magnitude = bits & 0x7fffffff;
+    const Expr nan = magnitude > 0x7f800000, over = bits > 0x42b17218 /* 88.72284f */,
+               under = bits < 0 && magnitude > 0x42d00000 /* -104.0f */;
+    // The polynomial sees only arguments in range (0 instead), so no flagged float op ever
+    // meets an infinity or NaN that LLVM may assume away.
+    const Expr in_range = Halide::select(nan || over || under, Expr(0.0f), x);
+    return Halide::select(nan, x, over, Expr(INFINITY), under, Expr(0.0f), Halide::exp(in_range));
 }
 
 /** GELU of `v`: the exact (erf) form, or the tanh approximation. Strict mode evaluates the
  * formula as written; fast mode turns 0.5 (1 + tanh u) into sigmoid(2u), exact in real
  * arithmetic with different rounding, because Halide's exp vectorizes where tanh calls libm
  * once per lane. Halide's erf is a vectorizable polynomial accurate to the last few bits.
- * Infinities follow the formula: gelu(+inf) = +inf, gelu(-inf) = -inf * 0 = NaN. */
+ * Known issue: the erf form gives gelu(+inf) = NaN in compiled code (Halide's erf divides
+ * infinities; selecting the IEEE result on the bits did not survive LLVM here). */
 Expr gelu_expr(const Expr &v, bool tanh_form, dsl::NumericMode mode) {
-    if (!tanh_form) return 0.5f * v * (1.0f + ieee_erf(v * 0.70710678118654752f));
+    if (!tanh_form) return 0.5f * v * (1.0f + Halide::erf(v * 0.70710678118654752f));
     const Expr u = 0.79788456080286536f * (v + 0.044715f * v * v * v);
     if (mode == dsl::NumericMode::Fast) return v / (1.0f + ieee_exp(-2.0f * u));
     return 0.5f * v * (1.0f + Halide::tanh(u));
