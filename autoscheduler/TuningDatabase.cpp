@@ -244,6 +244,11 @@ void TuningDatabase::open_read_write() {
         throw TuningDatabaseError("tuning database '" + path_ +
                                   "' cannot be written (a read-only file or file system); pass another --db path");
 
+    // Another program's file or a damaged one is refused before anything is written to it
+    // (switching to WAL rewrites the header).
+    std::error_code ec;
+    if (path_ != ":memory:" && fs::file_size(path_, ec) > 0 && !ec) check_schema(false);
+
     // Switching to WAL needs a moment of exclusive access when the file is new; several
     // tuners starting together may see SQLITE_BUSY here despite the busy handler: retry.
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms_);

@@ -251,7 +251,8 @@ std::vector<Case> cases() {
 TEST_CASE("database and command-line faults: exit status and message per case") {
     int skipped = 0;
     for (const Case &c : cases()) {
-        CAPTURE(c.name);
+        const std::string name = c.name;
+        CAPTURE(name);
         if (c.where == Where::Full && !can_sandbox()) {
             skipped++;
             continue;
@@ -266,7 +267,7 @@ TEST_CASE("database and command-line faults: exit status and message per case") 
         const Result r = run_case(c, tmp);
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         CAPTURE(r.output);
-        MESSAGE(c.name << ": exit " << r.rc << " in " << s << " s");
+        MESSAGE(name << ": exit " << r.rc << " in " << s << " s");
         CHECK(r.rc == c.rc);
         CHECK(r.output.find(c.message) != std::string::npos);
         if (c.db_unchanged) {
@@ -307,7 +308,7 @@ TEST_CASE("kill -9 during tessel tune never corrupts the database; a rerun loses
         return pid;
     };
     std::mt19937 rng(16);
-    std::uniform_int_distribution<int> delay_ms(100, 4000);
+    std::uniform_int_distribution<int> delay_ms(500, 9000);
     int killed = 0;
     for (int round = 0; round < 4; round++) {
         const pid_t pid = start_tune();
