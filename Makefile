@@ -6,7 +6,9 @@ VENV := .venv
 CMAKE := $(VENV)/bin/cmake
 CTEST := $(VENV)/bin/ctest
 
-.PHONY: all setup configure build demo test bench bench-memory install clean
+BUILD_ASAN ?= build-asan
+
+.PHONY: all setup configure build demo test test-asan bench bench-memory install clean
 
 all: build
 
@@ -28,6 +30,18 @@ demo: build
 
 test: build
 	@$(CTEST) --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE perf
+
+# The suite under AddressSanitizer and UBSan, in a build folder of its own. Tessel's code (the
+# libraries, the tessel and tessel-measure programs, the tests) is instrumented; Halide's library
+# and the kernels it JIT-compiles are not. Leak checking is off: LLVM's JIT keeps its code alive.
+test-asan: setup
+	@$(CMAKE) -S . -B $(BUILD_ASAN) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DTESSEL_SANITIZE=address,undefined \
+	  -DCMAKE_MAKE_PROGRAM=$(abspath $(VENV)/bin/ninja) \
+	  -DHalide_DIR=$$(./cmake/halide-prefix.sh) >/dev/null
+	@$(CMAKE) --build $(BUILD_ASAN) -j $(JOBS)
+	@ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	  $(CTEST) --test-dir $(BUILD_ASAN) --output-on-failure -j $(JOBS) -LE 'perf|fuzz'
 
 bench: build
 	@./bench/run.sh $(BUILD) $(BENCH_ARGS)

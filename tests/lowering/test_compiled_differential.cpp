@@ -1,0 +1,120 @@
+/** \file
+ * Differential test of the compiled path: random kernel graphs (tests/dsl/RandomKernelGraphs.h:
+ * matmuls, elementwise chains with exp, row and column reductions, softmax, transposes,
+ * reshapes over extents 1, 3, 5, 8, 13, 17) with inputs that mix NaN, +-inf and -0 into uniform
+ * values, simplified, planned and compiled through CompiledGraph (JIT), and compared with the
+ * reference interpreter on the graph as built. Schedules: each group's library default; for
+ * every third graph the matmul groups get the autoscheduler's model pick instead.
+ *
+ * Comparison: support/ErrorStats.h's rule (NaN only matches NaN, an infinity only itself), with
+ * a relative tolerance of 1e-4 on |got - want| / (1 + |want|): the interpreter computes in
+ * double, the kernels in float32, and a sum of at most 17 products of values below 4 in float32
+ * is within about 17 * 2^-24 * 17 * 16 ~ 3e-4 of the exact sum in the worst case, far less in
+ * practice; exp and softmax carry relative error on. Signs of zeros are not compared.
+ *
+ * TESSEL_DIFF_ITERS (default 120) and TESSEL_DIFF_SEED select a run; test_compiled_differential_long
+ * (label fuzz, not in `make test`) runs 10000 graphs.
+ */
+#include "autoscheduler/CostModel.h"
+#include "autoscheduler/Tuner.h"
+#include "codegen/Compile.h"
+#include "driver/Tune.h"
+#include "dsl/Pipeline.h"
+#include "dsl/interp/Interpreter.h"
+#include "dsl/passes/Fusion.h"
+#include "lowering/CompiledGraph.h"
+#include "lowering/ScheduleGroup.h"
+#include "support/ErrorStats.h"
+#include "tests/dsl/RandomKernelGraphs.h"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <random>
+
+using namespace tessel;
+
+namespace {
+
+uint64_t env_or(const char *name, uint64_t dflt) {
+    const char *s = std::getenv(name);
+    return s ? std::strtoull(s, nullptr, 10) : dflt;
+}
+
+/** The autoscheduler's model pick for matmul+epilogue groups (no database, no measuring). */
+ScheduleChooser model_pick(const dsl::Graph &g, const Halide::Target &target) {
+    return [&g, target](const dsl::FusionGroup &fg, const lower::LoweredGroup &) -> std::optional<sched::ScheduleSpec> {
+        if (fg.kind != dsl::GroupKind::MatmulEpilogue) return std::nullopt;
+        auto w = group_workload(g, fg, {});
+        if (!w) return std::nullopt;
+        autosched::AnalyticalCostModel model(autosched::TargetModel::for_target(target));
+        autosched::TunerParams params;
+        params.measure = false;
+        autosched::Tuner tuner(model, nullptr, nullptr, params);
+        autosched::TuneRequest r;
+        r.graph = &g;
+        r.group = fg;
+        r.workload = *w;
+        r.target = target;
+        return tuner.tune(r).schedule;
+    };
+}
+
+}  // namespace
+
+TEST_CASE("differential: compiled graphs match the interpreter, special values and awkward extents included") {
+    const uint64_t iters = env_or("TESSEL_DIFF_ITERS", 120), base = env_or("TESSEL_DIFF_SEED", 0);
+    const Halide::Target target = parse_target("host");
+    int groups = 0, model_picked = 0, specials = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (uint64_t i = 0; i < iters; i++) {
+        const uint64_t seed = base + i;
+        const dsl::Graph original = dsl::test::random_kernel_graph(70000 + seed, 3 + (int)(seed % 8));
+        dsl::Graph g = original;
+        dsl::default_pipeline().run(g);
+        const dsl::FusionPlan plan = dsl::plan_fusion(g, lower::fusion_options(target));
+        INFO("seed " << seed);
+
+        dsl::RunOptions ro;
+        ro.random_missing_inputs = true;
+        ro.input_seed = seed;
+        std::map<std::string, dsl::Tensor> inputs = dsl::interpret(original, {}, ro).inputs;
+        std::mt19937_64 rng(seed);
+        const double corner[] = {NAN, INFINITY, -INFINITY, -0.0};
+        if (seed % 2 == 0)  // half the graphs all finite, so finite paths are compared everywhere
+            for (auto &[name, t] : inputs)
+                for (double &v : t.data)
+                    if (rng() % 8 == 0) v = corner[rng() % 4], specials++;
+        const dsl::RunResult want = dsl::interpret(original, inputs, ro);
+
+        const bool use_model = seed % 3 == 1;
+        const CompiledGraph program(g, plan, target, use_model ? model_pick(g, target) : ScheduleChooser{});
+        for (const auto &cg : program.groups()) {
+            groups++;
+            if (use_model && cg.kernel->group().kind == dsl::GroupKind::MatmulEpilogue) model_picked++;
+        }
+        const std::vector<dsl::Tensor> got = program.run(want.inputs, want.symbols);
+        REQUIRE(got.size() == want.outputs.size());
+        for (size_t o = 0; o < got.size(); o++) {
+            REQUIRE(got[o].shape == want.outputs[o].shape);
+            ErrorStats e;
+            size_t first_bad = got[o].data.size();
+            for (size_t k = 0; k < got[o].data.size(); k++) {
+                e.add(got[o].data[k], want.outputs[o].data[k]);
+                if (first_bad == got[o].data.size() && pair_error(got[o].data[k], want.outputs[o].data[k]).second > 1e-4)
+                    first_bad = k;
+            }
+            INFO("output " << o << " element " << first_bad << ": got "
+                           << (first_bad < got[o].data.size() ? got[o].data[first_bad] : 0.0) << ", want "
+                           << (first_bad < got[o].data.size() ? want.outputs[o].data[first_bad] : 0.0));
+            CHECK(e.max_rel <= 1e-4);
+        }
+    }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    MESSAGE(iters << " graphs, " << groups << " compiled groups (" << model_picked << " with the model's pick), "
+                  << specials << " special input values, in " << s << " s");
+    CHECK(groups > 0);
+    if (iters >= 30) CHECK(model_picked > 0);
+}
