@@ -13,7 +13,7 @@
  * practice; exp and softmax carry relative error on. Signs of zeros are not compared.
  *
  * TESSEL_DIFF_ITERS (default 120) and TESSEL_DIFF_SEED select a run; test_compiled_differential_long
- * (label fuzz, not in `make test`) runs 10000 graphs.
+ * (labels fuzz and perf, so not in `make test`) runs 10000 graphs.
  */
 #include "autoscheduler/CostModel.h"
 #include "autoscheduler/Tuner.h"
