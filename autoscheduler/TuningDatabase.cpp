@@ -246,8 +246,16 @@ void TuningDatabase::open_read_write() {
 
     // Another program's file or a damaged one is refused before anything is written to it
     // (switching to WAL rewrites the header).
+    // (Only a refusal here: a file another tuner is creating right now may not show its
+    // schema yet; the check under the lock below decides.)
     std::error_code ec;
-    if (path_ != ":memory:" && fs::file_size(path_, ec) > 0 && !ec) check_schema(false);
+    if (path_ != ":memory:" && fs::file_size(path_, ec) > 0 && !ec) {
+        try {
+            check_schema(false);
+        } catch (const TuningDatabaseError &e) {
+            if (std::string(e.what()).find("is empty (no Tessel schema)") == std::string::npos) throw;
+        }
+    }
 
     // Switching to WAL needs a moment of exclusive access when the file is new; several
     // tuners starting together may see SQLITE_BUSY here despite the busy handler: retry.

@@ -83,7 +83,7 @@ TEST_CASE("a failing call names the kernel, Halide's message and every buffer's 
     std::vector<halide_buffer_t *> args{x.raw_buffer(), w.raw_buffer(), bias.raw_buffer(), y.raw_buffer()};
     CHECK_THROWS_WITH_AS(k.run(args), doctest::Contains("x[4,8], w[9,16], bias[16], y[4,16]"), CompileError);
     args[1] = nullptr;
-    CHECK_THROWS_WITH_AS(k.run(args), doctest::Contains("buffer for 'w' is null"), CompileError);
+    CHECK_THROWS_WITH_AS(k.run(args), doctest::Contains("argument 'w' (input) is a null buffer"), CompileError);
     CHECK_THROWS_WITH_AS(k.run({x.raw_buffer()}), doctest::Contains("takes 4 buffers"), CompileError);
 }
 
