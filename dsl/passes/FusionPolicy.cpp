@@ -334,6 +334,18 @@ public:
         return std::nullopt;
     }
 
+    /** Contractions pair only on a shared left operand, reductions only on a shared row source. */
+    std::optional<std::vector<ValueId>> sibling_keys(const Graph &g, ValueId v) const override {
+        switch (fusion_class(g, v)) {
+        case FusionClass::Contraction: return std::vector<ValueId>{g.node(v).inputs[0]};
+        case FusionClass::Reduction: {
+            const std::set<ValueId> rows = row_sources(g, g.node(v).inputs[0]);
+            return std::vector<ValueId>(rows.begin(), rows.end());
+        }
+        default: return std::vector<ValueId>{};
+        }
+    }
+
     FusionDecision merge(const Graph &g, const std::vector<ValueId> &a, const std::vector<ValueId> &b) const override {
         auto ma = of_class(g, a, FusionClass::Contraction), mb = of_class(g, b, FusionClass::Contraction);
         auto ra = of_class(g, a, FusionClass::Reduction), rb = of_class(g, b, FusionClass::Reduction);
@@ -392,8 +404,7 @@ ResourceEstimate DefaultFusionPolicy::estimate(const Graph &g, const std::vector
         std::set<ValueId> epi;
         std::set<ValueId> external;
         int64_t P = 0;
-        for (ValueId v : g.order()) {
-            if (!members.count(v)) continue;
+        for (ValueId v : nodes) {  // in program order, like the group
             FusionClass c = fusion_class(g, v);
             if (c == FusionClass::Contraction || c == FusionClass::Constant) continue;
             bool down = false;
