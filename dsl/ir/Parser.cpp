@@ -4,7 +4,10 @@
 #include "dsl/ir/Parser.h"
 
 #include <cctype>
+#include <charconv>
+#include <climits>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -25,6 +28,9 @@ struct Token {
     Tok kind = Tok::End;
     std::string text;
     double num = 0;
+    /** Tok::Int: the literal as an integer, exact; int_fits is false past 2^63 - 1. */
+    int64_t inum = 0;
+    bool int_fits = true;
     SourceLoc loc;
 };
 
@@ -32,8 +38,8 @@ std::string describe(const Token &t) {
     switch (t.kind) {
     case Tok::End: return "end of file";
     case Tok::Value: return "'%" + t.text + "'";
-    case Tok::String: return "string \"" + t.text + "\"";
-    default: return "'" + t.text + "'";
+    case Tok::String: return "string \"" + escape_bytes(t.text) + "\"";
+    default: return "'" + escape_bytes(t.text) + "'";
     }
 }
 
@@ -68,7 +74,8 @@ public:
                                             Tok::Colon, Tok::Plus, Tok::Minus, Tok::Star, Tok::Slash};
                 size_t k = punct.find(c);
                 if (k == std::string::npos)
-                    throw ParseError(file_, t.loc, std::string("unexpected character '") + c + "'");
+                    throw ParseError(file_, t.loc, "unexpected character '" + escape_bytes(std::string(1, c)) + "'" +
+                                                       (c == '\0' || (unsigned char)c >= 0x80 ? " (is this a binary file?)" : ""));
                 t.kind = kinds[k];
                 t.text = std::string(1, c);
                 advance();
@@ -117,6 +124,12 @@ private:
         if (*end != '\0') throw ParseError(file_, t.loc, "malformed number '" + w + "'");
         t.kind = is_float ? Tok::Float : Tok::Int;
         t.text = w;
+        if (!is_float) {
+            // Integers are read as integers (not through the double above, which would drop
+            // bits past 2^53); the range is checked where the literal is used.
+            auto [ptr, ec] = std::from_chars(w.data(), w.data() + w.size(), t.inum);
+            t.int_fits = ec == std::errc() && ptr == w.data() + w.size();
+        }
     }
     void lex_string(Token &t) {
         advance();
@@ -148,6 +161,11 @@ struct Operand {
     double value = 0;
     bool is_int = false;
     SourceLoc loc;
+    /** An integer literal exactly (is_int), with its text for messages; int_fits is false when
+     * it does not fit in 64 bits. */
+    int64_t ivalue = 0;
+    bool int_fits = true;
+    std::string text;
 };
 
 class Parser {
@@ -173,8 +191,10 @@ public:
             if (peek().kind == Tok::End) error(peek().loc, "expected '}' to close graph '" + g_.name + "'");
             parse_statement();
         }
-        next();
+        Token close = next();
         if (peek().kind != Tok::End) error(peek().loc, "expected end of file after '}', got " + describe(peek()));
+        if (g_.outputs.empty())
+            error(close.loc, "graph '" + g_.name + "' has no output; add 'output %value' before '}'");
         check_output_names();
         g_.source = file_;
         return std::move(g_);
@@ -216,16 +236,16 @@ private:
             return;
         }
         if (t.kind == Tok::Ident) {
-            size_t first_new = g_.order().size();
+            size_t first_new = g_.size();
             Operand r = parse_expr();
-            if (r.literal || g_.order().size() == first_new || g_.node(r.id).has_result())
+            if (r.literal || g_.size() == first_new || g_.node(r.id).has_result())
                 error(t.loc, "the result of '" + t.text + "' must be named: write '%v = " + t.text + "(...)'");
             check_pending(r.id);
             return;
         }
         Token name = expect(Tok::Value, "a statement ('%name = ...', 'output', or an effect op)");
         expect(Tok::Equal, "'=' after '%" + name.text + "'");
-        size_t first_new = g_.order().size();
+        size_t first_new = g_.size();
         Operand r = parse_expr();
         std::optional<TensorType> ann;
         SourceLoc ann_loc = peek().loc;
@@ -237,7 +257,7 @@ private:
         if (r.literal) {
             TensorType t = ann ? *ann : TensorType{r.is_int ? DType::I64 : DType::F32, {}};
             r.id = add_constant(r, t);
-        } else if (g_.order().size() == first_new) {
+        } else if (g_.size() == first_new) {
             error(r.loc, "expected an operation after '=', got existing value %" +
                              g_.display_name(r.id) + " (aliases are not allowed)");
         } else if (!g_.node(r.id).has_result()) {
@@ -273,8 +293,7 @@ private:
                 if (!o.name.empty())
                     error(tok.loc, "output name %" + tok.text + " is the name of another value; write 'output %" +
                                        tok.text + "' or bind another name");
-                o.name = "_" + std::to_string(other);
-                while (g_.find(o.name) != other) o.name = "_" + o.name;
+                g_.respell_unnamed(other);
             }
     }
 
@@ -297,10 +316,9 @@ private:
                     " (first defined at line " + std::to_string(it->second.line) + ")";
                 error(name.loc, "redefinition of %" + name.text + where);
             }
-            o.name = "_" + std::to_string(other);  // an unnamed value printed as this number
-            while (g_.find(o.name) != other) o.name = "_" + o.name;
+            g_.respell_unnamed(other);  // an unnamed value printed as this number
         }
-        g_.node(id).name = name.text;
+        g_.set_name(id, name.text);
         def_loc_[name.text] = name.loc;
     }
 
@@ -339,11 +357,11 @@ private:
      * values would overflow element counts. */
     int64_t extent(const Token &x, SourceLoc at, bool negative) {
         const std::string written = (negative ? "-" : "") + x.text;
-        if (negative || x.num < 1)
+        if (negative || (x.int_fits && x.inum < 1))
             error(at, "extent " + written + " is not positive (extents must be >= 1; zero-size tensors are not supported)");
-        if (x.text.size() > 19 || x.num > (double)kMaxElements || std::stoll(x.text) > kMaxElements)
-            error(at, "extent " + written + " is too large (at most 2^62)");
-        return std::stoll(x.text);
+        if (!x.int_fits || x.inum > kMaxElements)
+            error(at, "extent " + written + " is too large (at most 2^62 = " + std::to_string(kMaxElements) + ")");
+        return x.inum;
     }
 
     // ---- expressions ----
@@ -368,8 +386,18 @@ private:
     Operand parse_unary() {
         if (peek().kind == Tok::Minus) {
             Token m = next();
+            NestingGuard depth(*this, m);
             Operand v = parse_unary();
-            if (v.literal) { v.value = -v.value; v.loc = m.loc; return v; }
+            if (v.literal) {
+                v.value = -v.value;
+                v.loc = m.loc;
+                v.text = "-" + v.text;
+                if (v.is_int) {
+                    if (v.ivalue == INT64_MIN) v.int_fits = false;
+                    else v.ivalue = -v.ivalue;
+                }
+                return v;
+            }
             return Operand{false, add_node(Op::Neg, {v.id}, {}, m.loc), 0, false, m.loc};
         }
         return parse_primary();
@@ -378,9 +406,10 @@ private:
         Token t = next();
         switch (t.kind) {
         case Tok::Value: return Operand{false, lookup(t), 0, false, t.loc};
-        case Tok::Int: return Operand{true, kNoValue, t.num, true, t.loc};
+        case Tok::Int: return Operand{true, kNoValue, t.num, true, t.loc, t.inum, t.int_fits, t.text};
         case Tok::Float: return Operand{true, kNoValue, t.num, false, t.loc};
         case Tok::LParen: {
+            NestingGuard depth(*this, t);
             Operand e = parse_expr();
             expect(Tok::RParen, "')'");
             return e;
@@ -401,6 +430,7 @@ private:
         if (!parse_op(name.text, &op)) error(name.loc, "unknown op '" + name.text + "'");
         const OpInfo &info = op_info(op);
         expect(Tok::LParen, "'(' after '" + name.text + "'");
+        NestingGuard depth(*this, name);
         std::vector<Operand> args;
         Attrs attrs;
         std::string layout;
@@ -421,7 +451,7 @@ private:
         } else next();
         if (op == Op::ShapeOf && peek().kind == Tok::LBracket) {
             next();
-            attrs.axis = (int64_t)expect(Tok::Int, "an axis index").num;
+            attrs.axis = small_int(expect(Tok::Int, "an axis index"), false);
             expect(Tok::RBracket, "']'");
             has_axis = true;
         }
@@ -491,8 +521,13 @@ private:
     }
     int64_t signed_int() {
         bool neg = peek().kind == Tok::Minus && (next(), true);
-        int64_t v = (int64_t)expect(Tok::Int, "an integer").num;
-        return neg ? -v : v;
+        return small_int(expect(Tok::Int, "an integer"), neg);
+    }
+    /** An axis or permutation entry: |v| <= 2^31 (no tensor has that many axes). */
+    int64_t small_int(const Token &t, bool negative) {
+        if (!t.int_fits || t.inum > (int64_t(1) << 31))
+            error(t.loc, "integer " + std::string(negative ? "-" : "") + t.text + " is out of range for an axis (at most 2^31)");
+        return negative ? -t.inum : t.inum;
     }
     std::vector<int64_t> int_list() {
         expect(Tok::LBracket, "'['");
@@ -544,6 +579,17 @@ private:
             error(lit.loc, "literal " + print_number(lit.value) + " is not an integer, but type is " + print_type(g_, t));
         Attrs a;
         a.value = {round_to(t.dtype, lit.value)};
+        if (is_int(t.dtype) && lit.is_int) {
+            // Integer literals keep every bit or are refused: constants hold exact integers up
+            // to 2^53 in magnitude (docs/TSL.md, "Limits"), i32 ones within 32 bits.
+            const int64_t lo = t.dtype == DType::I32 ? INT32_MIN : -kMaxExactInteger;
+            const int64_t hi = t.dtype == DType::I32 ? INT32_MAX : kMaxExactInteger;
+            if (!lit.int_fits || lit.ivalue < lo || lit.ivalue > hi)
+                error(lit.loc, "integer literal " + lit.text + " is out of range for " + to_string(t.dtype) +
+                                   (t.dtype == DType::I32 ? " (32 bits)" : " (integer constants are exact up to 2^53 = " +
+                                                                               std::to_string(kMaxExactInteger) + ")"));
+            a.value = {(double)lit.ivalue};
+        }
         Node n = Node::make(Op::Constant, {}, t, {}, a);
         n.loc = lit.loc;
         ValueId id = g_.add(std::move(n));
@@ -575,9 +621,22 @@ private:
         }
     }
 
+    /** Counts one level of expression nesting (call, parenthesis, unary minus) for its scope;
+     * past kMaxNestingDepth the parse stops with an error instead of exhausting the stack. */
+    struct NestingGuard {
+        NestingGuard(Parser &p, const Token &at) : p(p) {
+            if (++p.depth_ > kMaxNestingDepth)
+                p.error(at.loc, "expression nested too deeply (more than " + std::to_string(kMaxNestingDepth) +
+                                    " levels of calls, parentheses or unary minus); split it into statements");
+        }
+        ~NestingGuard() { --p.depth_; }
+        Parser &p;
+    };
+
     std::string file_;
     std::vector<Token> toks_;
     size_t pos_ = 0;
+    int depth_ = 0;
     Graph g_;
     ValueId pending_ = kNoValue;  ///< a node whose type must come from this statement's annotation
     std::map<std::string, SourceLoc> def_loc_;
@@ -591,7 +650,9 @@ Graph parse(const std::string &text, const std::string &filename) {
 }
 
 Graph parse_file(const std::string &path) {
-    std::ifstream in(path);
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) throw ParseError(path, {}, "is a directory, not a graph file");
+    std::ifstream in(path, std::ios::binary);
     if (!in) throw ParseError(path, {}, "cannot open file");
     std::stringstream ss;
     ss << in.rdbuf();
