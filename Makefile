@@ -6,7 +6,7 @@ VENV := .venv
 CMAKE := $(VENV)/bin/cmake
 CTEST := $(VENV)/bin/ctest
 
-.PHONY: all setup configure build demo test bench bench-memory install clean
+.PHONY: all setup configure build demo test bench bench-memory install fuzz clean
 
 all: build
 
@@ -28,6 +28,11 @@ demo: build
 
 test: build
 	@$(CTEST) --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE perf
+
+# libFuzzer campaign: every target for FUZZ_SECONDS each (fuzz/README.md).
+FUZZ_SECONDS ?= 60
+fuzz: build
+	@./fuzz/run.sh $(BUILD)/fuzz $(FUZZ_SECONDS)
 
 bench: build
 	@./bench/run.sh $(BUILD) $(BENCH_ARGS)

@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <utility>
 
 #include "dsl/ir/Numerics.h"
 #include "dsl/ir/Printer.h"
@@ -432,6 +433,7 @@ private:
         expect(Tok::LParen, "'(' after '" + name.text + "'");
         NestingGuard depth(*this, name);
         std::vector<Operand> args;
+        if (op == Op::Constant) inexact_int_.reset();
         Attrs attrs;
         std::string layout;
         bool has_perm = false, has_axis = false, has_axes = false, has_value = false;
@@ -544,6 +546,8 @@ private:
         bool neg = peek().kind == Tok::Minus && (next(), true);
         Token t = next();
         double v;
+        if (t.kind == Tok::Int && (!t.int_fits || t.inum > kMaxExactInteger) && !inexact_int_)
+            inexact_int_ = t;  // fine for a float constant; refused by infer() for an integer one
         if (t.kind == Tok::Int || t.kind == Tok::Float) v = t.num;
         else if (t.kind == Tok::Ident && t.text == "nan") v = NAN;
         else if (t.kind == Tok::Ident && t.text == "inf") v = INFINITY;
@@ -610,6 +614,10 @@ private:
     void infer(Node &n) {
         try {
             n.type = infer_type(g_, n);
+            const std::optional<Token> big = n.op == Op::Constant ? std::exchange(inexact_int_, std::nullopt) : std::nullopt;
+            if (big && is_int(n.type.dtype))
+                error(big->loc, "integer value " + big->text + " is out of range for " + to_string(n.type.dtype) +
+                                    " (integer constants are exact up to 2^53)");
             if (n.op == Op::Constant)
                 for (double &v : n.attrs.value) {
                     if (is_int(n.type.dtype) && (std::isnan(v) || std::trunc(v) != v))
@@ -637,6 +645,7 @@ private:
     std::vector<Token> toks_;
     size_t pos_ = 0;
     int depth_ = 0;
+    std::optional<Token> inexact_int_;  ///< an integer in the current constant's value= beyond 2^53
     Graph g_;
     ValueId pending_ = kNoValue;  ///< a node whose type must come from this statement's annotation
     std::map<std::string, SourceLoc> def_loc_;
