@@ -135,7 +135,7 @@ std::vector<Case> cases() {
         {"an inexact integer literal", "graph g {\n  %n = 9007199254740993\n  output %n\n}\n", "", {"simplify", g}, 1,
          "g.tsl:2:8: error: integer literal 9007199254740993 is out of range for i64"},
         {"shape code that overflows", "graph g {\n  %a = 4294967296\n  %b = %a * %a\n  %x = input : f32[%b]\n  output %x\n}\n",
-         "", {"simplify", g}, 1, "g.tsl:3:11: error: shape.mul(%a, %a) : i64[] always fails at run time: shape.mul: 4294967296 * 4294967296 overflows 64 bits"},
+         "", {"simplify", g}, 1, "g.tsl:3:11: error: %b = shape.mul(%a, %a) : i64[] always fails at run time: shape.mul: 4294967296 * 4294967296 overflows 64 bits"},
         {"shape code that computes a negative extent", "graph g {\n  %k = 2 - 10\n  %x = input : f32[%k]\n  output %x\n}\n", "",
          {"simplify", g}, 1, "g.tsl:3:8: error: input: dimension %k (shape.sub(%0, %1)) evaluates to -8"},
         {"a 2^40-element input at run time", "graph g {\n  %x = input : f32[1099511627776]\n  %y = relu(%x)\n  output %y\n}\n", "",

@@ -68,7 +68,7 @@ TEST_CASE("integer literals are read as integers: exact, or refused with their t
         {"graph g {\n  %n = -9223372036854775808\n  output %n\n}\n", "integer literal -9223372036854775808 is out of range"},
         {"graph g {\n  %n = 4294967296 : i32[]\n  output %n\n}\n", "integer literal 4294967296 is out of range for i32 (32 bits)"},
         {"graph g {\n  %n = constant(value=[1, 9007199254740993]) : i64[2]\n  output %n\n}\n",
-         "t.tsl:2:26: error: integer value 9007199254740993 is out of range for i64"},
+         "t.tsl:2:27: error: integer value 9007199254740993 is out of range for i64"},
         {"graph g {\n  %x = input : f32[4]\n  %y = softmax(%x, axis=99999999999999999999)\n  output %y\n}\n",
          "integer 99999999999999999999 is out of range for an axis"},
         {"graph g {\n  %x = input : f32[4]\n  %s = shape_of(%x)[9223372036854775807]\n  output %s\n}\n",
