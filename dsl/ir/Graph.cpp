@@ -157,6 +157,10 @@ void Graph::note_uses(ValueId user) {
 }
 
 void Graph::flush_touched() const {
+    // Const readers (users(), replace_all_uses on a copy) may run on several threads: one lock for
+    // all graphs, since flushes are short and rare after construction.
+    static std::mutex flush_mutex;
+    std::lock_guard<std::mutex> lock(flush_mutex);
     for (ValueId id : touched_) {
         is_touched_[id] = 0;
         if (contains(id)) const_cast<Graph *>(this)->note_uses(id);

@@ -287,15 +287,16 @@ private:
      * unnamed value that merely prints as that number is renamed, as define() does; effects
      * without a result have no printed name to clash with. */
     void check_output_names() {
-        for (const auto &[i, tok] : output_locs_)
-            for (ValueId other : g_.order()) {
-                Node &o = g_.node(other);
-                if (other == g_.outputs[i] || !o.has_result() || g_.display_name(other) != tok.text) continue;
-                if (!o.name.empty())
-                    error(tok.loc, "output name %" + tok.text + " is the name of another value; write 'output %" +
-                                       tok.text + "' or bind another name");
-                g_.respell_unnamed(other);
-            }
+        // Through the name index (names are unique here: define() refuses duplicates), so many
+        // bound outputs stay linear.
+        for (const auto &[i, tok] : output_locs_) {
+            const ValueId other = g_.find(tok.text);
+            if (other == kNoValue || other == g_.outputs[i] || !g_.node(other).has_result()) continue;
+            if (!g_.node(other).name.empty())
+                error(tok.loc, "output name %" + tok.text + " is the name of another value; write 'output %" +
+                                   tok.text + "' or bind another name");
+            g_.respell_unnamed(other);
+        }
     }
 
     void check_pending(ValueId root) {
