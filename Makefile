@@ -8,7 +8,7 @@ CTEST := $(VENV)/bin/ctest
 
 BUILD_ASAN ?= build-asan
 
-.PHONY: all setup configure build demo test test-asan bench bench-memory install clean
+.PHONY: all setup configure build demo test test-asan bench bench-memory install fuzz clean
 
 all: build
 
@@ -42,6 +42,11 @@ test-asan: setup
 	@$(CMAKE) --build $(BUILD_ASAN) -j $(JOBS)
 	@ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  $(CTEST) --test-dir $(BUILD_ASAN) --output-on-failure -j $(JOBS) -LE 'perf|fuzz'
+
+# libFuzzer campaign: every target for FUZZ_SECONDS each (fuzz/README.md).
+FUZZ_SECONDS ?= 60
+fuzz: build
+	@./fuzz/run.sh $(BUILD)/fuzz $(FUZZ_SECONDS)
 
 bench: build
 	@./bench/run.sh $(BUILD) $(BENCH_ARGS)

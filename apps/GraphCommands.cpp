@@ -1,5 +1,6 @@
 #include "apps/Commands.h"
 #include "driver/GraphCompiler.h"
+#include "dsl/ir/Types.h"
 
 #include <iostream>
 
@@ -16,10 +17,10 @@ std::map<std::string, int64_t> parse_dims(const std::vector<std::string> &items)
             if (eq == std::string::npos || eq == 0) throw std::invalid_argument("");
             size_t used = 0;
             const int64_t v = std::stoll(item.substr(eq + 1), &used);
-            if (used != item.size() - eq - 1 || v <= 0) throw std::invalid_argument("");
-            dims[item.substr(0, eq)] = v;
+            if (used != item.size() - eq - 1 || v <= 0 || v > dsl::kMaxElements) throw std::invalid_argument("");
+            if (!dims.emplace(item.substr(0, eq), v).second) throw std::invalid_argument("");
         } catch (const std::exception &) {
-            throw std::invalid_argument("--dim '" + item + "': expected NAME=POSITIVE_INTEGER, e.g. M=512");
+            throw std::invalid_argument("--dim '" + item + "': expected NAME=POSITIVE_INTEGER (each name once, at most 2^62), e.g. M=512");
         }
     }
     return dims;
@@ -55,6 +56,8 @@ void add_compile_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--db", o->db, "tuning database")->capture_default_str();
     cmd->add_flag("--tune", o->tune, "on a database miss, measure candidates instead of taking the model's pick");
     add_memory_options(cmd, o->remat, o->memory_budget);
+    cmd->add_flag("--schedule-fallback", o->schedule_fallback,
+                  "where the --schedule does not apply to a group, use the default schedule instead of failing");
     cmd->callback([&action, o, emit, dims] {
         action = [o, emit, dims] {
             if (!emit->empty()) o->emit = std::set<std::string>(emit->begin(), emit->end());
@@ -79,6 +82,8 @@ void add_run_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--target", o->target, "a CPU target")->capture_default_str();
     cmd->add_option("--tolerance", o->tolerance, "max relative error")->capture_default_str();
     add_memory_options(cmd, o->remat, o->memory_budget);
+    cmd->add_flag("--schedule-fallback", o->schedule_fallback,
+                  "where the --schedule does not apply to a group, use the default schedule instead of failing");
     cmd->callback([&action, o, dims] {
         action = [o, dims] {
             o->symbols = parse_dims(*dims);

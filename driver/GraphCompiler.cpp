@@ -42,6 +42,43 @@ struct PlannedGraph {
     std::optional<dsl::RematResult> remat;
 };
 
+/** The graph's shape symbols (M, K, ...), sorted. */
+std::set<std::string> graph_symbols(const dsl::Graph &g) {
+    std::set<std::string> out;
+    for (dsl::ValueId v : g.order())
+        for (const dsl::Dim &d : g.node(v).type.dims)
+            if (d.kind == dsl::Dim::Kind::Symbol) out.insert(d.symbol);
+    return out;
+}
+
+/** Every --dim must name a symbol of the graph: `--dim m=512` for a graph of M is a typo, not
+ * a size to ignore. */
+void check_dims(const dsl::Graph &g, const std::map<std::string, int64_t> &dims) {
+    const std::set<std::string> symbols = graph_symbols(g);
+    for (const auto &[name, size] : dims) {
+        if (symbols.count(name)) continue;
+        std::string list;
+        for (const auto &s : symbols) list += (list.empty() ? "" : ", ") + s;
+        throw std::invalid_argument("--dim " + name + "=" + std::to_string(size) + ": graph '" + g.name +
+                                    "' has no symbol '" + name + "' (" +
+                                    (symbols.empty() ? std::string("it has no symbols: every extent is static")
+                                                     : "its symbols: " + list) + ")");
+    }
+}
+
+/** A --schedule that did not apply to a group it was chosen for is an error unless the user
+ * asked for the fallback. */
+void check_schedule_applied(const CompiledGraph &program, const std::string &schedule, const Halide::Target &target,
+                            bool fallback) {
+    if (schedule.empty() || fallback) return;
+    const dsl::GroupKind kind = sched::resolve_group_schedule(schedule, target).group;
+    for (const auto &cg : program.groups())
+        if (!cg.refused.empty() && cg.kernel->group().kind == kind)
+            throw std::invalid_argument("--schedule " + schedule + " does not apply to group " + cg.kernel->group().name +
+                                        " [" + dsl::to_string(cg.kernel->group().kind) + "]: " + cg.refused +
+                                        " (pass --schedule-fallback to use the default schedule for such groups)");
+}
+
 /** The phases before lowering, in order: simplify (its last passes are CSE and DCE), then
  * rematerialize (nothing after it may merge equal nodes), then plan fusion. Symbols without a
  * size take kDefaultSymbolSize, as fusion's estimates do. */
@@ -82,7 +119,11 @@ ScheduleChooser make_chooser(const std::string &schedule, const Halide::Target &
     const sched::Device device = target.has_gpu_feature() ? sched::Device::Cuda : sched::Device::Cpu;
     std::optional<sched::GroupScheduleChoice> user;
     if (!schedule.empty()) {
-        user = sched::resolve_group_schedule(schedule, target);
+        try {
+            user = sched::resolve_group_schedule(schedule, target);
+        } catch (const sched::ScheduleJsonError &e) {
+            throw std::invalid_argument("--schedule " + schedule + ": " + e.what());
+        }
         if (user->device != device)
             throw std::invalid_argument("schedule '" + schedule + "' is for " + sched::to_string(user->device) +
                                         " but target " + target.to_string() + " is " + sched::to_string(device));
@@ -121,6 +162,7 @@ int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
         if (!graph_emit_kinds().count(e)) throw std::invalid_argument("unknown --emit kind '" + e + "'");
     const Halide::Target target = parse_target(o.target);
     const bool cuda = target.has_feature(Halide::Target::CUDA);
+    check_dims(dsl::parse_file(o.file), o.symbols);
     PlannedGraph p = plan_graph(o.file, target, o.symbols, o.remat, o.memory_budget);
     out << p.plan.to_string(p.graph) << "\n";
     if (p.remat && (p.remat->changed || o.memory_budget || !p.remat->skipped.empty())) out << p.remat->to_string();
@@ -144,6 +186,7 @@ int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
     const AutoSchedule autos{&p.graph, o.db, o.symbols, o.tune, &out};
     const CompiledGraph program(p.graph, p.plan, target, make_chooser(o.schedule, target, autos),
                                 KernelBackend::AheadOfTime);
+    check_schedule_applied(program, o.schedule, target, o.schedule_fallback);
     print_groups(program, out);
     std::set<AotOutput> outs;
     if (o.emit.count("lib")) outs.insert({AotOutput::StaticLibrary, AotOutput::Header});
@@ -190,6 +233,7 @@ int run_graph(const GraphRunOptions &o, std::ostream &out) {
     if (target.has_gpu_feature()) throw std::invalid_argument("tessel run executes on the CPU; use a CPU target");
     // The reference is the graph as the user wrote it, before any pass: a wrong rewrite shows.
     const dsl::Graph original = dsl::parse_file(o.file);
+    check_dims(original, o.symbols);
     dsl::RunOptions ro;
     ro.random_missing_inputs = true;
     ro.input_seed = o.seed;
@@ -201,6 +245,7 @@ int run_graph(const GraphRunOptions &o, std::ostream &out) {
     if (p.remat && (p.remat->changed || o.memory_budget || !p.remat->skipped.empty())) out << p.remat->to_string();
     const AutoSchedule autos{&p.graph, o.db, ref.symbols, o.tune, &out};
     const CompiledGraph program(p.graph, p.plan, target, make_chooser(o.schedule, target, autos));
+    check_schedule_applied(program, o.schedule, target, o.schedule_fallback);
     out << "graph " << p.graph.name << ": " << program.groups().size() << " fused group(s)";
     if (!p.plan.outside_kernels.empty())
         out << ", " << p.plan.outside_kernels.size() << " op(s) outside kernels (effects, shape code) run by the interpreter";

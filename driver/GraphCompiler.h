@@ -10,8 +10,13 @@
  * every other group gets its kind's library default. Without `--schedule`, a matmul+epilogue group
  * whose sizes are all known gets a tuning-database hit, else the autoscheduler's model pick
  * (`--tune`: measured); otherwise each group gets the library default for its kind and device
- * (guarded variants or guarded tails cover every shape). A schedule that does not fit a group
- * falls back to the lowering's default, and the reason is printed with the group.
+ * (guarded variants or guarded tails cover every shape). A `--schedule` that cannot be read
+ * (bad JSON, a field of the wrong type or out of range) or does not apply to a group of its kind
+ * (a tile of 0, an unknown loop or func) is an error naming the group and the step, unless
+ * `schedule_fallback` asks for the lowering's default there instead (the reason is then printed
+ * with the group). Any other schedule that does not fit falls back the same way.
+ *
+ * `--dim NAME=N` must name a symbol of the graph; an unknown one is an error listing them.
  */
 #pragma once
 
@@ -37,6 +42,7 @@ struct GraphCompileOptions {
     bool tune = false;                      ///< on a database miss, measure candidates instead of the model's pick
     bool remat = true;                      ///< rematerialize where it pays (dsl/passes/Rematerialize.h)
     std::optional<int64_t> memory_budget;   ///< bytes of planned arena; remat recomputes until it fits
+    bool schedule_fallback = false;         ///< a `schedule` that does not apply: default schedule instead of an error
 };
 
 /** Compiles every group of the graph and writes the requested files; prints the fusion plan,
@@ -50,6 +56,7 @@ struct GraphRunOptions {
     std::map<std::string, int64_t> symbols;  ///< unbound symbols default to 64
     std::string db = "tessel-tuning.db";
     bool tune = false;     ///< on a database miss, measure candidates
+    bool schedule_fallback = false;  ///< a `schedule` that does not apply: default schedule instead of an error
     uint64_t seed = 1;
     double tolerance = 1e-4;  ///< max |got - want| / (1 + |want|)
     bool remat = true;

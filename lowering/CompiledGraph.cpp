@@ -58,6 +58,7 @@ CompiledGraph::CompiledGraph(const dsl::Graph &g, const dsl::FusionPlan &plan, c
                 cg.schedule_note = "schedule '" + chosen->name + "'";
             } catch (const sched::ScheduleError &e) {
                 cg.schedule_note = std::string(e.what());
+                cg.refused = "schedule '" + chosen->name + "': " + e.what();
             }
         }
         if (!cg.kernel) {

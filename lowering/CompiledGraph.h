@@ -71,6 +71,9 @@ public:
     struct Group {
         std::unique_ptr<CompiledKernel> kernel;
         std::string schedule_note;  ///< why this schedule (e.g. fallback reason)
+        /** When the chosen schedule did not apply: why (the ScheduleError naming the step), and
+         * the group runs the default schedule instead. Empty otherwise. */
+        std::string refused;
     };
 
     /** Lowers, schedules and compiles every group of `plan` (planned on `g`, which must outlive

@@ -1,5 +1,7 @@
 #include "schedules/ScheduleJson.h"
 
+#include <climits>
+#include <cstdint>
 #include <fstream>
 
 namespace tessel::sched {
@@ -65,6 +67,29 @@ Directive directive_from_json(size_t index, const json &j) {
     }
 }
 
+/** Every number under `j` must be an integer within [lo, hi]: the fields are C++ ints (longs
+ * for guard values), and nlohmann would otherwise truncate 2.5 to 2 and narrow 2^40 to 0. */
+void check_integers(const json &j, const std::string &where, const std::string &field, int64_t lo, int64_t hi,
+                    int depth = 0) {
+    if (depth > 16) throw ScheduleJsonError(where + ": field \"" + field + "\" is nested too deeply");
+    if (j.is_object()) {
+        for (auto it = j.begin(); it != j.end(); ++it) check_integers(it.value(), where, it.key(), lo, hi, depth + 1);
+    } else if (j.is_array()) {
+        for (const json &e : j) check_integers(e, where, field, lo, hi, depth + 1);
+    } else if (j.is_number_float()) {
+        throw ScheduleJsonError(where + ": field \"" + field + "\" = " + j.dump() + " is not an integer");
+    } else if (j.is_number_unsigned()) {
+        if (j.get<uint64_t>() > (uint64_t)hi)
+            throw ScheduleJsonError(where + ": field \"" + field + "\" = " + j.dump() + " is out of range (at most " +
+                                    std::to_string(hi) + ")");
+    } else if (j.is_number_integer()) {
+        const int64_t v = j.get<int64_t>();
+        if (v < lo || v > hi)
+            throw ScheduleJsonError(where + ": field \"" + field + "\" = " + j.dump() + " is out of range (" +
+                                    std::to_string(lo) + " to " + std::to_string(hi) + ")");
+    }
+}
+
 Directive parse_directive(const json &j, const std::string &where) {
     if (!j.is_object() || !j.contains("op") || !j["op"].is_string())
         throw ScheduleJsonError(where + ": a directive must be an object with a string field \"op\"");
@@ -72,6 +97,7 @@ Directive parse_directive(const json &j, const std::string &where) {
     std::string known;
     for (size_t i = 0; i < std::size(kOpNames); i++) {
         if (op == kOpNames[i]) {
+            check_integers(j, where + " (" + op + ")", "", INT32_MIN, INT32_MAX);
             try {
                 return directive_from_json(i, j);
             } catch (const json::exception &e) {
@@ -137,6 +163,8 @@ ScheduleSpec schedule_from_json(const json &j) {
         for (size_t i = 0; i < vs.size(); i++) {
             const std::string vw = where + " variant " + std::to_string(i + 1);
             ScheduleSpec::Variant v;
+            if (!vs[i].is_object()) throw ScheduleJsonError(vw + ": a variant must be an object with \"guards\" and \"steps\"");
+            if (vs[i].contains("guards")) check_integers(vs[i]["guards"], vw + " guards", "guards", INT64_MIN, INT64_MAX);
             try {
                 v.guards = vs[i].at("guards").get<std::vector<Guard>>();
             } catch (const json::exception &e) {
@@ -145,7 +173,8 @@ ScheduleSpec schedule_from_json(const json &j) {
             for (const auto &g : v.guards)
                 if (g.op != "==" && g.op != "<=" && g.op != ">=" && g.op != "%")
                     throw ScheduleJsonError(vw + ": guard operator '" + g.op + "' is not one of ==, <=, >=, %");
-            v.steps = parse_steps(vs[i].at("steps"), vw);
+            if (!vs[i].contains("steps")) throw ScheduleJsonError(vw + ": missing \"steps\"");
+            v.steps = parse_steps(vs[i]["steps"], vw);
             s.variants.push_back(std::move(v));
         }
     }

@@ -1,7 +1,8 @@
 /** \file
  * ScheduleSpec <-> JSON. Every directive becomes an object with an "op" field naming it
  * ("split", "vectorize", ...) and its fields by name; stages are {"func", "update"}.
- * Reading validates structure only (unknown op, missing or mistyped field); whether the
+ * Reading validates structure only (unknown op, missing or mistyped field, a number that is not
+ * an integer or does not fit the field's C++ int, e.g. a factor of 2^40); whether the
  * schedule fits an algorithm and target is checked when it is applied.
  */
 #pragma once

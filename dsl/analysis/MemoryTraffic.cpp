@@ -19,12 +19,12 @@ int64_t dim_size(const Graph &g, const Dim &d0, const SymbolSizes &sizes) {
 
 int64_t value_numel(const Graph &g, ValueId v, const SymbolSizes &sizes) {
     int64_t n = 1;
-    for (const Dim &d : g.node(v).type.dims) n *= dim_size(g, d, sizes);
+    for (const Dim &d : g.node(v).type.dims) n = saturating_mul(n, dim_size(g, d, sizes));
     return n;
 }
 
 int64_t value_bytes(const Graph &g, ValueId v, const SymbolSizes &sizes) {
-    return value_numel(g, v, sizes) * byte_size(g.node(v).type.dtype);
+    return saturating_mul(value_numel(g, v, sizes), byte_size(g.node(v).type.dtype));
 }
 
 TrafficEstimate estimate_traffic_unfused(const Graph &g, const std::vector<ValueId> &ops,
@@ -33,8 +33,9 @@ TrafficEstimate estimate_traffic_unfused(const Graph &g, const std::vector<Value
     for (ValueId v : ops) {
         const Node &n = g.node(v);
         std::set<ValueId> read(n.inputs.begin(), n.inputs.end());
-        for (ValueId in : read) t.bytes_read += value_bytes(g, in, sizes);
-        if (n.has_result() && n.op != Op::Constant) t.bytes_written += value_bytes(g, v, sizes);
+        for (ValueId in : read) t.bytes_read = saturating_add(t.bytes_read, value_bytes(g, in, sizes));
+        if (n.has_result() && n.op != Op::Constant)
+            t.bytes_written = saturating_add(t.bytes_written, value_bytes(g, v, sizes));
     }
     return t;
 }
@@ -47,8 +48,8 @@ TrafficEstimate estimate_traffic_grouped(const Graph &g, const std::vector<Fusio
         for (ValueId v : grp.nodes)
             for (ValueId in : g.node(v).inputs)
                 if (!members.count(in)) read.insert(in);
-        for (ValueId in : read) t.bytes_read += value_bytes(g, in, sizes);
-        for (ValueId out : grp.outputs) t.bytes_written += value_bytes(g, out, sizes);
+        for (ValueId in : read) t.bytes_read = saturating_add(t.bytes_read, value_bytes(g, in, sizes));
+        for (ValueId out : grp.outputs) t.bytes_written = saturating_add(t.bytes_written, value_bytes(g, out, sizes));
     }
     return t;
 }

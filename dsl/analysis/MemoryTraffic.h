@@ -21,9 +21,22 @@ namespace tessel::dsl {
 
 using SymbolSizes = std::map<std::string, int64_t>;
 
+/** Products and sums of estimates saturate at kMaxEstimate (2^61, so read + written still fits) instead of overflowing: the
+ * graph's types allow up to 2^62 elements per tensor and unbound symbols get a default size, so
+ * an estimate over many of them may not fit in int64 (found by fuzz_lower). */
+constexpr int64_t kMaxEstimate = int64_t(1) << 61;
+inline int64_t saturating_mul(int64_t a, int64_t b) {
+    int64_t r;
+    return __builtin_mul_overflow(a, b, &r) || r > kMaxEstimate || r < -kMaxEstimate ? kMaxEstimate : r;
+}
+inline int64_t saturating_add(int64_t a, int64_t b) {
+    int64_t r;
+    return __builtin_add_overflow(a, b, &r) || r > kMaxEstimate ? kMaxEstimate : r;
+}
+
 /** Concrete size of dim d (static, bound symbol, constant shape code, else kDefaultSymbolSize). */
 int64_t dim_size(const Graph &g, const Dim &d, const SymbolSizes &sizes);
-/** Number of elements of v's type. */
+/** Number of elements of v's type (saturating at kMaxEstimate, as value_bytes and the traffic sums). */
 int64_t value_numel(const Graph &g, ValueId v, const SymbolSizes &sizes);
 /** Bytes of v's type (numel * element size). */
 int64_t value_bytes(const Graph &g, ValueId v, const SymbolSizes &sizes);

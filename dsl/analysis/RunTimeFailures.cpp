@@ -14,10 +14,15 @@ namespace {
 
 std::string nm(const Graph &g, ValueId v) { return "%" + g.display_name(v); }
 
+/** How deep the facts below look through shape code; deeper code is "not known". */
+constexpr int kMaxShapeDepth = 64;
+
 /** Whether scalar shape value v is >= 1 on every run. Extents are >= 1, so shape_of is; sums,
  * products, min and max of positive values are; anything else is not known (false). */
-bool positive(const Graph &g, ValueId v, std::map<ValueId, bool> &memo) {
+bool positive(const Graph &g, ValueId v, std::map<ValueId, bool> &memo, int depth = 0) {
     if (auto it = memo.find(v); it != memo.end()) return it->second;
+    // Past kMaxShapeDepth the answer is "not known": conservative, and no deep recursion.
+    if (depth > kMaxShapeDepth) return false;
     bool r = false;
     if (auto c = constant_shape_value(g, v)) {
         r = *c >= 1;
@@ -26,9 +31,11 @@ bool positive(const Graph &g, ValueId v, std::map<ValueId, bool> &memo) {
         switch (n.op) {
         case Op::ShapeOf: r = true; break;
         case Op::ShapeAdd: case Op::ShapeMul: case Op::ShapeMin:
-            r = positive(g, n.inputs[0], memo) && positive(g, n.inputs[1], memo);
+            r = positive(g, n.inputs[0], memo, depth + 1) && positive(g, n.inputs[1], memo, depth + 1);
             break;
-        case Op::ShapeMax: r = positive(g, n.inputs[0], memo) || positive(g, n.inputs[1], memo); break;
+        case Op::ShapeMax:
+            r = positive(g, n.inputs[0], memo, depth + 1) || positive(g, n.inputs[1], memo, depth + 1);
+            break;
         default: break;
         }
     }
@@ -47,15 +54,15 @@ struct Factors {
     bool ok = true;
     bool operator==(const Factors &o) const { return ok && o.ok && fixed == o.fixed && others == o.others; }
 };
-void add_factors(const Graph &g, const Dim &d0, Factors &f) {
+void add_factors(const Graph &g, const Dim &d0, Factors &f, int depth = 0) {
     const Dim d = resolve_dim(g, d0);
     if (d.is_static()) {
         if (d.size < 1 || f.fixed > kMaxElements / d.size) f.ok = false;
         else f.fixed *= d.size;
     } else if (d.kind == Dim::Kind::Symbol) {
         f.others.insert("symbol " + d.symbol);
-    } else if (g.contains(d.value) && g.node(d.value).op == Op::ShapeMul) {
-        for (ValueId in : g.node(d.value).inputs) add_factors(g, Dim::ref(in), f);
+    } else if (depth < kMaxShapeDepth && g.contains(d.value) && g.node(d.value).op == Op::ShapeMul) {
+        for (ValueId in : g.node(d.value).inputs) add_factors(g, Dim::ref(in), f, depth + 1);
     } else {
         f.others.insert("value " + std::to_string(d.value));
     }

@@ -194,7 +194,31 @@ std::string shape_str(const std::vector<int64_t> &s) {
     return r + "]";
 }
 
+/** A scalar integer operand of shape code as an int64 (its double is exact up to 2^53). */
+int64_t shape_operand(const Node &n, const Tensor &t) {
+    const double v = t.data.at(0);
+    if (!(v >= -(double)kMaxExactInteger && v <= (double)kMaxExactInteger))
+        throw RuntimeError(std::string(to_string(n.op)) + ": operand " + print_number(v) +
+                           " is out of range (shape values are limited to 2^53)");
+    return (int64_t)v;
+}
+
 }  // namespace
+
+void check_element_limit(const std::string &what, const std::string &dtype, const std::vector<int64_t> &shape) {
+    int64_t numel = 1;
+    bool over = false;
+    for (int64_t d : shape) {
+        if (d < 1)
+            throw RuntimeError(what + ": " + dtype + shape_str(shape) +
+                               ": extents must be positive (zero-size tensors are not supported)");
+        over = over || __builtin_mul_overflow(numel, d, &numel) || numel > kMaxInterpreterElements;
+    }
+    if (over)
+        throw RuntimeError(what + ": " + dtype + shape_str(shape) + " has more than " +
+                           std::to_string(kMaxInterpreterElements) +
+                           " elements, the reference interpreter's limit (2^28; docs/TSL.md, \"Limits\")");
+}
 
 double random_element(Op op, uint64_t seed, uint64_t index) {
     if (op == Op::RandomUniform) return (double)(hash2(seed, index) >> 40) * 0x1p-24;
@@ -224,12 +248,16 @@ Tensor evaluate_pure(const Node &n, const std::vector<const Tensor *> &in,
         return r;
     }
     if (is_shape_arith(n.op)) {
-        const int64_t a = (int64_t)in[0]->data[0], b = (int64_t)in[1]->data[0];
-        auto v = eval_shape_op(n.op, a, b);
-        if (!v)
-            throw RuntimeError(std::string(to_string(n.op)) + ": division by zero in shape code (" +
-                               std::to_string(a) + (n.op == Op::ShapeMod ? " mod " : " floordiv ") +
-                               std::to_string(b) + ")");
+        const int64_t a = shape_operand(n, *in[0]), b = shape_operand(n, *in[1]);
+        std::string why;
+        auto v = eval_shape_op(n.op, a, b, dt, &why);
+        if (!v) {
+            if ((n.op == Op::ShapeFloorDiv || n.op == Op::ShapeMod) && b == 0)
+                throw RuntimeError(std::string(to_string(n.op)) + ": division by zero in shape code (" +
+                                   std::to_string(a) + (n.op == Op::ShapeMod ? " mod " : " floordiv ") +
+                                   std::to_string(b) + ")");
+            throw RuntimeError(why);
+        }
         return Tensor::scalar(dt, (double)*v);
     }
     if (is_reduction(n.op)) return reduce(n.op, *in[0], n.attrs, shape);
@@ -321,7 +349,11 @@ private:
         case Dim::Kind::Static: return d.size;
         case Dim::Kind::Value: {
             // Shape code known only now: the one place a computed extent can turn out <= 0.
-            const int64_t v = (int64_t)vals_.at(d.value).data.at(0);
+            const double dv = vals_.at(d.value).data.at(0);
+            if (!(dv >= -(double)kMaxElements && dv <= (double)kMaxElements))
+                throw RuntimeError(where(n) + ": dimension %" + g_.display_name(d.value) + " is " + print_number(dv) +
+                                   " at run time, outside [-2^62, 2^62]");
+            const int64_t v = (int64_t)dv;
             if (v < 1)
                 throw RuntimeError(where(n) + ": dimension %" + g_.display_name(d.value) + " is " + std::to_string(v) +
                                    " at run time; extents must be positive (zero-size tensors are not supported)");
@@ -343,9 +375,12 @@ private:
         return 0;
     }
 
+    /** n's shape now; refused (before anything is allocated) when it holds more than
+     * kMaxInterpreterElements elements. */
     std::vector<int64_t> concrete_shape(const Node &n, bool bind_default = false) {
         std::vector<int64_t> s;
         for (const Dim &d : n.type.dims) s.push_back(dim_value(n, d, bind_default));
+        check_element_limit(where(n), to_string(n.type.dtype), s);
         return s;
     }
 
@@ -372,6 +407,9 @@ private:
             return t;
         }
         const Tensor &t = it->second;
+        if ((int64_t)t.data.size() != t.numel())
+            throw RuntimeError("input '" + name + "' is " + to_string(t.dtype) + shape_str(t.shape) + " but holds " +
+                               std::to_string(t.data.size()) + " values");
         if ((int)t.shape.size() != n.type.rank() || t.dtype != n.type.dtype)
             throw RuntimeError("input '" + name + "' is " + to_string(t.dtype) + shape_str(t.shape) + " but the graph declares " + print_type(g_, n.type));
         for (int i = 0; i < n.type.rank(); ++i) {

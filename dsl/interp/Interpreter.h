@@ -33,6 +33,14 @@
 
 namespace tessel::dsl {
 
+/** Most elements of one tensor the interpreter allocates (2^28: 2 GiB of doubles). A value,
+ * input or generated input past it is a RuntimeError naming it, its shape and this limit,
+ * raised before any allocation. */
+constexpr int64_t kMaxInterpreterElements = int64_t(1) << 28;
+/** Throws that RuntimeError when `shape` (of `what`, dtype text `dtype`) has a non-positive
+ * extent or more than kMaxInterpreterElements elements. */
+void check_element_limit(const std::string &what, const std::string &dtype, const std::vector<int64_t> &shape);
+
 /** Mutable state variables, kept across runs when the caller reuses it. */
 struct InterpreterState {
     std::map<std::string, Tensor> vars;

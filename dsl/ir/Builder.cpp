@@ -166,13 +166,11 @@ Value GraphBuilder::name(const Value &v, const std::string &name) {
     }
     ValueId other = graph_.find(name);
     if (other != kNoValue && other != v.id()) {
-        Node &o = graph_.node(other);
         if (user_named_[other]) throw UserError("redefinition of %" + name);
         // `name` is how the unnamed value `other` prints; give it the parser's spelling instead.
-        o.name = "_" + std::to_string(other);
-        while (graph_.find(o.name) != other) o.name = "_" + o.name;
+        graph_.respell_unnamed(other);
     }
-    n.name = name;
+    graph_.set_name(v.id(), name);
     user_named_[v.id()] = 1;
     return v;
 }
@@ -271,6 +269,8 @@ const Graph &GraphBuilder::graph() {
 
 Graph GraphBuilder::build() && {
     check_usable("build()");
+    if (graph_.outputs.empty())
+        throw UserError("GraphBuilder '" + graph_.name + "': build(): the graph has no output (call output(...)), as the text form requires");
     verify_or_throw(graph_, "GraphBuilder '" + graph_.name + "'");
     built_ = true;
     return std::move(graph_);

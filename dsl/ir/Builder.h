@@ -151,7 +151,8 @@ public:
     const std::string &graph_name() const { return name_; }
     /** The graph so far, after checking it with verify(); throws InternalError if invalid. */
     const Graph &graph();
-    /** The finished graph, verified. The builder cannot be used afterwards. */
+    /** The finished graph, verified; one with no output is a UserError, as in the text form.
+     * The builder cannot be used afterwards. */
     Graph build() &&;
 
 private:

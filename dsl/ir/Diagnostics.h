@@ -12,6 +12,21 @@
 
 namespace tessel::dsl {
 
+/** `s` with every byte that is not printable ASCII written as an escape (\n, \t, \xNN), so a
+ * diagnostic that quotes user text never prints raw control bytes (NUL, ESC, 0xFF). */
+inline std::string escape_bytes(const std::string &s, bool keep_newlines = false) {
+    static const char *hex = "0123456789abcdef";
+    std::string out;
+    for (unsigned char c : s) {
+        if (c == '\n' && keep_newlines) out += '\n';
+        else if (c == '\n') out += "\\n";
+        else if (c == '\t') out += "\\t";
+        else if (c >= 0x20 && c < 0x7f) out += (char)c;
+        else out += std::string("\\x") + hex[c >> 4] + hex[c & 15];
+    }
+    return out;
+}
+
 /** A position in a source file; line and col are 1-based, 0 means unknown. */
 struct SourceLoc {
     int line = 0;
@@ -41,7 +56,7 @@ public:
 private:
     static std::string located(const std::string &file, SourceLoc loc, const std::string &msg) {
         if (file.empty()) return msg;
-        std::string where = file;
+        std::string where = escape_bytes(file);
         if (loc.line > 0) where += ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col);
         return where + ": error: " + msg;
     }
@@ -89,8 +104,8 @@ public:
  * ("gelu.tsl:4:16: error: ..."), anything else after the tool's name ("tessel: error: ...").
  * Example: std::cerr << format_error(e) << "\n"; */
 inline std::string format_error(const std::exception &e, const std::string &tool = "tessel") {
-    if (auto *l = dynamic_cast<const LocatedError *>(&e); l && l->has_location()) return e.what();
-    return tool + ": error: " + e.what();
+    if (auto *l = dynamic_cast<const LocatedError *>(&e); l && l->has_location()) return escape_bytes(e.what(), true);
+    return tool + ": error: " + escape_bytes(e.what(), true);
 }
 
 }  // namespace tessel::dsl

@@ -4,11 +4,15 @@
 #include "dsl/ir/Parser.h"
 
 #include <cctype>
+#include <charconv>
+#include <climits>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
 #include <sstream>
+#include <utility>
 
 #include "dsl/ir/Numerics.h"
 #include "dsl/ir/Printer.h"
@@ -25,6 +29,9 @@ struct Token {
     Tok kind = Tok::End;
     std::string text;
     double num = 0;
+    /** Tok::Int: the literal as an integer, exact; int_fits is false past 2^63 - 1. */
+    int64_t inum = 0;
+    bool int_fits = true;
     SourceLoc loc;
 };
 
@@ -32,8 +39,8 @@ std::string describe(const Token &t) {
     switch (t.kind) {
     case Tok::End: return "end of file";
     case Tok::Value: return "'%" + t.text + "'";
-    case Tok::String: return "string \"" + t.text + "\"";
-    default: return "'" + t.text + "'";
+    case Tok::String: return "string \"" + escape_bytes(t.text) + "\"";
+    default: return "'" + escape_bytes(t.text) + "'";
     }
 }
 
@@ -68,7 +75,8 @@ public:
                                             Tok::Colon, Tok::Plus, Tok::Minus, Tok::Star, Tok::Slash};
                 size_t k = punct.find(c);
                 if (k == std::string::npos)
-                    throw ParseError(file_, t.loc, std::string("unexpected character '") + c + "'");
+                    throw ParseError(file_, t.loc, "unexpected character '" + escape_bytes(std::string(1, c)) + "'" +
+                                                       (c == '\0' || (unsigned char)c >= 0x80 ? " (is this a binary file?)" : ""));
                 t.kind = kinds[k];
                 t.text = std::string(1, c);
                 advance();
@@ -117,6 +125,12 @@ private:
         if (*end != '\0') throw ParseError(file_, t.loc, "malformed number '" + w + "'");
         t.kind = is_float ? Tok::Float : Tok::Int;
         t.text = w;
+        if (!is_float) {
+            // Integers are read as integers (not through the double above, which would drop
+            // bits past 2^53); the range is checked where the literal is used.
+            auto [ptr, ec] = std::from_chars(w.data(), w.data() + w.size(), t.inum);
+            t.int_fits = ec == std::errc() && ptr == w.data() + w.size();
+        }
     }
     void lex_string(Token &t) {
         advance();
@@ -148,6 +162,11 @@ struct Operand {
     double value = 0;
     bool is_int = false;
     SourceLoc loc;
+    /** An integer literal exactly (is_int), with its text for messages; int_fits is false when
+     * it does not fit in 64 bits. */
+    int64_t ivalue = 0;
+    bool int_fits = true;
+    std::string text;
 };
 
 class Parser {
@@ -173,8 +192,10 @@ public:
             if (peek().kind == Tok::End) error(peek().loc, "expected '}' to close graph '" + g_.name + "'");
             parse_statement();
         }
-        next();
+        Token close = next();
         if (peek().kind != Tok::End) error(peek().loc, "expected end of file after '}', got " + describe(peek()));
+        if (g_.outputs.empty())
+            error(close.loc, "graph '" + g_.name + "' has no output; add 'output %value' before '}'");
         check_output_names();
         g_.source = file_;
         return std::move(g_);
@@ -216,16 +237,16 @@ private:
             return;
         }
         if (t.kind == Tok::Ident) {
-            size_t first_new = g_.order().size();
+            size_t first_new = g_.size();
             Operand r = parse_expr();
-            if (r.literal || g_.order().size() == first_new || g_.node(r.id).has_result())
+            if (r.literal || g_.size() == first_new || g_.node(r.id).has_result())
                 error(t.loc, "the result of '" + t.text + "' must be named: write '%v = " + t.text + "(...)'");
             check_pending(r.id);
             return;
         }
         Token name = expect(Tok::Value, "a statement ('%name = ...', 'output', or an effect op)");
         expect(Tok::Equal, "'=' after '%" + name.text + "'");
-        size_t first_new = g_.order().size();
+        size_t first_new = g_.size();
         Operand r = parse_expr();
         std::optional<TensorType> ann;
         SourceLoc ann_loc = peek().loc;
@@ -237,7 +258,7 @@ private:
         if (r.literal) {
             TensorType t = ann ? *ann : TensorType{r.is_int ? DType::I64 : DType::F32, {}};
             r.id = add_constant(r, t);
-        } else if (g_.order().size() == first_new) {
+        } else if (g_.size() == first_new) {
             error(r.loc, "expected an operation after '=', got existing value %" +
                              g_.display_name(r.id) + " (aliases are not allowed)");
         } else if (!g_.node(r.id).has_result()) {
@@ -266,16 +287,16 @@ private:
      * unnamed value that merely prints as that number is renamed, as define() does; effects
      * without a result have no printed name to clash with. */
     void check_output_names() {
-        for (const auto &[i, tok] : output_locs_)
-            for (ValueId other : g_.order()) {
-                Node &o = g_.node(other);
-                if (other == g_.outputs[i] || !o.has_result() || g_.display_name(other) != tok.text) continue;
-                if (!o.name.empty())
-                    error(tok.loc, "output name %" + tok.text + " is the name of another value; write 'output %" +
-                                       tok.text + "' or bind another name");
-                o.name = "_" + std::to_string(other);
-                while (g_.find(o.name) != other) o.name = "_" + o.name;
-            }
+        // Through the name index (names are unique here: define() refuses duplicates), so many
+        // bound outputs stay linear.
+        for (const auto &[i, tok] : output_locs_) {
+            const ValueId other = g_.find(tok.text);
+            if (other == kNoValue || other == g_.outputs[i] || !g_.node(other).has_result()) continue;
+            if (!g_.node(other).name.empty())
+                error(tok.loc, "output name %" + tok.text + " is the name of another value; write 'output %" +
+                                   tok.text + "' or bind another name");
+            g_.respell_unnamed(other);
+        }
     }
 
     void check_pending(ValueId root) {
@@ -297,10 +318,9 @@ private:
                     " (first defined at line " + std::to_string(it->second.line) + ")";
                 error(name.loc, "redefinition of %" + name.text + where);
             }
-            o.name = "_" + std::to_string(other);  // an unnamed value printed as this number
-            while (g_.find(o.name) != other) o.name = "_" + o.name;
+            g_.respell_unnamed(other);  // an unnamed value printed as this number
         }
-        g_.node(id).name = name.text;
+        g_.set_name(id, name.text);
         def_loc_[name.text] = name.loc;
     }
 
@@ -339,11 +359,11 @@ private:
      * values would overflow element counts. */
     int64_t extent(const Token &x, SourceLoc at, bool negative) {
         const std::string written = (negative ? "-" : "") + x.text;
-        if (negative || x.num < 1)
+        if (negative || (x.int_fits && x.inum < 1))
             error(at, "extent " + written + " is not positive (extents must be >= 1; zero-size tensors are not supported)");
-        if (x.text.size() > 19 || x.num > (double)kMaxElements || std::stoll(x.text) > kMaxElements)
-            error(at, "extent " + written + " is too large (at most 2^62)");
-        return std::stoll(x.text);
+        if (!x.int_fits || x.inum > kMaxElements)
+            error(at, "extent " + written + " is too large (at most 2^62 = " + std::to_string(kMaxElements) + ")");
+        return x.inum;
     }
 
     // ---- expressions ----
@@ -368,8 +388,18 @@ private:
     Operand parse_unary() {
         if (peek().kind == Tok::Minus) {
             Token m = next();
+            NestingGuard depth(*this, m);
             Operand v = parse_unary();
-            if (v.literal) { v.value = -v.value; v.loc = m.loc; return v; }
+            if (v.literal) {
+                v.value = -v.value;
+                v.loc = m.loc;
+                v.text = "-" + v.text;
+                if (v.is_int) {
+                    if (v.ivalue == INT64_MIN) v.int_fits = false;
+                    else v.ivalue = -v.ivalue;
+                }
+                return v;
+            }
             return Operand{false, add_node(Op::Neg, {v.id}, {}, m.loc), 0, false, m.loc};
         }
         return parse_primary();
@@ -378,9 +408,10 @@ private:
         Token t = next();
         switch (t.kind) {
         case Tok::Value: return Operand{false, lookup(t), 0, false, t.loc};
-        case Tok::Int: return Operand{true, kNoValue, t.num, true, t.loc};
+        case Tok::Int: return Operand{true, kNoValue, t.num, true, t.loc, t.inum, t.int_fits, t.text};
         case Tok::Float: return Operand{true, kNoValue, t.num, false, t.loc};
         case Tok::LParen: {
+            NestingGuard depth(*this, t);
             Operand e = parse_expr();
             expect(Tok::RParen, "')'");
             return e;
@@ -401,7 +432,9 @@ private:
         if (!parse_op(name.text, &op)) error(name.loc, "unknown op '" + name.text + "'");
         const OpInfo &info = op_info(op);
         expect(Tok::LParen, "'(' after '" + name.text + "'");
+        NestingGuard depth(*this, name);
         std::vector<Operand> args;
+        if (op == Op::Constant) inexact_int_.reset();
         Attrs attrs;
         std::string layout;
         bool has_perm = false, has_axis = false, has_axes = false, has_value = false;
@@ -421,7 +454,7 @@ private:
         } else next();
         if (op == Op::ShapeOf && peek().kind == Tok::LBracket) {
             next();
-            attrs.axis = (int64_t)expect(Tok::Int, "an axis index").num;
+            attrs.axis = small_int(expect(Tok::Int, "an axis index"), false);
             expect(Tok::RBracket, "']'");
             has_axis = true;
         }
@@ -491,8 +524,13 @@ private:
     }
     int64_t signed_int() {
         bool neg = peek().kind == Tok::Minus && (next(), true);
-        int64_t v = (int64_t)expect(Tok::Int, "an integer").num;
-        return neg ? -v : v;
+        return small_int(expect(Tok::Int, "an integer"), neg);
+    }
+    /** An axis or permutation entry: |v| <= 2^31 (no tensor has that many axes). */
+    int64_t small_int(const Token &t, bool negative) {
+        if (!t.int_fits || t.inum > (int64_t(1) << 31))
+            error(t.loc, "integer " + std::string(negative ? "-" : "") + t.text + " is out of range for an axis (at most 2^31)");
+        return negative ? -t.inum : t.inum;
     }
     std::vector<int64_t> int_list() {
         expect(Tok::LBracket, "'['");
@@ -509,6 +547,8 @@ private:
         bool neg = peek().kind == Tok::Minus && (next(), true);
         Token t = next();
         double v;
+        if (t.kind == Tok::Int && (!t.int_fits || t.inum > kMaxExactInteger) && !inexact_int_)
+            inexact_int_ = t;  // fine for a float constant; refused by infer() for an integer one
         if (t.kind == Tok::Int || t.kind == Tok::Float) v = t.num;
         else if (t.kind == Tok::Ident && t.text == "nan") v = NAN;
         else if (t.kind == Tok::Ident && t.text == "inf") v = INFINITY;
@@ -544,6 +584,17 @@ private:
             error(lit.loc, "literal " + print_number(lit.value) + " is not an integer, but type is " + print_type(g_, t));
         Attrs a;
         a.value = {round_to(t.dtype, lit.value)};
+        if (is_int(t.dtype) && lit.is_int) {
+            // Integer literals keep every bit or are refused: constants hold exact integers up
+            // to 2^53 in magnitude (docs/TSL.md, "Limits"), i32 ones within 32 bits.
+            const int64_t lo = t.dtype == DType::I32 ? INT32_MIN : -kMaxExactInteger;
+            const int64_t hi = t.dtype == DType::I32 ? INT32_MAX : kMaxExactInteger;
+            if (!lit.int_fits || lit.ivalue < lo || lit.ivalue > hi)
+                error(lit.loc, "integer literal " + lit.text + " is out of range for " + to_string(t.dtype) +
+                                   (t.dtype == DType::I32 ? " (32 bits)" : " (integer constants are exact up to 2^53 = " +
+                                                                               std::to_string(kMaxExactInteger) + ")"));
+            a.value = {(double)lit.ivalue};
+        }
         Node n = Node::make(Op::Constant, {}, t, {}, a);
         n.loc = lit.loc;
         ValueId id = g_.add(std::move(n));
@@ -564,6 +615,10 @@ private:
     void infer(Node &n) {
         try {
             n.type = infer_type(g_, n);
+            const std::optional<Token> big = n.op == Op::Constant ? std::exchange(inexact_int_, std::nullopt) : std::nullopt;
+            if (big && is_int(n.type.dtype))
+                error(big->loc, "integer value " + big->text + " is out of range for " + to_string(n.type.dtype) +
+                                    " (integer constants are exact up to 2^53)");
             if (n.op == Op::Constant)
                 for (double &v : n.attrs.value) {
                     if (is_int(n.type.dtype) && (std::isnan(v) || std::trunc(v) != v))
@@ -575,9 +630,23 @@ private:
         }
     }
 
+    /** Counts one level of expression nesting (call, parenthesis, unary minus) for its scope;
+     * past kMaxNestingDepth the parse stops with an error instead of exhausting the stack. */
+    struct NestingGuard {
+        NestingGuard(Parser &p, const Token &at) : p(p) {
+            if (++p.depth_ > kMaxNestingDepth)
+                p.error(at.loc, "expression nested too deeply (more than " + std::to_string(kMaxNestingDepth) +
+                                    " levels of calls, parentheses or unary minus); split it into statements");
+        }
+        ~NestingGuard() { --p.depth_; }
+        Parser &p;
+    };
+
     std::string file_;
     std::vector<Token> toks_;
     size_t pos_ = 0;
+    int depth_ = 0;
+    std::optional<Token> inexact_int_;  ///< an integer in the current constant's value= beyond 2^53
     Graph g_;
     ValueId pending_ = kNoValue;  ///< a node whose type must come from this statement's annotation
     std::map<std::string, SourceLoc> def_loc_;
@@ -591,7 +660,9 @@ Graph parse(const std::string &text, const std::string &filename) {
 }
 
 Graph parse_file(const std::string &path) {
-    std::ifstream in(path);
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) throw ParseError(path, {}, "is a directory, not a graph file");
+    std::ifstream in(path, std::ios::binary);
     if (!in) throw ParseError(path, {}, "cannot open file");
     std::stringstream ss;
     ss << in.rdbuf();

@@ -16,7 +16,12 @@
 
 namespace tessel::dsl {
 
-/** Parse `text`; `filename` is only used in error messages. Throws ParseError. */
+/** Deepest nesting of calls, parentheses and unary minus in one expression. Recursive descent
+ * uses the stack per level; this bound keeps a hostile file from overflowing it. */
+constexpr int kMaxNestingDepth = 256;
+
+/** Parse `text`; `filename` is only used in error messages. Throws ParseError. A graph without
+ * an output is refused. */
 Graph parse(const std::string &text, const std::string &filename = "<input>");
 /** Read and parse a file. Throws UserError if it cannot be read, ParseError on bad text. */
 Graph parse_file(const std::string &path);

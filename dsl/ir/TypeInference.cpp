@@ -1,6 +1,8 @@
 #include "dsl/ir/TypeInference.h"
 
 #include <algorithm>
+#include <climits>
+#include <unordered_map>
 
 #include "dsl/ir/Printer.h"
 
@@ -96,46 +98,98 @@ std::string shape_code_text(const Graph &g, ValueId v) {
     return s + ")";
 }
 
-std::optional<int64_t> eval_shape_op(Op op, int64_t a, int64_t b) {
+std::optional<int64_t> eval_shape_op(Op op, int64_t a, int64_t b, DType dtype, std::string *error) {
+    const char *sym = op == Op::ShapeAdd ? " + " : op == Op::ShapeSub ? " - " : op == Op::ShapeMul ? " * "
+                    : op == Op::ShapeMod ? " mod " : op == Op::ShapeFloorDiv ? " floordiv " : ", ";
+    auto fail = [&](const std::string &why) -> std::optional<int64_t> {
+        if (error)
+            *error = std::string(to_string(op)) + ": " + std::to_string(a) + sym + std::to_string(b) + " " + why;
+        return std::nullopt;
+    };
+    int64_t r = 0;
     switch (op) {
-    case Op::ShapeAdd: return a + b;
-    case Op::ShapeSub: return a - b;
-    case Op::ShapeMul: return a * b;
-    case Op::ShapeMin: return std::min(a, b);
-    case Op::ShapeMax: return std::max(a, b);
+    case Op::ShapeAdd: if (__builtin_add_overflow(a, b, &r)) return fail("overflows 64 bits"); break;
+    case Op::ShapeSub: if (__builtin_sub_overflow(a, b, &r)) return fail("overflows 64 bits"); break;
+    case Op::ShapeMul: if (__builtin_mul_overflow(a, b, &r)) return fail("overflows 64 bits"); break;
+    case Op::ShapeMin: r = std::min(a, b); break;
+    case Op::ShapeMax: r = std::max(a, b); break;
     case Op::ShapeFloorDiv: {
-        if (b == 0) return std::nullopt;
+        if (b == 0) return fail("divides by zero");
+        if (a == INT64_MIN && b == -1) return fail("overflows 64 bits");
         int64_t q = a / b;
         if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-        return q;
+        r = q;
+        break;
     }
     case Op::ShapeMod: {
-        if (b == 0) return std::nullopt;
+        if (b == 0) return fail("divides by zero");
+        if (b == -1) { r = 0; break; }
         int64_t m = a % b;
         if (m != 0 && ((m < 0) != (b < 0))) m += b;
-        return m;
+        r = m;
+        break;
     }
-    default: return std::nullopt;
+    default: return fail("is not shape arithmetic");
     }
+    if (dtype == DType::I32 && (r < INT32_MIN || r > INT32_MAX))
+        return fail("= " + std::to_string(r) + " overflows i32");
+    if (r < -kMaxExactInteger || r > kMaxExactInteger)
+        return fail("= " + std::to_string(r) + " is out of range (shape values are limited to 2^53 = " +
+                    std::to_string(kMaxExactInteger) + ")");
+    return r;
 }
 
-std::optional<int64_t> constant_shape_value(const Graph &g, ValueId v) {
-    if (!g.contains(v)) return std::nullopt;
-    const Node &n = g.node(v);
-    if (!n.has_result() || !n.type.is_scalar() || !is_int(n.type.dtype)) return std::nullopt;
-    if (n.op == Op::Constant && n.attrs.value.size() == 1) return (int64_t)n.attrs.value[0];
+namespace {
+
+/** Shape value of a node that is not shape arithmetic (constant, shape_of), else nullopt. */
+std::optional<int64_t> leaf_shape_value(const Graph &g, const Node &n) {
+    if (n.op == Op::Constant && n.attrs.value.size() == 1) {
+        const double v = n.attrs.value[0];
+        if (!(v >= -(double)kMaxExactInteger && v <= (double)kMaxExactInteger)) return std::nullopt;
+        return (int64_t)v;
+    }
     if (n.op == Op::ShapeOf && n.inputs.size() == 1 && g.contains(n.inputs[0])) {
         const TensorType &t = g.node(n.inputs[0]).type;
         if (n.attrs.axis < 0 || n.attrs.axis >= t.rank()) return std::nullopt;
         Dim d = resolve_dim(g, t.dims[(size_t)n.attrs.axis]);
         if (d.is_static()) return d.size;
-        return std::nullopt;
-    }
-    if (is_shape_arith(n.op)) {
-        auto a = constant_shape_value(g, n.inputs[0]), b = constant_shape_value(g, n.inputs[1]);
-        if (a && b) return eval_shape_op(n.op, *a, *b);
     }
     return std::nullopt;
+}
+
+bool is_shape_scalar(const Node &n) { return n.has_result() && n.type.is_scalar() && is_int(n.type.dtype); }
+
+}  // namespace
+
+std::optional<int64_t> constant_shape_value(const Graph &g, ValueId v) {
+    if (!g.contains(v)) return std::nullopt;
+    const Node &root = g.node(v);
+    if (!is_shape_scalar(root)) return std::nullopt;
+    if (!is_shape_arith(root.op)) return leaf_shape_value(g, root);
+    // Shape arithmetic: a post-order walk with an explicit stack and a memo, so long chains do
+    // not recurse and shared subexpressions are evaluated once.
+    std::unordered_map<ValueId, std::optional<int64_t>> memo;
+    std::vector<std::pair<ValueId, bool>> stack{{v, false}};
+    while (!stack.empty()) {
+        auto [id, expanded] = stack.back();
+        if (memo.count(id)) { stack.pop_back(); continue; }
+        const Node *n = g.contains(id) ? &g.node(id) : nullptr;
+        if (!n || !is_shape_scalar(*n) || !is_shape_arith(n->op) || n->inputs.size() != 2) {
+            memo[id] = n && is_shape_scalar(*n) ? leaf_shape_value(g, *n) : std::nullopt;
+            stack.pop_back();
+            continue;
+        }
+        if (!expanded) {
+            stack.back().second = true;
+            for (ValueId in : n->inputs)
+                if (!memo.count(in)) stack.push_back({in, false});
+            continue;
+        }
+        stack.pop_back();
+        const std::optional<int64_t> a = memo[n->inputs[0]], b = memo[n->inputs[1]];  // copies: memo may rehash
+        memo[id] = a && b ? eval_shape_op(n->op, *a, *b, n->type.dtype) : std::nullopt;
+    }
+    return memo[v];
 }
 
 Dim resolve_dim(const Graph &g, const Dim &d) {

@@ -30,7 +30,9 @@ Node make_node(const Graph &g, Op op, std::vector<ValueId> inputs, Attrs attrs =
 
 /** d with shape code looked through as far as it goes (static > symbol > value reference). */
 Dim resolve_dim(const Graph &g, const Dim &d);
-/** Value of a rank-0 integer shape value if it is a compile-time constant. */
+/** Value of a rank-0 integer shape value if it is a compile-time constant (nullopt also when
+ * evaluating it fails: division by zero, overflow). Linear in the shape code it reads, however
+ * deep or shared (evaluated without recursion). */
 std::optional<int64_t> constant_shape_value(const Graph &g, ValueId v);
 bool same_dim(const Graph &g, const Dim &a, const Dim &b);
 bool same_type(const Graph &g, const TensorType &a, const TensorType &b);
@@ -39,7 +41,11 @@ bool same_type(const Graph &g, const TensorType &a, const TensorType &b);
  * or the number of a constant. */
 std::string shape_code_text(const Graph &g, ValueId v);
 
-/** Scalar shape arithmetic with floor semantics; nullopt for division or mod by zero. */
-std::optional<int64_t> eval_shape_op(Op op, int64_t a, int64_t b);
+/** Scalar shape arithmetic with floor semantics, in checked 64-bit arithmetic. nullopt for
+ * division or mod by zero and for a result outside [-2^53, 2^53] (kMaxExactInteger; i32:
+ * outside 32 bits); `error` (if given) then says which, naming the op and both operands:
+ * "shape.mul: 4398046511104 * 4398046511104 overflows (shape values are limited to 2^53)". */
+std::optional<int64_t> eval_shape_op(Op op, int64_t a, int64_t b, DType dtype = DType::I64,
+                                     std::string *error = nullptr);
 
 }  // namespace tessel::dsl

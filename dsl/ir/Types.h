@@ -15,6 +15,9 @@ namespace tessel::dsl {
 
 /** Largest extent and element count of a tensor (2^62): products of extents stay in int64. */
 constexpr int64_t kMaxElements = int64_t(1) << 62;
+/** Largest magnitude of an integer constant or shape-code value (2^53): values are held as
+ * doubles (dsl/ir/Numerics.h), exact up to here. Shape arithmetic beyond it is an error. */
+constexpr int64_t kMaxExactInteger = int64_t(1) << 53;
 
 /** Stable id of a node and of the value it defines; never reused within one Graph. */
 using ValueId = uint32_t;

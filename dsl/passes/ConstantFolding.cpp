@@ -53,7 +53,7 @@ bool foldable(const Graph &g, const Node &n, std::vector<int64_t> *shape) {
         Dim r = resolve_dim(g, d);
         if (!r.is_static()) return false;
         shape->push_back(r.size);
-        numel *= r.size;
+        if (__builtin_mul_overflow(numel, r.size, &numel) || numel > kMaxFoldedElements) return false;
     }
     for (ValueId v : n.inputs)
         for (const Dim &d : g.node(v).type.dims)

@@ -5,6 +5,8 @@
 #include "dsl/passes/Fusion.h"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <functional>
 #include <queue>
 #include <set>
@@ -56,8 +58,9 @@ public:
         for (ValueId v : g.order())
             for_each_dependency(g.node(v), [&](ValueId d) {
                 auto &u = users_[d];
-                if (std::find(u.begin(), u.end(), v) == u.end()) u.push_back(v);
+                if (u.empty() || u.back() != v) u.push_back(v);  // v's uses of d are consecutive
             });
+        outputs_.insert(g.outputs.begin(), g.outputs.end());
     }
 
     FusionPlan run() {
@@ -85,13 +88,13 @@ public:
                 }
                 d.producer = p;
                 d.consumer = c;
-                if (!d.fused) cut_.push_back({p, c, d.rule + ": " + d.reason});
+                if (!d.fused) add_cut(p, c, d.rule + ": " + d.reason);
                 plan_.decisions.push_back(d);
             }
             // (2) siblings: earlier contractions / reductions in other groups.
+            const std::optional<std::vector<ValueId>> keys = policy_.sibling_keys(g_, c);
             if (opts_.sibling_fusion && (cls == FusionClass::Contraction || cls == FusionClass::Reduction)) {
-                for (ValueId s : g_.order()) {
-                    if (s == c) break;
+                for (ValueId s : sibling_candidates(c, keys)) {
                     if (!root_.count(s) || root_[s] == root_[c]) continue;
                     auto d = policy_.sibling(g_, s, c);
                     if (!d) continue;
@@ -101,6 +104,9 @@ public:
                     plan_.decisions.push_back(*d);
                 }
             }
+            if (keys)
+                for (ValueId k : *keys) sibling_index_[k].push_back(c);
+            planned_.push_back(c);
         }
         finish();
         return std::move(plan_);
@@ -119,7 +125,35 @@ private:
         std::string why;
     };
     std::vector<Cut> cut_;
+    /** node -> indices into cut_ of the cut edges it is an end of. */
+    std::map<ValueId, std::vector<size_t>> cuts_of_;
+    std::set<ValueId> outputs_;
+    /** Planned nodes in program order, and by sibling key (FusionPolicy::sibling_keys). */
+    std::vector<ValueId> planned_;
+    std::map<ValueId, std::vector<ValueId>> sibling_index_;
     FusionPlan plan_;
+
+    bool is_output(ValueId v) const { return outputs_.count(v) != 0; }
+
+    void add_cut(ValueId p, ValueId c, std::string why) {
+        cuts_of_[p].push_back(cut_.size());
+        cuts_of_[c].push_back(cut_.size());
+        cut_.push_back({p, c, std::move(why)});
+    }
+
+    /** Earlier planned nodes the policy may call siblings of c, in program order: those sharing
+     * a key with c, or all of them when the policy gives no keys. */
+    std::vector<ValueId> sibling_candidates(ValueId c, const std::optional<std::vector<ValueId>> &keys) const {
+        if (!keys) return planned_;
+        std::vector<ValueId> out;
+        for (ValueId k : *keys)
+            if (auto it = sibling_index_.find(k); it != sibling_index_.end())
+                out.insert(out.end(), it->second.begin(), it->second.end());
+        std::sort(out.begin(), out.end(), [&](ValueId a, ValueId b) { return pos_.at(a) < pos_.at(b); });
+        out.erase(std::unique(out.begin(), out.end()), out.end());
+        (void)c;
+        return out;
+    }
 
     std::vector<ValueId> sorted(const std::set<ValueId> &s) const {
         std::vector<ValueId> v(s.begin(), s.end());
@@ -133,15 +167,19 @@ private:
         return false;
     }
 
-    /** A node outside `s` on a path from s back into s, or kNoValue. */
+    /** A node outside `s` on a path from s back into s, or kNoValue. Such a path runs forward
+     * in program order and ends in s, so nodes after s's last member are not searched: the
+     * search stays within the group's span of the program. */
     ValueId cycle_through(const std::set<ValueId> &s) const {
+        size_t last = 0;
+        for (ValueId v : s) last = std::max(last, pos_.at(v));
         std::set<ValueId> seen;
         std::vector<ValueId> work;
         auto push_users = [&](ValueId v) {
             auto it = users_.find(v);
             if (it == users_.end()) return;
             for (ValueId u : it->second)
-                if (!s.count(u) && seen.insert(u).second) work.push_back(u);
+                if (!s.count(u) && pos_.at(u) < last && seen.insert(u).second) work.push_back(u);
         };
         for (ValueId v : s) push_users(v);
         while (!work.empty()) {
@@ -166,10 +204,18 @@ private:
             return FusionDecision::no("merge", "sibling fusion is off: each contraction keeps its own group");
         std::set<ValueId> u = A;
         u.insert(B.begin(), B.end());
-        for (const Cut &cut : cut_)
-            if (u.count(cut.p) && u.count(cut.c))
-                return FusionDecision::no("merge", "would put back together " + nm(g_, cut.p) + " -> " + nm(g_, cut.c) +
-                                          ", cut earlier (" + cut.why + ")");
+        // A cut edge inside A or inside B was refused when they formed, so only edges between
+        // them matter; the earliest such cut is named.
+        size_t first_cut = SIZE_MAX;
+        for (ValueId v : B)
+            if (auto it = cuts_of_.find(v); it != cuts_of_.end())
+                for (size_t i : it->second)
+                    if (u.count(cut_[i].p) && u.count(cut_[i].c)) first_cut = std::min(first_cut, i);
+        if (first_cut != SIZE_MAX) {
+            const Cut &cut = cut_[first_cut];
+            return FusionDecision::no("merge", "would put back together " + nm(g_, cut.p) + " -> " + nm(g_, cut.c) +
+                                      ", cut earlier (" + cut.why + ")");
+        }
         if (ValueId via = cycle_through(u); via != kNoValue)
             return FusionDecision::no("merge", "would create a cycle between groups through " + nm(g_, via));
         ResourceEstimate e = policy_.estimate(g_, sorted(u), opts_);
@@ -192,7 +238,7 @@ private:
                     any = true;
                 }
             (void)any;
-            if (g_.is_output(k)) {
+            if (is_output(k)) {
                 root_[k] = k;
                 members_[k] = {k};
             }
@@ -235,7 +281,7 @@ private:
             grp.nodes = sorted(nodes);
             for (ValueId v : grp.nodes) {
                 if (fusion_class(g_, v) == FusionClass::Constant && !(members_[r].count(v))) continue;
-                bool out = g_.is_output(v);
+                bool out = is_output(v);
                 for (ValueId u : users_[v]) out |= !nodes.count(u);
                 if (out) grp.outputs.push_back(v);
             }
@@ -258,7 +304,7 @@ private:
                                                                    : " (outside kernels)"));
             FusionDecision d;
             const std::string n = std::to_string(us.size());
-            if (elsewhere.empty() && !g_.is_output(v)) {
+            if (elsewhere.empty() && !is_output(v)) {
                 const bool cheap = fusion_class(g_, v) == FusionClass::Elementwise ||
                                    fusion_class(g_, v) == FusionClass::Permutation;
                 d = FusionDecision::yes("multi-consumer",

@@ -334,6 +334,18 @@ public:
         return std::nullopt;
     }
 
+    /** Contractions pair only on a shared left operand, reductions only on a shared row source. */
+    std::optional<std::vector<ValueId>> sibling_keys(const Graph &g, ValueId v) const override {
+        switch (fusion_class(g, v)) {
+        case FusionClass::Contraction: return std::vector<ValueId>{g.node(v).inputs[0]};
+        case FusionClass::Reduction: {
+            const std::set<ValueId> rows = row_sources(g, g.node(v).inputs[0]);
+            return std::vector<ValueId>(rows.begin(), rows.end());
+        }
+        default: return std::vector<ValueId>{};
+        }
+    }
+
     FusionDecision merge(const Graph &g, const std::vector<ValueId> &a, const std::vector<ValueId> &b) const override {
         auto ma = of_class(g, a, FusionClass::Contraction), mb = of_class(g, b, FusionClass::Contraction);
         auto ra = of_class(g, a, FusionClass::Reduction), rb = of_class(g, b, FusionClass::Reduction);
@@ -392,8 +404,7 @@ ResourceEstimate DefaultFusionPolicy::estimate(const Graph &g, const std::vector
         std::set<ValueId> epi;
         std::set<ValueId> external;
         int64_t P = 0;
-        for (ValueId v : g.order()) {
-            if (!members.count(v)) continue;
+        for (ValueId v : nodes) {  // in program order, like the group
             FusionClass c = fusion_class(g, v);
             if (c == FusionClass::Contraction || c == FusionClass::Constant) continue;
             bool down = false;
@@ -443,7 +454,7 @@ ResourceEstimate DefaultFusionPolicy::estimate(const Graph &g, const std::vector
         std::set<ValueId> full_inputs;
         const ValueId r0 = reds[0], in0 = g.node(r0).inputs[0];
         int64_t row = 1;
-        for (int64_t a : reduced_axes(g, r0)) row *= dim_size(g, g.node(in0).type.dims[a], sz);
+        for (int64_t a : reduced_axes(g, r0)) row = saturating_mul(row, dim_size(g, g.node(in0).type.dims[a], sz));
         for (ValueId v : nodes) {
             if (fusion_class(g, v) == FusionClass::Elementwise) ew++;
             for (ValueId in : g.node(v).inputs)
@@ -452,9 +463,9 @@ ResourceEstimate DefaultFusionPolicy::estimate(const Graph &g, const std::vector
         e.registers_f32 = L * ((int64_t)reds.size() + std::min<int64_t>(ew, 3) + 1);
         reg_detail = std::to_string(reds.size()) + " reductions, " + std::to_string(ew) + " elementwise, " +
                      std::to_string(L) + " lanes";
-        e.shared_bytes = 4 * row;
+        e.shared_bytes = saturating_mul(4, row);
         shared_detail = "one row of " + std::to_string(row);
-        e.cache_bytes = 4 * row * std::max<int64_t>(1, (int64_t)full_inputs.size());
+        e.cache_bytes = saturating_mul(saturating_mul(4, row), std::max<int64_t>(1, (int64_t)full_inputs.size()));
         cache_detail = std::to_string(std::max<size_t>(1, full_inputs.size())) + " input rows";
     } else {
         std::set<ValueId> ins;

@@ -55,10 +55,14 @@ public:
     /** Is `earlier` (in another group) a sibling of c that should share c's traversal?
      * nullopt when the pair is no candidate at all (nothing is logged). */
     virtual std::optional<FusionDecision> sibling(const Graph &g, ValueId earlier, ValueId c) const = 0;
+    /** Keys that make sibling candidates findable without asking about every earlier node:
+     * sibling(g, s, c) must be nullopt unless sibling_keys(s) and sibling_keys(c) share a value.
+     * nullopt (the default) promises nothing, and every earlier planned node is asked. */
+    virtual std::optional<std::vector<ValueId>> sibling_keys(const Graph &, ValueId) const { return std::nullopt; }
     /** May groups a and b become one group (at most one traversal per group)? */
     virtual FusionDecision merge(const Graph &g, const std::vector<ValueId> &a,
                                  const std::vector<ValueId> &b) const = 0;
-    /** What the group `nodes` would need on opts.target. */
+    /** What the group `nodes` (in program order) would need on opts.target. */
     virtual ResourceEstimate estimate(const Graph &g, const std::vector<ValueId> &nodes,
                                       const FusionOptions &opts) const = 0;
 };

@@ -76,3 +76,32 @@ TEST_CASE("a schedule's group kind round-trips through JSON; an unknown kind is 
     CHECK_THROWS_WITH_AS(schedule_from_json(j), doctest::Contains("unknown fusion group kind 'convolution'"),
                          ScheduleJsonError);
 }
+
+TEST_CASE("JSON numbers are range-checked, never narrowed or truncated") {
+    const std::string split = R"({"op": "split", "stage": {"func": "y", "update": -1}, "var": "n", "outer": "no", "inner": "ni", "tail": "auto", "factor": )";
+    struct Row {
+        const char *factor, *expected;
+    } rows[] = {
+        {"1099511627776", "schedule 'bad' step 1 (split): field \"factor\" = 1099511627776 is out of range (at most 2147483647)"},
+        {"18446744073709551615", "field \"factor\" = 18446744073709551615 is out of range (at most 2147483647)"},
+        {"-2147483649", "field \"factor\" = -2147483649 is out of range (-2147483648 to 2147483647)"},
+        {"2.5", "schedule 'bad' step 1 (split): field \"factor\" = 2.5 is not an integer"},
+        {"1e3", "field \"factor\" = 1000.0 is not an integer"},
+    };
+    for (const Row &r : rows) {
+        CAPTURE(r.factor);
+        const auto j = nlohmann::json::parse(std::string(R"({"name": "bad", "steps": [)") + split + r.factor + "}]}");
+        CHECK_THROWS_WITH_AS(schedule_from_json(j), doctest::Contains(r.expected), ScheduleJsonError);
+    }
+    // In range: accepted as written, negative values included (ApplySchedule refuses a factor <= 0).
+    const auto ok = nlohmann::json::parse(std::string(R"({"name": "ok", "steps": [)") + split + "-8}]}");
+    CHECK(std::get<Split>(schedule_from_json(ok).steps[0]).factor == -8);
+    // Guard values are longs: 2^40 fits, 2^64 does not.
+    const auto guard = [](const std::string &v) {
+        return nlohmann::json::parse(R"({"name": "g", "steps": [], "variants": [{"guards": [{"extent": "M", "op": "==", "value": )" + v +
+                                     R"(}], "steps": []}]})");
+    };
+    CHECK(schedule_from_json(guard("1099511627776")).variants[0].guards[0].value == 1099511627776L);
+    CHECK_THROWS_WITH_AS(schedule_from_json(guard("18446744073709551616")),
+                         doctest::Contains("schedule 'g' variant 1 guards: field \"value\""), ScheduleJsonError);
+}

@@ -44,7 +44,7 @@ TEST_CASE("format_error: an error in a file without a line prints the file once"
 }
 
 TEST_CASE("format_error: an error found by a pass at a source location reads like a parse error") {
-    const std::string e = formatted([] { simplify_text("graph g {\n  %q = 1 / 0\n}\n", "div.tsl"); });
+    const std::string e = formatted([] { simplify_text("graph g {\n  %q = 1 / 0\n  output %q\n}\n", "div.tsl"); });
     CHECK_MESSAGE(e.rfind("div.tsl:2:10: error: ", 0) == 0, e);
     CHECK(count_of(e, "error:") == 1);
     // Without a file (a graph built in C++), the location cannot be printed: the tool prefix.

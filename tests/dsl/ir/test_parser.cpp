@@ -114,8 +114,8 @@ TEST_CASE("sugar: nested calls, infix, literals take the other operand's dtype")
 }
 
 TEST_CASE("constants are stored rounded to their dtype and print back exactly") {
-    Graph g = parse("graph g {\n %a = 0.1 : f32[]\n %b = 0.1 : f16[]\n %c = 0.1 : bf16[]\n}\n");
-    CHECK(print(g) == "graph g mode=strict {\n  %a = 0.1 : f32[]\n  %b = 0.1 : f16[]\n  %c = 0.1 : bf16[]\n}\n");
+    Graph g = parse("graph g {\n %a = 0.1 : f32[]\n %b = 0.1 : f16[]\n %c = 0.1 : bf16[]\n output %a, %b, %c\n}\n");
+    CHECK(print(g) == "graph g mode=strict {\n  %a = 0.1 : f32[]\n  %b = 0.1 : f16[]\n  %c = 0.1 : bf16[]\n  output %a, %b, %c\n}\n");
     CHECK(g.node(g.find("a")).attrs.value[0] == (double)0.1f);
     CHECK(g.node(g.find("b")).attrs.value[0] == 0.0999755859375);
     CHECK(g.node(g.find("c")).attrs.value[0] == 0.10009765625);

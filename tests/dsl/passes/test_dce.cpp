@@ -39,6 +39,7 @@ TEST_CASE("dce keeps every effect and what it depends on") {
       assert(%a, msg="x != 0")
       %d = 8 : i64[]
       %rr = random_uniform(seed=2) : f32[%d]
+      output %x
     })");
 }
 

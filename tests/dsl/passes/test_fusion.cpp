@@ -5,6 +5,7 @@
 
 #include "../TestUtil.h"
 #include "dsl/Simplify.h"
+#include "dsl/analysis/MemoryTraffic.h"
 #include "dsl/passes/Fusion.h"
 #include "dsl/passes/FusionPolicy.h"
 
@@ -579,4 +580,15 @@ TEST_CASE("fusion: DOT output has one cluster per group and labels cut edges") {
     CHECK(dot.rfind("digraph", 0) == 0);
     CHECK(dot.find("matmul-operand: operand %ln") != std::string::npos);
     CHECK(dot.find("style=dashed, color=red") != std::string::npos);
+}
+
+TEST_CASE("traffic estimates saturate at kMaxEstimate instead of overflowing (found by fuzz_lower)") {
+    Graph g = parse("graph t {\n  %x = input : f32[M, N, A, B]\n  %y = relu(%x)\n  %z = neg(%y)\n  output %z\n}\n");
+    FusionOptions opts;
+    for (const char *s : {"M", "N", "A", "B"}) opts.symbol_sizes[s] = int64_t(1) << 31;
+    const FusionPlan p = plan_fusion(g, opts);
+    CHECK(value_numel(g, g.find("x"), opts.symbol_sizes) == kMaxEstimate);
+    CHECK(p.before.bytes_read == kMaxEstimate);
+    CHECK(p.before.total() == 2 * kMaxEstimate);
+    CHECK(p.after.bytes_written == kMaxEstimate);
 }

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Runs Tessel's libFuzzer targets: fuzz/run.sh FUZZ_BUILD_DIR SECONDS [TARGET...]
+# (targets: parse simplify fusion lower; default all). Each runs SECONDS on its growing corpus in
+# FUZZ_BUILD_DIR/corpus/TARGET, seeded from fuzz/seeds and the regression reproducers in
+# tests/fuzz/reproducers (so a reproducer that crashes again fails at once). Crashes are written
+# to FUZZ_BUILD_DIR/artifacts/. Waits while /tmp/tessel-bench.lock exists (someone benchmarks).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+build=$(cd "$1" && pwd)
+seconds=$2
+shift 2
+targets=("$@")
+[ ${#targets[@]} -eq 0 ] && targets=(parse simplify fusion lower)
+mkdir -p "$build/artifacts"
+for t in "${targets[@]}"; do
+  while [ -e /tmp/tessel-bench.lock ]; do
+    echo "fuzz: /tmp/tessel-bench.lock exists (a benchmark is running); waiting" >&2
+    sleep 30
+  done
+  corpus="$build/corpus/$t"
+  mkdir -p "$corpus"
+  echo "fuzz: $t for ${seconds}s (corpus $corpus)" >&2
+  "$build/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
+    -dict="$here/tsl.dict" -artifact_prefix="$build/artifacts/$t-" -print_final_stats=1 \
+    "$corpus" "$here/seeds" "$root/tests/fuzz/reproducers"
+done

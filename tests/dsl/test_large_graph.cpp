@@ -1,0 +1,68 @@
+// A generated graph of 100,000 ops goes through the front end in linear time: parse, the default
+// simplification pipeline (verified after every pass) and fusion planning. Before the graph's name
+// index, linked program order and user index, parsing alone took over a minute at this size.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <string>
+
+#include "dsl/Pipeline.h"
+#include "dsl/ir/Parser.h"
+#include "dsl/ir/Printer.h"
+#include "dsl/passes/Fusion.h"
+
+using namespace tessel::dsl;
+
+namespace {
+
+/** `layers` MLP layers of 10 ops each: two inputs, matmul + bias + gelu (one fusion group), a
+ * multiply by 1 (simplified away), a duplicate (CSE), a dead diagnostic branch (DCE), shape code
+ * (folded) and a relu. */
+std::string generate(int layers) {
+    std::string s = "graph big {\n  %h0 = input : f32[M, 16]\n";
+    for (int i = 1; i <= layers; i++) {
+        const std::string n = std::to_string(i), p = std::to_string(i - 1);
+        s += "  %w" + n + " = input : f32[16, 16]\n";
+        s += "  %b" + n + " = input : f32[16]\n";
+        s += "  %m" + n + " = matmul(%h" + p + ", %w" + n + ")\n";
+        s += "  %a" + n + " = %m" + n + " + %b" + n + "\n";
+        s += "  %c" + n + " = %m" + n + " + %b" + n + "\n";
+        s += "  %one" + n + " = %a" + n + " * 1.0\n";
+        s += "  %g" + n + " = gelu(%one" + n + ")\n";
+        s += "  %dead" + n + " = reduce_sum(%c" + n + ", axes=[1])\n";
+        s += "  %k" + n + " = 8 * 2\n";
+        s += "  %h" + n + " = relu(%g" + n + ")\n";
+    }
+    return s + "  output %h" + std::to_string(layers) + "\n}\n";
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+TEST_CASE("100,000 ops parse, simplify and plan fusion within 10 s") {
+    const int layers = 10000;
+    const std::string text = generate(layers);
+    auto t0 = std::chrono::steady_clock::now();
+    Graph g = parse(text, "big.tsl");
+    const double parse_s = seconds_since(t0);
+    CHECK(g.size() == size_t(layers) * 13 + 1);  // and the constants 1.0, 8 and 2 of each layer
+
+    auto t1 = std::chrono::steady_clock::now();
+    PassRunResult r = default_pipeline().run(g, {}, nullptr);
+    const double simplify_s = seconds_since(t1);
+    CHECK(r.converged);
+    CHECK(g.size() == size_t(layers) * 6 + 1);  // per layer: two inputs, matmul, add, gelu, relu
+
+    auto t2 = std::chrono::steady_clock::now();
+    FusionPlan plan = plan_fusion(g);
+    const double fusion_s = seconds_since(t2);
+    CHECK(plan.groups.size() >= size_t(layers));
+
+    const double total = parse_s + simplify_s + fusion_s;
+    MESSAGE("parse " << parse_s << " s, simplify " << simplify_s << " s, fusion " << fusion_s << " s, total " << total
+                     << " s for " << layers * 13 + 1 << " ops");
+    CHECK(total <= 10.0);
+}
