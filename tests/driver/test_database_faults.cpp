@@ -20,6 +20,8 @@
 
 #include "tests/TempDir.h"
 
+#include "tests/Shell.h"
+
 #include <doctest/doctest.h>
 
 #include <sqlite3.h>
@@ -53,23 +55,8 @@ const char *kGraph = R"(graph small {
 }
 )";
 
-struct Result {
-    int rc = -1;
-    std::string output;  ///< stdout and stderr together
-};
-
-/** Runs a shell command line, capturing both streams. */
-Result shell(const std::string &command) {
-    Result r;
-    FILE *p = popen((command + " 2>&1").c_str(), "r");
-    REQUIRE(p);
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-    const int st = pclose(p);
-    r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    return r;
-}
+using tessel::testing::shell;
+using Result = tessel::testing::ShellResult;
 
 std::string quote(const std::string &s) { return "'" + s + "'"; }
 

@@ -4,6 +4,7 @@
 #include "driver/KernelLibrary.h"
 #include "dsl/interp/Interpreter.h"
 #include "dsl/ir/Parser.h"
+#include "tests/Shell.h"
 #include "tests/TempDir.h"
 #include "tests/TensorCompare.h"
 
@@ -95,14 +96,11 @@ dsl::Tensor input(const std::vector<int64_t> &shape, int arg) {
 
 
 
+/** Output of `cmd`, which must succeed. */
 std::string run(const std::string &cmd) {
-    std::string out;
-    FILE *p = popen(cmd.c_str(), "r");
-    REQUIRE(p);
-    char buf[4096];
-    while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-    CHECK(pclose(p) == 0);
-    return out;
+    const tessel::testing::ShellResult r = tessel::testing::shell(cmd);
+    CHECK(r.rc == 0);
+    return r.output;
 }
 
 

@@ -14,6 +14,8 @@
 #include "lowering/ScheduleGroup.h"
 #include "tests/TempDir.h"
 
+#include "tests/Shell.h"
+
 #include <doctest/doctest.h>
 
 #include <csignal>
@@ -58,22 +60,8 @@ sched::ScheduleSpec default_schedule(const Halide::Target &t) {
 
 bool contains(const std::string &s, const std::string &part) { return s.find(part) != std::string::npos; }
 
-struct RunResult {
-    int rc = -1;
-    std::string output;
-};
-
-RunResult shell(const std::string &command) {
-    RunResult r;
-    FILE *p = popen((command + " 2>&1").c_str(), "r");
-    REQUIRE(p);
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-    const int st = pclose(p);
-    r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    return r;
-}
+using tessel::testing::shell;
+using RunResult = tessel::testing::ShellResult;
 
 }  // namespace
 
