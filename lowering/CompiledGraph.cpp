@@ -175,7 +175,15 @@ std::vector<dsl::Tensor> CompiledGraph::run_planned(const std::map<std::string, 
     if (options.concurrent_groups && options.policy != dsl::ReusePolicy::NoConcurrentReuse)
         throw lower::LoweringError("running independent groups concurrently needs the no-concurrent-reuse memory plan "
                                    "(ArenaOptions::policy): the serial plan may reuse memory between them");
-    const dsl::BufferAssignment plan = memory_plan(symbols, options);
+    std::shared_ptr<const dsl::BufferAssignment> planned;
+    {
+        const PlanKey key{symbols, options.policy, options.donated_inputs};
+        std::lock_guard<std::mutex> lock(plans_lock_);
+        auto &slot = plans_[key];
+        if (!slot) slot = std::make_shared<const dsl::BufferAssignment>(memory_plan(symbols, options));
+        planned = slot;
+    }
+    const dsl::BufferAssignment &plan = *planned;
     std::unique_ptr<std::byte[]> owned;  // over-allocated by the alignment, then aligned; not zeroed
     std::byte *arena = static_cast<std::byte *>(options.workspace);
     if (arena) {

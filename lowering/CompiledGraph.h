@@ -33,6 +33,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <tuple>
 
 namespace tessel {
 
@@ -116,6 +117,11 @@ private:
     std::atomic<bool> recording_{false};
     mutable std::mutex profile_lock_;
     mutable std::map<std::map<std::string, int64_t>, long long> calls_;
+    /** Memory plans already made, by sizes, policy and donated inputs: a run at a known shape
+     * plans nothing. */
+    using PlanKey = std::tuple<std::map<std::string, int64_t>, dsl::ReusePolicy, std::set<std::string>>;
+    mutable std::mutex plans_lock_;
+    mutable std::map<PlanKey, std::shared_ptr<const dsl::BufferAssignment>> plans_;
 
     std::vector<dsl::Tensor> run_planned(const std::map<std::string, dsl::Tensor> &inputs,
                                          std::map<std::string, int64_t> symbols, const ArenaOptions &options,
