@@ -2,6 +2,8 @@
  * Registration of `tessel` subcommands; each sets `action` when it is selected. */
 #pragma once
 
+#include "autoscheduler/SpecializationPlanner.h"
+
 #include <CLI/CLI.hpp>
 
 #include <functional>
@@ -17,5 +19,8 @@ void add_tune_command(CLI::App &app, std::function<int()> &action);
 void add_db_command(CLI::App &app, std::function<int()> &action);
 void add_specialize_command(CLI::App &app, std::function<int()> &action);
 void add_lib_command(CLI::App &app, std::function<int()> &action);
+
+/** --budget-compile, --budget-tuning, --budget-code into `b` (shared by specialize and lib). */
+void add_budget_options(CLI::App *cmd, autosched::PlannerBudgets &b);
 
 }  // namespace tessel::apps

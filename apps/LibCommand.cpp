@@ -21,8 +21,20 @@ void add_lib_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--dim", *dims, "symbol sizes for fusion estimates and rematerialization, e.g. --dim M=512")
         ->delimiter(',');
     cmd->add_flag("!--no-remat", o->remat, "keep every value: no rematerialization");
-    cmd->callback([&action, o, dims] {
-        action = [o, dims] {
+    cmd->add_option("--profile", o->profile_file, "shape profile (lines 'M=1 calls=12000' binding the graph's symbols, as "
+                                                  "TESSEL_LIB_PROFILE records them): measure every group's variants and keep "
+                                                  "those the planner chooses")
+        ->check(CLI::ExistingFile);
+    add_budget_options(cmd, o->budgets);
+    auto runs = std::make_shared<double>(1);
+    cmd->add_option("--runs-per-build", *runs, "runs of the profile served by one build of the library (compile "
+                                               "time is amortized over them)")
+        ->capture_default_str()
+        ->check(CLI::Range(1.0, 1e12));
+    cmd->add_option("--repeats", o->repeats, "timed rounds per profiled shape")->capture_default_str()->check(CLI::Range(1, 1000));
+    cmd->callback([&action, o, dims, runs] {
+        action = [o, dims, runs] {
+            o->budgets.compiles_amortized_over = o->budgets.tunings_amortized_over = *runs;
             for (const auto &item : *dims) {
                 const auto eq = item.find('=');
                 if (eq == std::string::npos || eq == 0) throw std::invalid_argument("--dim '" + item + "': expected NAME=SIZE");

@@ -5,6 +5,13 @@
 
 namespace tessel::apps {
 
+void add_budget_options(CLI::App *cmd, autosched::PlannerBudgets &b) {
+    cmd->add_option("--budget-compile", b.compile_seconds, "seconds of compilation allowed (all kept variants)")
+        ->check(CLI::PositiveNumber);
+    cmd->add_option("--budget-tuning", b.tuning_seconds, "seconds of tuning allowed")->check(CLI::NonNegativeNumber);
+    cmd->add_option("--budget-code", b.code_bytes, "bytes of code allowed")->check(CLI::PositiveNumber);
+}
+
 void add_specialize_command(CLI::App &app, std::function<int()> &action) {
     auto o = std::make_shared<SpecializeOptions>();
     auto starts = std::make_shared<double>(1);
@@ -15,11 +22,8 @@ void add_specialize_command(CLI::App &app, std::function<int()> &action) {
         ->check(CLI::ExistingFile);
     cmd->add_option("--schedule", o->schedule, "CPU library schedule with guarded variants")->capture_default_str();
     cmd->add_option("--target", o->target, "a CPU target")->capture_default_str();
-    cmd->add_option("--repeats", o->repeats, "timed calls per shape (median)")->capture_default_str()->check(CLI::Range(1, 1000));
-    cmd->add_option("--budget-compile", o->budgets.compile_seconds, "seconds of compilation allowed (all kept variants)")
-        ->check(CLI::PositiveNumber);
-    cmd->add_option("--budget-tuning", o->budgets.tuning_seconds, "seconds of tuning allowed")->check(CLI::NonNegativeNumber);
-    cmd->add_option("--budget-code", o->budgets.code_bytes, "bytes of code allowed")->check(CLI::PositiveNumber);
+    cmd->add_option("--repeats", o->repeats, "timed rounds per shape (median; variants interleaved)")->capture_default_str()->check(CLI::Range(1, 1000));
+    add_budget_options(cmd, o->budgets);
     cmd->add_option("--starts", *starts, "process starts sharing one compile and one tuning run (JIT: 1)")
         ->capture_default_str()
         ->check(CLI::Range(1.0, 1e12));

@@ -61,31 +61,53 @@ ShapeProfile parse_shape_profile(const std::string &text, const std::string &sou
     return profile;
 }
 
-bool VariantCosts::serves(const Extents &shape) const {
-    for (const auto &g : guards)
-        if (!g.holds(shape)) return false;
-    return seconds_per_call.count(shape) > 0;
+std::string VariantCosts::guards_text() const {
+    std::string g;
+    for (const auto &x : guards) g += (g.empty() ? "" : " && ") + x.to_string();
+    return g.empty() ? "any shape" : g;
 }
 
-PlanTotals plan_totals(const ShapeProfile &profile, const std::vector<VariantCosts> &candidates,
-                       const std::vector<size_t> &chosen, const VariantCosts &fallback, const PlannerBudgets &b) {
+size_t SpecializationPlan::kept() const {
+    size_t n = 0;
+    for (const auto &c : chosen) n += c.size();
+    return n;
+}
+
+namespace {
+
+const VariantCosts &serving(const KernelChoices &k, const std::vector<size_t> &chosen, const Extents &shape) {
+    for (size_t i : chosen)
+        if (k.candidates[i].serves(shape)) return k.candidates[i];
+    return k.fallback;
+}
+
+/** Every candidate of every kernel, in kernel order then dispatch order: the search's items. */
+struct CandidateRef {
+    size_t kernel, index;
+};
+
+KeptVariants kept_of(const std::vector<CandidateRef> &refs, const std::vector<size_t> &items, size_t kernels) {
+    KeptVariants kept(kernels);
+    for (size_t i : items) kept[refs[i].kernel].push_back(refs[i].index);
+    for (auto &k : kept) std::sort(k.begin(), k.end());  // the candidates' dispatch order
+    return kept;
+}
+
+}  // namespace
+
+PlanTotals plan_totals(const ShapeProfile &profile, const std::vector<KernelChoices> &kernels, const KeptVariants &chosen,
+                       const PlannerBudgets &b) {
     PlanTotals t;
-    for (const auto &e : profile) {
-        const VariantCosts *serving = &fallback;
-        for (size_t i : chosen)
-            if (candidates[i].serves(e.shape)) {
-                serving = &candidates[i];
-                break;
-            }
-        t.run_seconds += e.calls * serving->seconds_per_call.at(e.shape);
-    }
     auto add = [&](const VariantCosts &v) {
         t.compile_seconds += v.compile_seconds;
         t.tuning_seconds += v.tuning_seconds;
         t.code_bytes += v.code_bytes;
     };
-    add(fallback);
-    for (size_t i : chosen) add(candidates[i]);
+    for (size_t k = 0; k < kernels.size(); k++) {
+        for (const auto &e : profile) t.run_seconds += e.calls * serving(kernels[k], chosen[k], e.shape).seconds_per_call.at(e.shape);
+        add(kernels[k].fallback);
+        for (size_t i : chosen[k]) add(kernels[k].candidates[i]);
+    }
     t.one_time_seconds = t.compile_seconds / b.compiles_amortized_over + t.tuning_seconds / b.tunings_amortized_over;
     std::ostringstream over;
     if (b.compile_seconds && t.compile_seconds > *b.compile_seconds)
@@ -98,65 +120,68 @@ PlanTotals plan_totals(const ShapeProfile &profile, const std::vector<VariantCos
     return t;
 }
 
-SpecializationPlan plan_specializations(const ShapeProfile &profile, const std::vector<VariantCosts> &candidates,
-                                        const VariantCosts &fallback, const PlannerBudgets &budgets) {
-    for (const auto &e : profile)
-        if (!fallback.seconds_per_call.count(e.shape))
-            throw std::invalid_argument("the fallback '" + fallback.name + "' has no time for the profiled shape " +
-                                        format_extents(e.shape));
-    SpecializationPlan p;
-    p.fallback_only = plan_totals(profile, candidates, {}, fallback, budgets);
-    std::vector<size_t> all(candidates.size());
+SpecializationPlan plan_specializations(const ShapeProfile &profile, const std::vector<KernelChoices> &kernels,
+                                        const PlannerBudgets &budgets) {
+    std::vector<CandidateRef> refs;
+    for (size_t k = 0; k < kernels.size(); k++) {
+        for (const auto &e : profile)
+            if (!kernels[k].fallback.serves(e.shape))
+                throw std::invalid_argument("the fallback '" + kernels[k].fallback.name + "'" +
+                                            (kernels[k].kernel.empty() ? "" : " of " + kernels[k].kernel) +
+                                            " has no time for the profiled shape " + format_extents(e.shape));
+        for (size_t i = 0; i < kernels[k].candidates.size(); i++) refs.push_back({k, i});
+    }
+    auto totals_of = [&](const std::vector<size_t> &items) {
+        return plan_totals(profile, kernels, kept_of(refs, items, kernels.size()), budgets);
+    };
+    std::vector<size_t> all(refs.size());
     for (size_t i = 0; i < all.size(); i++) all[i] = i;
-    p.every_candidate = plan_totals(profile, candidates, all, fallback, budgets);
+
+    SpecializationPlan p;
+    p.fallback_only = totals_of({});
+    p.every_candidate = totals_of(all);
+    p.chosen.assign(kernels.size(), {});
+    p.totals = p.fallback_only;
     if (!p.fallback_only.within_budget) {
         p.feasible = false;
         p.infeasible_reason = "the fallback alone is over budget: " + p.fallback_only.over_budget;
-        p.totals = p.fallback_only;
         return p;
     }
-    p.totals = p.fallback_only;
-    if (candidates.size() <= kExhaustiveCandidates) {
-        const size_t subsets = size_t(1) << candidates.size();
+    std::vector<size_t> best_items;
+    if (refs.size() <= kExhaustiveCandidates) {
+        const size_t subsets = size_t(1) << refs.size();
         p.search = "exhaustive over " + std::to_string(subsets) + " subsets";
         for (size_t mask = 1; mask < subsets; mask++) {
-            std::vector<size_t> chosen;
-            for (size_t i = 0; i < candidates.size(); i++)
-                if (mask >> i & 1) chosen.push_back(i);
-            const PlanTotals t = plan_totals(profile, candidates, chosen, fallback, budgets);
-            if (t.within_budget && t.total() < p.totals.total()) p.totals = t, p.chosen = chosen;
+            std::vector<size_t> items;
+            for (size_t i = 0; i < refs.size(); i++)
+                if (mask >> i & 1) items.push_back(i);
+            const PlanTotals t = totals_of(items);
+            if (t.within_budget && t.total() < p.totals.total()) p.totals = t, best_items = items;
         }
     } else {
         p.search = "greedy (more than " + std::to_string(kExhaustiveCandidates) + " candidates)";
         for (bool improved = true; improved;) {
             improved = false;
-            size_t best = candidates.size();
+            size_t best = refs.size();
             PlanTotals best_t = p.totals;
-            for (size_t i = 0; i < candidates.size(); i++) {
-                if (std::find(p.chosen.begin(), p.chosen.end(), i) != p.chosen.end()) continue;
-                std::vector<size_t> chosen = p.chosen;
-                chosen.push_back(i);
-                std::sort(chosen.begin(), chosen.end());  // keep the candidates' dispatch order
-                const PlanTotals t = plan_totals(profile, candidates, chosen, fallback, budgets);
+            for (size_t i = 0; i < refs.size(); i++) {
+                if (std::find(best_items.begin(), best_items.end(), i) != best_items.end()) continue;
+                std::vector<size_t> items = best_items;
+                items.push_back(i);
+                const PlanTotals t = totals_of(items);
                 if (t.within_budget && t.total() < best_t.total()) best = i, best_t = t;
             }
-            if (best < candidates.size()) {
-                p.chosen.push_back(best);
-                std::sort(p.chosen.begin(), p.chosen.end());
+            if (best < refs.size()) {
+                best_items.push_back(best);
                 p.totals = best_t;
                 improved = true;
             }
         }
     }
-    for (const auto &e : profile) {
-        std::string name = fallback.name;
-        for (size_t i : p.chosen)
-            if (candidates[i].serves(e.shape)) {
-                name = candidates[i].name;
-                break;
-            }
-        p.served_by[e.shape] = name;
-    }
+    p.chosen = kept_of(refs, best_items, kernels.size());
+    p.served_by.resize(kernels.size());
+    for (size_t k = 0; k < kernels.size(); k++)
+        for (const auto &e : profile) p.served_by[k][e.shape] = serving(kernels[k], p.chosen[k], e.shape).name;
     return p;
 }
 
@@ -166,7 +191,7 @@ double regret(double plan_measured_total, const std::vector<double> &alternative
     return best > 0 ? plan_measured_total / best - 1 : 0;
 }
 
-std::string SpecializationPlan::to_string(const std::vector<VariantCosts> &candidates, const VariantCosts &fallback) const {
+std::string SpecializationPlan::to_string(const std::vector<KernelChoices> &kernels) const {
     std::ostringstream os;
     auto totals_line = [&](const char *label, const PlanTotals &t) {
         os << "  " << label << ": expected " << t.total() << " s (run " << t.run_seconds << " s + one-time "
@@ -177,16 +202,22 @@ std::string SpecializationPlan::to_string(const std::vector<VariantCosts> &candi
         os << "specialization plan infeasible: " << infeasible_reason << "\n";
         return os.str();
     }
-    os << "specialization plan (" << search << "): " << chosen.size() << " specialized variant(s) + fallback '"
-       << fallback.name << "'\n";
-    for (size_t i : chosen) {
-        os << "  keep '" << candidates[i].name << "'";
-        std::string g;
-        for (const auto &x : candidates[i].guards) g += (g.empty() ? "" : " && ") + x.to_string();
-        os << (g.empty() ? "" : " [" + g + "]") << ": compile " << candidates[i].compile_seconds << " s, tuning "
-           << candidates[i].tuning_seconds << " s, code " << candidates[i].code_bytes << " B\n";
+    os << "specialization plan (" << search << "): " << kept() << " specialized variant(s) kept beside "
+       << kernels.size() << " fallback(s)\n";
+    for (size_t k = 0; k < kernels.size(); k++) {
+        const std::string indent = kernels[k].kernel.empty() ? "  " : "    ";
+        if (!kernels[k].kernel.empty())
+            os << "  kernel " << kernels[k].kernel << ": " << chosen[k].size() << " of " << kernels[k].candidates.size()
+               << " candidate(s) kept, fallback '" << kernels[k].fallback.name << "'\n";
+        else
+            os << "  fallback '" << kernels[k].fallback.name << "'\n";
+        for (size_t i : chosen[k]) {
+            const VariantCosts &c = kernels[k].candidates[i];
+            os << indent << "keep '" << c.name << "' [" << c.guards_text() << "]: compile " << c.compile_seconds
+               << " s, tuning " << c.tuning_seconds << " s, code " << c.code_bytes << " B\n";
+        }
+        for (const auto &[shape, name] : served_by[k]) os << indent << format_extents(shape) << " -> " << name << "\n";
     }
-    for (const auto &[shape, name] : served_by) os << "  " << format_extents(shape) << " -> " << name << "\n";
     totals_line("this plan", totals);
     totals_line("fallback only", fallback_only);
     totals_line("every candidate", every_candidate);

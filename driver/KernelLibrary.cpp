@@ -4,7 +4,10 @@
 // c++ -c -> ar.
 #include "driver/KernelLibrary.h"
 
+#include "autoscheduler/SpecializationPlanner.h"
 #include "codegen/Compile.h"
+#include "driver/TextFile.h"
+#include "driver/VariantCosts.h"
 #include "dsl/Simplify.h"
 #include "dsl/analysis/BufferAssignment.h"
 #include "dsl/analysis/MemoryTraffic.h"
@@ -54,6 +57,13 @@ std::string quoted(const std::string &s) {
 
 void run_or_throw(const std::string &cmd, const std::string &what) {
     if (std::system(cmd.c_str()) != 0) throw std::runtime_error(what + " failed: " + cmd);
+}
+
+/** Whether the group's output is a view of its operand (no kernel runs for it). */
+bool is_view_group(const CompiledKernel &k, const dsl::BufferAssignment &memory) {
+    for (const auto &a : k.arguments())
+        if (const auto *b = memory.buffer(a.value); a.is_output && b && b->kind == dsl::LogicalBuffer::Kind::View) return true;
+    return false;
 }
 
 /** The generated entry's source, statement by statement. */
@@ -313,10 +323,7 @@ private:
     void write_dispatch(std::ostringstream &s, const TargetKernels &t) const {
         for (const auto &cg : t.program->groups()) {
             const CompiledKernel &k = *cg.kernel;
-            bool view = false;
-            for (const auto &a : k.arguments())
-                if (const auto *b = memory_.buffer(a.value); a.is_output && b && b->kind == dsl::LogicalBuffer::Kind::View) view = true;
-            if (view) {
+            if (is_view_group(k, memory_)) {
                 s << "    note_variant(\"" << k.group().name << "\", \"view\");\n";
                 continue;
             }
@@ -426,23 +433,90 @@ std::vector<Halide::Target> library_targets(const std::string &text) {
     return out;
 }
 
+using Feature = Halide::Target::Feature;
+
+/** The x86 features a target's code may need, with __builtin_cpu_supports' names for them. */
+const std::pair<Feature, std::vector<const char *>> kCpuFeatures[] = {
+    {Feature::SSE41, {"sse4.1"}}, {Feature::AVX, {"avx"}}, {Feature::AVX2, {"avx2"}}, {Feature::FMA, {"fma"}},
+    {Feature::F16C, {"f16c"}}, {Feature::AVX512, {"avx512f", "avx512cd"}},
+    {Feature::AVX512_Skylake, {"avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"}},
+    {Feature::AVX512_Cannonlake, {"avx512ifma", "avx512vbmi"}}, {Feature::AVX512_Zen4, {"avx512bf16", "avx512vnni"}},
+};
+
 /** The CPU features a target's code needs, as a condition on __builtin_cpu_supports, and a
  * short name for its kernels' suffix. */
 std::pair<std::string, std::string> cpu_requirements(const Halide::Target &t) {
-    using F = Halide::Target::Feature;
-    const std::pair<F, std::vector<const char *>> needs[] = {
-        {F::SSE41, {"sse4.1"}}, {F::AVX, {"avx"}}, {F::AVX2, {"avx2"}}, {F::FMA, {"fma"}}, {F::F16C, {"f16c"}},
-        {F::AVX512, {"avx512f", "avx512cd"}}, {F::AVX512_Skylake, {"avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"}},
-        {F::AVX512_Cannonlake, {"avx512ifma", "avx512vbmi"}}, {F::AVX512_Zen4, {"avx512bf16", "avx512vnni"}},
-    };
     std::set<std::string> features;
-    for (const auto &[f, names] : needs)
+    for (const auto &[f, names] : kCpuFeatures)
         if (t.has_feature(f)) features.insert(names.begin(), names.end());
     std::string check = "1";
     for (const auto &f : features) check += " && __builtin_cpu_supports(\"" + f + "\")";
-    const std::string suffix = t.has_feature(F::AVX512) ? "avx512" : t.has_feature(F::AVX2) ? "avx2" : t.has_feature(F::AVX) ? "avx"
-                               : t.has_feature(F::SSE41) ? "sse41" : "x86_64";
+    const std::string suffix = t.has_feature(Feature::AVX512) ? "avx512" : t.has_feature(Feature::AVX2) ? "avx2"
+                               : t.has_feature(Feature::AVX) ? "avx" : t.has_feature(Feature::SSE41) ? "sse41" : "x86_64";
     return {check, suffix};
+}
+
+/** Whether this machine runs `t`'s code (the planner measures on the best such target). */
+bool host_runs(const Halide::Target &t) {
+    const Halide::Target host = Halide::get_host_target();
+    for (const auto &[f, names] : kCpuFeatures)
+        if (t.has_feature(f) && !host.has_feature(f)) return false;
+    return true;
+}
+
+/** The profile's shapes must bind exactly the graph's symbols. */
+void check_profile_symbols(const autosched::ShapeProfile &profile, const std::set<std::string> &symbols,
+                           const std::string &file) {
+    for (const auto &e : profile) {
+        for (const auto &[name, size] : e.shape)
+            if (!symbols.count(name))
+                throw std::invalid_argument(file + ": shape " + autosched::format_extents(e.shape) + " binds '" + name +
+                                            "', which is not a symbol of the graph");
+        for (const auto &sym : symbols)
+            if (!e.shape.count(sym))
+                throw std::invalid_argument(file + ": shape " + autosched::format_extents(e.shape) + " does not bind the graph's symbol " + sym);
+    }
+}
+
+/** Measures every group's variants on the profile (on the best target this machine runs), plans
+ * under the budgets and returns, by group, the indices of the variants to keep. Prints the
+ * measured costs and the plan; throws std::invalid_argument for a plan over budget. */
+std::map<std::string, std::vector<size_t>> plan_library_variants(const dsl::Graph &g, const CompiledGraph &program,
+                                                                 const autosched::ShapeProfile &profile,
+                                                                 const Halide::Target &measure_on,
+                                                                 const std::vector<Halide::Target> &code_targets,
+                                                                 const KernelLibraryOptions &o, std::ostream &out) {
+    VariantMeasureOptions mo;
+    mo.measure_on = measure_on.without_feature(Feature::NoRuntime);
+    mo.code_targets = code_targets;
+    mo.compile_cost = CompileCost::AheadOfTime;
+    mo.repeats = o.repeats;
+    out << "specialization: " << profile.size() << " profiled shape(s) from " << o.profile_file << "; measured on "
+        << mo.measure_on.to_string() << " (" << o.repeats << " interleaved rounds), code and compile time for "
+        << code_targets.size() << " target(s), compile amortized over " << o.budgets.compiles_amortized_over << " run(s)\n";
+    std::vector<autosched::KernelChoices> kernels;
+    for (const auto &cg : program.groups()) {
+        const CompiledKernel &k = *cg.kernel;
+        const GroupVariantCosts c = measure_group_variants(g, k.group(), k.schedule(), profile, mo, k.group().name);
+        kernels.push_back({k.group().name, c.candidates, c.fallback});
+        for (const auto *v : [&] {
+                 std::vector<const autosched::VariantCosts *> all;
+                 for (const auto &x : kernels.back().candidates) all.push_back(&x);
+                 all.push_back(&kernels.back().fallback);
+                 return all;
+             }()) {
+            out << "  " << v->name << " [" << v->guards_text() << "]: compile " << v->compile_seconds << " s, code " << v->code_bytes
+                << " B;";
+            for (const auto &[shape, sec] : v->seconds_per_call) out << " " << autosched::format_extents(shape) << ": " << sec * 1e3 << " ms;";
+            out << "\n";
+        }
+    }
+    const autosched::SpecializationPlan plan = autosched::plan_specializations(profile, kernels, o.budgets);
+    out << plan.to_string(kernels);
+    if (!plan.feasible) throw std::invalid_argument("tessel lib: " + plan.infeasible_reason);
+    std::map<std::string, std::vector<size_t>> kept;
+    for (size_t k = 0; k < kernels.size(); k++) kept[kernels[k].kernel] = plan.chosen[k];
+    return kept;
 }
 
 }  // namespace
@@ -477,30 +551,74 @@ int write_kernel_library(const KernelLibraryOptions &o, std::ostream &out) {
             throw std::invalid_argument("tessel lib: output %" + g.display_name(v) +
                                         " is bound twice or is a graph input (the library would need a copy)");
 
-    // The same plan compiled for every target, each with that target's schedules.
-    std::vector<std::unique_ptr<CompiledGraph>> programs;
+    // The same plan compiled for every target, each with that target's schedules; with a
+    // profile, each group keeps the variants the planner chose (by index: a library schedule
+    // has the same variants, guards included, on every x86 target).
+    const std::map<std::string, std::vector<size_t>> *kept = nullptr;
+    auto build_programs = [&] {
+        std::vector<std::unique_ptr<CompiledGraph>> built;
+        for (const auto &t : targets) {
+            std::optional<sched::GroupScheduleChoice> user;
+            if (!o.schedule.empty()) user = sched::resolve_group_schedule(o.schedule, t);
+            const ScheduleChooser choose = [&](const dsl::FusionGroup &fg, const lower::LoweredGroup &lg) -> std::optional<sched::ScheduleSpec> {
+                std::optional<sched::ScheduleSpec> s;
+                if (user && lg.kind == user->group) s = user->for_group(lower::group_shape(lg), t);
+                else if (const std::string lib = sched::default_library_schedule(lg.kind, sched::Device::Cpu); !lib.empty())
+                    s = lower::library_schedule_for(lib, lg, t);
+                if (s && kept) s = s->keeping_variants(kept->count(fg.name) ? kept->at(fg.name) : std::vector<size_t>{});
+                return s;
+            };
+            built.push_back(std::make_unique<CompiledGraph>(g, plan, t.with_feature(Halide::Target::NoRuntime), choose,
+                                                            KernelBackend::AheadOfTime));
+        }
+        return built;
+    };
+    std::vector<std::unique_ptr<CompiledGraph>> programs = build_programs();
+    std::map<std::string, std::vector<size_t>> planned;
+    autosched::ShapeProfile profile;
+    std::ostringstream plan_report;  // also written to <name>.plan.txt
+    if (!o.profile_file.empty()) {
+        profile = autosched::parse_shape_profile(read_text_file(o.profile_file), o.profile_file);
+        if (profile.empty()) throw std::invalid_argument(o.profile_file + ": the profile has no shapes");
+        std::set<std::string> symbols;
+        for (ValueId v : g.order())
+            for (const auto &d : g.node(v).type.dims)
+                if (d.kind == dsl::Dim::Kind::Symbol) symbols.insert(d.symbol);
+        check_profile_symbols(profile, symbols, o.profile_file);
+        size_t measure = 0;
+        while (measure < targets.size() && !host_runs(targets[measure])) measure++;
+        if (measure == targets.size())
+            throw std::invalid_argument("tessel lib --profile: this machine runs none of the targets, so it cannot measure them");
+        planned = plan_library_variants(g, *programs[measure], profile, targets[measure], targets, o, plan_report);
+        kept = &planned;
+        programs = build_programs();
+    }
     std::vector<EntryWriter::TargetKernels> kernels;
     std::set<std::string> suffixes;
-    for (const auto &t : targets) {
-        std::optional<sched::GroupScheduleChoice> user;
-        if (!o.schedule.empty()) user = sched::resolve_group_schedule(o.schedule, t);
-        const ScheduleChooser choose = [&](const dsl::FusionGroup &, const lower::LoweredGroup &lg) -> std::optional<sched::ScheduleSpec> {
-            if (user && lg.kind == user->group) return user->for_group(lower::group_shape(lg), t);
-            const std::string lib = sched::default_library_schedule(lg.kind, sched::Device::Cpu);
-            if (lib.empty()) return std::nullopt;
-            return lower::library_schedule_for(lib, lg, t);
-        };
-        programs.push_back(std::make_unique<CompiledGraph>(g, plan, t.with_feature(Halide::Target::NoRuntime), choose,
-                                                           KernelBackend::AheadOfTime));
-        auto [check, suffix] = cpu_requirements(t);
+    for (size_t i = 0; i < targets.size(); i++) {
+        auto [check, suffix] = cpu_requirements(targets[i]);
         while (!suffixes.insert(suffix).second) suffix += "_";
-        kernels.push_back({suffix, check, t.to_string(), programs.back().get()});
+        kernels.push_back({suffix, check, targets[i].to_string(), programs[i].get()});
     }
     const CompiledGraph &program = *programs.front();
     const dsl::BufferAssignment memory = program.memory_plan(sizes);
+    // What the generated dispatcher will report for each profiled shape (its _variants()).
+    for (const auto &e : profile) {
+        plan_report << "dispatch at " << autosched::format_extents(e.shape) << ":";
+        const std::map<std::string, int64_t> symbols(e.shape.begin(), e.shape.end());
+        for (const auto &cg : program.groups()) {
+            const CompiledKernel &k = *cg.kernel;
+            if (is_view_group(k, memory)) continue;
+            const auto ext = k.extents().concrete(symbols);
+            plan_report << " " << k.group().name << "=" << k.variants()[k.pick_variant({ext->begin(), ext->end()})].label << ";";
+        }
+        plan_report << "\n";
+    }
+    out << plan_report.str();
 
     const fs::path dir = o.out_dir, work = dir / (name + ".objects");
     fs::create_directories(work);
+    if (!profile.empty()) std::ofstream(dir / (name + ".plan.txt")) << plan_report.str();
     std::vector<fs::path> objects;
     for (const auto &t : kernels)
         for (const auto &cg : t.program->groups()) {
@@ -531,6 +649,7 @@ int write_kernel_library(const KernelLibraryOptions &o, std::ostream &out) {
         << " at the planning sizes)\n";
     out << "wrote " << lib.string() << "\nwrote " << (dir / (name + ".h")).string() << "\nwrote "
         << (dir / "HalideRuntime.h").string() << "\n"
+        << (profile.empty() ? "" : "wrote " + (dir / (name + ".plan.txt")).string() + "\n")
         << "link: c++ app.cpp -I" << dir.string() << " " << lib.string() << " -lpthread -ldl\n";
     return 0;
 }

@@ -21,7 +21,7 @@
  * Return codes: 0, 1 bad argument, 2 workspace too small or not allocated, 3 a kernel failed.
  * With TESSEL_LIB_PROFILE=FILE in the environment the entry counts calls per binding of the
  * graph's symbols and writes the histogram to FILE at exit, in the shape-profile text form
- * (autoscheduler/SpecializationPlanner.h) that `tessel specialize` reads.
+ * (autoscheduler/SpecializationPlanner.h) that `tessel lib --profile` and `tessel specialize` read.
  *
  * Targets: one, or several (a comma list, or `x86-multi` = AVX-512 Skylake set, AVX2 + FMA,
  * baseline x86-64): every group is compiled for each, kernels named `<group>_<isa>[_v<k>]`, and
@@ -29,12 +29,23 @@
  * (__builtin_cpu_supports); TESSEL_LIB_ISA=avx2 (a target's suffix) restricts it to that one,
  * for tests and benchmarks. One runtime object, compiled for the least capable target.
  *
+ * Specialization (`--profile FILE`, budgets): every group's guarded variants and fallback are
+ * measured on the profiled shapes (driver/VariantCosts.h: on the best listed target this machine
+ * runs; code bytes and ahead-of-time compile seconds for every listed target), the planner
+ * (autoscheduler/SpecializationPlanner.h) chooses per group the variants to keep under the
+ * budgets, shared by all groups, and the library holds only those and the fallbacks. The report
+ * gives the measured costs, the plan against the fallback-only and every-variant alternatives,
+ * and for each profiled shape the variant the dispatcher will pick per group (what `_variants()`
+ * then reports). A plan over budget is refused with the numbers. Shapes outside the profile run
+ * on whatever kept variant admits them, else the fallback.
+ *
  * Refused, with the reason: graphs with ops outside kernels (effects, shape code), an output
  * bound twice or bound to a graph input (they would need copies), non-x86 and GPU targets. Not
- * yet: the OpenMP parallel runtime (the library's kernels use Halide's thread pool), and taking a
- * shape profile to choose the variants (`tessel specialize` measures and plans separately).
+ * yet: the OpenMP parallel runtime (the library's kernels use Halide's thread pool).
  */
 #pragma once
+
+#include "autoscheduler/SpecializationPlanner.h"
 
 #include <cstdint>
 #include <map>
@@ -52,6 +63,11 @@ struct KernelLibraryOptions {
     std::string schedule;              ///< library schedule or FILE.json for its group kind; "" = each kind's default
     std::map<std::string, int64_t> symbols;  ///< sizes for fusion estimates and rematerialization
     bool remat = true;
+    /** Shape profile (bindings of the graph's symbols with calls): when given, every group's
+     * guarded variants are measured and the library keeps those the planner chooses. */
+    std::string profile_file;
+    autosched::PlannerBudgets budgets;  ///< compiles_amortized_over = runs served by one build
+    int repeats = 5;                    ///< timed rounds per profiled shape
 };
 
 /** Writes `<out_dir>/lib<name>.a`, `<name>.h` and `HalideRuntime.h`; prints what it wrote and

@@ -3,16 +3,14 @@
  * shape profile, from measured costs (autoscheduler/SpecializationPlanner.h does the choosing).
  *
  * For the layer the demo and benchmark ship (driver/GeluLayer.h) under a library schedule with
- * guarded variants, every variant is compiled on its own and measured:
- *  - compile seconds: its JIT compilation (lowering, scheduling, LLVM);
- *  - code bytes: the executable sections of its ahead-of-time object (codegen/ObjectCodeSize.h);
- *  - tuning seconds: 0 for library variants (hand-written, never tuned);
- *  - seconds per call: median of `repeats` calls on each profiled shape its guards admit (the
- *    fallback on every shape), after one warm-up call.
- * The planner then picks, and the choice is checked by measurement: the plan's kernel (its
- * variants in dispatch order + the fallback), the fallback alone and the schedule with every
- * variant are each compiled whole and timed on the profile; their measured expected totals give
- * the plan's regret against the best measured.
+ * guarded variants, every variant is compiled on its own and measured by driver/VariantCosts.h
+ * (JIT compile seconds, code bytes from its object, ms per call on the profiled shapes its guards
+ * admit, variants interleaved call by call, results checked against the fallback). The planner
+ * then picks, and the choice is checked by measurement: the plan's kernel (its variants in
+ * dispatch order + the fallback), the fallback alone and the schedule with every variant are
+ * each compiled whole and timed on the profile, interleaved; their measured expected totals give
+ * the plan's regret against the best measured. `tessel lib --profile` plans any graph's groups
+ * the same way (driver/KernelLibrary.h).
  */
 #pragma once
 

@@ -132,6 +132,20 @@ std::string Guard::to_string() const {
     return extent + " " + op + " " + std::to_string(value);
 }
 
+ScheduleSpec ScheduleSpec::keeping_variants(const std::vector<size_t> &indices) const {
+    ScheduleSpec s = *this;
+    s.variants.clear();
+    for (size_t i : indices) s.variants.push_back(variants.at(i));
+    return s;
+}
+
+ScheduleSpec ScheduleSpec::variant_alone(size_t i) const {
+    ScheduleSpec s = *this;
+    s.variants.clear();
+    s.steps = variants.at(i).steps;
+    return s;
+}
+
 size_t ScheduleSpec::pick_variant(const std::map<std::string, long> &extents) const {
     for (size_t i = 0; i < variants.size(); i++) {
         bool all = true;

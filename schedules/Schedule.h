@@ -122,6 +122,10 @@ public:
 
     /** Index of the first variant whose guards all hold, or variants.size() for the fallback. */
     size_t pick_variant(const std::map<std::string, long> &extents) const;
+    /** This schedule keeping only the variants at `indices` (in their order), fallback unchanged. */
+    ScheduleSpec keeping_variants(const std::vector<size_t> &indices) const;
+    /** Variant `i`'s steps as a schedule of its own: no variants, no guards (to measure it alone). */
+    ScheduleSpec variant_alone(size_t i) const;
 
     // Fluent builders: each only appends a directive. Stage defaults to the pure definition;
     // use the StageRef overloads or `update` argument for update definitions.

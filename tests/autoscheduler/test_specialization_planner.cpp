@@ -37,6 +37,9 @@ std::vector<VariantCosts> candidates() {
     return {gemv, decode, big};
 }
 
+/** The single-kernel program of these candidates and that fallback. */
+std::vector<KernelChoices> one(std::vector<VariantCosts> c, VariantCosts f) { return {{"", std::move(c), std::move(f)}}; }
+
 }  // namespace
 
 TEST_CASE("shape profiles: text form, with errors naming the line") {
@@ -53,23 +56,23 @@ TEST_CASE("shape profiles: text form, with errors naming the line") {
 
 TEST_CASE("planner: a decode-heavy profile keeps the small-M variants, and beats both alternatives") {
     const auto c = candidates();
-    const SpecializationPlan p = plan_specializations(decode_heavy(), c, fallback());
-    INFO(p.to_string(c, fallback()));
+    const SpecializationPlan p = plan_specializations(decode_heavy(), one(c, fallback()));
+    INFO(p.to_string(one(c, fallback())));
     REQUIRE(p.feasible);
-    CHECK(p.served_by.at(m(1)) == "gemv");
-    CHECK(p.served_by.at(m(4)) == "decode");
-    CHECK(p.served_by.at(m(64)) == "gemm");
+    CHECK(p.served_by[0].at(m(1)) == "gemv");
+    CHECK(p.served_by[0].at(m(4)) == "decode");
+    CHECK(p.served_by[0].at(m(64)) == "gemm");
     CHECK(p.totals.total() < p.fallback_only.total());
     CHECK(p.totals.total() <= p.every_candidate.total());
     // The M = 256 specialization saves 100 x 0.4 ms = 0.04 s of calls but costs 1.2 s to compile
     // at every start: dropped.
-    for (size_t i : p.chosen) CHECK(c[i].name != "gemm_m256");
+    for (size_t i : p.chosen[0]) CHECK(c[i].name != "gemm_m256");
     SUBCASE("amortized over many starts, it pays") {
         PlannerBudgets b;
         b.compiles_amortized_over = 1000;
         b.tunings_amortized_over = 1000;
-        const SpecializationPlan q = plan_specializations(decode_heavy(), c, fallback(), b);
-        CHECK(q.served_by.at(m(256)) == "gemm_m256");
+        const SpecializationPlan q = plan_specializations(decode_heavy(), one(c, fallback()), b);
+        CHECK(q.served_by[0].at(m(256)) == "gemm_m256");
     }
 }
 
@@ -77,17 +80,17 @@ TEST_CASE("planner: budgets are respected, and a fallback over budget is refused
     const auto c = candidates();
     PlannerBudgets b;
     b.code_bytes = 200000 + 50000;  // room for the gemv variant only
-    const SpecializationPlan p = plan_specializations(decode_heavy(), c, fallback(), b);
+    const SpecializationPlan p = plan_specializations(decode_heavy(), one(c, fallback()), b);
     REQUIRE(p.feasible);
     CHECK(p.totals.code_bytes <= *b.code_bytes);
-    CHECK(p.served_by.at(m(1)) == "gemv");
-    CHECK(p.served_by.at(m(4)) == "gemm");
+    CHECK(p.served_by[0].at(m(1)) == "gemv");
+    CHECK(p.served_by[0].at(m(4)) == "gemm");
     CHECK_FALSE(p.every_candidate.within_budget);
-    CHECK(p.to_string(c, fallback()).find("OVER BUDGET: code") != std::string::npos);
+    CHECK(p.to_string(one(c, fallback())).find("OVER BUDGET: code") != std::string::npos);
 
     PlannerBudgets tight;
     tight.compile_seconds = 0.5;
-    const SpecializationPlan q = plan_specializations(decode_heavy(), c, fallback(), tight);
+    const SpecializationPlan q = plan_specializations(decode_heavy(), one(c, fallback()), tight);
     CHECK_FALSE(q.feasible);
     CHECK(q.infeasible_reason.find("compile 1 s > budget 0.5 s") != std::string::npos);
 }
@@ -95,11 +98,11 @@ TEST_CASE("planner: budgets are respected, and a fallback over budget is refused
 TEST_CASE("planner: shapes outside a candidate's guards or times go to the next variant, then the fallback") {
     const auto c = candidates();
     // decode has no time for M = 1 here: gemv's guard fails for M = 4, so M = 4 goes to decode.
-    const PlanTotals t = plan_totals(decode_heavy(), c, {0, 1}, fallback(), {});
+    const PlanTotals t = plan_totals(decode_heavy(), one(c, fallback()), {{0, 1}}, {});
     const double calls = 90000 * 4e-4 + 5000 * (5e-4 + 4 * 3e-5) + 3000 * (5e-4 + 16 * 3e-5) +
                          200 * (2e-3 + 64e-5) + 100 * (2e-3 + 256e-5);
     CHECK(t.run_seconds == doctest::Approx(calls));
-    CHECK_THROWS_WITH(plan_specializations(parse_shape_profile("M=2 K=1 N=1 calls=1"), c, fallback()),
+    CHECK_THROWS_WITH(plan_specializations(parse_shape_profile("M=2 K=1 N=1 calls=1"), one(c, fallback())),
                       doctest::Contains("no time for the profiled shape K=1 M=2 N=1"));
 }
 
@@ -113,10 +116,39 @@ TEST_CASE("planner: greedy search past the exhaustive limit finds the same plan 
         f.seconds_per_call[m(M)] = 1e-3;
         per_shape.push_back({"m" + std::to_string(M), {{"M", "==", M}}, {{m(M), 1e-4}}, 0.05, 0, 100});
     }
-    const SpecializationPlan p = plan_specializations(profile, per_shape, f);
+    const SpecializationPlan p = plan_specializations(profile, one(per_shape, f));
     CHECK(p.search.find("greedy") == 0);
     // Worth it where 1000 calls x 0.9 ms = 0.9 s > 0.05 s; not where 1 call saves 0.9 ms.
-    for (const auto &e : profile) CHECK(p.served_by.at(e.shape) == (e.calls > 1 ? "m" + std::to_string(e.shape.at("M")) : "gemm"));
+    for (const auto &e : profile) CHECK(p.served_by[0].at(e.shape) == (e.calls > 1 ? "m" + std::to_string(e.shape.at("M")) : "gemm"));
     CHECK(regret(p.totals.total(), {p.fallback_only.total(), p.every_candidate.total()}) == 0);
     CHECK(regret(2.0, {1.0, 4.0}) == doctest::Approx(1.0));
+}
+
+TEST_CASE("planner: kernels of one library share the budgets; each call runs every kernel") {
+    // Two kernels, each with a small-M variant; the code budget has room for one of them. The
+    // second kernel's variant saves more (90000 calls x 1.5 ms vs x 1.0 ms): it is the one kept.
+    auto kernel = [](const std::string &name, double fast) {
+        KernelChoices k{name, {}, fallback()};
+        k.fallback.name = name + "_gemm";
+        k.candidates.push_back({name + "_gemv", {{"M", "==", 1}}, {{m(1), fast}}, 0.1, 0, 40000});
+        return k;
+    };
+    const std::vector<KernelChoices> lib = {kernel("g0", 1.0e-3), kernel("g1", 0.5e-3)};
+    PlannerBudgets b;
+    b.code_bytes = 2 * 200000 + 40000;
+    const SpecializationPlan p = plan_specializations(decode_heavy(), lib, b);
+    INFO(p.to_string(lib));
+    REQUIRE(p.feasible);
+    CHECK(p.chosen[0].empty());
+    CHECK(p.chosen[1] == std::vector<size_t>{0});
+    CHECK(p.served_by[0].at(m(1)) == "g0_gemm");
+    CHECK(p.served_by[1].at(m(1)) == "g1_gemv");
+    CHECK(p.totals.code_bytes == 440000);
+    // Each call runs both kernels: the fallback-only run time is twice one kernel's.
+    const PlanTotals single = plan_totals(decode_heavy(), one({}, fallback()), {{}}, {});
+    CHECK(p.fallback_only.run_seconds == doctest::Approx(2 * single.run_seconds));
+    CHECK(p.to_string(lib).find("kernel g1: 1 of 1 candidate(s) kept") != std::string::npos);
+    KernelChoices broken = kernel("g2", 1e-3);
+    broken.fallback.seconds_per_call.erase(m(4));
+    CHECK_THROWS_WITH(plan_specializations(decode_heavy(), {broken}), doctest::Contains("'g2_gemm' of g2 has no time"));
 }

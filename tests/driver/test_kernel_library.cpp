@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <fstream>
 #include <filesystem>
 #include <set>
@@ -110,10 +111,13 @@ struct BuiltLibrary {
     std::string log;
 };
 
-/** Builds the library of `graph` for `target` and its consumer (algorithms/<graph>.tsl). */
-BuiltLibrary build_library(const tessel::testing::TempDir &tmp, const std::string &graph, const std::string &target = "host") {
+/** Builds the library of `graph` for `target` and its consumer (algorithms/<graph>.tsl);
+ * `options` may change the library's options (a profile, budgets). */
+BuiltLibrary build_library(const tessel::testing::TempDir &tmp, const std::string &graph, const std::string &target = "host",
+                           const std::function<void(KernelLibraryOptions &)> &options = {}) {
     KernelLibraryOptions o;
     o.target = target;
+    if (options) options(o);
     o.file = std::string(TESSEL_SOURCE_DIR) + "/algorithms/" + graph + ".tsl";
     o.out_dir = tmp.file(graph);
     std::ostringstream log;
@@ -219,4 +223,57 @@ TEST_CASE("tessel lib: graphs it cannot hold are refused with the reason") {
     o.out_dir = tmp.file("lib");
     std::ostringstream log;
     CHECK_THROWS_WITH(write_kernel_library(o, log), doctest::Contains("runs outside kernels"));
+}
+
+TEST_CASE("tessel lib --profile: every group's variants measured, the plan kept, the dispatcher doing what it says") {
+    const tessel::testing::TempDir tmp;
+    const std::string profile = tmp.file("decode.profile");
+    std::ofstream(profile) << "# decode-heavy, awkward sizes\nH=19 K=37 M=1 calls=100000\nH=19 K=37 M=4 calls=20000\n"
+                              "H=19 K=37 M=37 calls=300\n";
+    const BuiltLibrary lib = build_library(tmp, "mlp_residual", "host", [&](KernelLibraryOptions &o) {
+        o.profile_file = profile;
+        o.repeats = 3;
+        o.budgets.compiles_amortized_over = 1e6;  // one build serves many runs: compile time hardly counts
+    });
+    INFO(lib.log);
+    CHECK(lib.log.find("g0_h1_v2 [M == 1]: compile ") != std::string::npos);
+    CHECK(lib.log.find("specialization plan (exhaustive over 4096 subsets)") != std::string::npos);
+    CHECK(lib.log.find("fallback only: expected") != std::string::npos);
+    // For each profiled shape the generator states the dispatch; the library's report agrees.
+    for (const int64_t M : {1, 4, 37}) {
+        const std::string shape = "H=19 K=37 M=" + std::to_string(M);
+        const auto at = lib.log.find("dispatch at " + shape + ":");
+        REQUIRE(at != std::string::npos);
+        const std::string expected = lib.log.substr(at, lib.log.find('\n', at) - at);
+        const std::string report = run_checked(tmp, lib, {{"H", 19}, {"K", 37}, {"M", M}});
+        std::istringstream pairs(expected.substr(expected.find(':') + 1));
+        int groups = 0;
+        for (std::string pair; std::getline(pairs, pair, ';');) {
+            if (pair.find_first_not_of(' ') == std::string::npos) continue;
+            pair = pair.substr(pair.find_first_not_of(' '));
+            CHECK_MESSAGE(report.find(pair + " [") != std::string::npos, expected, " vs ", report);
+            groups++;
+        }
+        CHECK(groups == 3);
+    }
+    // Outside the profile: whichever kept variant admits it, else the fallback; still correct.
+    run_checked(tmp, lib, {{"H", 48}, {"K", 33}, {"M", 70}});
+}
+
+TEST_CASE("tessel lib --profile: over budget or naming symbols the graph lacks, refused with the numbers") {
+    const tessel::testing::TempDir tmp;
+    KernelLibraryOptions o;
+    o.file = std::string(TESSEL_SOURCE_DIR) + "/algorithms/mlp_residual.tsl";
+    o.out_dir = tmp.file("lib");
+    o.profile_file = tmp.file("p.profile");
+    o.repeats = 1;
+    std::ofstream(o.profile_file) << "H=8 K=8 M=2 calls=10\n";
+    o.budgets.code_bytes = 1000;
+    std::ostringstream log;
+    CHECK_THROWS_WITH(write_kernel_library(o, log), doctest::Contains("the fallback alone is over budget: code "));
+    CHECK_THROWS_WITH(write_kernel_library(o, log), doctest::Contains(" B > budget 1000 B"));
+    std::ofstream(o.profile_file) << "H=8 Q=8 M=2 calls=10\n";
+    CHECK_THROWS_WITH(write_kernel_library(o, log), doctest::Contains("binds 'Q', which is not a symbol of the graph"));
+    std::ofstream(o.profile_file) << "H=8 M=2 calls=10\n";
+    CHECK_THROWS_WITH(write_kernel_library(o, log), doctest::Contains("does not bind the graph's symbol K"));
 }

@@ -12,7 +12,20 @@ trap 'rm -rf "$work"' EXIT
   -DCMAKE_MAKE_PROGRAM="$ninja" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=Release \
   -DTessel_DIR="$work/prefix/lib/cmake/Tessel" >/dev/null
 "$cmake" --build "$work/consumer" >/dev/null
-"$work/consumer/gelu_consumer"
+out=$("$work/consumer/gelu_consumer")
+echo "$out"
+# The consumer calls at M = 3: the variant serving it must be the one the build's plan states.
+plan="$work/consumer/tessel_gelu_layer/gelu_layer.plan.txt"
+expected=$(sed -n 's/^dispatch at K=17 M=3: \(.*\);$/\1/p' "$plan")
+if [ -z "$expected" ]; then
+  echo "no dispatch for K=17 M=3 in $plan" >&2
+  cat "$plan" >&2
+  exit 1
+fi
+case "$out" in
+  *"$expected ["*) ;;
+  *) echo "the library dispatched otherwise than its plan says ($expected)" >&2; exit 1 ;;
+esac
 if ldd "$work/consumer/gelu_consumer" | grep -qi halide; then
   echo "gelu_consumer links libHalide; it must not" >&2
   exit 1
