@@ -22,8 +22,10 @@
  * else OpenMP's own setting (OMP_NUM_THREADS / omp_set_num_threads, default one per core).
  *
  * JIT kernels use it through use_openmp_parallel_runtime(pipeline.jit_handlers()) (done by
- * codegen/Compile.h's compile_jit). Code compiled ahead of time keeps Halide's pool unless
- * the application installs openmp_do_par_for with halide_set_custom_do_par_for().
+ * codegen/Compile.h's compile_jit). Libraries from `tessel lib` install the same loop
+ * (codegen/ParallelLoop.h, compiled into their entry) around each call. Other code compiled
+ * ahead of time keeps Halide's pool unless the application installs openmp_do_par_for with
+ * halide_set_custom_do_par_for().
  */
 #pragma once
 

@@ -6,6 +6,7 @@
 
 #include "autoscheduler/SpecializationPlanner.h"
 #include "codegen/Compile.h"
+#include "driver/ParallelLoopText.h"
 #include "driver/TextFile.h"
 #include "driver/VariantCosts.h"
 #include "dsl/Simplify.h"
@@ -120,6 +121,7 @@ public:
             for (const auto &cg : t.program->groups())
                 for (size_t i = 0; i < cg.kernel->variants().size(); i++)
                     s << "#include \"" << cg.kernel->variant_function(i, cg.kernel->group().name + "_" + t.suffix) << ".h\"\n";
+        s << "#include \"tessel_parallel_loop.h\"\n";
         s << R"(#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -139,6 +141,10 @@ static int fail(int code, const char *fmt, ...) {
 static void note_variant(const char *group, const char *variant) {
     const size_t used = strlen(variants_text);
     snprintf(variants_text + used, sizeof variants_text - used, "%s=%s; ", group, variant);
+}
+/* Parallel loops on OpenMP, as in Tessel's JIT (tessel_parallel_loop.h). */
+static int openmp_do_par_for(void *user_context, halide_task_t task, int min, int extent, uint8_t *closure) {
+    return tessel_parallel::run_loop(user_context, task, min, extent, closure);
 }
 static void capture_halide_error(void *user_context, const char *msg) {
     (void)user_context;
@@ -408,13 +414,14 @@ private:
         s << "    }\n    if (isa < 0) { free(owned); return fail(3, \"this CPU supports none of the library's targets (";
         for (size_t t = 0; t < targets_.size(); t++) s << (t ? ", " : "") << targets_[t].target;
         s << ")%s\", getenv(\"TESSEL_LIB_ISA\") ? \" allowed by TESSEL_LIB_ISA\" : \"\"); }\n";
-        s << "    halide_error_handler_t previous = halide_set_error_handler(capture_halide_error);\n    int rc = 0;\n";
+        s << "    halide_error_handler_t previous = halide_set_error_handler(capture_halide_error);\n"
+             "    halide_do_par_for_t previous_par_for = halide_set_custom_do_par_for(openmp_do_par_for);\n    int rc = 0;\n";
         for (size_t t = 0; t < targets_.size(); t++) {
             s << "    " << (t ? "else " : "") << "if (isa == " << t << ") {\n";
             write_dispatch(s, targets_[t]);
             s << "    }\n";
         }
-        s << "    halide_set_error_handler(previous);\n    free(owned);\n    return rc ? 3 : 0;\n}\n";
+        s << "    halide_set_custom_do_par_for(previous_par_for);\n    halide_set_error_handler(previous);\n    free(owned);\n    return rc ? 3 : 0;\n}\n";
     }
 };
 
@@ -634,10 +641,11 @@ int write_kernel_library(const KernelLibraryOptions &o, std::ostream &out) {
     EntryWriter entry(g, plan, kernels, memory, name);
     std::ofstream(dir / (name + ".h")) << entry.header();
     std::ofstream(work / (name + "_entry.cpp")) << entry.source();
+    std::ofstream(work / "tessel_parallel_loop.h") << kParallelLoopHeader;
     fs::copy_file(fs::path(TESSEL_HALIDE_INCLUDE_DIR) / "HalideRuntime.h", dir / "HalideRuntime.h",
                   fs::copy_options::overwrite_existing);
     objects.push_back(work / (name + "_entry.o"));
-    run_or_throw(std::string(TESSEL_CXX) + " -std=c++17 -O2 -fPIC -fno-exceptions -fno-rtti -c '" + (work / (name + "_entry.cpp")).string() + "' -I'" +
+    run_or_throw(std::string(TESSEL_CXX) + " -std=c++17 -O2 -fPIC -fopenmp -fno-exceptions -fno-rtti -c '" + (work / (name + "_entry.cpp")).string() + "' -I'" +
                      dir.string() + "' -I'" + work.string() + "' -o '" + objects.back().string() + "'",
                  "compiling the generated entry");
     const fs::path lib = dir / ("lib" + name + ".a");
@@ -650,7 +658,7 @@ int write_kernel_library(const KernelLibraryOptions &o, std::ostream &out) {
     out << "wrote " << lib.string() << "\nwrote " << (dir / (name + ".h")).string() << "\nwrote "
         << (dir / "HalideRuntime.h").string() << "\n"
         << (profile.empty() ? "" : "wrote " + (dir / (name + ".plan.txt")).string() + "\n")
-        << "link: c++ app.cpp -I" << dir.string() << " " << lib.string() << " -lpthread -ldl\n";
+        << "link: c++ app.cpp -I" << dir.string() << " " << lib.string() << " -lgomp -lpthread -ldl -lm\n";
     return 0;
 }
 

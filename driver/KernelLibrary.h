@@ -1,7 +1,7 @@
 /** \file
  * `tessel lib`: one static library and one C header for a whole graph, usable without libHalide
  * or Tessel at run time (the consumer includes `<name>.h`, which includes the HalideRuntime.h
- * copied beside it, and links `lib<name>.a` with -lpthread -ldl).
+ * copied beside it, and links `lib<name>.a` with -lgomp -lpthread -ldl -lm).
  *
  * What the library holds:
  *  - every planned group's kernels (each guarded variant and the fallback) as objects compiled
@@ -40,8 +40,12 @@
  * on whatever kept variant admits them, else the fallback.
  *
  * Refused, with the reason: graphs with ops outside kernels (effects, shape code), an output
- * bound twice or bound to a graph input (they would need copies), non-x86 and GPU targets. Not
- * yet: the OpenMP parallel runtime (the library's kernels use Halide's thread pool).
+ * bound twice or bound to a graph input (they would need copies), non-x86 and GPU targets.
+ *
+ * Parallel loops run on OpenMP, as the JIT's do: the entry installs the loop of
+ * codegen/ParallelLoop.h (its text is compiled into the entry) as Halide's do_par_for for the
+ * duration of each call and restores the previous one after; HL_NUM_THREADS or OMP_NUM_THREADS
+ * set the threads. Hence -lgomp.
  */
 #pragma once
 

@@ -125,8 +125,11 @@ BuiltLibrary build_library(const tessel::testing::TempDir &tmp, const std::strin
     BuiltLibrary b{dsl::parse_file(o.file), tmp.file(graph + "_app"), log.str()};
     std::ofstream(tmp.file(graph + ".c")) << consumer(b.graph, b.graph.name);
     REQUIRE(std::system(("cc -O1 '" + tmp.file(graph + ".c") + "' -I'" + o.out_dir + "' '" + o.out_dir + "/lib" + b.graph.name +
-                         ".a' -lpthread -ldl -lm -o '" + b.app + "'").c_str()) == 0);
+                         ".a' -lgomp -lpthread -ldl -lm -o '" + b.app + "'").c_str()) == 0);
     CHECK(run("ldd '" + b.app + "' | grep -ci halide || true").find('1') == std::string::npos);
+    // Parallel loops on OpenMP, as in the JIT: the entry hands Halide its own do_par_for.
+    CHECK(run("nm '" + o.out_dir + "/lib" + b.graph.name + ".a' | grep -c ' U GOMP_parallel' || true").find('0') != 0);
+    CHECK(run("nm '" + o.out_dir + "/lib" + b.graph.name + ".a' | grep -c ' U halide_set_custom_do_par_for' || true").find('0') != 0);
     return b;
 }
 
