@@ -65,14 +65,28 @@ Expr ieee_exp(const Expr &x) {
     return Halide::select(nan, x, over, Expr(INFINITY), under, Expr(0.0f), Halide::exp(in_range));
 }
 
+/** erf with IEEE special values. Halide's erf is a rational polynomial that divides
+ * infinities for large arguments (erf(+inf) = erf(1e30) = NaN): NaN stays NaN, from |x| >= 4
+ * (where float32 erf rounds to +-1: 1 - erf(4) = 1.5e-8) the result is +-1 with x's sign, in
+ * between the polynomial, which sees only in-range arguments (0 instead). Selected on the bits
+ * as in ieee_exp, so fast-math flags cannot fold the cases away. */
+Expr ieee_erf(const Expr &x) {
+    const Expr bits = float_bits(x);
+    const Expr magnitude = bits & 0x7fffffff;
+    const Expr nan = magnitude > 0x7f800000, saturated = magnitude >= 0x40800000 /* 4.0f */;
+    const Expr unit = Halide::reinterpret(Halide::Float(32), (bits & Halide::Int(32).min()) | 0x3f800000);  // +-1
+    const Expr in_range = Halide::select(nan || saturated, Expr(0.0f), x);
+    return Halide::select(nan, x, saturated, unit, Halide::erf(in_range));
+}
+
 /** GELU of `v`: the exact (erf) form, or the tanh approximation. Strict mode evaluates the
  * formula as written; fast mode turns 0.5 (1 + tanh u) into sigmoid(2u), exact in real
  * arithmetic with different rounding, because Halide's exp vectorizes where tanh calls libm
- * once per lane. Halide's erf is a vectorizable polynomial accurate to the last few bits.
- * Known issue: the erf form gives gelu(+inf) = NaN in compiled code (Halide's erf divides
- * infinities; selecting the IEEE result on the bits did not survive LLVM here). */
+ * once per lane. Halide's erf is a vectorizable polynomial accurate to the last few bits
+ * (ieee_erf adds its special values: gelu(+inf) = inf, gelu(-inf) = -inf * 0 = NaN as the
+ * formula gives, gelu(-1e30) = -0). */
 Expr gelu_expr(const Expr &v, bool tanh_form, dsl::NumericMode mode) {
-    if (!tanh_form) return 0.5f * v * (1.0f + Halide::erf(v * 0.70710678118654752f));
+    if (!tanh_form) return 0.5f * v * (1.0f + ieee_erf(v * 0.70710678118654752f));
     const Expr u = 0.79788456080286536f * (v + 0.044715f * v * v * v);
     if (mode == dsl::NumericMode::Fast) return v / (1.0f + ieee_exp(-2.0f * u));
     return 0.5f * v * (1.0f + Halide::tanh(u));
@@ -171,10 +185,10 @@ public:
             if (n.attrs.value.size() == 1) return Expr((float)n.attrs.value[0]);
             return constant_buffer(v)(reversed(idx));
         }
-        case Op::Add: return operand(0) + operand(1);
-        case Op::Sub: return operand(0) - operand(1);
-        case Op::Mul: return operand(0) * operand(1);
-        case Op::Div: return operand(0) / operand(1);
+        case Op::Add: return ieee(operand(0) + operand(1));
+        case Op::Sub: return ieee(operand(0) - operand(1));
+        case Op::Mul: return ieee(operand(0) * operand(1));
+        case Op::Div: return ieee(operand(0) / operand(1));
         case Op::Max: return ieee_maximum(operand(0), operand(1));
         case Op::Min: return ieee_minimum(operand(0), operand(1));
         case Op::Gelu: return gelu_expr(operand(0), false, mode_);
@@ -200,6 +214,13 @@ public:
         }
         refuse(g_, v, std::string("op '") + dsl::to_string(n.op) + "' has no Halide lowering inside a group");
     }
+
+    /** An elementwise arithmetic op as IEEE 754 defines it, outside fast mode. Halide's
+     * simplifier treats float arithmetic as real arithmetic: x - x folds to 0 and x * 0 to 0,
+     * which are NaN for x = inf or NaN (x - reduce_sum(x) over an axis of extent 1 is x - x once
+     * the reduction is inlined). strict_float keeps the op as written, in the simplifier and in
+     * LLVM, for this op only: contractions and reductions keep their fast-math code. */
+    Expr ieee(const Expr &e) const { return mode_ == dsl::NumericMode::Fast ? e : Halide::strict_float(e); }
 
     /** Extent of `axis` of value `v` as an Expr (static, or a bound symbol). */
     Expr extent(ValueId v, int axis) {
