@@ -3,6 +3,8 @@
 #include <immintrin.h>
 #include <omp.h>
 
+#include <fstream>
+#include <stdexcept>
 #include <thread>
 
 #include <algorithm>
@@ -12,32 +14,38 @@ namespace tessel::bench {
 
 namespace {
 
-constexpr int kChains = 16;
+// Accumulator chains per thread, sized to the register file of the ISA: each chain is one
+// register, and the loop needs two more for the constants. AVX2 has 16 ymm registers: 12 chains
+// + 2 = 14, no spill (16 chains + 2 would spill two accumulators to the stack every iteration,
+// and the probe would time loads and stores). AVX-512 has 32 zmm: 24 + 2 = 26. Both cover FMA
+// latency x FMA ports (4 x 2 = 8 chains on Zen 3/4 and recent Intel cores) with room to spare.
+// tests/bench/check_fma_probe.py reads the compiled loops and fails on any stack access in them.
+constexpr int kAvx2Chains = 12, kAvx512Chains = 24;
 
-/** `iterations` x 16 chains of 512-bit FMAs; returns a value so the loop is not removed. */
-__attribute__((target("avx512f"))) float fma_loop_avx512(long iterations) {
-    __m512 acc[kChains];
+/** `iterations` x kAvx512Chains chains of 512-bit FMAs; returns a value so the loop is not removed. */
+__attribute__((target("avx512f"), noinline)) float fma_loop_avx512(long iterations) {
+    __m512 acc[kAvx512Chains];
     const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
-    for (int i = 0; i < kChains; i++) acc[i] = _mm512_set1_ps((float)i);
+    for (int i = 0; i < kAvx512Chains; i++) acc[i] = _mm512_set1_ps((float)i);
     for (long it = 0; it < iterations; it++) {
-#pragma GCC unroll 16
-        for (int i = 0; i < kChains; i++) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
+#pragma GCC unroll 24
+        for (int i = 0; i < kAvx512Chains; i++) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
     }
     __m512 sum = acc[0];
-    for (int i = 1; i < kChains; i++) sum = _mm512_add_ps(sum, acc[i]);
+    for (int i = 1; i < kAvx512Chains; i++) sum = _mm512_add_ps(sum, acc[i]);
     return _mm512_reduce_add_ps(sum);
 }
 
-__attribute__((target("avx2,fma"))) float fma_loop_avx2(long iterations) {
-    __m256 acc[kChains];
+__attribute__((target("avx2,fma"), noinline)) float fma_loop_avx2(long iterations) {
+    __m256 acc[kAvx2Chains];
     const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
-    for (int i = 0; i < kChains; i++) acc[i] = _mm256_set1_ps((float)i);
+    for (int i = 0; i < kAvx2Chains; i++) acc[i] = _mm256_set1_ps((float)i);
     for (long it = 0; it < iterations; it++) {
-#pragma GCC unroll 16
-        for (int i = 0; i < kChains; i++) acc[i] = _mm256_fmadd_ps(acc[i], a, b);
+#pragma GCC unroll 12
+        for (int i = 0; i < kAvx2Chains; i++) acc[i] = _mm256_fmadd_ps(acc[i], a, b);
     }
     __m256 sum = acc[0];
-    for (int i = 1; i < kChains; i++) sum = _mm256_add_ps(sum, acc[i]);
+    for (int i = 1; i < kAvx2Chains; i++) sum = _mm256_add_ps(sum, acc[i]);
     float out[8];
     _mm256_storeu_ps(out, sum);
     return out[0] + out[7];
@@ -51,8 +59,11 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-FmaPeakProbe::FmaPeakProbe(int threads, double seconds)
-    : threads_(threads), avx512_(__builtin_cpu_supports("avx512f")) {
+VectorIsa host_vector_isa() { return __builtin_cpu_supports("avx512f") ? VectorIsa::Avx512 : VectorIsa::Avx2; }
+
+FmaPeakProbe::FmaPeakProbe(int threads, double seconds, VectorIsa isa) : threads_(threads), isa_(isa) {
+    if (isa == VectorIsa::Avx512 && !__builtin_cpu_supports("avx512f"))
+        throw std::invalid_argument("the AVX-512 FMA probe needs a CPU with AVX-512F");
     while (run() < seconds / 4) iterations_ *= 2;
     iterations_ = std::max(1L, (long)(iterations_ * (seconds / run())));
 }
@@ -63,19 +74,57 @@ double FmaPeakProbe::run() const {
     // the sum of the threads' rates, returned as the equivalent time for flops().
     float sink = 0;
     double rate = 0;  // FMA loop iterations per second, all threads
+    const bool wide = isa_ == VectorIsa::Avx512;
 #pragma omp parallel num_threads(threads_) reduction(+ : sink, rate)
     {
         const auto t0 = std::chrono::steady_clock::now();
-        sink += avx512_ ? fma_loop_avx512(iterations_) : fma_loop_avx2(iterations_);
+        sink += wide ? fma_loop_avx512(iterations_) : fma_loop_avx2(iterations_);
         rate += iterations_ / seconds_since(t0);
     }
     g_sink = g_sink + sink;
     return (double)iterations_ * threads_ / rate;
 }
 
-double FmaPeakProbe::flops() const { return 2.0 * (avx512_ ? 16 : 8) * kChains * (double)iterations_ * threads_; }
+int FmaPeakProbe::chains() const { return isa_ == VectorIsa::Avx512 ? kAvx512Chains : kAvx2Chains; }
+int FmaPeakProbe::lanes() const { return isa_ == VectorIsa::Avx512 ? 16 : 8; }
 
-std::string FmaPeakProbe::isa() const { return avx512_ ? "avx512 zmm FMA" : "avx2 ymm FMA"; }
+double FmaPeakProbe::flops() const { return 2.0 * lanes() * chains() * (double)iterations_ * threads_; }
+
+std::string FmaPeakProbe::isa() const {
+    return isa_ == VectorIsa::Avx512 ? "avx512 zmm FMA, " + std::to_string(chains()) + " chains in 26 of 32 registers"
+                                     : "avx2 ymm FMA, " + std::to_string(chains()) + " chains in 14 of 16 registers";
+}
+
+NominalPeak nominal_fma_peak(VectorIsa isa, int threads) {
+    NominalPeak p;
+    std::ifstream in("/proc/cpuinfo");
+    std::string line, vendor;
+    int family = -1, model = -1;
+    auto value = [](const std::string &l) { return l.substr(l.find(':') + 1); };
+    while (std::getline(in, line)) {
+        if (line.rfind("vendor_id", 0) == 0 && vendor.empty()) vendor = value(line);
+        else if (line.rfind("cpu family", 0) == 0 && family < 0) family = std::stoi(value(line));
+        else if (line.rfind("model\t", 0) == 0 && model < 0) model = std::stoi(value(line));
+        else if (line.rfind("cpu MHz", 0) == 0 && p.ghz == 0) p.ghz = std::stod(value(line)) / 1000;
+    }
+    const bool amd = vendor.find("AMD") != std::string::npos, intel = vendor.find("Intel") != std::string::npos;
+    // FP32 FLOPs per cycle per core: 2 FMA pipes x lanes x 2, where the core executes the vector
+    // width natively. Zen 4 runs 512-bit FMAs as two 256-bit halves (its AVX-512 rate is its
+    // AVX2 rate); Zen 5 and Intel server cores with AVX-512 have two 512-bit FMA pipes (some
+    // Xeon Silver/Bronze parts have one: the probe then reads half of this).
+    if (amd && family == 0x19) {
+        p.flops_per_cycle = 32;
+        p.core = model >= 0x60 || (model >= 0x10 && model < 0x20) || (model >= 0xa0 && model < 0xb0) ? "AMD Zen 4" : "AMD Zen 3";
+    } else if (amd && family == 0x1a) {
+        p.flops_per_cycle = isa == VectorIsa::Avx512 ? 64 : 32;
+        p.core = "AMD Zen 5";
+    } else if (intel && family == 6) {
+        p.flops_per_cycle = isa == VectorIsa::Avx512 ? 64 : 32;
+        p.core = "Intel family 6 model " + std::to_string(model);
+    }
+    p.gflops = p.flops_per_cycle * p.ghz * threads;
+    return p;
+}
 
 TriadProbe::TriadProbe(int threads, size_t bytes_per_array)
     : threads_(threads), a_(bytes_per_array / sizeof(double)), b_(a_.size()), c_(a_.size()) {

@@ -11,24 +11,42 @@
 
 namespace tessel::bench {
 
-/** An FMA loop with 16 independent accumulator chains per thread (enough to cover FMA
- * latency x throughput on AVX-512 and AVX2 cores), run by `threads` OpenMP threads. Uses
- * 512-bit FMAs when the CPU has AVX-512F, else 256-bit. Never touches memory in the loop.
- * Each thread times its own loop: a thread's wait to be scheduled is not FMA time.
- * Example: FmaPeakProbe p(2, 0.02); double gflops = p.flops() / p.run() * 1e-9; */
+/** The vector width the FMA probe runs: the widest the timed kernels use. */
+enum class VectorIsa { Avx2, Avx512 };
+VectorIsa host_vector_isa();
+
+/** An FMA loop with independent accumulator chains per thread, as many as the ISA's register
+ * file holds beside the loop's two constants (AVX2: 12 of 16 ymm, AVX-512: 24 of 32 zmm; enough
+ * to cover FMA latency x throughput), run by `threads` OpenMP threads. Never touches memory in
+ * the loop (tests/bench/check_fma_probe.py checks the compiled code). Each thread times its own
+ * loop: a thread's wait to be scheduled is not FMA time.
+ * Example: FmaPeakProbe p(2, 0.02, VectorIsa::Avx2); double gflops = p.flops() / p.run() * 1e-9; */
 class FmaPeakProbe {
 public:
-    /** Calibrates the iteration count so one run() takes about `seconds`. */
-    FmaPeakProbe(int threads, double seconds);
+    /** Calibrates the iteration count so one run() takes about `seconds`. Throws
+     * std::invalid_argument for AVX-512 on a CPU without it. */
+    FmaPeakProbe(int threads, double seconds, VectorIsa isa);
     double run() const;  ///< seconds for one run
     double flops() const;
-    std::string isa() const;
+    int chains() const;
+    int lanes() const;
+    std::string isa() const;  ///< "avx2 ymm FMA, 12 chains in 14 of 16 registers"
 
 private:
     int threads_;
+    VectorIsa isa_;
     long iterations_ = 1 << 16;
-    bool avx512_;
 };
+
+/** An independent count of the FMA peak: FLOPs per cycle per core of the CPU's core type (from
+ * /proc/cpuinfo's vendor, family and model) x its reported clock x threads. A reference for the
+ * probe, not a measurement: the clock is the one the kernel reports (under a VM, often the
+ * nominal one; turbo may run faster). flops_per_cycle is 0 for a CPU it does not know. */
+struct NominalPeak {
+    std::string core;
+    double flops_per_cycle = 0, ghz = 0, gflops = 0;
+};
+NominalPeak nominal_fma_peak(VectorIsa isa, int threads);
 
 /** STREAM triad a[i] = b[i] + s * c[i] over three arrays of doubles of `bytes_per_array`
  * (use >= 4x the last-level cache), OpenMP-parallel with `threads`, counted as STREAM

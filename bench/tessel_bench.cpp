@@ -57,12 +57,13 @@ struct Options {
     std::string error_shape = "odd_bert"; ///< where errors vs float64 are measured
     std::string baseline;                 ///< a second schedule timed beside `schedule` ("" = none)
     std::string save_schedule;            ///< write `schedule` as JSON here and exit
+    std::string target = "host";          ///< what Tessel's kernels are compiled for (and the FMA probe's width)
 };
 
 void print_usage() {
     std::cout << "tessel_bench [--threads N] [--shapes FILE] [--schedule NAME] [--seconds S]\n"
                  "             [--mode-shape NAME] [--error-shape NAME] [--baseline NAME|FILE.json]\n"
-                 "             [--save-schedule FILE.json] [Google Benchmark flags]\n"
+                 "             [--save-schedule FILE.json] [--target T] [Google Benchmark flags]\n"
                  "  --threads N      threads for Tessel, OpenBLAS and the probes (default 2)\n"
                  "  --shapes FILE    shape suite (default bench/shapes.txt)\n"
                  "  --schedule NAME  Tessel CPU library schedule (or FILE.json) to time (default cpu_blocked)\n"
@@ -70,6 +71,9 @@ void print_usage() {
                  "                   e.g. the previous version of --schedule saved with --save-schedule\n"
                  "  --save-schedule FILE.json  write --schedule for this machine's target as JSON and exit\n"
                  "  --seconds S      timed seconds per benchmark repetition (default 0.3)\n"
+                 "  --target T       Halide target of Tessel's kernels (default host); e.g.\n"
+                 "                   x86-64-linux-avx-avx2-f16c-fma-sse41 for AVX2 on an AVX-512 machine.\n"
+                 "                   The FMA probe runs the same vector width\n"
                  "  --variant-shapes A,B  shapes also timed as a two-output group and as x @ w.T\n"
                  "                   (default mlp_up,decode_1; \"\" for none)\n"
                  "JSON: --benchmark_format=json or --benchmark_out=FILE --benchmark_out_format=json\n";
@@ -96,6 +100,7 @@ Options parse_options(int &argc, char **argv) {
         else if (is("--error-shape")) o.error_shape = value("--error-shape");
         else if (is("--baseline")) o.baseline = value("--baseline");
         else if (is("--save-schedule")) o.save_schedule = value("--save-schedule");
+        else if (is("--target")) o.target = value("--target");
         else if (a == "--help" || a == "-h") print_usage(), argv[out++] = argv[i];
         else argv[out++] = argv[i];
     }
@@ -119,6 +124,7 @@ double fastest(const std::vector<double> &v) { return v.empty() ? NAN : *std::mi
 struct Machine {
     double fma_peak_gflops = 0, fma_peak_gflops_best = 0;
     std::string fma_isa;
+    NominalPeak nominal;
     double triad_gbps = 0, triad_gbps_best = 0;
     std::string openblas;
     std::string openblas_library;
@@ -317,6 +323,13 @@ void print_summary(const Options &o, const Machine &m, const std::vector<std::un
     std::fprintf(g_text, "\n== Tessel vs OpenBLAS+epilogue, %d thread(s), medians of all timed iterations ==\n", o.threads);
     std::fprintf(g_text, "FMA peak (%s loop): %.1f GFLOP/s median, %.1f best | STREAM triad: %.1f GB/s median, %.1f best\n",
                  m.fma_isa.c_str(), m.fma_peak_gflops, m.fma_peak_gflops_best, m.triad_gbps, m.triad_gbps_best);
+    if (m.nominal.flops_per_cycle > 0)
+        std::fprintf(g_text, "FMA peak, independent count: %s, %.0f FLOP/cycle/core x %.2f GHz (reported clock) x %d = %.1f GFLOP/s; "
+                             "probe / count = %.2f\n",
+                     m.nominal.core.c_str(), m.nominal.flops_per_cycle, m.nominal.ghz, o.threads, m.nominal.gflops,
+                     m.fma_peak_gflops / m.nominal.gflops);
+    else
+        std::fprintf(g_text, "FMA peak, independent count: unknown core type (no FLOP/cycle figure)\n");
     std::fprintf(g_text, "OpenBLAS: %s, %s build, %s\n", m.openblas.c_str(), openblas_build(m.openblas_parallel).c_str(),
                  m.openblas_library.c_str());
     std::fprintf(g_text, "Epilogue: GELU tanh; Tessel numeric mode fast (vectorized), OpenBLAS pass uses libmvec tanhf.\n");
@@ -427,7 +440,7 @@ int run(int argc, char **argv) {
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
 
     const auto suite = load_suite(o.shapes);
-    const Halide::Target target = Halide::get_host_target();
+    const Halide::Target target = parse_target(o.target);
     Machine machine = describe_openblas();
     std::fprintf(g_text, "tessel_bench: %d thread(s), target %s\nOpenBLAS %s [%s build, %s]\n", o.threads,
                  target.to_string().c_str(), machine.openblas.c_str(), openblas_build(machine.openblas_parallel).c_str(),
@@ -435,7 +448,9 @@ int run(int argc, char **argv) {
     if (machine.openblas_parallel != 2)
         std::fprintf(g_text, "warning: not OpenBLAS's OpenMP build; its thread pool fights the OpenMP epilogue (use bench/run.sh)\n");
     std::fflush(g_text);
-    FmaPeakProbe fma(o.threads, 0.05);
+    const VectorIsa isa = target.has_feature(Halide::Target::AVX512) ? VectorIsa::Avx512 : VectorIsa::Avx2;
+    FmaPeakProbe fma(o.threads, 0.05, isa);
+    machine.nominal = nominal_fma_peak(isa, o.threads);
     TriadProbe triad(o.threads, size_t(128) << 20);
     register_probes(o, &fma, &triad);
 
