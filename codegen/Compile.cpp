@@ -1,5 +1,6 @@
 #include "codegen/Compile.h"
 
+#include "codegen/KernelCache.h"
 #include "codegen/ParallelRuntime.h"
 
 #include <chrono>
@@ -22,12 +23,14 @@ auto with_halide_errors(const std::string &what, Fn fn) -> decltype(fn()) {
 
 thread_local std::string t_last_error;
 
-void capture_halide_error(Halide::JITUserContext *, const char *msg) {
+void capture_halide_error(Halide::JITUserContext *, const char *msg) { record_halide_error(msg); }
+
+}  // namespace
+
+void record_halide_error(const char *msg) {
     t_last_error = msg ? msg : "";
     while (!t_last_error.empty() && t_last_error.back() == '\n') t_last_error.pop_back();
 }
-
-}  // namespace
 
 std::string last_halide_error() { return t_last_error.empty() ? "unknown Halide runtime error" : t_last_error; }
 
@@ -50,7 +53,15 @@ Halide::Target parse_target(const std::string &text) {
 }
 
 JitKernel compile_jit(const Halide::Pipeline &pipeline, const std::vector<Halide::Argument> &args,
-                      const Halide::Target &target, const std::string &name) {
+                      const Halide::Target &target, const std::string &name, const std::string &description) {
+    if (KernelCache *cache = KernelCache::active(); cache && !description.empty() && !target.has_gpu_feature()) {
+        KernelCache::Result r = cache->get(description, pipeline, args, target, name);
+        JitKernel k;
+        k.loaded = std::move(r.kernel);
+        k.from_cache = r.hit;
+        k.compile_seconds = r.seconds;
+        return k;
+    }
     return with_halide_errors("JIT compiling '" + name + "' for " + target.to_string(), [&] {
         auto t0 = std::chrono::steady_clock::now();
         Halide::Pipeline p = pipeline;

@@ -9,6 +9,7 @@
 #include <Halide.h>
 
 #include <filesystem>
+#include <memory>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -27,14 +28,24 @@ public:
  * Halide target string such as "x86-64-linux-avx2-fma". Throws CompileError naming it. */
 Halide::Target parse_target(const std::string &text);
 
+class LoadedKernel;
+
 /** Compiles `output` for `target` to a Callable (JIT), timing the compilation. Its parallel
- * loops run on OpenMP (codegen/ParallelRuntime.h). */
+ * loops run on OpenMP (codegen/ParallelRuntime.h). With a `description` of everything that
+ * decides the code and the process-wide kernel cache on (codegen/KernelCache.h), a CPU kernel
+ * comes from the cache instead: `loaded` is set and `callable` is not. */
 struct JitKernel {
     Halide::Callable callable;
+    std::shared_ptr<const LoadedKernel> loaded;
+    bool from_cache = false;  ///< loaded without compiling
     double compile_seconds = 0;
 };
 JitKernel compile_jit(const Halide::Pipeline &pipeline, const std::vector<Halide::Argument> &args,
-                      const Halide::Target &target, const std::string &name);
+                      const Halide::Target &target, const std::string &name, const std::string &description = "");
+
+/** Records a Halide runtime error message for last_halide_error() (the handler JIT and cached
+ * kernels report through). */
+void record_halide_error(const char *msg);
 
 /** The message of the last Halide runtime error raised by a JIT kernel on this thread
  * (kernels compiled by compile_jit report errors here instead of printing them). */

@@ -4,7 +4,9 @@
 
 #include "dsl/ir/Printer.h"
 #include "dsl/ir/TypeInference.h"
+#include "codegen/KernelCache.h"
 #include "lowering/ScheduleGroup.h"
+#include "schedules/ScheduleJson.h"
 
 #include <algorithm>
 #include <chrono>
@@ -72,7 +74,15 @@ CompiledKernel::CompiledKernel(const dsl::Graph &g, dsl::FusionGroup group, sche
                                             schedule_.name);
         if (backend == KernelBackend::Jit) {
             const std::string name = group_.name + (fallback ? "" : "_v" + std::to_string(i + 1));
-            v.callable = compile_jit(v.lowered.pipeline(), v.lowered.arguments(), target, name).callable;
+            // What decides this variant's code, for the kernel cache (codegen/KernelCache.h).
+            std::string description = dsl::print(g) + "\ngroup " + group_.name + ":";
+            for (dsl::ValueId n : group_.nodes) description += " " + g.display_name(n);
+            description += "\nschedule " +
+                           sched::to_json(fallback ? schedule_.keeping_variants({}) : schedule_.variant_alone(i)).dump();
+            JitKernel k = compile_jit(v.lowered.pipeline(), v.lowered.arguments(), target, name, description);
+            v.callable = std::move(k.callable);
+            v.loaded = std::move(k.loaded);
+            v.from_cache = k.from_cache;
         }
         variants_.push_back(std::move(v));
         schedule_variant_.push_back(i);
@@ -223,11 +233,18 @@ void CompiledKernel::run(const std::vector<halide_buffer_t *> &buffers) const {
         throw CompileError("kernel '" + group_.name + "' was compiled only for the " + variants_.front().label +
                            " of schedule '" + schedule_.name + "', whose guards these buffers do not meet (" +
                            describe_call(buffers) + ")");
-    Halide::JITUserContext context;
-    Halide::JITUserContext *context_ptr = &context;
-    std::vector<const void *> argv{&context_ptr};
-    for (halide_buffer_t *b : buffers) argv.push_back(b);
-    if (variants_[pick].callable.call_argv_fast((int)argv.size(), argv.data()) != 0)
+    int status = 0;
+    if (variants_[pick].loaded) {
+        std::vector<void *> argv(buffers.begin(), buffers.end());
+        status = variants_[pick].loaded->call(argv.data());
+    } else {
+        Halide::JITUserContext context;
+        Halide::JITUserContext *context_ptr = &context;
+        std::vector<const void *> argv{&context_ptr};
+        for (halide_buffer_t *b : buffers) argv.push_back(b);
+        status = variants_[pick].callable.call_argv_fast((int)argv.size(), argv.data());
+    }
+    if (status != 0)
         throw CompileError("running kernel '" + group_.name + "' (schedule '" + schedule_.name + "', " +
                            variants_[pick].label + ") failed: " + last_halide_error() + " (buffers: " +
                            describe_call(buffers) + ")");

@@ -8,7 +8,10 @@
  * (lowering/LowerToHalide.h: schedules mutate Funcs), applies the variant's steps (the only
  * Halide scheduling calls are in schedules/ApplySchedule), and compiles the pipeline:
  *  - KernelBackend::Jit: a Halide Callable per variant (a GPU target needs a GPU to run); run() picks the first
- *    variant whose guards hold for the buffers' extents (GroupExtents: M, K, N) and calls it;
+ *    variant whose guards hold for the buffers' extents (GroupExtents: M, K, N) and calls it.
+ *    With the kernel cache on (codegen/KernelCache.h), a CPU variant compiled by an earlier
+ *    process is loaded instead of compiled (Variant::from_cache), keyed by the printed graph,
+ *    the group, the variant's schedule, the target and the build;
  *  - KernelBackend::AheadOfTime: nothing is compiled yet; write_files() emits a static library
  *    and header (or object, assembly, statement, PTX) per variant, and ptx_report() assembles
  *    each variant's PTX with ptxas and judges it against one set of PtxLimits.
@@ -67,7 +70,9 @@ public:
         std::vector<sched::Guard> guards;  ///< empty for the fallback
         lower::LoweredGroup lowered;       ///< scheduled
         sched::AppliedResources resources; ///< what the schedule checks learned (GPU blocks, shared)
-        Halide::Callable callable;         ///< KernelBackend::Jit only
+        Halide::Callable callable;         ///< KernelBackend::Jit, compiled in this process
+        std::shared_ptr<const LoadedKernel> loaded;  ///< KernelBackend::Jit, from the kernel cache
+        bool from_cache = false;           ///< loaded from the cache, not compiled
     };
 
     /** Lowers, schedules and (Jit) compiles every variant. Preconditions: `group` was planned

@@ -1,0 +1,181 @@
+// Map: key (hash of the description + target + versions + build ID) -> load (dlopen, the key
+// text compared, runtime hooks installed) -> miss: compile_to_object, link -shared, rename into
+// place -> the process-wide cache.
+#include "codegen/KernelCache.h"
+
+#include "codegen/Compile.h"
+#include "codegen/ParallelRuntime.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+namespace tessel {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+uint64_t fnv1a(const std::string &s, uint64_t h) {
+    for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+    return h;
+}
+
+std::string hex(uint64_t v) {
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)v);
+    return buf;
+}
+
+std::string read_file(const fs::path &p) {
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void record_error(void *, const char *msg) { record_halide_error(msg); }
+
+/** Opens entry `so` and checks it is the kernel `name`; nullptr (with `why`) when it is not usable. */
+std::shared_ptr<const LoadedKernel> load(const fs::path &so, const std::string &name, std::string *why) {
+    void *h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        *why = dlerror();
+        return nullptr;
+    }
+    using SetParFor = halide_do_par_for_t (*)(halide_do_par_for_t);
+    using SetError = halide_error_handler_t (*)(halide_error_handler_t);
+    auto argv = reinterpret_cast<int (*)(void **)>(dlsym(h, (name + "_argv").c_str()));
+    auto set_par_for = reinterpret_cast<SetParFor>(dlsym(h, "halide_set_custom_do_par_for"));
+    auto set_error = reinterpret_cast<SetError>(dlsym(h, "halide_set_error_handler"));
+    if (!argv || !set_par_for || !set_error) {
+        *why = "it lacks " + name + "_argv or the Halide runtime";
+        dlclose(h);
+        return nullptr;
+    }
+    set_par_for(openmp_do_par_for);
+    set_error(record_error);
+    return std::make_shared<LoadedKernel>(h, argv);
+}
+
+std::mutex g_active_lock;
+std::unique_ptr<KernelCache> g_active;
+
+}  // namespace
+
+LoadedKernel::~LoadedKernel() { dlclose(handle_); }
+
+KernelCache::KernelCache(fs::path dir) : dir_(std::move(dir)) {}
+
+std::string KernelCache::executable_build_id() {
+    std::string id;
+    dl_iterate_phdr(
+        [](dl_phdr_info *info, size_t, void *out) -> int {
+            // The first object is the executable itself.
+            for (int i = 0; i < info->dlpi_phnum; i++) {
+                const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+                if (ph.p_type != PT_NOTE) continue;
+                const char *p = reinterpret_cast<const char *>(info->dlpi_addr + ph.p_vaddr), *end = p + ph.p_memsz;
+                while (p + sizeof(ElfW(Nhdr)) <= end) {
+                    const auto *n = reinterpret_cast<const ElfW(Nhdr) *>(p);
+                    const char *name = p + sizeof(ElfW(Nhdr));
+                    const char *desc = name + ((n->n_namesz + 3) & ~3u);
+                    if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && std::string(name, 3) == "GNU") {
+                        std::string &s = *static_cast<std::string *>(out);
+                        for (unsigned k = 0; k < n->n_descsz; k++) {
+                            char b[3];
+                            std::snprintf(b, sizeof b, "%02x", (unsigned char)desc[k]);
+                            s += b;
+                        }
+                        return 1;
+                    }
+                    p = desc + ((n->n_descsz + 3) & ~3u);
+                }
+            }
+            return 1;
+        },
+        &id);
+    return id;
+}
+
+KernelCache::Result KernelCache::get(const std::string &description, const Halide::Pipeline &pipeline,
+                                     const std::vector<Halide::Argument> &args, const Halide::Target &target,
+                                     const std::string &name) {
+    const auto t0 = std::chrono::steady_clock::now();
+    static const std::string build_id = executable_build_id();
+    const std::string key = description + "\nfunction " + name + "\ntarget " + target.to_string() + "\nhalide " +
+                            std::to_string(HALIDE_VERSION_MAJOR) + "." + std::to_string(HALIDE_VERSION_MINOR) + "." +
+                            std::to_string(HALIDE_VERSION_PATCH) + "\nexecutable " + build_id + "\n";
+    const std::string hash = hex(fnv1a(key, 0xcbf29ce484222325ull)) + hex(fnv1a(key, 0x84222325cbf29ce4ull));
+    const fs::path so = dir_ / (hash + ".so"), key_file = dir_ / (hash + ".key");
+    Result r;
+    std::string why;
+    if (fs::exists(so) && read_file(key_file) == key) {
+        if ((r.kernel = load(so, name, &why))) {
+            r.hit = true;
+            r.seconds = seconds_since(t0);
+            return r;
+        }
+    }
+    // Compile into a private directory, then rename into place: another process may race us to
+    // the same entry; both write the same kernel and either rename wins.
+    static std::atomic<int> serial{0};
+    const fs::path tmp = dir_ / ("tmp-" + std::to_string(::getpid()) + "-" + std::to_string(serial++));
+    fs::create_directories(tmp);
+    try {
+        const fs::path obj = tmp / (name + ".o"), lib = tmp / (name + ".so");
+        try {
+            Halide::Pipeline(pipeline).compile_to_object(obj.string(), args, name, target);
+        } catch (const Halide::Error &e) {
+            throw CompileError("compiling '" + name + "' for the kernel cache failed in Halide: " + std::string(e.what()));
+        }
+        const std::string link = std::string(TESSEL_KERNEL_CACHE_LINKER) + " -shared -Wl,-Bsymbolic -o '" + lib.string() +
+                                 "' '" + obj.string() + "' 2>&1";
+        if (std::system(link.c_str()) != 0) throw CompileError("linking '" + name + "' for the kernel cache failed: " + link);
+        std::ofstream(tmp / "key") << key;
+        fs::rename(tmp / "key", key_file);
+        fs::rename(lib, so);
+        fs::remove_all(tmp);
+    } catch (...) {
+        std::error_code ignored;
+        fs::remove_all(tmp, ignored);
+        throw;
+    }
+    if (!(r.kernel = load(so, name, &why)))
+        throw CompileError("the kernel cache entry " + so.string() + " of '" + name + "' does not load: " + why);
+    r.seconds = seconds_since(t0);
+    return r;
+}
+
+std::string KernelCache::activate(const std::optional<fs::path> &dir) {
+    std::lock_guard<std::mutex> lock(g_active_lock);
+    g_active.reset();
+    if (!dir) return "";
+    if (executable_build_id().empty()) return "kernel cache off: this executable has no GNU build ID to key it by";
+    std::error_code ec;
+    fs::create_directories(*dir, ec);
+    if (ec || ::access(dir->c_str(), W_OK) != 0)
+        return "kernel cache off: " + dir->string() + " cannot be written" + (ec ? " (" + ec.message() + ")" : "");
+    g_active = std::make_unique<KernelCache>(*dir);
+    return "";
+}
+
+KernelCache *KernelCache::active() {
+    std::lock_guard<std::mutex> lock(g_active_lock);
+    return g_active.get();
+}
+
+}  // namespace tessel
