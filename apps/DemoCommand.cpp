@@ -26,6 +26,8 @@ void add_demo_command(CLI::App &app, std::function<int()> &action) {
                                                    "model pick), a library name, or FILE.json")
         ->capture_default_str();
     cmd->add_option("--db", o->db, "tuning database")->capture_default_str();
+    cmd->add_option("--kernel-cache", o->kernel_cache, "compiled kernels kept on disk: DIR, or off (default: "
+                                                       "<db>.kernels, next to the tuning database)");
     cmd->add_flag("--tune", o->tune, "with --schedule auto: on a database miss, measure candidates");
     cmd->add_option("--cuda-schedule", o->cuda_schedule, "CUDA library schedule")->capture_default_str();
     cmd->add_option("--repeats", o->repeats, "timed repetitions")->capture_default_str()->check(CLI::Range(1, 100000));

@@ -78,6 +78,8 @@ void add_run_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--schedule", o->schedule, "library schedule NAME or FILE.json for matmul+epilogue groups "
                                                "(default: tuning database, else the autoscheduler's model pick)");
     cmd->add_option("--db", o->db, "tuning database")->capture_default_str();
+    cmd->add_option("--kernel-cache", o->kernel_cache, "compiled kernels kept on disk: DIR, or off (default: "
+                                                       "<db>.kernels, next to the tuning database)");
     cmd->add_flag("--tune", o->tune, "on a database miss, measure candidates instead of taking the model's pick");
     cmd->add_option("--target", o->target, "a CPU target")->capture_default_str();
     cmd->add_option("--tolerance", o->tolerance, "max relative error")->capture_default_str();

@@ -173,6 +173,11 @@ std::string KernelCache::activate(const std::optional<fs::path> &dir) {
     return "";
 }
 
+std::string use_kernel_cache(const std::string &setting, const std::string &db_path) {
+    if (setting == "off") return KernelCache::activate(std::nullopt);
+    return KernelCache::activate(fs::path(setting.empty() ? db_path + ".kernels" : setting));
+}
+
 KernelCache *KernelCache::active() {
     std::lock_guard<std::mutex> lock(g_active_lock);
     return g_active.get();

@@ -78,4 +78,9 @@ private:
     std::filesystem::path dir_;
 };
 
+/** What `--kernel-cache SETTING` of `tessel run` and `tessel demo` means: "" = on, in
+ * `<tuning database path>.kernels` (next to the database); "off"; else a directory. Activates
+ * it and returns KernelCache::activate's note. */
+std::string use_kernel_cache(const std::string &setting, const std::string &db_path);
+
 }  // namespace tessel

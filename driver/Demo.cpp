@@ -2,6 +2,7 @@
 
 #include "baselines/GeluReference.h"
 #include "codegen/Compile.h"
+#include "codegen/KernelCache.h"
 #include "codegen/Ptxas.h"
 #include "driver/GeluLayer.h"
 #include "driver/Tune.h"
@@ -33,19 +34,45 @@ sched::ScheduleSpec demo_schedule(const DemoOptions &o, const Halide::Target &ta
     return sched::resolve_schedule(o.cpu_schedule == "auto" ? "cpu_blocked" : o.cpu_schedule, target);
 }
 
+/** Why the demo runs the numeric mode it does, in one line. */
+std::string mode_reason(dsl::NumericMode mode, GeluForm form) {
+    switch (mode) {
+    case dsl::NumericMode::Strict:
+        return std::string("the default: every op as written, IEEE special values kept") +
+               (form == GeluForm::Tanh ? "; the tanh GELU calls libm tanh per element (not vectorized)" : "");
+    case dsl::NumericMode::Exact: return "reductions in program order, no partial sums";
+    case dsl::NumericMode::Fast: return "rewrites that change rounding allowed (the tanh GELU as a vectorized sigmoid)";
+    }
+    return "";
+}
+
+int kernels_from_cache(const GeluLayer &layer) {
+    int n = 0;
+    for (const auto &v : layer.kernel().variants()) n += v.from_cache;
+    return n;
+}
+
 }  // namespace
 
 int run_demo(const DemoOptions &o, std::ostream &out) {
     const Halide::Target target = parse_target(o.target);
+    const std::string cache_note = use_kernel_cache(o.kernel_cache, o.db);
     const double lookup_start = seconds_since_process_start();
     const sched::ScheduleSpec schedule = demo_schedule(o, target, out);
     const double lookup_seconds = seconds_since_process_start() - lookup_start;
     out << "Tessel demo: y = gelu_" << to_string(o.form) << "(x @ w + bias), M=" << o.M << " K=" << o.K << " N=" << o.N
-        << ", numeric mode " << dsl::to_string(o.mode) << "\n"
-        << "target " << target.to_string() << ", schedule " << schedule.name << "\n";
+        << "\n  numeric mode " << dsl::to_string(o.mode) << " (" << mode_reason(o.mode, o.form) << ")\n"
+        << "  target " << target.to_string() << ", schedule " << schedule.name << "\n";
+    if (!cache_note.empty()) out << "  " << cache_note << "\n";
 
     const GeluLayer kernel(o.form, o.mode, schedule, target);
-    out << std::fixed << std::setprecision(3) << "  JIT compile: " << kernel.kernel().compile_seconds() * 1e3 << " ms\n";
+    const int cached = kernels_from_cache(kernel), variants = (int)kernel.kernel().variants().size();
+    out << std::fixed << std::setprecision(3) << "  " << (cached == variants ? "kernel cache: loaded " : "compile: ")
+        << kernel.kernel().compile_seconds() * 1e3 << " ms (" << variants << " kernel(s); " << cached
+        << " from the kernel cache";
+    if (KernelCache *c = KernelCache::active()) out << " in " << c->directory().string();
+    else out << ", which is off";
+    out << ")\n";
 
     Buffer<float> x(o.K, o.M), w(o.N, o.K), bias(o.N), y(o.N, o.M), y_blas(o.N, o.M);
     fill_uniform(x, 1), fill_uniform(w, 2), fill_uniform(bias, 3);
@@ -69,8 +96,9 @@ int run_demo(const DemoOptions &o, std::ostream &out) {
     // Cold start: program start (after the loader) to the first result, which the check above
     // then verified; the float64 reference's own time is not part of it.
     out << std::fixed << std::setprecision(1) << "  cold start: first result " << first_result_at * 1e3
-        << " ms after program start (schedule lookup " << lookup_seconds * 1e3 << " ms, JIT compile "
-        << kernel.kernel().compile_seconds() * 1e3 << " ms, first call " << first_call_seconds * 1e3 << " ms)\n";
+        << " ms after program start (schedule lookup " << lookup_seconds * 1e3 << " ms, "
+        << (cached == variants ? "kernels loaded from the cache " : "compile ") << kernel.kernel().compile_seconds() * 1e3
+        << " ms, first call " << first_call_seconds * 1e3 << " ms)\n";
 
     const double flops = 2.0 * o.M * o.K * o.N;
     const double t_tessel = median_seconds([&] { kernel.run(x, w, bias, y); }, o.repeats);
@@ -81,6 +109,15 @@ int run_demo(const DemoOptions &o, std::ostream &out) {
         << std::setprecision(3) << t_blas * 1e3 << " ms (" << std::setprecision(1) << flops / t_blas * 1e-9
         << " GFLOP/s) [" << openblas_description() << "]\n"
         << "  (timings here are indicative; `make bench` measures properly)\n";
+    // Strict mode's cost, measured here: the same layer in fast mode, timed the same way.
+    if (o.mode != dsl::NumericMode::Fast) {
+        const GeluLayer fast(o.form, dsl::NumericMode::Fast, schedule, target);
+        Buffer<float> y_fast(o.N, o.M);
+        const double t_fast = median_seconds([&] { fast.run(x, w, bias, y_fast); }, o.repeats);
+        out << std::fixed << std::setprecision(3) << "  fast mode, same schedule: " << t_fast * 1e3 << " ms ("
+            << std::setprecision(2) << t_tessel / t_fast << "x the " << dsl::to_string(o.mode) << " time)"
+            << (t_tessel > 1.1 * t_fast ? "; `tessel demo --mode fast` if rounding may change" : "") << "\n";
+    }
 
     bool cuda_ok = true;
     if (o.cuda) {

@@ -24,6 +24,7 @@ struct DemoOptions {
      * (`tune`: measured); or a library schedule name, or a .json schedule file. */
     std::string cpu_schedule = "auto";
     std::string db = "tessel-tuning.db";
+    std::string kernel_cache;  ///< "" = beside the database, "off", or a directory (codegen/KernelCache.h)
     bool tune = false;
     std::string cuda_schedule = "cuda_tiled_shared";
     int repeats = 10;

@@ -1,6 +1,7 @@
 #include "driver/GraphCompiler.h"
 
 #include "codegen/Compile.h"
+#include "codegen/KernelCache.h"
 #include "codegen/Ptxas.h"
 #include "driver/MemoryPlanReport.h"
 #include "driver/TextFile.h"
@@ -243,6 +244,7 @@ int run_graph(const GraphRunOptions &o, std::ostream &out) {
 
     PlannedGraph p = plan_graph(o.file, target, ref.symbols, o.remat, o.memory_budget);
     if (p.remat && (p.remat->changed || o.memory_budget || !p.remat->skipped.empty())) out << p.remat->to_string();
+    if (const std::string note = use_kernel_cache(o.kernel_cache, o.db); !note.empty()) out << note << "\n";
     const AutoSchedule autos{&p.graph, o.db, ref.symbols, o.tune, &out};
     const CompiledGraph program(p.graph, p.plan, target, make_chooser(o.schedule, target, autos));
     check_schedule_applied(program, o.schedule, target, o.schedule_fallback);
@@ -287,9 +289,16 @@ int run_graph(const GraphRunOptions &o, std::ostream &out) {
         if (got.printed != ref.printed) out << "the interpreter printed:\n" << ref.printed;
     }
     const double t = median_seconds([&] { run_compiled(); }, 3);
+    int variants = 0, cached = 0;
+    double compile = 0;
+    for (const auto &cg : program.groups()) {
+        compile += cg.kernel->compile_seconds();
+        for (const auto &v : cg.kernel->variants()) variants++, cached += v.from_cache;
+    }
     out << "cold start: first result " << std::fixed << std::setprecision(1) << first_result_at * 1e3
         << " ms after program start (the reference interpreter's run included; " << program.groups().size()
-        << " group(s) compiled)\n" << std::defaultfloat;
+        << " group(s), " << variants << " kernel(s): " << cached << " loaded from the kernel cache, " << variants - cached
+        << " compiled; " << compile * 1e3 << " ms)\n" << std::defaultfloat;
     out << "time per run (median of 3, warm, including host<->buffer copies and interpreted ops): " << std::fixed
         << std::setprecision(3) << t * 1e3 << " ms\n" << std::defaultfloat;
     return ok ? 0 : 1;

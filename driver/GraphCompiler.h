@@ -55,6 +55,7 @@ struct GraphRunOptions {
     std::string schedule;  ///< "" = tuning database hit, else the autoscheduler's model pick
     std::map<std::string, int64_t> symbols;  ///< unbound symbols default to 64
     std::string db = "tessel-tuning.db";
+    std::string kernel_cache;  ///< "" = beside the database, "off", or a directory (codegen/KernelCache.h)
     bool tune = false;     ///< on a database miss, measure candidates
     bool schedule_fallback = false;  ///< a `schedule` that does not apply: default schedule instead of an error
     uint64_t seed = 1;

@@ -77,8 +77,12 @@ CompiledKernel::CompiledKernel(const dsl::Graph &g, dsl::FusionGroup group, sche
             // What decides this variant's code, for the kernel cache (codegen/KernelCache.h).
             std::string description = dsl::print(g) + "\ngroup " + group_.name + ":";
             for (dsl::ValueId n : group_.nodes) description += " " + g.display_name(n);
-            description += "\nschedule " +
-                           sched::to_json(fallback ? schedule_.keeping_variants({}) : schedule_.variant_alone(i)).dump();
+            // The schedule's steps decide the code; its name and description (which say where it
+            // came from: "[model]", "[database]") do not.
+            nlohmann::json steps = sched::to_json(fallback ? schedule_.keeping_variants({}) : schedule_.variant_alone(i));
+            steps.erase("name");
+            steps.erase("description");
+            description += "\nschedule " + steps.dump();
             JitKernel k = compile_jit(v.lowered.pipeline(), v.lowered.arguments(), target, name, description);
             v.callable = std::move(k.callable);
             v.loaded = std::move(k.loaded);

@@ -4,6 +4,7 @@
 // caller in Tessel's words.
 #include "codegen/KernelCache.h"
 #include "driver/GeluLayer.h"
+#include "driver/GraphCompiler.h"
 #include "schedules/Library.h"
 #include "support/Random.h"
 #include "tests/TempDir.h"
@@ -12,6 +13,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 using namespace tessel;
 using Halide::Runtime::Buffer;
@@ -122,4 +124,25 @@ TEST_CASE("kernel cache: off, or a directory it cannot write, leaves the JIT in 
     const Halide::Target t = parse_target("host");
     const GeluLayer layer(GeluForm::Tanh, dsl::NumericMode::Fast, sched::library_schedule("cpu_blocked", t), t);
     for (const auto &v : layer.kernel().variants()) CHECK((!v.loaded && !v.from_cache));
+}
+
+TEST_CASE("kernel cache: a second `tessel run` of a graph compiles nothing") {
+    const tessel::testing::TempDir tmp;
+    GraphRunOptions o;
+    o.file = std::string(TESSEL_SOURCE_DIR) + "/algorithms/mlp_residual.tsl";
+    o.symbols = {{"M", 5}, {"K", 33}, {"H", 19}};
+    o.db = tmp.file("tuning.db");
+    std::ostringstream first, second;
+    REQUIRE(run_graph(o, first) == 0);
+    REQUIRE(run_graph(o, second) == 0);
+    KernelCache::activate(std::nullopt);
+    INFO(first.str() << second.str());
+    CHECK(first.str().find(" 0 loaded from the kernel cache") != std::string::npos);
+    CHECK(second.str().find(" compiled;") != std::string::npos);
+    CHECK(second.str().find(" 0 compiled;") != std::string::npos);
+    CHECK(std::filesystem::exists(tmp.file("tuning.db.kernels")));
+    o.kernel_cache = "off";
+    std::ostringstream third;
+    REQUIRE(run_graph(o, third) == 0);
+    CHECK(third.str().find(" 0 loaded from the kernel cache") != std::string::npos);
 }
