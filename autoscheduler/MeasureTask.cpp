@@ -206,7 +206,8 @@ nlohmann::json to_json(const MeasureTask &t) {
             {"symbols", t.symbols},       {"target", t.target},         {"repeats", t.repeats},
             {"warmup", t.warmup},         {"timeout_seconds", t.timeout_seconds}, {"seed", t.seed},
             {"flush_bytes", t.flush_bytes}, {"verify", t.verify}, {"verify_tolerance", t.verify_tolerance},
-            {"memory_limit_bytes", t.memory_limit_bytes}, {"fault", to_string(t.fault)}, {"fault_by_schedule", faults}};
+            {"memory_limit_bytes", t.memory_limit_bytes}, {"max_rounds", t.max_rounds}, {"confidence", t.confidence},
+            {"fault", to_string(t.fault)}, {"fault_by_schedule", faults}};
 }
 
 MeasureTask measure_task_from_json(const nlohmann::json &j) {
@@ -224,6 +225,8 @@ MeasureTask measure_task_from_json(const nlohmann::json &j) {
     t.verify = j.value("verify", t.verify);
     t.verify_tolerance = j.value("verify_tolerance", t.verify_tolerance);
     t.memory_limit_bytes = j.value("memory_limit_bytes", t.memory_limit_bytes);
+    t.max_rounds = j.value("max_rounds", t.max_rounds);
+    t.confidence = j.value("confidence", t.confidence);
     t.fault = parse_fault(j.value("fault", std::string("none")));
     const nlohmann::json faults = j.value("fault_by_schedule", nlohmann::json::object());
     for (const auto &[name, f] : faults.items())
@@ -262,121 +265,218 @@ Measurement validate_measurement(Measurement m) {
     return m;
 }
 
-Measurement run_measurement(const MeasureTask &task, const sched::ScheduleSpec &schedule) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const Fault fault = task.fault_for(schedule.name);
+namespace {
+
+/** The task's graph, group and extents, parsed once for all its candidates (kernels point
+ * into the graph, so it outlives them). */
+struct ParsedTask {
     dsl::Graph graph;
     dsl::FusionGroup group;
     Halide::Target target;
     std::map<std::string, int64_t> extents;
-    try {
-        target = parse_target(task.target);
-        graph = dsl::parse(task.graph_text, task.graph_name);
-        group = resolve_group(graph, task.group);
-        const auto e = dsl::group_extents(graph, group).concrete(task.symbols);
-        if (!e) throw std::invalid_argument("a size of group '" + group.name + "' is not bound by the task's symbols");
-        extents = *e;
-    } catch (const std::exception &e) {
-        return failed(Status::CompileError, std::string("preparing the task failed: ") + e.what());
+};
+
+/** One candidate compiled, with its inputs, verified: ready to be timed. */
+class Candidate {
+public:
+    Candidate(const MeasureTask &task, const ParsedTask &p, const sched::ScheduleSpec &schedule)
+        : task_(task), p_(p), fault_(task.fault_for(schedule.name)), schedule_(schedule) {}
+
+    /** Compiles, fills the inputs, honours the fault hooks, verifies. False: `result()` says why. */
+    bool prepare() {
+        const auto t0 = std::chrono::steady_clock::now();
+        try {
+            const sched::ScheduleSpec applied =
+                fault_ == Fault::HalideError ? halide_rejected_schedule(lower::lower_group(p_.graph, p_.group)) : schedule_;
+            try {
+                kernel_ = std::make_unique<CompiledKernel>(p_.graph, p_.group, applied, p_.target, KernelBackend::Jit, p_.extents);
+            } catch (const sched::ScheduleError &e) {
+                return fail(Status::CompileError, e.what(), seconds_since(t0));
+            }
+            std::mt19937 rng(task_.seed);
+            std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+            for (const auto &a : kernel_->arguments()) {
+                buffers_.push_back(make_buffer(concrete_shape(p_.graph, a.value, task_.symbols), a.name));
+                if (!a.is_output) buffers_.back().for_each_value([&](float &v) { v = dist(rng); });
+            }
+        } catch (const Halide::Error &e) {
+            return fail(Status::CompileError, std::string("Halide: ") + e.what(), seconds_since(t0));
+        } catch (const std::exception &e) {
+            return fail(Status::CompileError, e.what(), seconds_since(t0));
+        }
+        result_.compile_seconds = seconds_since(t0);
+        for (auto &b : buffers_) raw_.push_back(b.raw_buffer());
+
+        if (fault_ == Fault::Crash) std::abort();
+        if (fault_ == Fault::Hang)
+            for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+        if (fault_ == Fault::Flood) flood_stdout();
+        if (fault_ == Fault::OutOfMemory) exhaust_memory();
+        return !task_.verify || verify();
     }
 
-    // The same component every command compiles with, for the one variant this shape runs.
-    std::unique_ptr<CompiledKernel> kernel;
-    std::vector<Halide::Buffer<float>> buffers;  // kernel.arguments() order
-    try {
-        const sched::ScheduleSpec applied =
-            fault == Fault::HalideError ? halide_rejected_schedule(lower::lower_group(graph, group)) : schedule;
+    /** One call; false (and result() a RuntimeError) when it failed. */
+    bool run_once() {
         try {
-            kernel = std::make_unique<CompiledKernel>(graph, group, applied, target, KernelBackend::Jit, extents);
-        } catch (const sched::ScheduleError &e) {
-            return failed(Status::CompileError, e.what(), seconds_since(t0));
-        }
-        std::mt19937 rng(task.seed);
-        std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-        for (const auto &a : kernel->arguments()) {
-            buffers.push_back(make_buffer(concrete_shape(graph, a.value, task.symbols), a.name));
-            if (!a.is_output) buffers.back().for_each_value([&](float &v) { v = dist(rng); });
-        }
-    } catch (const Halide::Error &e) {
-        return failed(Status::CompileError, std::string("Halide: ") + e.what(), seconds_since(t0));
-    } catch (const std::exception &e) {
-        return failed(Status::CompileError, e.what(), seconds_since(t0));
-    }
-    Measurement m;
-    m.compile_seconds = seconds_since(t0);
-
-    if (fault == Fault::Crash) std::abort();
-    if (fault == Fault::Hang)
-        for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
-    if (fault == Fault::Flood) flood_stdout();
-    if (fault == Fault::OutOfMemory) exhaust_memory();
-
-    std::vector<halide_buffer_t *> raw;
-    for (auto &b : buffers) raw.push_back(b.raw_buffer());
-    std::string run_error;
-    auto run_once = [&]() -> bool {
-        try {
-            kernel->run(raw);
+            kernel_->run(raw_);
         } catch (const CompileError &e) {
-            run_error = e.what();
-            return false;
+            return fail(Status::RuntimeError, e.what(), result_.compile_seconds);
         }
-        if (fault == Fault::WrongResult)
-            for (size_t a = 0; a < buffers.size(); a++)
-                if (kernel->arguments()[a].is_output) buffers[a].data()[0] += 1.0f;
+        if (fault_ == Fault::WrongResult)
+            for (size_t a = 0; a < buffers_.size(); a++)
+                if (kernel_->arguments()[a].is_output) buffers_[a].data()[0] += 1.0f;
         return true;
-    };
+    }
+
+    /** One timed call in ms (after the task's flush); NaN when it failed. */
+    double timed_call(std::vector<char> &flush_buffer) {
+        // Evict the inputs: touch every cache line of a buffer larger than the caches.
+        static volatile char flush_sink = 0;
+        for (size_t b = 0; b < flush_buffer.size(); b += 64) flush_buffer[b] = (char)(flush_buffer[b] + 1);
+        for (size_t b = 0; b < flush_buffer.size(); b += 64) flush_sink = flush_sink + flush_buffer[b];
+        const auto r0 = std::chrono::steady_clock::now();
+        if (!run_once()) return NAN;
+        return seconds_since(r0) * 1e3;
+    }
+
+    void add_sample(double ms) { result_.samples.push_back(ms); }
+
+    /** The Measurement: the failure, or the samples with their median (fault hooks applied). */
+    Measurement result() const {
+        if (failed_) return result_;
+        Measurement m = result_;
+        m.median_ms = median(m.samples);
+        if (fault_ == Fault::NegativeTime) m.samples.assign(m.samples.size(), -1.0), m.median_ms = -1.0;
+        if (fault_ == Fault::NanTime) m.samples.assign(m.samples.size(), NAN), m.median_ms = NAN;
+        return m;
+    }
+    bool ok() const { return !failed_; }
+
+private:
+    const MeasureTask &task_;
+    const ParsedTask &p_;
+    Fault fault_;
+    sched::ScheduleSpec schedule_;
+    std::unique_ptr<CompiledKernel> kernel_;
+    std::vector<Halide::Buffer<float>> buffers_;  // kernel_->arguments() order
+    std::vector<halide_buffer_t *> raw_;
+    Measurement result_;
+    bool failed_ = false;
+
+    bool fail(Status s, std::string message, double compile_seconds) {
+        const double max_error = result_.max_error;
+        result_ = failed(s, std::move(message), compile_seconds);
+        result_.max_error = max_error;
+        failed_ = true;
+        return false;
+    }
 
     // Verify before timing: the candidate's outputs against the group's default library
     // schedule on the same inputs, so a miscompiled candidate never reports a time.
-    if (task.verify) {
-        if (!run_once()) return failed(Status::RuntimeError, run_error, m.compile_seconds);
+    bool verify() {
+        if (!run_once()) return false;
         std::vector<Halide::Buffer<float>> want;
         try {
-            const sched::ScheduleSpec ref = lower::default_group_schedule(lower::lower_group(graph, group), target);
-            const CompiledKernel reference(graph, group, ref, target, KernelBackend::Jit, extents);
-            if (reference.arguments().size() != buffers.size())
+            const sched::ScheduleSpec ref = lower::default_group_schedule(lower::lower_group(p_.graph, p_.group), p_.target);
+            const CompiledKernel reference(p_.graph, p_.group, ref, p_.target, KernelBackend::Jit, p_.extents);
+            if (reference.arguments().size() != buffers_.size())
                 throw std::logic_error("the reference kernel takes other arguments than the candidate");
             std::vector<halide_buffer_t *> ref_raw;
-            for (size_t a = 0; a < buffers.size(); a++) {
-                const KernelArgument &arg = kernel->arguments()[a];
+            for (size_t a = 0; a < buffers_.size(); a++) {
+                const KernelArgument &arg = kernel_->arguments()[a];
                 // Inputs shared with the candidate; outputs of its own.
-                want.push_back(arg.is_output ? make_buffer(concrete_shape(graph, arg.value, task.symbols), arg.name)
-                                             : buffers[a]);
+                want.push_back(arg.is_output ? make_buffer(concrete_shape(p_.graph, arg.value, task_.symbols), arg.name)
+                                             : buffers_[a]);
                 ref_raw.push_back(want.back().raw_buffer());
             }
             reference.run(ref_raw);
         } catch (const std::exception &e) {
-            return failed(Status::CompileError, std::string("the reference for verification failed: ") + e.what(),
-                          m.compile_seconds);
+            return fail(Status::CompileError, std::string("the reference for verification failed: ") + e.what(),
+                        result_.compile_seconds);
         }
-        const std::string bad = compare_outputs(*kernel, buffers, want, task.verify_tolerance, &m.max_error);
-        if (!bad.empty()) {
-            std::ostringstream msg;
-            msg << "wrong result: max relative error " << m.max_error << " vs the default library schedule (tolerance "
-                << task.verify_tolerance << "); first: " << bad;
-            Measurement w = failed(Status::WrongResult, msg.str(), m.compile_seconds);
-            w.max_error = m.max_error;
-            return w;
-        }
+        const std::string bad = compare_outputs(*kernel_, buffers_, want, task_.verify_tolerance, &result_.max_error);
+        if (bad.empty()) return true;
+        std::ostringstream msg;
+        msg << "wrong result: max relative error " << result_.max_error << " vs the default library schedule (tolerance "
+            << task_.verify_tolerance << "); first: " << bad;
+        return fail(Status::WrongResult, msg.str(), result_.compile_seconds);
     }
+};
 
-    for (int i = 0; i < task.warmup; i++)
-        if (!run_once()) return failed(Status::RuntimeError, run_error, m.compile_seconds);
-    std::vector<char> flush_buffer((size_t)std::max<int64_t>(0, task.flush_bytes));
-    volatile char flush_sink = 0;
-    for (int i = 0; i < std::max(1, task.repeats); i++) {
-        // Evict the inputs: touch every cache line of a buffer larger than the caches.
-        for (size_t b = 0; b < flush_buffer.size(); b += 64) flush_buffer[b] = (char)(flush_buffer[b] + 1);
-        for (size_t b = 0; b < flush_buffer.size(); b += 64) flush_sink = flush_sink + flush_buffer[b];
-        const auto r0 = std::chrono::steady_clock::now();
-        if (!run_once()) return failed(Status::RuntimeError, run_error, m.compile_seconds);
-        m.samples.push_back(seconds_since(r0) * 1e3);
+/** Parses the task; nullopt (and `*failure`) when it is malformed. */
+std::unique_ptr<ParsedTask> parse_task(const MeasureTask &task, Measurement *failure) {
+    auto p = std::make_unique<ParsedTask>();
+    try {
+        p->target = parse_target(task.target);
+        p->graph = dsl::parse(task.graph_text, task.graph_name);
+        p->group = resolve_group(p->graph, task.group);
+        const auto e = dsl::group_extents(p->graph, p->group).concrete(task.symbols);
+        if (!e) throw std::invalid_argument("a size of group '" + p->group.name + "' is not bound by the task's symbols");
+        p->extents = *e;
+    } catch (const std::exception &e) {
+        *failure = failed(Status::CompileError, std::string("preparing the task failed: ") + e.what());
+        return nullptr;
     }
-    m.median_ms = median(m.samples);
-    if (fault == Fault::NegativeTime) m.samples.assign(m.samples.size(), -1.0), m.median_ms = -1.0;
-    if (fault == Fault::NanTime) m.samples.assign(m.samples.size(), NAN), m.median_ms = NAN;
-    return m;
+    return p;
+}
+
+}  // namespace
+
+Measurement run_measurement(const MeasureTask &task, const sched::ScheduleSpec &schedule) {
+    Measurement failure;
+    const std::unique_ptr<ParsedTask> parsed = parse_task(task, &failure);
+    if (!parsed) return failure;
+    Candidate c(task, *parsed, schedule);
+    if (!c.prepare()) return c.result();
+    for (int i = 0; i < task.warmup; i++)
+        if (!c.run_once()) return c.result();
+    std::vector<char> flush_buffer((size_t)std::max<int64_t>(0, task.flush_bytes));
+    for (int i = 0; i < std::max(1, task.repeats); i++) {
+        const double ms = c.timed_call(flush_buffer);
+        if (!c.ok()) return c.result();
+        c.add_sample(ms);
+    }
+    return c.result();
+}
+
+std::vector<Measurement> run_interleaved_measurement(const MeasureTask &task, const std::vector<sched::ScheduleSpec> &schedules) {
+    Measurement failure;
+    const std::unique_ptr<ParsedTask> parsed = parse_task(task, &failure);
+    if (!parsed) return std::vector<Measurement>(schedules.size(), failure);
+    std::vector<std::unique_ptr<Candidate>> candidates;
+    for (const auto &s : schedules) {
+        candidates.push_back(std::make_unique<Candidate>(task, *parsed, s));
+        if (candidates.back()->prepare())
+            for (int i = 0; i < task.warmup && candidates.back()->ok(); i++) candidates.back()->run_once();
+    }
+    std::vector<char> flush_buffer((size_t)std::max<int64_t>(0, task.flush_bytes));
+    const int min_rounds = std::max(1, task.repeats), max_rounds = std::max(min_rounds, task.max_rounds);
+    std::vector<std::vector<double>> samples(candidates.size());
+    auto settled = [&] {
+        // The fastest by median, separated from every other running candidate.
+        size_t lead = candidates.size();
+        for (size_t i = 0; i < candidates.size(); i++)
+            if (candidates[i]->ok() && (lead == candidates.size() || median(samples[i]) < median(samples[lead]))) lead = i;
+        for (size_t i = 0; i < candidates.size(); i++)
+            if (i != lead && candidates[i]->ok() && !compare_paired(samples[lead], samples[i]).separated(task.confidence))
+                return false;
+        return true;
+    };
+    for (int round = 0; round < max_rounds; round++) {
+        for (size_t k = 0; k < candidates.size(); k++) {
+            const size_t i = (round + k) % candidates.size();  // rotate who goes first
+            if (!candidates[i]->ok()) continue;
+            const double ms = candidates[i]->timed_call(flush_buffer);
+            if (candidates[i]->ok()) samples[i].push_back(ms);
+        }
+        if (round + 1 >= min_rounds && (round + 1 - min_rounds) % 5 == 0 && settled()) break;
+    }
+    std::vector<Measurement> out;
+    for (size_t i = 0; i < candidates.size(); i++) {
+        for (double ms : samples[i]) candidates[i]->add_sample(ms);
+        out.push_back(candidates[i]->result());
+    }
+    return out;
 }
 
 }  // namespace tessel::autosched

@@ -70,6 +70,11 @@ struct MeasureTask {
      * inputs start cold, as in the benchmark's decode rows; 0 = warm runs. The tuner flushes
      * for memory-bound (decode) shapes, whose weights only partly fit the last-level cache. */
     int64_t flush_bytes = 0;
+    /** Interleaved runs (run_interleaved_measurement): at least `repeats` rounds, then 5 more
+     * at a time until the fastest candidate is separated from every other at `confidence`
+     * (paired sign test, support/Statistics.h) or `max_rounds` is reached (the rest tied). */
+    int max_rounds = 40;
+    double confidence = 0.95;
     Fault fault = Fault::None;              ///< test hook, every candidate; never set by the tuner
     /** Test hook: a fault for the candidate of this schedule name only (wins over `fault`), so
      * one batch can mix good and faulty candidates. */
@@ -135,5 +140,13 @@ dsl::FusionGroup resolve_group(const dsl::Graph &g, const MeasureGroup &group);
  *   Measurement m = run_measurement(task, sched::library_schedule("cpu_blocked", t));
  */
 Measurement run_measurement(const MeasureTask &task, const sched::ScheduleSpec &schedule);
+
+/** Several candidates of one task in this process, timed call by call in turn: each is
+ * compiled and verified as run_measurement does (a failure is that candidate's Measurement,
+ * the others go on) and warmed up; then every round calls each candidate once (the first of a
+ * round rotates), flushing before each call when the task asks, until the stopping rule of
+ * MeasureTask::max_rounds. Sample i of every Ok Measurement is from round i, so two of them
+ * compare pairwise (compare_paired). One Measurement per schedule, in order. */
+std::vector<Measurement> run_interleaved_measurement(const MeasureTask &task, const std::vector<sched::ScheduleSpec> &schedules);
 
 }  // namespace tessel::autosched

@@ -107,6 +107,42 @@ IsolatedMeasurer::IsolatedMeasurer(std::string child_path, size_t max_output_byt
 
 Measurement IsolatedMeasurer::measure_one(const MeasureTask &task, const sched::ScheduleSpec &candidate) const {
     const std::string request = nlohmann::json{{"task", to_json(task)}, {"schedule", sched::to_json(candidate)}}.dump();
+    std::string out;
+    if (auto failure = exchange(request, task.timeout_seconds, task.memory_limit_bytes, &out)) return *failure;
+    try {
+        return validate_measurement(measurement_from_json(nlohmann::json::parse(out)));
+    } catch (const std::exception &e) {
+        return outcome(Status::Crash, std::string("exited with status 0 without a result (") + e.what() + ")");
+    }
+}
+
+std::vector<Measurement> IsolatedMeasurer::measure_interleaved(const MeasureTask &task,
+                                                               const std::vector<sched::ScheduleSpec> &candidates) {
+    nlohmann::json schedules = nlohmann::json::array();
+    for (const auto &c : candidates) schedules.push_back(sched::to_json(c));
+    const std::string request = nlohmann::json{{"task", to_json(task)}, {"schedules", schedules}}.dump();
+    // Each candidate's compile and verification, then the rounds: the per-candidate timeout each.
+    const double timeout = task.timeout_seconds * (double)(candidates.size() + 1);
+    std::string out;
+    if (auto failure = exchange(request, timeout, task.memory_limit_bytes, &out))
+        return std::vector<Measurement>(candidates.size(), *failure);
+    std::vector<Measurement> results;
+    try {
+        const nlohmann::json answer = nlohmann::json::parse(out);
+        for (const auto &m : answer.at("measurements")) results.push_back(validate_measurement(measurement_from_json(m)));
+    } catch (const std::exception &e) {
+        return std::vector<Measurement>(candidates.size(),
+                                        outcome(Status::Crash, std::string("exited with status 0 without results (") + e.what() + ")"));
+    }
+    if (results.size() != candidates.size())
+        return std::vector<Measurement>(candidates.size(), outcome(Status::InvalidResult, "the child answered for " +
+                                                                   std::to_string(results.size()) + " of " +
+                                                                   std::to_string(candidates.size()) + " candidates"));
+    return results;
+}
+
+std::optional<Measurement> IsolatedMeasurer::exchange(const std::string &request, double timeout_seconds,
+                                                      int64_t memory_limit_bytes, std::string *answer) const {
 
     // stdin is a socket so that writing to a child that already died gives EPIPE, not SIGPIPE.
     int in_sock[2], out_pipe[2], err_pipe[2];
@@ -120,7 +156,7 @@ Measurement IsolatedMeasurer::measure_one(const MeasureTask &task, const sched::
     std::string path = child_path_;
     char *argv[] = {path.data(), nullptr};
     const pid_t parent = getpid();
-    const rlim_t as_limit = task.memory_limit_bytes > 0 ? (rlim_t)task.memory_limit_bytes : RLIM_INFINITY;
+    const rlim_t as_limit = memory_limit_bytes > 0 ? (rlim_t)memory_limit_bytes : RLIM_INFINITY;
     const pid_t pid = fork();
     if (pid == 0) {
         // Own process group: the timeout kills Halide's and OpenMP's threads' process and
@@ -152,7 +188,7 @@ Measurement IsolatedMeasurer::measure_one(const MeasureTask &task, const sched::
     }
 
     const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                             std::chrono::duration<double>(std::max(0.01, task.timeout_seconds)));
+                                             std::chrono::duration<double>(std::max(0.01, timeout_seconds)));
     std::string out, err;
     size_t written = 0;
     int fds[3] = {in_sock[0], out_pipe[0], err_pipe[0]};
@@ -211,7 +247,7 @@ Measurement IsolatedMeasurer::measure_one(const MeasureTask &task, const sched::
         if (flooded)
             msg << "wrote more than " << max_output_bytes_ << " bytes of output; killed process group " << pid;
         else
-            msg << "no result within " << task.timeout_seconds << " s; killed process group " << pid;
+            msg << "no result within " << timeout_seconds << " s; killed process group " << pid;
         const std::string t = tail_lines(err.substr(0, 4096), 5);
         if (!t.empty()) msg << "; stderr: " << t;
         return outcome(flooded ? Status::InvalidResult : Status::Timeout, msg.str());
@@ -227,23 +263,22 @@ Measurement IsolatedMeasurer::measure_one(const MeasureTask &task, const sched::
         return outcome(Status::Crash, msg);
     }
     const int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
-    Measurement m;
-    try {
-        m = measurement_from_json(nlohmann::json::parse(out));
-    } catch (const std::exception &e) {
-        std::string msg = "exited with status " + std::to_string(code) + " without a result (" + e.what() + ")";
-        const std::string t = tail_lines(err, 5);
-        if (!t.empty()) msg += "; stderr: " + t;
-        return outcome(Status::Crash, msg);
-    }
     // A result is only a result when the child says it finished: exit status 0.
     if (code != 0) {
-        std::string msg = "exited with status " + std::to_string(code) + " after printing a result; not trusted";
+        bool parsable = true;
+        try {
+            (void)nlohmann::json::parse(out);
+        } catch (const std::exception &e) {
+            parsable = false;
+        }
+        std::string msg = "exited with status " + std::to_string(code) +
+                          (parsable ? " after printing a result; not trusted" : " without a result");
         const std::string t = tail_lines(err, 5);
         if (!t.empty()) msg += "; stderr: " + t;
-        return outcome(Status::InvalidResult, msg);
+        return outcome(parsable ? Status::InvalidResult : Status::Crash, msg);
     }
-    return validate_measurement(std::move(m));
+    *answer = std::move(out);
+    return std::nullopt;
 }
 
 std::vector<Measurement> IsolatedMeasurer::measure(const MeasureTask &task,
@@ -267,6 +302,13 @@ std::vector<Measurement> InProcessMeasurer::measure(const MeasureTask &task,
         results.push_back(validate_measurement(run_measurement(task, c)));
         tracker.done(results.back());
     }
+    return results;
+}
+
+std::vector<Measurement> InProcessMeasurer::measure_interleaved(const MeasureTask &task,
+                                                                const std::vector<sched::ScheduleSpec> &candidates) {
+    std::vector<Measurement> results = run_interleaved_measurement(task, candidates);
+    for (auto &m : results) m = validate_measurement(std::move(m));
     return results;
 }
 

@@ -29,6 +29,7 @@
 #include "schedules/Schedule.h"
 
 #include <functional>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -46,6 +47,10 @@ public:
     /** One Measurement per candidate, in candidate order. Never throws for a bad candidate. */
     virtual std::vector<Measurement> measure(const MeasureTask &task, const std::vector<sched::ScheduleSpec> &candidates,
                                              const ProgressFn &progress = {}) = 0;
+    /** The candidates timed together, call by call in turn (run_interleaved_measurement), so
+     * their samples pair by round; one Measurement per candidate, in order. */
+    virtual std::vector<Measurement> measure_interleaved(const MeasureTask &task,
+                                                         const std::vector<sched::ScheduleSpec> &candidates) = 0;
 };
 
 /** Each candidate in a fresh `tessel-measure` child process, sequentially, with the task's timeout. */
@@ -56,6 +61,10 @@ public:
     explicit IsolatedMeasurer(std::string child_path = "", size_t max_output_bytes = kMaxChildOutputBytes);
     std::vector<Measurement> measure(const MeasureTask &task, const std::vector<sched::ScheduleSpec> &candidates,
                                      const ProgressFn &progress = {}) override;
+    /** One child for all of them (a crash or timeout fails every one; its timeout is the
+     * task's per candidate, one more for the rounds). */
+    std::vector<Measurement> measure_interleaved(const MeasureTask &task,
+                                                 const std::vector<sched::ScheduleSpec> &candidates) override;
     /** One candidate in one child; what measure() does per candidate. */
     Measurement measure_one(const MeasureTask &task, const sched::ScheduleSpec &candidate) const;
     const std::string &child_path() const { return child_path_; }
@@ -66,6 +75,10 @@ public:
 private:
     std::string child_path_;
     size_t max_output_bytes_;
+    /** Runs one child on `request`: a failure Measurement (crash, timeout, flood, non-zero
+     * exit), or nullopt with its standard output in `answer`. */
+    std::optional<Measurement> exchange(const std::string &request, double timeout_seconds, int64_t memory_limit_bytes,
+                                        std::string *answer) const;
 };
 
 /** run_measurement() in this process, then validate_measurement(); no isolation, no timeout
@@ -74,6 +87,8 @@ class InProcessMeasurer : public Measurer {
 public:
     std::vector<Measurement> measure(const MeasureTask &task, const std::vector<sched::ScheduleSpec> &candidates,
                                      const ProgressFn &progress = {}) override;
+    std::vector<Measurement> measure_interleaved(const MeasureTask &task,
+                                                 const std::vector<sched::ScheduleSpec> &candidates) override;
 };
 
 /** The tuner's default address-space limit for a measuring child: the machine's physical

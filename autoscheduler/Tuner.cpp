@@ -5,6 +5,7 @@
 #include "codegen/Ptxas.h"
 #include "lowering/CompiledKernel.h"
 #include "schedules/ScheduleJson.h"
+#include "support/Statistics.h"
 
 #include <algorithm>
 #include <chrono>
@@ -53,6 +54,32 @@ size_t Tuner::pick_winner(const std::vector<RankedCandidate> &ranked, double tie
         }
     }
     return fastest;
+}
+
+size_t Tuner::pick_final(const std::vector<RankedCandidate> &ranked, const std::vector<size_t> &finalists, double confidence,
+                         std::string *why) {
+    size_t lead = ranked.size();
+    for (size_t i : finalists)
+        if (ranked[i].measured && ranked[i].measured->ok() &&
+            (lead == ranked.size() || ranked[i].measured->median_ms < ranked[lead].measured->median_ms))
+            lead = i;
+    if (lead == ranked.size()) return lead;
+    const std::vector<double> &a = ranked[lead].measured->samples;
+    std::ostringstream os;
+    os << std::fixed << std::setprecision(3) << "final round, " << a.size() << " interleaved rounds: fastest #" << lead + 1
+       << " (" << ranked[lead].measured->median_ms << " ms, spread " << std::setprecision(1)
+       << relative_spread(a) * 100 << "%)";
+    size_t winner = lead;
+    for (size_t i : finalists) {
+        if (i == lead || !ranked[i].measured || !ranked[i].measured->ok()) continue;
+        const PairedComparison c = compare_paired(a, ranked[i].measured->samples);
+        os << std::setprecision(3) << "; vs #" << i + 1 << ": ratio " << c.median_ratio << ", p = " << c.p_value
+           << (c.separated(confidence) ? " (faster)" : " (tied)");
+        if (!c.separated(confidence) && i < winner) winner = i;  // model order: a lower index ranks higher
+    }
+    if (winner != lead) os << "; #" << winner + 1 << " wins: tied with the fastest, and the cost model ranks it higher";
+    if (why) *why = os.str();
+    return winner;
 }
 
 namespace {
@@ -166,6 +193,37 @@ TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
                                             : Measurement{Status::InvalidResult, 0, {}, "the measurer returned no result", 0, 0};
         result.measured_count = budget;
         winner = pick_winner(result.ranked, params_.tie_tolerance, &result.decision);
+        // Final round: the screened front-runners timed together, call by call, so the machine's
+        // drift between their separate screenings cannot rank them.
+        if (winner < result.ranked.size() && params_.finalists >= 2) {
+            std::vector<std::pair<double, size_t>> ok;
+            for (int i = 0; i < budget; i++)
+                if (result.ranked[i].measured->ok()) ok.push_back({result.ranked[i].measured->median_ms, (size_t)i});
+            std::sort(ok.begin(), ok.end());
+            std::vector<size_t> finalists;
+            for (const auto &[ms, i] : ok)
+                if ((int)finalists.size() < params_.finalists && ms <= ok.front().first * (1 + params_.finalist_band))
+                    finalists.push_back(i);
+            if (finalists.size() >= 2) {
+                MeasureTask final_task = task;
+                final_task.repeats = params_.final_rounds;
+                final_task.max_rounds = params_.final_max_rounds;
+                final_task.confidence = params_.confidence;
+                std::vector<sched::ScheduleSpec> final_schedules;
+                for (size_t i : finalists) final_schedules.push_back(schedules[i]);
+                if (log) *log << "final round: " << finalists.size() << " candidates within " << params_.finalist_band * 100
+                              << "% of the fastest, timed together\n";
+                const auto final = measurer_->measure_interleaved(final_task, final_schedules);
+                std::vector<size_t> kept;
+                for (size_t k = 0; k < finalists.size() && k < final.size(); k++) {
+                    const Measurement m = validate_measurement(final[k]);
+                    if (!m.ok()) continue;
+                    result.ranked[finalists[k]].measured = m;
+                    kept.push_back(finalists[k]);
+                }
+                if (kept.size() >= 2) winner = pick_final(result.ranked, kept, params_.confidence, &result.decision);
+            }
+        }
         if (winner == result.ranked.size()) {
             winner = 0;
             result.source = "model";

@@ -48,7 +48,16 @@ struct TunerParams {
      * its inputs before its time counts (MeasureTask::verify). */
     bool verify = true;
     int64_t memory_limit_bytes = default_child_memory_limit();  ///< per measuring child (RLIMIT_AS); 0 = none
-    double tie_tolerance = 0.03;  ///< near-tie band, relative to the fastest median
+    double tie_tolerance = 0.03;  ///< near-tie band, relative to the fastest median (no final round)
+    /** Final round: the fastest screened candidates (at most `finalists`, each within
+     * `finalist_band` of the fastest median) are timed again together in one child, call by call
+     * in turn, for `final_rounds` rounds and then until the fastest is separated from each other
+     * at `confidence` (paired sign test) or `final_max_rounds`; the winner is the fastest, or
+     * among those it is tied with, the one the cost model ranks highest. finalists < 2: off. */
+    int finalists = 3;
+    double finalist_band = 0.10;
+    int final_rounds = 10, final_max_rounds = 40;
+    double confidence = 0.95;
     bool measure = true;          ///< false: the model's pick, no measurement
     int ptxas_checks = 4;         ///< CUDA: how many top candidates may be assembled
     /** Shape classes whose model ranking correlated poorly (< this) get twice the budget. */
@@ -99,6 +108,12 @@ public:
 
     /** The near-tie rule on measured candidates in model order; returns the winner's index. */
     static size_t pick_winner(const std::vector<RankedCandidate> &ranked, double tie_tolerance, std::string *why);
+
+    /** The final round's rule on `finalists` (indices into `ranked`, whose measurements pair by
+     * round): the fastest median, or the model's best among the candidates it is not separated
+     * from at `confidence`. `why` gets each comparison (ratio, p-value) and the spread. */
+    static size_t pick_final(const std::vector<RankedCandidate> &ranked, const std::vector<size_t> &finalists,
+                             double confidence, std::string *why);
 
 private:
     const CostModel &model_;

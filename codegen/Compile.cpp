@@ -56,11 +56,13 @@ JitKernel compile_jit(const Halide::Pipeline &pipeline, const std::vector<Halide
                       const Halide::Target &target, const std::string &name, const std::string &description) {
     if (KernelCache *cache = KernelCache::active(); cache && !description.empty() && !target.has_gpu_feature()) {
         KernelCache::Result r = cache->get(description, pipeline, args, target, name);
-        JitKernel k;
-        k.loaded = std::move(r.kernel);
-        k.from_cache = r.hit;
-        k.compile_seconds = r.seconds;
-        return k;
+        if (r.kernel) {
+            JitKernel k;
+            k.loaded = std::move(r.kernel);
+            k.from_cache = r.hit;
+            k.compile_seconds = r.seconds;
+            return k;
+        }
     }
     return with_halide_errors("JIT compiling '" + name + "' for " + target.to_string(), [&] {
         auto t0 = std::chrono::steady_clock::now();

@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -71,6 +72,14 @@ std::shared_ptr<const LoadedKernel> load(const fs::path &so, const std::string &
     return std::make_shared<LoadedKernel>(h, argv);
 }
 
+/** Room for an entry and its object with a wide margin: kernels are a few MiB at most. */
+constexpr uint64_t kMinFreeBytes = uint64_t(256) << 20;
+
+bool has_room(const fs::path &dir) {
+    struct statvfs v {};
+    return statvfs(dir.c_str(), &v) == 0 && (uint64_t)v.f_bavail * v.f_frsize >= kMinFreeBytes;
+}
+
 std::mutex g_active_lock;
 std::unique_ptr<KernelCache> g_active;
 
@@ -130,6 +139,9 @@ KernelCache::Result KernelCache::get(const std::string &description, const Halid
             return r;
         }
     }
+    // LLVM aborts the process when it cannot write its output (a full disk): with too little
+    // room the kernel is not cached (the caller compiles it in memory instead).
+    if (!has_room(dir_)) return r;
     // Compile into a private directory, then rename into place: another process may race us to
     // the same entry; both write the same kernel and either rename wins.
     static std::atomic<int> serial{0};
@@ -169,6 +181,8 @@ std::string KernelCache::activate(const std::optional<fs::path> &dir) {
     fs::create_directories(*dir, ec);
     if (ec || ::access(dir->c_str(), W_OK) != 0)
         return "kernel cache off: " + dir->string() + " cannot be written" + (ec ? " (" + ec.message() + ")" : "");
+    if (!has_room(*dir))
+        return "kernel cache off: less than " + std::to_string(kMinFreeBytes >> 20) + " MiB free at " + dir->string();
     g_active = std::make_unique<KernelCache>(*dir);
     return "";
 }

@@ -58,8 +58,10 @@ public:
         bool hit = false;
         double seconds = 0;  ///< loading (hit) or compiling, linking and loading (miss)
     };
-    /** The kernel `description` names, loaded from the cache or compiled into it first.
-     * Throws CompileError when compiling or linking fails. */
+    /** The kernel `description` names, loaded from the cache or compiled into it first; no
+     * kernel (null) when the disk has too little room to cache it (LLVM would abort the process
+     * on a failed write), and the caller compiles it in memory. Throws CompileError when
+     * compiling or linking fails. */
     Result get(const std::string &description, const Halide::Pipeline &pipeline, const std::vector<Halide::Argument> &args,
                const Halide::Target &target, const std::string &name);
 

@@ -82,6 +82,28 @@ TEST_CASE("isolated measurer: crash and hang are recorded, good candidates still
     CHECK(lines[3].rfind("[####] 4/4 best ", 0) == 0);
 }
 
+TEST_CASE("interleaved measurement: candidates timed in turn in one child, samples paired by round") {
+    IsolatedMeasurer m;
+    MeasureTask task = small_task();
+    task.repeats = 6;
+    task.max_rounds = 11;  // 6, then one more batch of 5 at most
+    task.fault_by_schedule = {{"wrong", Fault::WrongResult}};
+    const std::vector<sched::ScheduleSpec> candidates = {good("a"), good("wrong"), good("b")};
+    const std::vector<Measurement> r = m.measure_interleaved(task, candidates);
+    REQUIRE(r.size() == 3);
+    INFO(r[0].message << " | " << r[1].message << " | " << r[2].message);
+    CHECK(r[0].ok());
+    CHECK(r[2].ok());
+    CHECK(r[1].status == Status::WrongResult);
+    CHECK(r[0].samples.size() == r[2].samples.size());
+    CHECK((r[0].samples.size() == 6 || r[0].samples.size() == 11));
+    // The same code path in this process.
+    InProcessMeasurer in;
+    const auto local = in.measure_interleaved(task, {good("a"), good("b")});
+    CHECK((local[0].ok() && local[1].ok()));
+    CHECK(local[0].samples.size() == local[1].samples.size());
+}
+
 TEST_CASE("isolated measurer: schedule errors and Halide errors are CompileError with the message") {
     IsolatedMeasurer m;
     MeasureTask task = small_task();

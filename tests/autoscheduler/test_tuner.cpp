@@ -10,6 +10,8 @@
 #include "baselines/GeluReference.h"
 #include "support/Random.h"
 
+#include "support/Statistics.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -46,6 +48,19 @@ public:
         }
         return out;
     }
+    /** Ten rounds of the formula's time: equal times tie, different ones separate. */
+    std::vector<Measurement> measure_interleaved(const MeasureTask &, const std::vector<sched::ScheduleSpec> &candidates) override {
+        std::vector<Measurement> out;
+        for (const auto &c : candidates) {
+            interleaved_calls++;
+            Measurement m;
+            m.median_ms = time_ms(c);
+            m.samples.assign(10, m.median_ms);
+            out.push_back(m);
+        }
+        return out;
+    }
+    int interleaved_calls = 0;
 };
 
 /** The GELU MLP's one group at 64 x 256 x 512 on this machine. */
@@ -170,6 +185,72 @@ TEST_CASE("near-tie rule: within the tolerance the model's better-ranked candida
     CHECK(Tuner::pick_winner(ranked, 0.03, &why) == 1);
     ranked[1].measured->status = Status::Crash;
     CHECK(Tuner::pick_winner(ranked, 0.03, &why) == 0);
+}
+
+TEST_CASE("final round: paired rounds separate a faster candidate, or tie and let the model's best win") {
+    auto measured = [](std::vector<double> samples) {
+        Measurement m;
+        m.samples = samples;
+        m.median_ms = median(samples);
+        return std::optional<Measurement>(m);
+    };
+    std::vector<RankedCandidate> ranked(3);
+    // #2 is faster in every one of 12 rounds although the machine drifts 2x across them.
+    std::vector<double> slow, fast;
+    for (int i = 0; i < 12; i++) slow.push_back(1.0 + i * 0.1), fast.push_back(0.97 * (1.0 + i * 0.1));
+    ranked[0].measured = measured(slow);
+    ranked[1].measured = measured(fast);
+    ranked[2].measured = measured(std::vector<double>(12, 5.0));
+    std::string why;
+    CHECK(Tuner::pick_final(ranked, {0, 1}, 0.95, &why) == 1);
+    CHECK(why.find("(faster)") != std::string::npos);
+    // Faster in 7 of 12 rounds only: not separated at 95 %, so the model's #1 wins.
+    for (int i = 0; i < 5; i++) std::swap(slow[i], fast[i]);
+    ranked[0].measured = measured(slow);
+    ranked[1].measured = measured(fast);
+    const size_t w = Tuner::pick_final(ranked, {0, 1}, 0.95, &why);
+    INFO(why);
+    CHECK(w == 0);
+    CHECK(why.find("(tied)") != std::string::npos);
+    // The statistic itself: 10 of 10 rounds is p = 2 / 2^10.
+    const PairedComparison c = compare_paired(std::vector<double>(10, 1.0), std::vector<double>(10, 2.0));
+    CHECK(c.a_faster == 10);
+    CHECK(c.p_value == doctest::Approx(2.0 / 1024));
+    CHECK(c.median_ratio == doctest::Approx(0.5));
+    CHECK(compare_paired({1, 2, 3}, {1, 2, 3}).p_value == 1.0);
+}
+
+TEST_CASE("tuner: front-runners within the band get a final interleaved round") {
+    const dsl::Graph g = dsl::simplify_text(kGelu, "<test>").graph;
+    const TuneRequest r = gelu_request(g);
+    AnalyticalCostModel model(TargetModel::for_target(parse_target("host")));
+    TunerParams params;
+    params.budget = 4;
+    SUBCASE("the faster one wins when the rounds separate them") {
+        MemoryTuningCache cache;
+        FakeMeasurer fake;
+        fake.time_ms = [](const sched::ScheduleSpec &s) { return s.name == "candidate_2" ? 1.0 : s.name == "candidate_1" ? 1.05 : 2.0; };
+        const TuneResult t = Tuner(model, &fake, &cache, params).tune(r);
+        CHECK(fake.interleaved_calls == 2);
+        CHECK(t.params == t.ranked[1].params);
+        CHECK(t.decision.find("final round, 10 interleaved rounds") == 0);
+    }
+    SUBCASE("tied: the cost model's better-ranked one") {
+        MemoryTuningCache cache;
+        FakeMeasurer fake;
+        fake.time_ms = [](const sched::ScheduleSpec &s) { return s.name == "candidate_2" || s.name == "candidate_1" ? 1.0 : 2.0; };
+        const TuneResult t = Tuner(model, &fake, &cache, params).tune(r);
+        CHECK(t.params == t.ranked[0].params);
+        CHECK(t.decision.find("(tied)") != std::string::npos);
+    }
+    SUBCASE("off") {
+        MemoryTuningCache cache;
+        FakeMeasurer fake;
+        fake.time_ms = [](const sched::ScheduleSpec &s) { return s.name == "candidate_2" ? 1.0 : s.name == "candidate_1" ? 1.05 : 2.0; };
+        params.finalists = 0;
+        Tuner(model, &fake, &cache, params).tune(r);
+        CHECK(fake.interleaved_calls == 0);
+    }
 }
 
 TEST_CASE("spearman rank correlation") {
