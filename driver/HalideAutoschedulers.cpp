@@ -80,25 +80,53 @@ std::string shape_text(const dsl::GroupExtents &e, const Symbols &symbols) {
     return s;
 }
 
-/** Times `run` (returns 0 on success) and checks the outputs against `want`; fills `r`. */
-template <typename Run>
-void time_and_verify(ContenderResult &r, Run run, Buffers &b, const std::vector<std::vector<float>> &want,
+/** A compiled contender: its result row and one call of it (0 on success, else `*error`). */
+struct Contender {
+    ContenderResult row;
+    std::function<int(std::string *)> run;
+    std::vector<double> samples;  ///< ms, one per round
+};
+
+/** Checks each contender's outputs against `want` (one call each), then times them together:
+ * every round calls each contender once, the first of a round rotating, after one warm-up
+ * round, so the machine's drift falls on all of them alike. Fills the rows. */
+void verify_and_time(std::vector<Contender> &contenders, Buffers &b, const std::vector<std::vector<float>> &want,
                      double flops, const CompareOptions &o) {
-    int rc = 0;
-    std::string error;
-    const double sec = median_seconds([&] { rc = rc ? rc : run(&error); }, o.repeats);
-    if (rc != 0) {
-        r.ok = false;
-        r.message = "run failed: " + error;
-        return;
+    for (auto &c : contenders) {
+        if (!c.row.ok) continue;
+        std::string error;
+        if (c.run(&error) != 0) {
+            c.row.ok = false;
+            c.row.message = "run failed: " + error;
+            continue;
+        }
+        const auto got = b.output_values();
+        for (size_t i = 0; i < got.size(); i++)
+            c.row.max_rel_error = std::max(c.row.max_rel_error, compare(got[i].data(), want[i].data(), got[i].size()).max_rel);
+        if (c.row.max_rel_error >= 1e-3) {
+            c.row.ok = false;
+            c.row.message = "wrong result: max relative error " + std::to_string(c.row.max_rel_error) + " vs the reference kernel";
+        }
     }
-    r.median_ms = sec * 1e3;
-    r.gflops = flops / sec * 1e-9;
-    const auto got = b.output_values();
-    for (size_t i = 0; i < got.size(); i++)
-        r.max_rel_error = std::max(r.max_rel_error, compare(got[i].data(), want[i].data(), got[i].size()).max_rel);
-    r.ok = r.max_rel_error < 1e-3;
-    if (!r.ok) r.message = "wrong result: max relative error " + std::to_string(r.max_rel_error) + " vs the reference kernel";
+    for (int round = 0; round <= std::max(1, o.repeats); round++)
+        for (size_t k = 0; k < contenders.size(); k++) {
+            Contender &c = contenders[(round + k) % contenders.size()];
+            if (!c.row.ok) continue;
+            std::string error;
+            const auto t0 = Clock::now();
+            if (c.run(&error) != 0) {
+                c.row.ok = false;
+                c.row.message = "run failed: " + error;
+                continue;
+            }
+            if (round > 0) c.samples.push_back(seconds_since(t0) * 1e3);  // round 0 warms up
+        }
+    for (auto &c : contenders) {
+        if (!c.row.ok) continue;
+        c.row.median_ms = median(c.samples);
+        c.row.spread = relative_spread(c.samples);
+        c.row.gflops = flops / (c.row.median_ms * 1e-3) * 1e-9;
+    }
 }
 
 }  // namespace
@@ -203,61 +231,62 @@ std::vector<ContenderResult> benchmark_contenders(const dsl::Graph &g, const dsl
                              ? 2.0 * e->at("M") * e->at("K") * e->at("N") : 0.0;
     const std::string shape = shape_text(extents, symbols);
 
-    std::vector<ContenderResult> rows;
+    // Every contender compiled first (kept alive here), then verified and timed together.
+    std::vector<Contender> contenders;
+    std::vector<std::unique_ptr<HalideScheduledGroup>> halide_kernels;
+    std::vector<std::unique_ptr<CompiledKernel>> tessel_kernels;
+    const std::vector<halide_buffer_t *> raw = buffers.raw();
     for (const std::string &name : o.autoschedulers.empty() ? halide_autoscheduler_names() : o.autoschedulers) {
-        ContenderResult r;
-        r.name = name;
-        r.shape = shape;
-        HalideScheduledGroup k = schedule_group_with_halide(name, g, group, symbols, target);
-        r.search_seconds = k.search_seconds;
-        r.compile_seconds = k.compile_seconds;
-        r.message = k.message;
-        if (k.ok) {
-            std::vector<halide_buffer_t *> raw = buffers.raw();
+        Contender c;
+        c.row.name = name;
+        c.row.shape = shape;
+        halide_kernels.push_back(std::make_unique<HalideScheduledGroup>(schedule_group_with_halide(name, g, group, symbols, target)));
+        HalideScheduledGroup &k = *halide_kernels.back();
+        c.row.search_seconds = k.search_seconds;
+        c.row.compile_seconds = k.compile_seconds;
+        c.row.message = k.message;
+        c.row.ok = k.ok;
+        c.run = [&k, &raw](std::string *error) {
             Halide::JITUserContext context;
             Halide::JITUserContext *context_ptr = &context;
             std::vector<const void *> argv{&context_ptr};
             for (halide_buffer_t *b : raw) argv.push_back(b);
-            time_and_verify(
-                r,
-                [&](std::string *error) {
-                    const int rc = k.callable.call_argv_fast((int)argv.size(), argv.data());
-                    if (rc) *error = last_halide_error();
-                    return rc;
-                },
-                buffers, want, flops, o);
-        }
-        rows.push_back(std::move(r));
+            const int rc = k.callable.call_argv_fast((int)argv.size(), argv.data());
+            if (rc) *error = last_halide_error();
+            return rc;
+        };
+        contenders.push_back(std::move(c));
     }
     std::vector<std::pair<std::string, std::function<sched::ScheduleSpec()>>> tessel;
     for (const std::string &name : o.tessel_schedules)
         tessel.push_back({name, [&, name] { return lower::library_schedule_for(name, probe, target); }});
     for (const auto &[label, spec] : o.tessel_specs) tessel.push_back({label, [&spec] { return spec; }});
     for (const auto &[name, make] : tessel) {
-        ContenderResult r;
-        r.name = "tessel:" + name;
-        r.shape = shape;
+        Contender c;
+        c.row.name = "tessel:" + name;
+        c.row.shape = shape;
         try {
-            const CompiledKernel kernel(g, group, make(), target);
-            r.compile_seconds = kernel.compile_seconds();
-            const std::vector<halide_buffer_t *> raw = buffers.raw();
-            time_and_verify(
-                r,
-                [&](std::string *error) {
-                    try {
-                        kernel.run(raw);
-                        return 0;
-                    } catch (const CompileError &e) {
-                        *error = e.what();
-                        return -1;
-                    }
-                },
-                buffers, want, flops, o);
+            tessel_kernels.push_back(std::make_unique<CompiledKernel>(g, group, make(), target));
+            const CompiledKernel &kernel = *tessel_kernels.back();
+            c.row.compile_seconds = kernel.compile_seconds();
+            c.row.ok = true;
+            c.run = [&kernel, &raw](std::string *error) {
+                try {
+                    kernel.run(raw);
+                    return 0;
+                } catch (const CompileError &e) {
+                    *error = e.what();
+                    return -1;
+                }
+            };
         } catch (const std::exception &e) {
-            r.message = e.what();
+            c.row.message = e.what();
         }
-        rows.push_back(std::move(r));
+        contenders.push_back(std::move(c));
     }
+    verify_and_time(contenders, buffers, want, flops, o);
+    std::vector<ContenderResult> rows;
+    for (auto &c : contenders) rows.push_back(std::move(c.row));
     return rows;
 }
 
@@ -267,10 +296,10 @@ int compare_autoschedulers(const dsl::Graph &g, const dsl::FusionGroup &group, c
     std::vector<std::string> notes;
     out << "group " << group.name << " (" << dsl::to_string(group.kind) << ") of graph " << g.name << ", numeric mode "
         << dsl::to_string(g.mode) << ", target " << o.target.to_string()
-        << ", median of " << o.repeats << " runs\n";
+        << ", median of " << o.repeats << " rounds, contenders interleaved call by call (spread: IQR / median)\n";
     out << std::left << std::setw(24) << "shape" << std::setw(20) << "contender" << std::right
         << std::setw(10) << "search s" << std::setw(11) << "compile s" << std::setw(12) << "median ms"
-        << std::setw(10) << "GFLOP/s" << std::setw(16) << "vs best Halide" << "\n";
+        << std::setw(10) << "GFLOP/s" << std::setw(16) << "vs best Halide" << std::setw(9) << "spread" << "\n";
     for (const Symbols &symbols : shapes) {
         const std::vector<ContenderResult> rows = benchmark_contenders(g, group, symbols, o);
         double best_halide = 0;
@@ -284,7 +313,7 @@ int compare_autoschedulers(const dsl::Graph &g, const dsl::FusionGroup &group, c
             if (!r.ok) {
                 const bool skipped = r.message.find("GPUs only") != std::string::npos;
                 out << std::setw(10) << "-" << std::setw(11) << "-" << std::setw(12) << "-" << std::setw(10) << "-"
-                    << std::setw(16) << (skipped ? "n/a" : "failed") << "\n";
+                    << std::setw(16) << (skipped ? "n/a" : "failed") << std::setw(9) << "-" << "\n";
                 notes.push_back(r.shape + " " + r.name + ": " + r.message);
                 continue;
             }
@@ -293,7 +322,8 @@ int compare_autoschedulers(const dsl::Graph &g, const dsl::FusionGroup &group, c
             out << std::setw(10) << (tessel ? std::string("-") : search.str()) << std::setw(11) << std::setprecision(2)
                 << r.compile_seconds << std::setw(12) << std::setprecision(3) << r.median_ms << std::setw(10)
                 << std::setprecision(1) << r.gflops << std::setw(15) << std::setprecision(2)
-                << (best_halide > 0 ? (1.0 / r.median_ms) / best_halide : 0.0) << "x\n";
+                << (best_halide > 0 ? (1.0 / r.median_ms) / best_halide : 0.0) << "x" << std::setw(8)
+                << std::setprecision(1) << r.spread * 100 << "%\n";
         }
     }
     for (const auto &n : notes) out << "  note: " << n << "\n";

@@ -71,11 +71,12 @@ struct ContenderResult {
     double median_ms = 0;
     double gflops = 0;         ///< 2 M K N / median (0 for groups without a contraction)
     double max_rel_error = 0;  ///< vs the reference kernel's outputs
+    double spread = 0;         ///< (75th - 25th percentile) / median of its rounds
 };
 
 struct CompareOptions {
     Halide::Target target = Halide::get_host_target();
-    int repeats = 5;           ///< timed runs after one warm-up (support/Statistics.h)
+    int repeats = 5;           ///< timed rounds after one warm-up round, contenders interleaved
     std::vector<std::string> autoschedulers;  ///< empty = all of halide_autoscheduler_names()
     std::vector<std::string> tessel_schedules = {"cpu_blocked"};  ///< library names, same run
     /** Further Tessel schedules by label (e.g. "tuned" for the autoscheduler's pick), same run. */
