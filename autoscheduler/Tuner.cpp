@@ -11,6 +11,7 @@
 #include <chrono>
 #include <ctime>
 #include <iomanip>
+#include <iostream>
 #include <sstream>
 
 namespace tessel::autosched {
@@ -109,15 +110,60 @@ TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
     // without --tune stores) is a guess, measured over and outranked by the measured record.
     const bool measuring = params_.measure && measurer_ && tm.device == sched::Device::Cpu;
     if (cache_) {
-        if (auto hit = cache_->lookup(result.key)) {
-            if (hit->measured_by == "measured" || !measuring) {
+        std::optional<TuningRecord> hit = cache_->lookup(result.key);
+        // An imported record is used only once its schedule has been checked here, on this
+        // group and shape, against the reference: the check's verdict is stored beside it
+        // (verified or refused), so it runs once per record, not once per lookup.
+        std::vector<nlohmann::json> refused_here;
+        while (hit && hit->measured_by == kImported && tm.device == sched::Device::Cpu) {
+            if (std::find(refused_here.begin(), refused_here.end(), hit->schedule) != refused_here.end()) {
+                hit.reset();  // refused, but the database could not store that (read-only)
+                break;
+            }
+            MeasureTask check = make_measure_task(*r.graph, r.group, r.symbols, r.target.to_string());
+            check.repeats = 1;
+            check.warmup = 0;
+            check.timeout_seconds = params_.timeout_seconds;
+            check.memory_limit_bytes = params_.memory_limit_bytes;
+            sched::ScheduleSpec imported;
+            Measurement m;
+            try {
+                imported = sched::schedule_from_json(hit->schedule);
+                if (measurer_) m = measurer_->measure(check, {imported}).at(0);
+                else if (const std::string child = find_measure_executable(); !child.empty())
+                    m = IsolatedMeasurer(child).measure_one(check, imported);
+                else
+                    m = validate_measurement(run_measurement(check, imported));
+            } catch (const std::exception &e) {
+                m = Measurement{Status::CompileError, 0, {}, e.what(), 0, 0};
+            }
+            TuningRecord verdict = *hit;
+            verdict.created_unix = (int64_t)std::time(nullptr);
+            if (m.ok()) {
+                verdict.measured_by = kVerified;
+                verdict.notes += "; verified here against the reference (max relative error " + std::to_string(m.max_error) + ")";
+                cache_->commit(verdict);
+                hit = verdict;
+                if (log) *log << "imported record verified against the reference on this shape\n";
+                break;
+            }
+            verdict.measured_by = kRefused;
+            verdict.notes += "; refused here: " + to_string(m.status) + ": " + m.message;
+            cache_->commit(verdict);
+            refused_here.push_back(hit->schedule);
+            std::cerr << "tessel: an imported tuning record for " << r.group.name << " at " << r.workload.to_string()
+                      << " was refused: " << to_string(m.status) << ": " << m.message << "\n";
+            hit = cache_->lookup(result.key);
+        }
+        if (hit) {
+            if (hit->measured_by == kMeasured || hit->measured_by == kVerified || !measuring) {
                 result.schedule = sched::schedule_from_json(hit->schedule);
                 result.source = "database";
                 result.time_ms = hit->median_ms;
                 result.decision = "database hit (" + hit->measured_by + ", " + hit->cost_model_version + "): " + hit->notes;
                 return finish();
             }
-            if (log) *log << "database holds only the cost model's unmeasured pick for this key; measuring\n";
+            if (log) *log << "database holds only the cost model's unmeasured pick (or an unverified import) for this key; measuring\n";
         }
     }
 
@@ -248,7 +294,7 @@ TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
         rec.median_ms = result.time_ms;
         if (result.ranked[winner].measured) rec.samples = result.ranked[winner].measured->samples;
         rec.cost_model_version = model_.version();
-        rec.measured_by = result.source == "measured" ? "measured" : "model";
+        rec.measured_by = result.source == "measured" ? kMeasured : kModel;
         rec.created_unix = (int64_t)std::time(nullptr);
         rec.notes = result.params.to_string() + "; " + result.decision;
         cache_->commit(rec);

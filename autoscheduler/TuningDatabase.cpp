@@ -62,8 +62,14 @@ CREATE TABLE records (
 CREATE INDEX records_by_key ON records (key_json, median_ms);
 )sql";
 
-/** The best-first order of better_record(), in SQL. */
-const char *kBestOrder = " ORDER BY (measured_by = 'measured') DESC, median_ms ASC, id ASC";
+/** The best-first order of better_record(), in SQL (provenance_rank's order). */
+const char *kBestOrder =
+    " ORDER BY CASE measured_by WHEN 'measured' THEN 0 WHEN 'verified' THEN 1 WHEN 'imported' THEN 2 ELSE 3 END,"
+    " median_ms ASC, id ASC";
+/** Records a lookup may return: not refused, and no refused record of the same key and schedule. */
+const char *kUsable =
+    " AND measured_by != 'refused' AND NOT EXISTS (SELECT 1 FROM records AS r WHERE r.key_json = records.key_json"
+    " AND r.schedule_json = records.schedule_json AND r.measured_by = 'refused')";
 
 const char *kRecordColumns =
     "key_json, schedule_json, median_ms, samples_json, cost_model_version, measured_by, created_unix, notes";
@@ -100,8 +106,8 @@ void validate(const TuningRecord &r, const std::string &where) {
     if (!std::isfinite(r.median_ms) || r.median_ms < 0)
         throw TuningDatabaseError(where + ": median_ms must be a finite, non-negative time, got " +
                                   std::to_string(r.median_ms));
-    if (r.measured_by != "measured" && r.measured_by != "model")
-        throw TuningDatabaseError(where + ": measured_by must be \"measured\" or \"model\", got \"" +
+    if (provenance_rank(r.measured_by) < 0)
+        throw TuningDatabaseError(where + ": measured_by must be one of " + provenance_names() + ", got \"" +
                                   r.measured_by + "\"");
     for (double s : r.samples)
         if (!std::isfinite(s)) throw TuningDatabaseError(where + ": a sample is not a finite time");
@@ -160,9 +166,21 @@ TuningRecord TuningRecord::from_json(const json &j) {
     return r;
 }
 
+int provenance_rank(const std::string &measured_by) {
+    const char *order[] = {kMeasured, kVerified, kImported, kModel, kRefused};
+    for (int i = 0; i < 5; i++)
+        if (measured_by == order[i]) return i;
+    return -1;
+}
+
+std::string provenance_names() {
+    return std::string("\"") + kMeasured + "\", \"" + kVerified + "\", \"" + kImported + "\", \"" + kModel + "\", \"" +
+           kRefused + "\"";
+}
+
 bool better_record(const TuningRecord &a, const TuningRecord &b) {
-    bool am = a.measured_by == "measured", bm = b.measured_by == "measured";
-    if (am != bm) return am;
+    const int ra = provenance_rank(a.measured_by), rb = provenance_rank(b.measured_by);
+    if (ra != rb) return ra < rb;
     return a.median_ms < b.median_ms;
 }
 
@@ -448,9 +466,9 @@ void TuningDatabase::commit(const TuningRecord &record) {
     }
 }
 
-std::vector<TuningRecord> TuningDatabase::query(const TuningKey *key, int limit) {
+std::vector<TuningRecord> TuningDatabase::query(const TuningKey *key, int limit, bool usable_only) {
     std::string sql = std::string("SELECT ") + kRecordColumns + " FROM records";
-    sql += key ? std::string(" WHERE key_json = ?") + kBestOrder : std::string(" ORDER BY id ASC");
+    sql += key ? std::string(" WHERE key_json = ?") + (usable_only ? kUsable : "") + kBestOrder : std::string(" ORDER BY id ASC");
     if (limit >= 0) sql += " LIMIT " + std::to_string(limit);
     Stmt s(db_, sql.c_str());
     if (s.prepare_rc() != SQLITE_OK) fail("cannot read records", s.prepare_rc());
@@ -469,17 +487,17 @@ std::vector<TuningRecord> TuningDatabase::query(const TuningKey *key, int limit)
 }
 
 std::optional<TuningRecord> TuningDatabase::best(const TuningKey &key) {
-    std::vector<TuningRecord> r = query(&key, 1);
+    std::vector<TuningRecord> r = query(&key, 1, true);
     if (r.empty()) return std::nullopt;
     return r.front();
 }
 
 std::vector<TuningRecord> TuningDatabase::top_k(const TuningKey &key, int k) {
     if (k <= 0) return {};
-    return query(&key, k);
+    return query(&key, k, true);
 }
 
-std::vector<TuningRecord> TuningDatabase::all() { return query(nullptr, -1); }
+std::vector<TuningRecord> TuningDatabase::all() { return query(nullptr, -1, false); }
 
 int64_t TuningDatabase::size() {
     Stmt s(db_, "SELECT COUNT(*) FROM records");
@@ -529,7 +547,11 @@ int64_t TuningDatabase::import_json(const json &doc) {
     int64_t added = 0;
     begin_immediate("cannot lock to import");
     try {
-        for (const TuningRecord &r : records) added += insert(r) ? 1 : 0;
+        for (TuningRecord r : records) {
+            // Measured elsewhere: not trusted here until a lookup has verified it (Tuner).
+            if (r.measured_by == kMeasured || r.measured_by == kVerified) r.measured_by = kImported;
+            added += insert(r) ? 1 : 0;
+        }
         exec("COMMIT");
     } catch (...) {
         sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
@@ -547,8 +569,13 @@ void MemoryTuningCache::commit(const TuningRecord &record) {
 
 std::vector<TuningRecord> MemoryTuningCache::top_k(const TuningKey &key, int k) {
     std::vector<TuningRecord> out;
+    auto refused = [&](const TuningRecord &r) {
+        return std::any_of(records_.begin(), records_.end(), [&](const TuningRecord &x) {
+            return x.key == r.key && x.schedule == r.schedule && x.measured_by == kRefused;
+        });
+    };
     for (const TuningRecord &r : records_)
-        if (r.key == key) out.push_back(r);
+        if (r.key == key && !refused(r)) out.push_back(r);
     std::stable_sort(out.begin(), out.end(), better_record);
     if (k < 0) k = 0;
     if (out.size() > (size_t)k) out.resize(k);

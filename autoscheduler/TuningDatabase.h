@@ -19,9 +19,10 @@
  * command that must store results calls before it spends time measuring.
  *
  * Records are never overwritten: every commit is kept (so `tessel db ls` shows the history), and
- * lookup() returns the best record of a key. "Best" orders measured records before model
- * estimates (a model's predicted time is not comparable with a measurement), then by median_ms,
- * then by commit order. A record identical in every field to a stored one is stored once, which
+ * lookup() returns the best record of a key. "Best" orders by provenance (measured, verified,
+ * imported, model: a model's predicted time is not comparable with a measurement, and an import
+ * is not trusted until verified; refused schedules are never returned), then by median_ms, then
+ * by commit order. A record identical in every field to a stored one is stored once, which
  * makes import_json() idempotent.
  *
  * Example:
@@ -57,13 +58,27 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+/** Where a record's schedule and time come from (TuningRecord::measured_by), best first:
+ *  measured  timed by a tuner on this database (its results verified by the measuring child);
+ *  verified  imported, then checked here against the group's reference on its shape;
+ *  imported  measured elsewhere and brought in by `db import` (which turns measured and
+ *            verified records into this): a lookup verifies it before use (Tuner);
+ *  model     the cost model's estimate, not measured;
+ *  refused   an imported schedule that failed the check here: never returned by a lookup, and
+ *            neither is any record of the same key and schedule. */
+constexpr const char *kMeasured = "measured", *kVerified = "verified", *kImported = "imported", *kModel = "model",
+                     *kRefused = "refused";
+/** Index in the order above; -1 for anything else. */
+int provenance_rank(const std::string &measured_by);
+std::string provenance_names();
+
 struct TuningRecord {
     TuningKey key;
     nlohmann::json schedule;         ///< sched::to_json(ScheduleSpec)
     double median_ms = 0;            ///< measured median, or the model's estimate
     std::vector<double> samples;     ///< individual timings in ms (empty for model records)
     std::string cost_model_version;  ///< model that ranked the candidate
-    std::string measured_by;         ///< "measured" or "model"
+    std::string measured_by;         ///< a provenance above: kMeasured, kVerified, kImported, kModel, kRefused
     int64_t created_unix = 0;        ///< seconds since the epoch
     std::string notes;
 
@@ -73,8 +88,8 @@ struct TuningRecord {
     bool operator==(const TuningRecord &o) const = default;
 };
 
-/** True when a should be preferred to b: measured before model, then lower median_ms. Records
- * equal under this order keep their commit order. */
+/** True when a should be preferred to b: better provenance (the order above), then lower
+ * median_ms. Records equal under this order keep their commit order. */
 bool better_record(const TuningRecord &a, const TuningRecord &b);
 
 /** Seconds since the epoch, for TuningRecord::created_unix. */
@@ -159,7 +174,7 @@ public:
     const std::string &path() const { return path_; }
 
 private:
-    std::vector<TuningRecord> query(const TuningKey *key, int limit);
+    std::vector<TuningRecord> query(const TuningKey *key, int limit, bool usable_only);  ///< usable_only: no refused schedules
     /** Insert unless identical; returns true when a row was added. Call inside a transaction. */
     bool insert(const TuningRecord &r);
     void exec(const char *sql);

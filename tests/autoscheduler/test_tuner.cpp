@@ -8,7 +8,10 @@
 #include "dsl/passes/Fusion.h"
 #include "driver/GeluLayer.h"
 #include "baselines/GeluReference.h"
+#include "schedules/Library.h"
+#include "schedules/ScheduleJson.h"
 #include "support/Random.h"
+#include "tests/TempDir.h"
 
 #include "support/Statistics.h"
 
@@ -352,4 +355,47 @@ TEST_CASE("a model-only record is a miss for a measuring tuner, which replaces i
     const int calls = fake.calls;
     CHECK(Tuner(model, &fake, &cache, measuring).tune(r).source == "database");  // now a real hit
     CHECK(fake.calls == calls);
+}
+
+TEST_CASE("tuner: an imported record is checked before use; a wrong one is refused, once, and never used") {
+    const dsl::Graph g = dsl::simplify_text(kGelu, "<test>").graph;
+    const TuneRequest r = gelu_request(g);
+    const Halide::Target host = parse_target("host");
+    AnalyticalCostModel model(TargetModel::for_target(host));
+    tessel::testing::TempDir tmp;
+    TuningDatabase db(tmp.file("t.db"));
+    auto import = [&](const sched::ScheduleSpec &s, double ms) {
+        const TuningRecord rec{Tuner::key_for(r), sched::to_json(s), ms, {ms}, "analytic-1", kMeasured, now_unix(), "from elsewhere"};
+        db.import_json(nlohmann::json{{"format", "tessel-tuning-db"}, {"schema_version", kTuningDatabaseSchemaVersion},
+                                      {"records", nlohmann::json::array({rec.to_json()})}});
+    };
+    auto count = [&](const char *by) {
+        int n = 0;
+        for (const auto &rec : db.all()) n += rec.measured_by == by;
+        return n;
+    };
+    TunerParams params;
+    params.measure = false;  // as `tessel run` and `tessel compile` look schedules up
+    Tuner tuner(model, nullptr, &db, params);
+
+    // Bounds n to 8 where N = 512: every run fails Halide's bounds check.
+    sched::ScheduleSpec wrong = sched::library_schedule("cpu_blocked", host).keeping_variants({});
+    wrong.bound("y", "n", 0, 8);
+    import(wrong, 0.001);
+    const TuneResult first = tuner.tune(r);
+    CHECK(first.source == "model");
+    CHECK(count(kRefused) == 1);
+    const TuneResult again = tuner.tune(r);  // the model's pick, stored by the first call, now hits
+    CHECK(again.source == "database");
+    CHECK(again.schedule != wrong);
+    CHECK(count(kRefused) == 1);  // not checked again
+
+    // A correct import is verified once, then used as a hit.
+    import(sched::library_schedule("cpu_blocked", host), 0.0005);
+    const TuneResult verified = tuner.tune(r);
+    CHECK(verified.source == "database");
+    CHECK(verified.decision.find("verified here against the reference") != std::string::npos);
+    CHECK(count(kVerified) == 1);
+    tuner.tune(r);
+    CHECK(count(kVerified) == 1);
 }

@@ -174,12 +174,16 @@ TEST_CASE("tuning database: JSON export/import round trip; import is idempotent 
     nlohmann::json reread = nlohmann::json::parse(doc.dump(2));
     TuningDatabase b(tmp.file("b.db"));
     CHECK(b.import_json(reread) == 3);
-    CHECK(b.all() == a.all());
-    CHECK(b.export_json() == doc);
+    // Everything arrives, measured records as "imported" (measured elsewhere: verified on use).
+    std::vector<TuningRecord> expected = a.all();
+    for (auto &r : expected)
+        if (r.measured_by == kMeasured) r.measured_by = kImported;
+    CHECK(b.all() == expected);
     CHECK(b.import_json(reread) == 0);  // same records again: stored once
+    CHECK(b.import_json(b.export_json()) == 0);
     CHECK(b.size() == 3);
-    CHECK(a.import_json(doc) == 0);
     CHECK(b.lookup(k1)->median_ms == 0.75);
+    CHECK(b.lookup(k1)->measured_by == kImported);
 
     SUBCASE("a malformed record imports nothing and names the record") {
         nlohmann::json bad = doc;
@@ -312,4 +316,35 @@ TEST_CASE("tuning database: damaged or foreign files give a clear error, not a c
         TuningDatabase db(path);
         CHECK(db.size() == 0);
     }
+}
+
+TEST_CASE("tuning database: provenance orders lookups; a refused schedule is never returned") {
+    TempDir tmp;
+    TuningDatabase db(tmp.file("p.db"));
+    MemoryTuningCache memory;
+    const TuningKey k = sample_key();
+    auto record = [&](double ms, const char *by, int tile) {
+        TuningRecord r = sample_record(k, ms, by);
+        r.schedule = sample_schedule(tile);
+        return r;
+    };
+    for (TuningCache *c : {static_cast<TuningCache *>(&db), static_cast<TuningCache *>(&memory)}) {
+        c->commit(record(0.5, kModel, 4));
+        c->commit(record(0.9, kImported, 8));
+        CHECK(c->lookup(k)->measured_by == kImported);  // any measurement before a prediction
+        c->commit(record(1.1, kVerified, 16));
+        CHECK(c->lookup(k)->measured_by == kVerified);
+        c->commit(record(1.3, kMeasured, 32));
+        CHECK(c->lookup(k)->measured_by == kMeasured);
+        // Refusing a schedule hides every record of it under this key.
+        TuningRecord refused = c->lookup(k).value();
+        refused.measured_by = kRefused;
+        c->commit(refused);
+        const auto next = c->lookup(k);
+        REQUIRE(next);
+        CHECK(next->schedule == sample_schedule(16));
+        CHECK(c->top_k(k, 10).size() == 3);
+    }
+    CHECK(db.all().size() == 5);  // history kept: the refused verdict beside what it refuses
+    CHECK_THROWS_WITH(db.commit(sample_record(k, 1.0, "guessed")), doctest::Contains("measured_by must be one of"));
 }
