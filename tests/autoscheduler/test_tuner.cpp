@@ -378,8 +378,8 @@ TEST_CASE("tuner: an imported record is checked before use; a wrong one is refus
     params.measure = false;  // as `tessel run` and `tessel compile` look schedules up
     Tuner tuner(model, nullptr, &db, params);
 
-    // Bounds n to 8 where N = 512: every run fails Halide's bounds check.
-    sched::ScheduleSpec wrong = sched::library_schedule("cpu_blocked", host).keeping_variants({});
+    // Bounds n to 8 where N = 512: it applies, and then every run fails Halide's bounds check.
+    sched::ScheduleSpec wrong("imported_wrong_bound");
     wrong.bound("y", "n", 0, 8);
     import(wrong, 0.001);
     const TuneResult first = tuner.tune(r);
