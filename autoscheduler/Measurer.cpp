@@ -156,7 +156,7 @@ std::optional<Measurement> IsolatedMeasurer::exchange(const std::string &request
     std::string path = child_path_;
     char *argv[] = {path.data(), nullptr};
     const pid_t parent = getpid();
-    const rlim_t as_limit = memory_limit_bytes > 0 ? (rlim_t)memory_limit_bytes : RLIM_INFINITY;
+    const rlim_t as_limit = kAddressSpaceLimits && memory_limit_bytes > 0 ? (rlim_t)memory_limit_bytes : RLIM_INFINITY;
     const pid_t pid = fork();
     if (pid == 0) {
         // Own process group: the timeout kills Halide's and OpenMP's threads' process and

@@ -91,6 +91,16 @@ public:
                                                  const std::vector<sched::ScheduleSpec> &candidates) override;
 };
 
+/** Whether a measuring child's address-space limit (RLIMIT_AS) is applied. Not in an
+ * AddressSanitizer build: ASan reserves terabytes of address space for its shadow memory at
+ * start-up, and a limited child could not start (the limit is then ignored, and a runaway
+ * candidate is stopped by its timeout alone). */
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSpaceLimits = false;
+#else
+constexpr bool kAddressSpaceLimits = true;
+#endif
+
 /** The tuner's default address-space limit for a measuring child: the machine's physical
  * memory, at least 8 GiB (virtual reservations of JIT and thread arenas count too), so a
  * runaway candidate fails its own allocation instead of starving the tuner. */

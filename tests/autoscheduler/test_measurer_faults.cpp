@@ -18,6 +18,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include <chrono>
 #include <csignal>
 #include <cmath>
@@ -109,21 +111,24 @@ TEST_CASE("faulty children: each fault is a recorded failure and the good candid
         {"floods", Fault::Flood, Status::InvalidResult, "bytes of output"},
         {"good_last", Fault::None, Status::Ok, ""},
     };
+    std::vector<Row> used;
+    for (const Row &r : rows)
+        if (r.fault != Fault::OutOfMemory || kAddressSpaceLimits) used.push_back(r);  // ASan: no limit to exhaust
     std::vector<sched::ScheduleSpec> candidates;
-    for (const Row &r : rows) {
+    for (const Row &r : used) {
         task.fault_by_schedule[r.name] = r.fault;
         candidates.push_back(good(r.name));
     }
     const auto t0 = std::chrono::steady_clock::now();
     const std::vector<Measurement> got = m.measure(task, candidates);
-    MESSAGE("9 children in " << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s");
-    REQUIRE(got.size() == std::size(rows));
+    MESSAGE(used.size() << " children in " << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s");
+    REQUIRE(got.size() == used.size());
     for (size_t i = 0; i < got.size(); i++) {
-        CAPTURE(rows[i].name);
+        CAPTURE(used[i].name);
         CAPTURE(got[i].message);
-        CHECK(to_string(got[i].status) == to_string(rows[i].want));
-        CHECK(contains(got[i].message, rows[i].message));
-        if (rows[i].want == Status::Ok) {
+        CHECK(to_string(got[i].status) == to_string(used[i].want));
+        CHECK(contains(got[i].message, used[i].message));
+        if (used[i].want == Status::Ok) {
             CHECK(got[i].median_ms > 0);
             CHECK(got[i].max_error < task.verify_tolerance);
         } else {
@@ -131,8 +136,9 @@ TEST_CASE("faulty children: each fault is a recorded failure and the good candid
         }
     }
     // The wrong result names the output, the element and both values, and carries the error.
-    CHECK(contains(got[3].message, "output 'y' element 0"));
-    CHECK(got[3].max_error > 0.1);
+    const size_t wrong = (size_t)(std::find_if(used.begin(), used.end(), [](const Row &r) { return r.fault == Fault::WrongResult; }) - used.begin());
+    CHECK(contains(got[wrong].message, "output 'y' element 0"));
+    CHECK(got[wrong].max_error > 0.1);
 }
 
 TEST_CASE("a hanging child is killed at the deadline") {
