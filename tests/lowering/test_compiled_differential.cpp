@@ -7,10 +7,12 @@
  * every third graph the matmul groups get the autoscheduler's model pick instead.
  *
  * Comparison: support/ErrorStats.h's rule (NaN only matches NaN, an infinity only itself), with
- * a relative tolerance of 1e-4 on |got - want| / (1 + |want|): the interpreter computes in
- * double, the kernels in float32, and a sum of at most 17 products of values below 4 in float32
- * is within about 17 * 2^-24 * 17 * 16 ~ 3e-4 of the exact sum in the worst case, far less in
- * practice; exp and softmax carry relative error on. Signs of zeros are not compared.
+ * a relative tolerance on |got - want| / (1 + |want|) of 1e-4 plus 64 times the element's
+ * measured sensitivity (the reference recomputed on inputs moved by one float32 ulp): the
+ * interpreter computes in double, the kernels in float32, and where the math amplifies rounding
+ * (exp of a large sum: relative error = the sum's absolute error; cancellation) a fixed bound is
+ * either too loose everywhere or wrong there. Before this, 3 of the first 10,000 graphs exceeded
+ * a fixed 1e-4 by 1.0-1.5x, each such a case. Signs of zeros are not compared.
  *
  * TESSEL_DIFF_ITERS (default 120) and TESSEL_DIFF_SEED select a run; test_compiled_differential_long
  * (labels fuzz and perf, so not in `make test`) runs 10000 graphs.
@@ -96,20 +98,34 @@ void check_graph(uint64_t seed, const Halide::Target &target, Counts &counts) {
         if (use_model && cg.kernel->group().kind == dsl::GroupKind::MatmulEpilogue) model_picked++;
     }
     const std::vector<dsl::Tensor> got = program.run(want.inputs, want.symbols);
+    // Each output element's sensitivity to float32-sized perturbations: the reference again on
+    // inputs moved by one float32 ulp (2^-23, random sign) each. Float32 evaluation equals exact
+    // evaluation on data perturbed by a few ulps per rounding (backward error analysis), so an
+    // element whose inputs' ulp moves it by s may differ by about (roundings on its path) x s;
+    // 64 covers the at most 17-term sums and 10-op chains of these graphs. This only widens the
+    // tolerance where the math amplifies rounding (exp of a large sum, cancellation); elsewhere
+    // it stays 1e-4.
+    std::map<std::string, dsl::Tensor> perturbed = want.inputs;
+    for (auto &[name, t] : perturbed)
+        for (double &v : t.data) v = (double)(float)(v * (1 + (rng() % 2 ? 1 : -1) * std::ldexp(1.0, -23)));
+    const dsl::RunResult moved = dsl::interpret(original, perturbed, ro);
     REQUIRE(got.size() == want.outputs.size());
     for (size_t o = 0; o < got.size(); o++) {
         REQUIRE(got[o].shape == want.outputs[o].shape);
-        ErrorStats e;
+        double worst = 0;  // error / tolerance, largest
         size_t first_bad = got[o].data.size();
         for (size_t k = 0; k < got[o].data.size(); k++) {
-            e.add(got[o].data[k], want.outputs[o].data[k]);
-            if (first_bad == got[o].data.size() && pair_error(got[o].data[k], want.outputs[o].data[k]).second > 1e-4)
-                first_bad = k;
+            const double want_k = want.outputs[o].data[k], sensitivity = pair_error(moved.outputs[o].data[k], want_k).second;
+            const double tolerance = 1e-4 + 64 * (std::isfinite(sensitivity) ? sensitivity : 0);
+            const double error = pair_error(got[o].data[k], want_k).second;
+            worst = std::max(worst, error / tolerance);
+            if (first_bad == got[o].data.size() && error > tolerance) first_bad = k;
         }
         INFO("output " << o << " element " << first_bad << ": got "
                        << (first_bad < got[o].data.size() ? got[o].data[first_bad] : 0.0) << ", want "
-                       << (first_bad < got[o].data.size() ? want.outputs[o].data[first_bad] : 0.0));
-        CHECK(e.max_rel <= 1e-4);
+                       << (first_bad < got[o].data.size() ? want.outputs[o].data[first_bad] : 0.0) << ", perturbed reference "
+                       << (first_bad < got[o].data.size() ? moved.outputs[o].data[first_bad] : 0.0));
+        CHECK(worst <= 1.0);
     }
 }
 
