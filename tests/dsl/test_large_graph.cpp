@@ -64,5 +64,7 @@ TEST_CASE("100,000 ops parse, simplify and plan fusion within 10 s") {
     const double total = parse_s + simplify_s + fusion_s;
     MESSAGE("parse " << parse_s << " s, simplify " << simplify_s << " s, fusion " << fusion_s << " s, total " << total
                      << " s for " << layers * 13 + 1 << " ops");
+#if !defined(__SANITIZE_ADDRESS__)  // instrumented code is several times slower: the bound is for release builds
     CHECK(total <= 10.0);
+#endif
 }
