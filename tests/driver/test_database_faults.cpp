@@ -122,11 +122,21 @@ struct Case {
 /** Runs a case's command; a ReadOnly or Full case runs inside a private tmpfs holding a copy of
  * dir (read-only, or filled), so it cannot change dir itself. */
 Result run_case(const Case &c, const TempDir &tmp) {
-    std::string args = c.args;
     const std::string root = c.where == Where::Plain ? tmp.dir.string() : tmp.dir.string() + "/mnt";
-    for (const auto &[from, to] : std::map<std::string, std::string>{
-             {"DB", root + "/t.db"}, {"GRAPH", root + "/g.tsl"}, {"DIR", root}}) {
-        for (size_t at; (at = args.find(from)) != std::string::npos;) args.replace(at, from.size(), to);
+    // One left-to-right pass: a replacement is never scanned again (the temporary directory's
+    // random name may itself contain "DB" or "DIR").
+    const std::pair<std::string, std::string> tokens[] = {{"DB", root + "/t.db"}, {"GRAPH", root + "/g.tsl"}, {"DIR", root}};
+    std::string args;
+    for (size_t i = 0; i < c.args.size();) {
+        bool replaced = false;
+        for (const auto &[from, to] : tokens)
+            if (c.args.compare(i, from.size(), from) == 0) {
+                args += to;
+                i += from.size();
+                replaced = true;
+                break;
+            }
+        if (!replaced) args += c.args[i++];
     }
     const std::string tessel = quote(TESSEL_EXECUTABLE) + " " + args;
     if (c.where == Where::Plain) return shell(tessel);
