@@ -15,6 +15,8 @@
 #include "support/Random.h"
 #include "schedules/Library.h"
 
+#include "tests/GeluMlpText.h"
+
 #include <doctest/doctest.h>
 
 #include <sstream>
@@ -24,15 +26,7 @@ using namespace tessel::autosched;
 
 namespace {
 
-// One layer with every dim symbolic, so tests pick small shapes.
-const char *kGraph = R"(graph mlp {
-  %x = input : f32[M, K]
-  %w = input : f32[K, N]
-  %bias = input : f32[N]
-  %y = gelu(matmul(%x, %w) + %bias)
-  output %y
-}
-)";
+const char *const kGraph = tessel::testing::kGeluMlpText;
 
 MeasureTask small_task() {
     const dsl::Graph g = dsl::simplify_text(kGraph, "measurer_test.tsl").graph;

@@ -16,6 +16,8 @@
 
 #include "tests/TempDir.h"
 
+#include "tests/GeluMlpText.h"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -35,14 +37,7 @@ using namespace tessel::autosched;
 
 namespace {
 
-const char *kGraph = R"(graph mlp {
-  %x = input : f32[M, K]
-  %w = input : f32[K, N]
-  %bias = input : f32[N]
-  %y = gelu(matmul(%x, %w) + %bias)
-  output %y
-}
-)";
+const char *const kGraph = tessel::testing::kGeluMlpText;
 
 const dsl::Graph &graph() {
     static const dsl::Graph g = dsl::simplify_text(kGraph, "measurer_faults.tsl").graph;

@@ -11,6 +11,7 @@
 #include "schedules/Library.h"
 #include "schedules/ScheduleJson.h"
 #include "support/Random.h"
+#include "tests/GeluMlpText.h"
 #include "tests/TempDir.h"
 
 #include "support/Statistics.h"
@@ -26,13 +27,7 @@ namespace {
 
 TargetModel avx512_model() { return TargetModel::for_target(parse_target("x86-64-linux-avx-avx2-avx512-fma-f16c-sse41")); }
 
-const char *kGelu = R"(graph gelu_mlp {
-  %x = input : f32[M, K]
-  %w = input : f32[K, N]
-  %bias = input : f32[N]
-  %y = gelu(matmul(%x, %w) + %bias)
-  output %y
-})";
+const char *const kGelu = tessel::testing::kGeluMlpText;
 
 /** A measurer that returns times from a formula instead of running anything. */
 class FakeMeasurer : public Measurer {

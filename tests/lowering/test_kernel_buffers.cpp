@@ -16,6 +16,8 @@
 
 #include "tests/Shell.h"
 
+#include "tests/GeluMlpText.h"
+
 #include <doctest/doctest.h>
 
 #include <csignal>
@@ -31,14 +33,7 @@ using Halide::Runtime::Buffer;
 
 namespace {
 
-const char *kGraph = R"(graph mlp {
-  %x = input : f32[M, K]
-  %w = input : f32[K, N]
-  %bias = input : f32[N]
-  %y = gelu(matmul(%x, %w) + %bias)
-  output %y
-}
-)";
+const char *const kGraph = tessel::testing::kGeluMlpText;
 
 struct Planned {
     dsl::Graph g;
