@@ -74,15 +74,19 @@ CompiledKernel::CompiledKernel(const dsl::Graph &g, dsl::FusionGroup group, sche
                                             schedule_.name);
         if (backend == KernelBackend::Jit) {
             const std::string name = group_.name + (fallback ? "" : "_v" + std::to_string(i + 1));
-            // What decides this variant's code, for the kernel cache (codegen/KernelCache.h).
-            std::string description = dsl::print(g) + "\ngroup " + group_.name + ":";
-            for (dsl::ValueId n : group_.nodes) description += " " + g.display_name(n);
-            // The schedule's steps decide the code; its name and description (which say where it
-            // came from: "[model]", "[database]") do not.
-            nlohmann::json steps = sched::to_json(fallback ? schedule_.keeping_variants({}) : schedule_.variant_alone(i));
-            steps.erase("name");
-            steps.erase("description");
-            description += "\nschedule " + steps.dump();
+            // What decides this variant's code, for the kernel cache (codegen/KernelCache.h); only
+            // built when the cache is on (it prints the whole graph).
+            std::string description;
+            if (KernelCache::active()) {
+                description = dsl::print(g) + "\ngroup " + group_.name + ":";
+                for (dsl::ValueId n : group_.nodes) description += " " + g.display_name(n);
+                // The schedule's steps decide the code; its name and description (which say where
+                // it came from: "[model]", "[database]") do not.
+                nlohmann::json steps = sched::to_json(fallback ? schedule_.keeping_variants({}) : schedule_.variant_alone(i));
+                steps.erase("name");
+                steps.erase("description");
+                description += "\nschedule " + steps.dump();
+            }
             JitKernel k = compile_jit(v.lowered.pipeline(), v.lowered.arguments(), target, name, description);
             v.callable = std::move(k.callable);
             v.loaded = std::move(k.loaded);

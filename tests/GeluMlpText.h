@@ -4,6 +4,10 @@
  */
 #pragma once
 
+#include "schedules/Schedule.h"
+
+#include <string>
+
 namespace tessel::testing {
 
 inline constexpr const char *kGeluMlpText = R"(graph mlp {
@@ -14,5 +18,15 @@ inline constexpr const char *kGeluMlpText = R"(graph mlp {
   output %y
 }
 )";
+
+/** A small valid schedule of that layer's group: quick to JIT, so measurer tests' timeouts can
+ * stay short. */
+inline sched::ScheduleSpec small_gelu_schedule(const std::string &name) {
+    sched::ScheduleSpec s(name);
+    s.split(sched::StageRef{"y"}, "n", "no", "ni", 8, sched::Tail::GuardWithIf)
+        .vectorize(sched::StageRef{"y"}, "ni")
+        .compute_at("matmul", "y", "m");
+    return s;
+}
 
 }  // namespace tessel::testing

@@ -37,14 +37,7 @@ MeasureTask small_task() {
     return t;
 }
 
-/** A small valid schedule: quick to JIT, so the isolation test's timeout can stay short. */
-sched::ScheduleSpec good(const std::string &name) {
-    sched::ScheduleSpec s(name);
-    s.split(sched::StageRef{"y"}, "n", "no", "ni", 8, sched::Tail::GuardWithIf)
-        .vectorize(sched::StageRef{"y"}, "ni")
-        .compute_at("matmul", "y", "m");
-    return s;
-}
+sched::ScheduleSpec good(const std::string &name) { return tessel::testing::small_gelu_schedule(name); }
 
 }  // namespace
 
