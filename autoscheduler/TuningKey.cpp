@@ -44,7 +44,7 @@ struct Canon {
         std::string s = std::string(dsl::to_string(t.dtype)) + "[";
         for (size_t i = 0; i < t.dims.size(); ++i) s += (i ? "," : "") + dim(t.dims[i]);
         s += "]";
-        if (!layout.empty()) s += " layout=" + nlohmann::json(layout.tag).dump();
+        if (!layout.empty()) s += " layout=" + nlohmann::json(dsl::to_string(layout)).dump();
         return s;
     }
     /** "n3" for a member already emitted, "in1" for a value outside the group. */

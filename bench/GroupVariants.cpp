@@ -3,6 +3,10 @@
 #include "dsl/Simplify.h"
 #include "dsl/ir/Builder.h"
 #include "lowering/ScheduleGroup.h"
+#include "lowering/TensorBuffers.h"
+#include "schedules/MatmulCpuSchedules.h"
+
+#include <chrono>
 
 #include <stdexcept>
 
@@ -16,16 +20,81 @@ GroupVariant compile(const std::string &label, dsl::Graph g, const sched::Schedu
     v.label = label;
     v.graph = std::make_unique<dsl::Graph>(dsl::simplify_graph(std::move(g)).graph);
     const dsl::FusionPlan plan = dsl::plan_fusion(*v.graph, lower::fusion_options(target));
-    if (plan.groups.size() != 1) throw std::logic_error(label + ": expected one fused group:\n" + plan.to_string(*v.graph));
-    v.kernel = std::make_unique<CompiledKernel>(*v.graph, plan.groups[0], schedule, target);
+    for (const dsl::FusionGroup &fg : plan.groups) {
+        if (fg.prepared) {
+            const lower::LoweredGroup probe = lower::lower_group(*v.graph, fg);
+            v.prepare.push_back(std::make_unique<CompiledKernel>(*v.graph, fg, lower::default_group_schedule(probe, target), target));
+        } else if (!v.kernel) {
+            v.kernel = std::make_unique<CompiledKernel>(*v.graph, fg, schedule, target);
+        } else {
+            throw std::logic_error(label + ": expected one per-call group:\n" + plan.to_string(*v.graph));
+        }
+    }
     return v;
 }
 
 }  // namespace
 
-void GroupVariant::run(std::map<std::string, Halide::Runtime::Buffer<float> *> &buffers) const {
+GroupVariant::Prepared GroupVariant::prepare_weights(std::map<std::string, Halide::Runtime::Buffer<float> *> &buffers) const {
+    const auto t0 = std::chrono::steady_clock::now();
+    const dsl::Graph &g = *graph;
+    std::map<dsl::ValueId, Halide::Buffer<>> values;
+    for (dsl::ValueId v : g.order()) {
+        if (!(g.node(v).op == dsl::Op::Input && g.node(v).attrs.weight)) continue;
+        Halide::Runtime::Buffer<float> &b = *buffers.at(g.display_name(v));
+        if (g.node(v).layout.empty()) {
+            std::vector<int64_t> shape;
+            for (int d = b.dimensions() - 1; d >= 0; d--) shape.push_back(b.dim(d).extent());
+            values[v] = value_buffer_over(g, v, b.data(), shape);  // f32 row-major: read in place
+        } else {
+            dsl::Tensor t;
+            for (int d = b.dimensions() - 1; d >= 0; d--) t.shape.push_back(b.dim(d).extent());
+            t.data.assign(b.data(), b.data() + b.number_of_elements());
+            values[v] = to_value_buffer(g, v, t, g.display_name(v));
+        }
+    }
+    for (const auto &k : prepare) {
+        std::vector<halide_buffer_t *> raw;
+        for (const auto &a : k->arguments()) {
+            if (a.is_output) {
+                std::vector<int64_t> shape;
+                for (const auto &d : g.node(a.value).type.dims) shape.push_back(d.is_static() ? d.size : 0);
+                // Symbolic extents of a weight-derived value come from the weights it is computed from.
+                for (size_t i = 0; i < shape.size(); i++)
+                    if (!shape[i]) {
+                        const dsl::Dim d = g.node(a.value).type.dims[i];
+                        for (const auto &[wv, wb] : values)
+                            for (size_t j = 0; j < g.node(wv).type.dims.size(); j++)
+                                if (g.node(wv).type.dims[j] == d && g.node(wv).layout.empty())
+                                    shape[i] = wb.dim(wb.dimensions() - 1 - (int)j).extent();
+                    }
+                values[a.value] = make_value_buffer(g, a.value, shape, a.name);
+            }
+            raw.push_back(values.at(a.value).raw_buffer());
+        }
+        k->run(raw);
+    }
+    Prepared p;
+    for (const auto &a : kernel->arguments())
+        if (auto it = values.find(a.value); it != values.end()) p.buffers[a.name] = it->second;
+    for (const auto &[name, b] : p.buffers) p.read_bytes = std::max<int64_t>(p.read_bytes, (int64_t)b.size_in_bytes());
+    p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return p;
+}
+
+void GroupVariant::run(std::map<std::string, Halide::Runtime::Buffer<float> *> &buffers, const Prepared &prepared) const {
     std::vector<halide_buffer_t *> args;
-    for (const auto &a : kernel->arguments()) args.push_back(buffers.at(a.name)->raw_buffer());
+    std::vector<Halide::Buffer<>> held;  // descriptors of the prepared buffers (shared storage)
+    held.reserve(kernel->arguments().size());
+    for (const auto &a : kernel->arguments()) {
+        auto it = prepared.buffers.find(a.name);
+        if (it == prepared.buffers.end()) {
+            args.push_back(buffers.at(a.name)->raw_buffer());
+        } else {
+            held.push_back(it->second);
+            args.push_back(held.back().raw_buffer());
+        }
+    }
     kernel->run(args);
 }
 
@@ -49,6 +118,31 @@ std::vector<GroupVariant> make_group_variants(const sched::ScheduleSpec &schedul
         Value bias = b.input("bias", DType::F32, {N});
         b.output("y", gelu_tanh(matmul(x, transpose(wt)) + bias));
         out.push_back(compile("x_wT", std::move(b).build(), schedule, target));
+    }
+    {
+        GraphBuilder b("x_wT_prepared", NumericMode::Fast);
+        Dim M = b.symbol("M"), K = b.symbol("K"), N = b.symbol("N");
+        Value x = b.input("x", DType::F32, {M, K}), wt = b.weight("wt", DType::F32, {N, K});
+        Value bias = b.input("bias", DType::F32, {N});
+        b.output("y", gelu_tanh(matmul(x, transpose(wt)) + bias));
+        out.push_back(compile("x_wT_prepared", std::move(b).build(), schedule, target));
+    }
+    {
+        GraphBuilder b("w_bf16", NumericMode::Fast);
+        Dim M = b.symbol("M"), K = b.symbol("K"), N = b.symbol("N");
+        Value x = b.input("x", DType::F32, {M, K}), w = b.weight("w", DType::F32, {K, N});
+        Value bias = b.input("bias", DType::F32, {N});
+        b.output("y", gelu_tanh(matmul(x, cast(cast(w, DType::BF16), DType::F32)) + bias));
+        out.push_back(compile("w_bf16", std::move(b).build(), schedule, target));
+    }
+    {
+        GraphBuilder b("w_panels", NumericMode::Fast);
+        Dim M = b.symbol("M"), K = b.symbol("K"), N = b.symbol("N");
+        const int nr = sched::CpuBlocking::for_target(target).nr;
+        Value x = b.input("x", DType::F32, {M, K}), w = b.weight("w", DType::F32, {K, N}, Layout::panels(1, nr));
+        Value bias = b.input("bias", DType::F32, {N});
+        b.output("y", gelu_tanh(matmul(x, w) + bias));
+        out.push_back(compile("w_panels", std::move(b).build(), schedule, target));
     }
     return out;
 }

@@ -1,9 +1,13 @@
 /** \file
- * The running example's work in the other group shapes fusion builds, for the benchmark: the
- * matmul's result exported beside y ("two outputs": one Tuple Func y in the lowering) and w
- * stored [N, K] read through a transpose ("x @ w.T": a view Func w the schedules pack). Each is
- * a graph from the C++ builder compiled by CompiledKernel under the schedule being benchmarked,
- * so the benchmark compares them with the one-output layer in the same run.
+ * The running example's work in the other group shapes and layouts fusion and the layout pass
+ * build, for the benchmark: the matmul's result exported beside y ("two outputs": one Tuple Func
+ * y in the lowering); w stored [N, K] read through a transpose per call ("x @ w.T": a view Func
+ * w the schedules pack); and w declared a weight, prepared once: stored [N, K] and transposed
+ * when prepared ("x_wT_prepared"), narrowed to bf16 ("w_bf16": the kernel reads half the bytes
+ * and widens in registers), or packed in panels of the register block's width ("w_panels").
+ * Each is a graph from the C++ builder compiled by CompiledKernel under the schedule being
+ * benchmarked (its prepared groups under the default schedule), so the benchmark compares them
+ * with the one-output layer in the same run; preparing is timed apart and reported.
  */
 #pragma once
 
@@ -21,14 +25,25 @@
 namespace tessel::bench {
 
 struct GroupVariant {
-    std::string label;                      ///< "two_outputs", "x_wT"
-    std::unique_ptr<dsl::Graph> graph;      ///< the kernel points into it
-    std::unique_ptr<CompiledKernel> kernel;
-    /** Runs the kernel on buffers by argument name (x, w or wt, bias, t, y). */
-    void run(std::map<std::string, Halide::Runtime::Buffer<float> *> &buffers) const;
+    std::string label;                      ///< "two_outputs", "x_wT", "w_bf16"...
+    std::unique_ptr<dsl::Graph> graph;      ///< the kernels point into it
+    std::unique_ptr<CompiledKernel> kernel; ///< the group that runs per call
+    std::vector<std::unique_ptr<CompiledKernel>> prepare;  ///< groups run once from the weights
+    /** Weights in the layout the kernel reads and prepared values, by kernel argument name. */
+    struct Prepared {
+        std::map<std::string, Halide::Buffer<>> buffers;
+        double seconds = 0;       ///< converting the weights and running the prepared groups
+        int64_t read_bytes = 0;   ///< bytes of the largest prepared buffer the kernel reads (w)
+    };
+    /** Converts the weights among `buffers` (by name: w or wt) and runs the prepared groups. */
+    Prepared prepare_weights(std::map<std::string, Halide::Runtime::Buffer<float> *> &buffers) const;
+    /** Runs the kernel on buffers by argument name (x, w or wt, bias, t, y), prepared values
+     * from `prepared`. */
+    void run(std::map<std::string, Halide::Runtime::Buffer<float> *> &buffers, const Prepared &prepared) const;
+    void run(std::map<std::string, Halide::Runtime::Buffer<float> *> &buffers) const { run(buffers, Prepared()); }
 };
 
-/** Both variants, tanh GELU in fast mode (as the benchmark's main rows), under `schedule`. */
+/** Every variant, tanh GELU in fast mode (as the benchmark's main rows), under `schedule`. */
 std::vector<GroupVariant> make_group_variants(const sched::ScheduleSpec &schedule, const Halide::Target &target);
 
 }  // namespace tessel::bench

@@ -13,6 +13,7 @@
 // timed iteration of this run).
 #include "baselines/GeluReference.h"
 #include "bench/GroupVariants.h"
+#include "dsl/ir/Numerics.h"
 #include "bench/MachineProbes.h"
 #include "bench/Suite.h"
 #include "driver/GeluLayer.h"
@@ -182,6 +183,7 @@ struct ShapeData {
     BenchShape shape;
     Buffer<float> x, w, bias, y;
     Buffer<float> t, wt;  ///< group variants only: the exported matmul result, w stored [N, K]
+    std::map<std::string, GroupVariant::Prepared> prepared;  ///< by variant label
     explicit ShapeData(const BenchShape &s)
         : shape(s), x(s.K, s.M), w(s.N, s.K), bias(s.N), y(s.N, s.M) {
         fill_uniform(x, 1), fill_uniform(w, 2), fill_uniform(bias, 3);
@@ -394,6 +396,34 @@ void print_summary(const Options &o, const Machine &m, const std::vector<std::un
                          t2 / t1, tt * 1e3, tt / t1);
         }
         std::fprintf(g_text, "(ratio = variant ms / one-output ms; the two-output group also writes M x N more)\n");
+
+        // Layouts: w declared a weight and prepared once (transposed, narrowed or packed).
+        std::fprintf(g_text, "\nWeights prepared once (dsl/passes/LayoutAssignment.h), same run, schedule %s, tanh fast:\n",
+                     o.schedule.c_str());
+        std::fprintf(g_text, "%-14s %10s %14s %7s %12s %7s %12s %7s %9s  %s\n", "shape", "x @ w ms", "x@T(w) prep.", "ratio",
+                     "w panels", "ratio", "w bf16", "ratio", "bf16 GB/s", "prepare ms (wT / panels / bf16)");
+        for (const auto &d : data) {
+            if (!listed(o.variant_shapes, d->shape.name)) continue;
+            const BenchShape &s = d->shape;
+            const double t1 = median(g_samples[tessel_name(s, o.schedule, "tanh_fast")]);
+            const double tp = median(g_samples[tessel_name(s, o.schedule, "x_wT_prepared")]);
+            const double tk = median(g_samples[tessel_name(s, o.schedule, "w_panels")]);
+            const double tb = median(g_samples[tessel_name(s, o.schedule, "w_bf16")]);
+            const auto &prep = d->prepared;
+            std::fprintf(g_text, "%-14s %10.3f %14.3f %6.3fx %12.3f %6.3fx %12.3f %6.3fx %9.1f  %.1f / %.1f / %.1f\n",
+                         s.name.c_str(), t1 * 1e3, tp * 1e3, t1 / tp, tk * 1e3, t1 / tk, tb * 1e3, t1 / tb,
+                         prep.at("w_bf16").read_bytes / tb * 1e-9, prep.at("x_wT_prepared").seconds * 1e3,
+                         prep.at("w_panels").seconds * 1e3, prep.at("w_bf16").seconds * 1e3);
+            if (s.kind == ShapeKind::Decode) {
+                const double floor = median(g_samples[floor_name(s)]);
+                const double gbps = s.min_bytes() / floor * 1e-9;
+                std::fprintf(g_text, "%-14s cold read of w (f32) %.3f ms = %.1f GB/s; bf16 reads %.1f%% of that bandwidth, "
+                                     "f32 %.1f%%\n", "", floor * 1e3, gbps, 100 * prep.at("w_bf16").read_bytes / tb * 1e-9 / gbps,
+                             100 * s.min_bytes() / t1 * 1e-9 / gbps);
+            }
+        }
+        std::fprintf(g_text, "(ratio = x @ w ms / variant ms: > 1.000x means the variant is faster; x@T(w) prep. is w stored\n"
+                             " [N, K], transposed once when prepared; panels are the register block's width)\n");
     }
 
     for (const auto &d : data) {
@@ -528,8 +558,17 @@ int run(int argc, char **argv) {
                 Buffer<float> yv(s.N, s.M);
                 std::map<std::string, Buffer<float> *> args{{"x", &d->x}, {"w", &d->w}, {"wt", &d->wt},
                                                             {"bias", &d->bias}, {"t", &d->t}, {"y", &yv}};
-                v.run(args);
-                const ErrorStats ev = compare(yv.data(), d->y.data(), (size_t)s.M * s.N);
+                const GroupVariant::Prepared *prep = &(d->prepared[v.label] = v.prepare_weights(args));
+                v.run(args, *prep);
+                ErrorStats ev = compare(yv.data(), d->y.data(), (size_t)s.M * s.N);
+                if (v.label == "w_bf16") {
+                    // bf16 weights: checked against OpenBLAS on w rounded to bf16, the same math.
+                    Buffer<float> wr(s.N, s.K), yr(s.N, s.M);
+                    for (size_t i = 0; i < (size_t)s.K * s.N; i++)
+                        wr.data()[i] = dsl::bf16_bits_to_float(dsl::float_to_bf16_bits(d->w.data()[i]));
+                    gelu_mlp_openblas(d->x.data(), wr.data(), d->bias.data(), yr.data(), s.M, s.K, s.N, GeluForm::Tanh);
+                    ev = compare(yv.data(), yr.data(), (size_t)s.M * s.N);
+                }
                 if (!(ev.max_rel <= 1e-3)) {
                     std::fprintf(stderr, "error: %s: %s and the layer disagree (max rel %.3g)\n", s.name.c_str(),
                                  v.label.c_str(), ev.max_rel);
@@ -539,7 +578,7 @@ int run(int argc, char **argv) {
                 timed.push_back({tessel_name(s, o.schedule, v.label), [=] {
                                      std::map<std::string, Buffer<float> *> a{{"x", &d->x}, {"w", &d->w}, {"wt", &d->wt},
                                                                              {"bias", &d->bias}, {"t", &d->t}, {"y", &d->y}};
-                                     vp->run(a);
+                                     vp->run(a, *prep);
                                  }});
             }
         }

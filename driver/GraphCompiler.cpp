@@ -41,6 +41,7 @@ struct PlannedGraph {
     dsl::FusionPlan plan;
     std::map<std::string, int64_t> sizes;  ///< every symbol, for the memory plan
     std::optional<dsl::RematResult> remat;
+    dsl::LayoutPlan layouts;  ///< weights' and prepared values' layouts (CPU targets)
 };
 
 /** The graph's shape symbols (M, K, ...), sorted. */
@@ -99,6 +100,8 @@ PlannedGraph plan_graph(const std::string &file, const Halide::Target &target,
         p.remat = dsl::rematerialize(p.graph, ro);
     }
     p.plan = dsl::plan_fusion(p.graph, fusion);
+    // Layouts last: they are chosen for the groups as planned (the plan never depends on them).
+    if (!target.has_gpu_feature()) p.layouts = dsl::assign_layouts(p.graph, p.plan, lower::layout_options(target));
     return p;
 }
 
@@ -167,6 +170,16 @@ int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
     PlannedGraph p = plan_graph(o.file, target, o.symbols, o.remat, o.memory_budget);
     out << p.plan.to_string(p.graph) << "\n";
     if (p.remat && (p.remat->changed || o.memory_budget || !p.remat->skipped.empty())) out << p.remat->to_string();
+    if (!p.layouts.regions.empty()) out << p.layouts.to_string(p.graph) << "\n";
+    out << "values with a layout:";
+    bool any_layout = false;
+    for (dsl::ValueId v : p.graph.order())
+        if (!p.graph.node(v).layout.empty()) {
+            out << "\n  %" << p.graph.display_name(v) << " : " << dsl::print_type(p.graph, p.graph.node(v).type) << " layout "
+                << dsl::to_string(p.graph.node(v).layout);
+            any_layout = true;
+        }
+    out << (any_layout ? "\n" : " none (every value row-major)\n");
 
     fs::create_directories(o.out_dir);
     const std::string base = p.graph.name;
@@ -244,6 +257,7 @@ int run_graph(const GraphRunOptions &o, std::ostream &out) {
 
     PlannedGraph p = plan_graph(o.file, target, ref.symbols, o.remat, o.memory_budget);
     if (p.remat && (p.remat->changed || o.memory_budget || !p.remat->skipped.empty())) out << p.remat->to_string();
+    if (!p.layouts.regions.empty()) out << p.layouts.to_string(p.graph);
     if (const std::string note = use_kernel_cache(o.kernel_cache, o.db); !note.empty()) out << note << "\n";
     const AutoSchedule autos{&p.graph, o.db, ref.symbols, o.tune, &out};
     const CompiledGraph program(p.graph, p.plan, target, make_chooser(o.schedule, target, autos));

@@ -3,6 +3,10 @@
 #include "dsl/ir/Printer.h"
 #include "dsl/ir/TypeInference.h"
 #include "lowering/ScheduleGroup.h"
+#include "lowering/TensorBuffers.h"
+#include "dsl/analysis/WeightDerived.h"
+
+#include <chrono>
 
 #include <future>
 
@@ -21,29 +25,6 @@ std::vector<int64_t> concrete_shape(const dsl::Graph &g, ValueId v, const std::m
     return shape;
 }
 
-namespace {
-
-Halide::Buffer<float> make_buffer(const std::vector<int64_t> &shape, const std::string &name) {
-    std::vector<int> sizes(shape.rbegin(), shape.rend());  // Halide dimension 0 is the last axis
-    if (sizes.empty()) sizes.push_back(1);
-    return Halide::Buffer<float>(sizes, name);
-}
-
-Halide::Buffer<float> to_buffer(const dsl::Tensor &t, const std::string &name) {
-    Halide::Buffer<float> b = make_buffer(t.shape, name);
-    for (int64_t i = 0; i < t.numel(); i++) b.data()[i] = (float)t.data[i];
-    return b;
-}
-
-dsl::Tensor to_tensor(const Halide::Buffer<float> &b, const std::vector<int64_t> &shape) {
-    dsl::Tensor t;
-    t.dtype = dsl::DType::F32;
-    t.shape = shape;
-    t.data.assign(b.data(), b.data() + t.numel());
-    return t;
-}
-
-}  // namespace
 
 CompiledGraph::CompiledGraph(const dsl::Graph &g, const dsl::FusionPlan &plan, const Halide::Target &target,
                              const ScheduleChooser &choose, KernelBackend backend)
@@ -81,16 +62,16 @@ std::vector<dsl::ExternalGroup> CompiledGraph::as_external_groups() const {
             if (a.is_output) eg.outputs.push_back(a.value);
         const dsl::Graph *g = &graph_;
         eg.run = [k, g](const std::map<ValueId, dsl::Tensor> &values, const std::map<std::string, int64_t> &symbols) {
-            std::vector<Halide::Buffer<float>> buffers;
+            std::vector<Halide::Buffer<>> buffers;
             std::vector<halide_buffer_t *> raw;
             for (const auto &a : k->arguments()) {
                 if (a.is_output) {
-                    buffers.push_back(make_buffer(concrete_shape(*g, a.value, symbols), a.name));
+                    buffers.push_back(make_value_buffer(*g, a.value, concrete_shape(*g, a.value, symbols), a.name));
                 } else {
                     auto it = values.find(a.value);
                     if (it == values.end())
                         throw lower::LoweringError("group '" + k->group().name + "' reads " + a.name + " before it is computed");
-                    buffers.push_back(to_buffer(it->second, a.name));
+                    buffers.push_back(to_value_buffer(*g, a.value, it->second, a.name));
                 }
                 raw.push_back(buffers.back().raw_buffer());
             }
@@ -98,7 +79,8 @@ std::vector<dsl::ExternalGroup> CompiledGraph::as_external_groups() const {
             std::vector<dsl::Tensor> results;
             for (size_t i = 0; i < k->arguments().size(); i++)
                 if (k->arguments()[i].is_output)
-                    results.push_back(to_tensor(buffers[i], concrete_shape(*g, k->arguments()[i].value, symbols)));
+                    results.push_back(from_value_buffer(*g, k->arguments()[i].value, buffers[i],
+                                                        concrete_shape(*g, k->arguments()[i].value, symbols)));
             return results;
         };
         out.push_back(std::move(eg));
@@ -151,15 +133,8 @@ std::map<std::string, int64_t> bind_symbols(const dsl::Graph &g, const std::map<
     return symbols;
 }
 
-/** Descriptor over `data` for a dense tensor of `shape` (Halide dimension 0 = last axis). */
-Halide::Buffer<float> dense_view(float *data, const std::vector<int64_t> &shape) {
-    std::vector<int> sizes(shape.rbegin(), shape.rend());
-    if (sizes.empty()) sizes.push_back(1);
-    return Halide::Buffer<float>(data, sizes);
-}
-
 /** `b` read as transpose(b, perm) (tensor axes): result axis i is b's axis perm[i]. */
-Halide::Buffer<float> transposed_view(const Halide::Buffer<float> &b, const std::vector<int64_t> &perm) {
+Halide::Buffer<> transposed_view(const Halide::Buffer<> &b, const std::vector<int64_t> &perm) {
     const int r = (int)perm.size();
     std::vector<int> order(r);
     for (int d = 0; d < r; d++) order[d] = r - 1 - (int)perm[r - 1 - d];
@@ -167,6 +142,43 @@ Halide::Buffer<float> transposed_view(const Halide::Buffer<float> &b, const std:
 }
 
 }  // namespace
+
+std::map<ValueId, Halide::Buffer<>> CompiledGraph::prepared_values(const std::map<std::string, dsl::Tensor> &inputs,
+                                                                   const std::map<std::string, int64_t> &symbols,
+                                                                   RunStats &stats) const {
+    // The key: each weight's identity (data address, size) and contents version.
+    PreparedKey key;
+    for (ValueId v : graph_.order()) {
+        if (!dsl::is_weight(graph_, v)) continue;
+        const dsl::Tensor &t = inputs.at(graph_.display_name(v));
+        key.push_back({t.data.data(), (int64_t)t.data.size(), t.version});
+    }
+    std::lock_guard<std::mutex> lock(prepared_lock_);
+    if (prepared_ && prepared_->key == key) return prepared_->values;
+    const auto t0 = std::chrono::steady_clock::now();
+    Prepared p;
+    p.key = std::move(key);
+    for (ValueId v : graph_.order())
+        if (dsl::is_weight(graph_, v)) p.values[v] = to_value_buffer(graph_, v, inputs.at(graph_.display_name(v)), graph_.display_name(v));
+    for (const Group &cg : groups_) {
+        const CompiledKernel &k = *cg.kernel;
+        if (!k.group().prepared) continue;
+        std::vector<halide_buffer_t *> raw;
+        for (const auto &a : k.arguments()) {
+            if (a.is_output) p.values[a.value] = make_value_buffer(graph_, a.value, concrete_shape(graph_, a.value, symbols), a.name);
+            auto it = p.values.find(a.value);
+            if (it == p.values.end())
+                throw lower::LoweringError("prepared group '" + k.group().name + "' reads " + a.name + ", which is not prepared");
+            raw.push_back(it->second.raw_buffer());
+        }
+        k.run(raw);
+    }
+    p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    stats.prepared_weights = true;
+    stats.prepare_seconds = p.seconds;
+    prepared_ = std::move(p);
+    return prepared_->values;
+}
 
 std::vector<dsl::Tensor> CompiledGraph::run_planned(const std::map<std::string, dsl::Tensor> &inputs,
                                                     std::map<std::string, int64_t> symbols,
@@ -204,35 +216,43 @@ std::vector<dsl::Tensor> CompiledGraph::run_planned(const std::map<std::string, 
         std::vector<halide_buffer_t *> buffers;
     };
     std::vector<Call> calls;
-    // Storage of every value a kernel reads or writes, by value.
-    std::map<ValueId, Halide::Buffer<float>> storage;
+    // Storage of every value a kernel reads or writes, by value: weights and the values prepared
+    // from them first (kept between calls), then the other inputs, converted per call.
+    std::map<ValueId, Halide::Buffer<>> storage = prepared_values(inputs, symbols, stats);
     for (const auto &[name, t] : inputs) {
         const ValueId v = graph_.find(name);
-        if (v != dsl::kNoValue && graph_.node(v).op == dsl::Op::Input) storage[v] = to_buffer(t, name);
+        if (v != dsl::kNoValue && graph_.node(v).op == dsl::Op::Input && !storage.count(v))
+            storage[v] = to_value_buffer(graph_, v, t, name);
     }
     for (size_t i = 0; i < graph_.outputs.size(); i++) {
         const ValueId v = graph_.outputs[i];
-        if (!storage.count(v)) storage[v] = make_buffer(concrete_shape(graph_, v, symbols), graph_.output_name(i));
+        if (!storage.count(v)) storage[v] = make_value_buffer(graph_, v, concrete_shape(graph_, v, symbols), graph_.output_name(i));
     }
     for (size_t gi = 0; gi < groups_.size(); gi++) {
         const CompiledKernel &k = *groups_[gi].kernel;
+        if (k.group().prepared) continue;  // ran when the weights were prepared
         bool view = false;
         for (const auto &a : k.arguments()) {
             if (!a.is_output || storage.count(a.value)) continue;
             const dsl::LogicalBuffer *b = plan.buffer(a.value);
             const std::vector<int64_t> shape = concrete_shape(graph_, a.value, symbols);
+            if (value_bytes(graph_, a.value, shape) > b->bytes)
+                throw lower::LoweringError("value %" + graph_.display_name(a.value) + " in layout " +
+                                           dsl::to_string(graph_.node(a.value).layout) +
+                                           " needs more bytes than the memory plan holds: panel layouts are for weights, "
+                                           "prepared values and inputs");
             if (b->kind == dsl::LogicalBuffer::Kind::View) {
                 const dsl::Node &n = graph_.node(a.value);
-                const Halide::Buffer<float> &operand = storage.at(b->shares_with);
+                const Halide::Buffer<> &operand = storage.at(b->shares_with);
                 storage[a.value] = n.op == dsl::Op::Transpose ? transposed_view(operand, n.attrs.perm)
-                                                              : dense_view(operand.data(), shape);
+                                                              : value_buffer_over(graph_, a.value, operand.data(), shape);
                 view = true;
                 stats.views++;
             } else if (b->kind == dsl::LogicalBuffer::Kind::InPlace) {
-                storage[a.value] = dense_view(storage.at(b->shares_with).data(), shape);
+                storage[a.value] = value_buffer_over(graph_, a.value, storage.at(b->shares_with).data(), shape);
                 stats.in_place++;
             } else {
-                storage[a.value] = dense_view(reinterpret_cast<float *>(arena + plan.offset_of(a.value)), shape);
+                storage[a.value] = value_buffer_over(graph_, a.value, arena + plan.offset_of(a.value), shape);
             }
         }
         if (view) continue;  // the descriptor is the result: no kernel runs
@@ -269,7 +289,7 @@ std::vector<dsl::Tensor> CompiledGraph::run_planned(const std::map<std::string, 
     }
     stats.kernels_run = (int)calls.size();
     std::vector<dsl::Tensor> results;
-    for (ValueId v : graph_.outputs) results.push_back(to_tensor(storage.at(v), concrete_shape(graph_, v, symbols)));
+    for (ValueId v : graph_.outputs) results.push_back(from_value_buffer(graph_, v, storage.at(v), concrete_shape(graph_, v, symbols)));
     return results;
 }
 

@@ -11,7 +11,13 @@
  * per run (or the caller's workspace) holds every intermediate at its planned offset, a view
  * group runs no kernel (its result is a buffer descriptor over the operand's storage, with
  * permuted strides for a transpose), and an in-place group's output descriptor points at the
- * input it overwrites. Graph inputs and outputs are separate buffers of the caller. Otherwise
+ * input it overwrites. Graph inputs and outputs are separate buffers of the caller. Every buffer
+ * is in its value's layout and storage type (lowering/TensorBuffers.h).
+ *
+ * Weights are prepared once: on the first planned run, and again only when a weight changes
+ * (another tensor, or its Tensor::version bumped), the weights are converted to the layout and
+ * storage type kernels read and the prepared groups (FusionGroup::prepared: values computed from
+ * weights alone) run; their results are kept and every later call reads them. Otherwise
  * the interpreter drives the run (as_external_groups): effects and shape code are interpreted
  * and each group's outputs come back as tensors.
  */
@@ -65,6 +71,10 @@ struct RunStats {
     int64_t arena_bytes = 0;       ///< planned peak used
     int kernels_run = 0, views = 0, in_place = 0, waves = 0;
     std::string printed;           ///< what `print` ops wrote (interpreter-driven runs)
+    /** This call converted the weights and ran the prepared groups (first call, or a weight
+     * changed: another tensor, or its version bumped), taking prepare_seconds. */
+    bool prepared_weights = false;
+    double prepare_seconds = 0;
 };
 
 class CompiledGraph {
@@ -122,6 +132,19 @@ private:
     using PlanKey = std::tuple<std::map<std::string, int64_t>, dsl::ReusePolicy, std::set<std::string>>;
     mutable std::mutex plans_lock_;
     mutable std::map<PlanKey, std::shared_ptr<const dsl::BufferAssignment>> plans_;
+
+    /** Weights and prepared values, keyed by each weight's (data address, size, version). */
+    using PreparedKey = std::vector<std::tuple<const double *, int64_t, uint64_t>>;
+    struct Prepared {
+        PreparedKey key;
+        std::map<dsl::ValueId, Halide::Buffer<>> values;
+        double seconds = 0;
+    };
+    mutable std::mutex prepared_lock_;
+    mutable std::optional<Prepared> prepared_;
+    std::map<dsl::ValueId, Halide::Buffer<>> prepared_values(const std::map<std::string, dsl::Tensor> &inputs,
+                                                             const std::map<std::string, int64_t> &symbols,
+                                                             RunStats &stats) const;
 
     std::vector<dsl::Tensor> run_planned(const std::map<std::string, dsl::Tensor> &inputs,
                                          std::map<std::string, int64_t> symbols, const ArenaOptions &options,

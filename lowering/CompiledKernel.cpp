@@ -120,11 +120,12 @@ CompiledKernel::CompiledKernel(const dsl::Graph &g, dsl::FusionGroup group, sche
         } else {
             bool found = false;
             for (size_t a = 0; a < arguments_.size() && !found; a++) {
-                const auto &dims = g.node(arguments_[a].value).type.dims;
-                for (size_t axis = 0; axis < dims.size() && !found; axis++) {
-                    if (!dsl::same_dim(g, dims[axis], e.dim)) continue;
+                const dsl::Node &n = g.node(arguments_[a].value);
+                const std::vector<dsl::PhysicalDim> phys = dsl::physical_dims(n.layout, n.type.rank());
+                for (size_t pd = 0; pd < phys.size() && !found; pd++) {
+                    if (phys[pd].part != dsl::PhysicalDim::Part::Whole || !dsl::same_dim(g, n.type.dims[phys[pd].axis], e.dim)) continue;
                     src.argument = a;
-                    src.dimension = (int)(dims.size() - 1 - axis);
+                    src.dimension = (int)(phys.size() - 1 - pd);
                     found = true;
                 }
             }
@@ -189,42 +190,55 @@ std::string CompiledKernel::check_buffers(const std::vector<halide_buffer_t *> &
         std::string from;
     };
     std::vector<Binding> bound;
-    for (size_t i = 0; i < buffers.size(); i++) {
-        const KernelArgument &a = arguments_[i];
-        const halide_buffer_t *b = buffers[i];
-        const std::string arg = "argument '" + a.name + "' (" + (a.is_output ? "output" : "input") + ")";
-        if (!b) return arg + " is a null buffer";
-        if (b->type.code != halide_type_float || b->type.bits != 32 || b->type.lanes != 1)
-            return arg + " has element type " + type_name(b->type) + "; the kernel takes float32";
-        if (!b->host && !b->device) return arg + " has no memory (host pointer null)";
-        if (b->dimensions != a.dimensions)
-            return arg + " has " + std::to_string(b->dimensions) + " dimensions " + shape_of(b) + "; the kernel expects " +
-                   std::to_string(a.dimensions);
-        // Expected shape, tensor order, with the binding of each symbolic size.
-        const auto &dims = graph_->node(a.value).type.dims;
-        std::string want = "[", why;
-        bool match = true;
-        for (size_t axis = 0; axis < dims.size(); axis++) {
-            const int hd = (int)(dims.size() - 1 - axis);
-            const long got = b->dim[hd].extent;
-            const dsl::Dim d = dsl::resolve_dim(*graph_, dims[axis]);
-            long expect = got;
-            if (d.is_static()) {
-                expect = (long)d.size;
-            } else {
-                auto it = std::find_if(bound.begin(), bound.end(), [&](const Binding &x) { return dsl::same_dim(*graph_, x.dim, d); });
-                if (it == bound.end()) bound.push_back({d, got, a.name});
-                else {
-                    expect = it->extent;
-                    if (got != expect) why = dsl::print_dim(*graph_, dims[axis]) + " = " + std::to_string(expect) + " from '" + it->from + "'";
-                }
+    auto binding = [&](const dsl::Dim &d) {
+        return std::find_if(bound.begin(), bound.end(), [&](const Binding &x) { return dsl::same_dim(*graph_, x.dim, d); });
+    };
+    // Two passes: the dims that hold a whole axis bind the symbols; a panel-blocked axis's
+    // extent (ceil(size / width) panels) is checked once every symbol is bound.
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < buffers.size(); i++) {
+            const KernelArgument &a = arguments_[i];
+            const halide_buffer_t *b = buffers[i];
+            const std::string arg = "argument '" + a.name + "' (" + (a.is_output ? "output" : "input") + ")";
+            const dsl::Node &n = graph_->node(a.value);
+            if (pass == 0) {
+                if (!b) return arg + " is a null buffer";
+                const Halide::Type want_type = *lower::storage_type(n.type.dtype);
+                if (b->type.code != (halide_type_code_t)want_type.code() || b->type.bits != want_type.bits() || b->type.lanes != 1)
+                    return arg + " has element type " + type_name(b->type) + "; the kernel takes " + type_name(want_type);
+                if (!b->host && !b->device) return arg + " has no memory (host pointer null)";
+                if (b->dimensions != a.dimensions)
+                    return arg + " has " + std::to_string(b->dimensions) + " dimensions " + shape_of(b) + "; the kernel expects " +
+                           std::to_string(a.dimensions);
             }
-            match = match && got == expect;
-            want += std::to_string(expect) + (axis + 1 < dims.size() ? "," : "");
+            // Expected physical shape, outermost first, with the binding of each symbolic size.
+            const auto &dims = n.type.dims;
+            const std::vector<dsl::PhysicalDim> phys = dsl::physical_dims(n.layout, n.type.rank());
+            std::string want = "[", why;
+            bool match = true;
+            for (size_t pd = 0; pd < phys.size(); pd++) {
+                const int hd = (int)(phys.size() - 1 - pd), axis = phys[pd].axis;
+                const long got = b->dim[hd].extent;
+                const dsl::Dim d = dsl::resolve_dim(*graph_, dims[axis]);
+                const bool whole = phys[pd].part == dsl::PhysicalDim::Part::Whole;
+                long logical = whole ? got : -1;
+                if (d.is_static()) {
+                    logical = (long)d.size;
+                } else if (auto it = binding(d); it != bound.end()) {
+                    if (whole && got != it->extent) why = dsl::print_dim(*graph_, dims[axis]) + " = " + std::to_string(it->extent) + " from '" + it->from + "'";
+                    logical = it->extent;
+                } else if (whole) {
+                    bound.push_back({d, got, a.name});
+                }
+                const long expect = logical < 0 ? got : (long)dsl::physical_extent(phys[pd], logical);
+                if (pass == 1 || whole) match = match && got == expect;
+                want += std::to_string(expect) + (pd + 1 < phys.size() ? "," : "");
+            }
+            if (dims.empty() && b->dim[0].extent != 1) match = false, want += "1";
+            want += "]";
+            if (!n.layout.empty()) want += " (layout " + dsl::to_string(n.layout) + " of " + dsl::print_type(*graph_, n.type) + ")";
+            if (!match) return arg + " has shape " + shape_of(b) + "; the kernel expects " + want + (why.empty() ? "" : " (" + why + ")");
         }
-        if (dims.empty() && b->dim[0].extent != 1) match = false, want += "1";
-        want += "]";
-        if (!match) return arg + " has shape " + shape_of(b) + "; the kernel expects " + want + (why.empty() ? "" : " (" + why + ")");
     }
     return "";
 }

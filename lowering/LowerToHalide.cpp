@@ -129,6 +129,19 @@ Expr ieee_minimum(const Expr &a, const Expr &b) {
     return from_order_key(Halide::min(order_key(a, false), order_key(b, false)));
 }
 
+}  // namespace
+
+std::optional<Halide::Type> storage_type(dsl::DType t) {
+    switch (t) {
+    case dsl::DType::F32: return Halide::Float(32);
+    case dsl::DType::F16: return Halide::Float(16);
+    case dsl::DType::BF16: return Halide::BFloat(16);
+    default: return std::nullopt;
+    }
+}
+
+namespace {
+
 [[noreturn]] void refuse(const Graph &g, ValueId v, const std::string &why) {
     throw LoweringError("cannot lower " + dsl::print_node(g, v) + ": " + why);
 }
@@ -170,7 +183,8 @@ public:
     /** Value `v` at tensor index `idx` (idx[0] is the outermost axis). */
     Expr at(ValueId v, const std::vector<Expr> &idx) {
         const Node &n = g_.node(v);
-        if (auto p = params_.find(v); p != params_.end()) return p->second(reversed(idx));
+        if (auto p = params_.find(v); p != params_.end())
+            return p->second(reversed(dsl::physical_index(param_dims_.at(v), idx)));
         if (auto w = views_.find(v); w != views_.end()) return w->second(reversed(idx));
         if (!funcs_.count(v) && in_group_.count(v)) define_stateful_func(v);  // lazily, in use order
         if (auto f = funcs_.find(v); f != funcs_.end()) {
@@ -178,7 +192,7 @@ public:
                 return f->second(reversed(idx))[t->second];
             return f->second(reversed(idx));
         }
-        if (n.type.dtype != dsl::DType::F32 && n.op != Op::Cast) refuse(g_, v, "only f32 tensors are lowered");
+        if (n.type.dtype != dsl::DType::F32 && n.op != Op::Cast) refuse(g_, v, "arithmetic is lowered in f32 only (an f16/bf16 value is stored and cast)");
         auto operand = [&](int i) { return at(n.inputs[i], broadcast_index(n.inputs[i], idx)); };
         switch (n.op) {
         case Op::Constant: {
@@ -201,8 +215,8 @@ public:
         case Op::Sqrt: return Halide::sqrt(operand(0));
         case Op::Rsqrt: return 1.0f / Halide::sqrt(operand(0));
         case Op::Cast: {
-            if (n.type.dtype != dsl::DType::F32) refuse(g_, v, "only casts to f32 are lowered");
-            return Halide::cast<float>(operand(0));
+            if (!storage_type(n.type.dtype)) refuse(g_, v, "only casts between f32, f16 and bf16 are lowered");
+            return Halide::cast(*storage_type(n.type.dtype), operand(0));
         }
         case Op::Transpose: {
             std::vector<Expr> in_idx(idx.size());
@@ -234,6 +248,31 @@ public:
         refuse(g_, v, "dimension " + std::to_string(axis) + " depends on shape code that did not fold to a constant");
     }
 
+    /** Output Func `name` writing value `v` in its layout: defined over the physical dims (loops
+     * named as for a tensor of that rank), each point the value at its logical index; the
+     * padding of a last panel is 0 (the value is read at a clamped index there, never out of
+     * bounds). */
+    Func laid_out(ValueId v, const std::string &name) {
+        const Node &n = g_.node(v);
+        const std::vector<dsl::PhysicalDim> dims = dsl::physical_dims(n.layout, n.type.rank());
+        auto vs = vars((int)dims.size());
+        std::vector<Expr> phys;
+        for (auto it = vs.rbegin(); it != vs.rend(); ++it) phys.push_back(*it);
+        std::vector<Expr> idx = dsl::logical_index(dims, phys, n.type.rank()), clamped = idx;
+        Expr inside = Halide::Internal::const_true();
+        if (n.layout.has_panels()) {
+            const int a = n.layout.panel_axis;
+            const Expr e = extent(v, a);
+            inside = idx[a] < e;
+            clamped[a] = Halide::min(idx[a], e - 1);
+        }
+        Func y(name);
+        const std::vector<Halide::Var> args(vs.begin(), vs.end());
+        const Expr value = at(v, clamped);
+        y(args) = n.layout.has_panels() ? Halide::select(inside, value, Halide::cast(value.type(), 0)) : value;
+        return y;
+    }
+
     std::vector<Halide::Var> vars(int rank) {
         std::vector<Halide::Var> vs;
         for (int a = rank - 1; a >= 0; a--) vs.push_back(Halide::Var(axis_name(a, rank)));
@@ -247,6 +286,7 @@ private:
     dsl::NumericMode mode_;
     std::set<ValueId> in_group_;
     std::map<ValueId, Halide::ImageParam> params_;
+    std::map<ValueId, std::vector<dsl::PhysicalDim>> param_dims_;  // each input's physical dims
     std::map<ValueId, Func> funcs_;
     std::map<ValueId, Func> views_;    // transposed operand -> its view Func "w"
     std::map<ValueId, int> tuple_of_;  // matmul value -> its element in the shared Func
@@ -285,14 +325,20 @@ private:
 
     void add_input(ValueId v) {
         const Node &n = g_.node(v);
-        if (n.type.dtype != dsl::DType::F32) refuse(g_, v, "only f32 tensors are lowered");
-        Halide::ImageParam p(Halide::Float(32), std::max(1, n.type.rank()), halide_name(v));
+        const auto type = storage_type(n.type.dtype);
+        if (!type) refuse(g_, v, "only f32, f16 and bf16 tensors are lowered");
+        const std::vector<dsl::PhysicalDim> dims = dsl::physical_dims(n.layout, n.type.rank());
+        Halide::ImageParam p(*type, std::max(1, (int)dims.size()), halide_name(v));
         params_[v] = p;
+        param_dims_[v] = dims;
         out_.input_values.push_back(v);
         out_.inputs.push_back(p);
-        for (int a = 0; a < n.type.rank(); a++) {
+        for (size_t pd = 0; pd < dims.size(); pd++) {
+            const int a = dims[pd].axis, hd = (int)(dims.size() - 1 - pd);
+            if (dims[pd].part == dsl::PhysicalDim::Part::InPanel) p.dim(hd).set_extent((int)dims[pd].width);
+            // A panel-blocked axis's extent is not a dimension of the buffer: another input binds it.
+            if (dims[pd].part != dsl::PhysicalDim::Part::Whole) continue;
             const dsl::Dim d = dsl::resolve_dim(g_, n.type.dims[a]);
-            const int hd = n.type.rank() - 1 - a;
             if (d.kind != dsl::Dim::Kind::Symbol) continue;
             // The first input naming a symbol binds it; later ones must agree (checked when
             // the pipeline runs, and a constant extent Halide can use while compiling).
@@ -368,7 +414,7 @@ private:
         std::vector<Expr> init, update;
         std::vector<Halide::Var> args(vs.begin(), vs.end());
         const bool first_contraction = !out_.input_roles.count("x") && !out_.funcs.count("w");
-        if (first_contraction) define_transposed_operand_view(n.inputs[1]);
+        if (first_contraction) define_operand_view(n.inputs[1]);
         for (size_t i = 0; i < siblings.size(); i++) {
             const Node &s = g_.node(siblings[i]);
             init.push_back(0.0f);
@@ -392,23 +438,33 @@ private:
         out_.matmul_count += (int)siblings.size();
         if (first_contraction) {
             if (auto p = params_.find(a); p != params_.end()) out_.input_roles["x"] = p->second;
-            if (auto p = params_.find(n.inputs[1]); p != params_.end()) out_.input_roles["w"] = p->second;
+            if (auto p = params_.find(n.inputs[1]); p != params_.end() && !views_.count(n.inputs[1]))
+                out_.input_roles["w"] = p->second;
         }
     }
 
-    /** `x @ transpose(w_nk)` (PyTorch's Linear, weights stored [N, K]): the right operand is a
-     * group input read through a 2-D transpose. It becomes a Func "w" in the [K, N] orientation
-     * schedules expect — pure vars _0 (n) and _1 (k), like an ImageParam's wrapper — which the
-     * matmul reads; schedules stage and pack it exactly as they pack a w stored [K, N]. */
-    void define_transposed_operand_view(ValueId rhs) {
-        const Node &t = g_.node(rhs);
-        if (t.op != Op::Transpose || t.type.rank() != 2 || !in_group_.count(rhs)) return;
-        if (!t.attrs.perm.empty() && t.attrs.perm != std::vector<int64_t>{1, 0}) return;
-        auto p = params_.find(t.inputs[0]);
-        if (p == params_.end()) return;
+    /** The right operand read through a 2-D transpose or a widening cast (or both) of a group
+     * input: `x @ transpose(w_nk)` (PyTorch's Linear, weights stored [N, K]), `x @ cast(w_bf16)`.
+     * It becomes a Func "w" in the [K, N] orientation schedules expect — pure vars _0 (n) and
+     * _1 (k), like an ImageParam's wrapper — which the matmul reads; schedules stage and pack
+     * it exactly as they pack a w stored [K, N] in f32. */
+    void define_operand_view(ValueId rhs) {
+        if (g_.node(rhs).type.rank() != 2) return;
+        ValueId v = rhs;
+        for (; !params_.count(v); v = g_.node(v).inputs[0]) {
+            const Node &t = g_.node(v);
+            if (!in_group_.count(v)) return;
+            const bool transpose = t.op == Op::Transpose && t.type.rank() == 2 &&
+                                   (t.attrs.perm.empty() || t.attrs.perm == std::vector<int64_t>{1, 0});
+            const bool widen = t.op == Op::Cast && t.type.dtype == dsl::DType::F32;
+            if (!transpose && !widen) return;
+        }
+        // A row-major f32 input is the ImageParam itself (schedules wrap it); any layout or cast
+        // on the way gets the view, so schedules always see w as a [K, N] f32 Func.
+        if (v == rhs && g_.node(v).layout.empty()) return;
         Halide::Var n0("_0"), k1("_1");
         Func view("w");
-        view(n0, k1) = p->second(k1, n0);
+        view(n0, k1) = at(rhs, {Expr(k1), Expr(n0)});  // rhs[k][n], through every layout on the way
         out_.funcs["w"] = view;
         views_[rhs] = view;
     }
@@ -542,8 +598,13 @@ LoweredGroup lower_group(const Graph &g, const dsl::FusionGroup &group) {
                 std::vector<Expr> elements;
                 for (ValueId v : group.outputs) elements.push_back(b.at(v, idx));
                 y(args) = Halide::Tuple(elements);
+            } else if (const ValueId v = group.outputs[i]; !g.node(v).layout.empty()) {
+                if (group.kind == dsl::GroupKind::MatmulEpilogue)
+                    refuse(g, v, "a matmul group writes its outputs row-major (its schedules address the loops n and m); "
+                                 "give the layout to a value of a separate group");
+                y = b.laid_out(v, name);
             } else {
-                y(args) = b.at(group.outputs[i], idx);
+                y(args) = b.at(v, idx);
             }
             out.funcs[name] = y;
             out.output_names.push_back(name);

@@ -16,9 +16,18 @@
  * "matmul", so the shared operand is loaded once per reduction step (sibling fusion).
  *
  * Axis naming: a tensor's last axis is Halide dimension 0 and loop "n"; the one before is "m";
- * further leading axes are "b0", "b1", ... Tensors are row-major, as in the graph.
+ * further leading axes are "b0", "b1", ...
  *
- * Legal for pure f32 tensor ops whose dims are static or named symbols bound by a group input;
+ * Layouts and storage types (dsl/ir/Layout.h). An input is an ImageParam of its physical
+ * dimensions (panel index outermost, then the order, the offset within a panel innermost) and
+ * its storage type (f32, f16, bf16); every read maps the logical index to physical coordinates,
+ * so a transpose or a layout costs index arithmetic, never a copy. A matmul's right operand read
+ * through a layout, a transpose or a widening cast is the view Func "w" in [K, N] orientation, so
+ * matmul schedules stage and vectorize it as they do a row-major f32 w. A non-matmul group's output
+ * with a layout is written over its physical dimensions (a last panel's padding is 0).
+ * Arithmetic is f32: an f16/bf16 value is only stored, loaded and cast.
+ *
+ * Legal for pure float tensor ops whose dims are static or named symbols bound by a group input;
  * anything else (effects, integer tensors, unresolved shape code) is refused with LoweringError.
  */
 #pragma once
@@ -29,6 +38,7 @@
 #include <Halide.h>
 
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -77,6 +87,9 @@ struct LoweredGroup {
  * symbol are constrained equal (a mismatch fails at run time with Halide's message). Throws
  * LoweringError naming the node and the reason. */
 LoweredGroup lower_group(const dsl::Graph &g, const dsl::FusionGroup &group);
+
+/** Halide type a tensor of dtype `t` is stored in (f32, f16, bf16), or nullopt (integers). */
+std::optional<Halide::Type> storage_type(dsl::DType t);
 
 /** The group's axis name for tensor axis `axis` of a rank-`rank` value: "n", "m", "b0"... */
 std::string axis_name(int axis, int rank);

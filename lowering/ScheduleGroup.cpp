@@ -1,6 +1,7 @@
 #include "lowering/ScheduleGroup.h"
 
 #include "schedules/Library.h"
+#include "schedules/MatmulCpuSchedules.h"
 
 namespace tessel::lower {
 
@@ -66,6 +67,15 @@ dsl::FusionOptions fusion_options(const Halide::Target &target, const std::map<s
     dsl::FusionOptions o;
     o.target = fusion_resources(target);
     o.symbol_sizes = symbols;
+    return o;
+}
+
+dsl::LayoutOptions layout_options(const Halide::Target &target,
+                                  std::vector<std::pair<std::map<std::string, int64_t>, double>> shapes) {
+    const sched::CpuBlocking b = sched::CpuBlocking::for_target(target);
+    dsl::LayoutOptions o;
+    o.model = dsl::LayoutCostModel::measured(b.nr, b.mr, b.decode_max_m);
+    o.shapes = std::move(shapes);
     return o;
 }
 

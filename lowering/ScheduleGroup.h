@@ -6,6 +6,7 @@
 #pragma once
 
 #include "dsl/passes/Fusion.h"
+#include "dsl/passes/LayoutAssignment.h"
 #include "lowering/LowerToHalide.h"
 #include "schedules/ApplySchedule.h"
 #include "schedules/GroupSchedules.h"
@@ -44,5 +45,11 @@ dsl::TargetResources fusion_resources(const Halide::Target &target);
 
 /** Fusion options for `target` with estimates at `symbols`. */
 dsl::FusionOptions fusion_options(const Halide::Target &target, const std::map<std::string, int64_t> &symbols = {});
+
+/** Layout-assignment options for a CPU `target`: the register block of its matmul schedules
+ * (sched::CpuBlocking) and the measured read rates (dsl::LayoutCostModel::measured), with the
+ * expected calls `shapes` (empty: the fusion plan's symbol sizes). */
+dsl::LayoutOptions layout_options(const Halide::Target &target,
+                                  std::vector<std::pair<std::map<std::string, int64_t>, double>> shapes = {});
 
 }  // namespace tessel::lower

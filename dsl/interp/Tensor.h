@@ -16,6 +16,9 @@ struct Tensor {
     DType dtype = DType::F32;
     std::vector<int64_t> shape;
     std::vector<double> data;  ///< row-major, numel() elements
+    /** Contents version: a caller that changes `data` of a weight in place bumps it, so values
+     * prepared from the weight (CompiledGraph) are prepared again. Not part of the value. */
+    uint64_t version = 0;
 
     int64_t numel() const;
     /** A tensor of `shape` with every element v (rounded to dtype). */

@@ -199,13 +199,23 @@ Value GraphBuilder::add_op(Op op, const std::vector<Value> &operands, Attrs attr
     return Value(this, id);
 }
 
-Value GraphBuilder::input(const std::string &name, DType dtype, const Shape &dims) {
+Value GraphBuilder::input(const std::string &name, DType dtype, const Shape &dims, const Layout &layout) {
     check_usable("input %" + name);
     if (!is_value_name(name))  // before adding, so a bad name leaves no unnamed input behind
         throw UserError("name %" + name + " is not a value name (letters, digits, '_', '.')");
     ValueId taken = graph_.find(name);
     if (taken != kNoValue && user_named_[taken]) throw UserError("redefinition of %" + name);
-    return add_op(Op::Input, {}, {}, make_type(dtype, dims)).named(name);
+    if (const std::string bad = check_layout(layout, (int)dims.size()); !bad.empty())
+        throw UserError("input %" + name + ": layout \"" + to_string(layout) + "\": " + bad);
+    Value v = add_op(Op::Input, {}, {}, make_type(dtype, dims)).named(name);
+    graph_.node(v.id()).layout = layout.canonical();
+    return v;
+}
+
+Value GraphBuilder::weight(const std::string &name, DType dtype, const Shape &dims, const Layout &layout) {
+    Value v = input(name, dtype, dims, layout);
+    graph_.node(v.id()).attrs.weight = true;
+    return v;
 }
 
 Value GraphBuilder::constant(double value, DType dtype, const Shape &dims) {

@@ -31,7 +31,8 @@
  * `f(a) + g(b)` either side may be added first. The graph is correct either way; when ids must
  * match a text exactly (tests), build such operands in separate statements.
  * A Value points at its builder: keep the builder alive (and in place; it cannot be moved) while
- * Values are used. The `layout="..."` slot is not set here (a later layout pass fills it).
+ * Values are used. Layouts are set on inputs and weights here (`layout` argument); every other
+ * value's layout is the layout-assignment pass's decision.
  * Code inside namespace tessel::dsl that includes this header sees exp/sqrt/abs/tanh/max/min on
  * Values hide the <cmath> names, so call those on numbers as std::exp etc. (as Halide code does).
  */
@@ -110,8 +111,12 @@ public:
      * identifier; adds nothing to the graph. Example: Dim M = b.symbol("M"). */
     Dim symbol(const std::string &name) const;
 
-    /** `%name = input : dtype[dims]`. */
-    Value input(const std::string &name, DType dtype, const Shape &dims);
+    /** `%name = input : dtype[dims]`; a non-empty `layout` is that of the caller's buffer. */
+    Value input(const std::string &name, DType dtype, const Shape &dims, const Layout &layout = {});
+    /** `%name = weight : dtype[dims]`: an input constant across calls, prepared once (values
+     * computed from weights alone, and layout conversions, run when the weight is prepared). A
+     * non-empty `layout` forces the layout kernels read it in. */
+    Value weight(const std::string &name, DType dtype, const Shape &dims, const Layout &layout = {});
     /** A splat constant `value : dtype[dims]` (rank 0 by default), stored rounded to dtype.
      * Integer dtypes need an integral value. Example: b.constant(2.0f) is `2 : f32[]`. */
     Value constant(double value, DType dtype = DType::F32, const Shape &dims = {});

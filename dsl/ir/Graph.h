@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "dsl/ir/Diagnostics.h"
+#include "dsl/ir/Layout.h"
 #include "dsl/ir/Types.h"
 
 namespace tessel::dsl {
@@ -87,16 +88,12 @@ struct Attrs {
     uint64_t seed = 0;
     std::string var;    ///< state variable name
     std::string text;   ///< print label / assert message
+    /** input: a weight, constant across calls (`%w = weight : f32[K, N]`). Values computed from
+     * weights alone are prepared once per weight, not per call (dsl/passes/WeightPrepare.h). */
+    bool weight = false;
     /** Equality; constant values compare bit for bit (so NaN == NaN, -0 != +0). */
     bool operator==(const Attrs &o) const;
     bool operator!=(const Attrs &o) const { return !(*this == o); }
-};
-
-/** Per-value layout slot, filled by a later layout pass. Empty means "row-major, undecided". */
-struct Layout {
-    std::string tag;
-    bool empty() const { return tag.empty(); }
-    bool operator==(const Layout &o) const { return tag == o.tag; }
 };
 
 struct Node {
@@ -104,6 +101,11 @@ struct Node {
     Op op = Op::Input;
     std::vector<ValueId> inputs;
     TensorType type;   ///< unused for ops without a result
+    /** Physical layout where the value is stored (dsl/ir/Layout.h); empty = row-major. On a
+     * weight it is the layout kernels read, which preparing converts the caller's row-major
+     * data to; on other inputs, the layout of the caller's buffer; on a value a group
+     * materializes, the layout its producer writes. Set by the text (`layout="..."`) or the
+     * layout-assignment pass. */
     Layout layout;
     Attrs attrs;
     std::string name;  ///< printed as %name; empty means printed as %<id>

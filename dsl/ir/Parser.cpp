@@ -269,6 +269,7 @@ private:
             Node &n = g_.node(r.id);
             n.type = *ann;
             infer(n);
+            if (!n.layout.empty()) check_layout_rank(n.layout, n.type.rank(), ann_loc);
             pending_ = kNoValue;
         } else if (ann) {
             Node &n = g_.node(r.id);
@@ -419,8 +420,18 @@ private:
         case Tok::Ident:
             if (t.text == "nan" || t.text == "inf")
                 return Operand{true, kNoValue, t.text == "nan" ? NAN : INFINITY, false, t.loc};
-            if (t.text == "input" && peek().kind != Tok::LParen)
-                return Operand{false, add_node(Op::Input, {}, {}, t.loc), 0, false, t.loc};
+            if ((t.text == "input" || t.text == "weight") && peek().kind != Tok::LParen) {
+                Attrs attrs;
+                attrs.weight = t.text == "weight";
+                return Operand{false, add_node(Op::Input, {}, attrs, t.loc), 0, false, t.loc};
+            }
+            if (t.text == "weight") {  // weight(layout="...")
+                Token as_input = t;
+                as_input.text = "input";
+                Operand o = parse_call(as_input);
+                g_.node(o.id).attrs.weight = true;
+                return o;
+            }
             return parse_call(t);
         default:
             error(t.loc, "expected a value (%name), a number or an op call, got " + describe(t));
@@ -436,7 +447,7 @@ private:
         std::vector<Operand> args;
         if (op == Op::Constant) inexact_int_.reset();
         Attrs attrs;
-        std::string layout;
+        Layout layout;
         bool has_perm = false, has_axis = false, has_axes = false, has_value = false;
         if (peek().kind != Tok::RParen) {
             for (;;) {
@@ -477,11 +488,20 @@ private:
             for (int i = r - 1; i >= 0; --i) attrs.perm.push_back(i);
         }
         ValueId id = add_node(op, ins, attrs, name.loc);
-        g_.node(id).layout.tag = layout;
+        if (!layout.empty()) {
+            const Node &made = g_.node(id);
+            // Annotated ops (inputs, casts...) get their type later: checked when it is read.
+            if (!(info.attrs & kTypeFromAnnotation)) check_layout_rank(layout, made.type.rank(), name.loc);
+            g_.node(id).layout = layout;
+        }
         return Operand{false, id, 0, false, name.loc};
     }
 
-    void parse_attr(Op op, const Token &key, Attrs &a, std::string &layout, bool &has_perm,
+    void check_layout_rank(const Layout &l, int rank, const SourceLoc &loc) {
+        if (const std::string bad = check_layout(l, rank); !bad.empty()) error(loc, "layout \"" + to_string(l) + "\": " + bad);
+    }
+
+    void parse_attr(Op op, const Token &key, Attrs &a, Layout &layout, bool &has_perm,
                     bool &has_axis, bool &has_axes, bool &has_value) {
         unsigned m = op_info(op).attrs;
         const std::string &k = key.text;
@@ -503,7 +523,13 @@ private:
         else if (k == "var") { want(kAttrVar); a.var = expect(Tok::String, "a quoted variable name").text; }
         else if (k == "label") { want(kAttrLabel); a.text = expect(Tok::String, "a quoted label").text; }
         else if (k == "msg") { want(kAttrMsg); a.text = expect(Tok::String, "a quoted message").text; }
-        else if (k == "layout") { layout = expect(Tok::String, "a quoted layout").text; }
+        else if (k == "layout") {
+            const Token t = expect(Tok::String, "a quoted layout");
+            std::string why;
+            const auto parsed = parse_layout(t.text, &why);
+            if (!parsed) error(t.loc, why);
+            layout = *parsed;
+        }
         else if (k == "keepdims") {
             want(kAttrKeepDims);
             Token b = expect(Tok::Ident, "true or false");

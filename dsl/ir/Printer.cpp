@@ -79,7 +79,8 @@ std::string print_node(const Graph &g, ValueId id) {
         // Scalar and splat constants print as a bare literal: `%c = 2048 : i64[]`.
         os << print_number(n.attrs.value[0], n.type.dtype);
     } else if (n.op == Op::Input) {
-        os << "input";
+        os << (n.attrs.weight ? "weight" : "input");
+        if (!n.layout.empty()) os << "(layout=" << quote(to_string(n.layout)) << ")";
     } else {
         os << info.name << "(";
         bool first = true;
@@ -104,7 +105,7 @@ std::string print_node(const Graph &g, ValueId id) {
         if (info.attrs & kAttrVar) sep() << "var=" << quote(a.var);
         if (info.attrs & kAttrLabel) sep() << "label=" << quote(a.text);
         if (info.attrs & kAttrMsg) sep() << "msg=" << quote(a.text);
-        if (!n.layout.empty()) sep() << "layout=" << quote(n.layout.tag);
+        if (!n.layout.empty()) sep() << "layout=" << quote(to_string(n.layout));
         os << ")";
     }
     if (info.has_result) os << " : " << print_type(g, n.type);

@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 
+#include "dsl/analysis/WeightDerived.h"
 #include "dsl/ir/Printer.h"
 #include "dsl/ir/TypeInference.h"
 
@@ -104,6 +105,18 @@ const std::vector<Rule> &rules() {
         {"cast-noop", false, [](const Graph &g, const Node &n) -> Match {
              if (n.op != Op::Cast || !same_as(g, n, n.inputs[0])) return {};
              return use(n.inputs[0], "casting to the same dtype is the identity");
+         }},
+        // cast(cast(x) : narrow) : x's dtype -> x: drops the rounding to the narrow type, which
+        // changes values, so fast mode only. Never for a weight-derived x: narrowing a weight is
+        // the storage the graph asks for (the kernel reads half the bytes), not arithmetic.
+        {"cast-pair", true, [](const Graph &g, const Node &n) -> Match {
+             if (n.op != Op::Cast || in(g, n, 0).op != Op::Cast) return {};
+             const ValueId x = in(g, n, 0).inputs[0];
+             if (!same_as(g, n, x) || byte_size(in(g, n, 0).type.dtype) >= byte_size(n.type.dtype)) return {};
+             const std::vector<char> derived = weight_derived(g);
+             if (x < derived.size() && derived[x]) return {};
+             return use(x, "casting down to " + std::string(to_string(in(g, n, 0).type.dtype)) +
+                               " and back only rounds; fast mode may skip the rounding");
          }},
         // x * 1 -> x, 1 * x -> x
         {"mul-one", false, [](const Graph &g, const Node &n) -> Match {

@@ -6,8 +6,10 @@
  * x + (-0.0), x - (+0.0), neg(neg x), abs(abs x), relu(relu x), max(x, x), no-op transposes,
  * reshapes and casts, and transpose(transpose(w, p), q) -> w when p and q compose to the identity.
  * Refused in strict mode: x + 0.0 (-0 + 0 = +0), x - x (inf - inf = NaN), x * 0 (inf * 0 = NaN,
- * and -x * 0 = -0); those fire only in `fast` mode. A transpose pair that does not compose to the
- * identity is kept.
+ * and -x * 0 = -0), and cast(cast(x) : bf16) : f32 -> x (it drops a rounding); those fire only
+ * in `fast` mode. A down-then-up cast of a weight-derived value is kept in every mode: narrowing
+ * a weight is its storage (dsl/analysis/WeightDerived.h), not arithmetic to skip. A transpose pair
+ * that does not compose to the identity is kept.
  *
  * transpose(transpose(w)) and state: values are SSA, so `w` denotes one value no matter where it
  * is used; when w is a `state_read`, it is the snapshot taken at that read, and a later

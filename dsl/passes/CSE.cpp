@@ -28,7 +28,7 @@ std::string key_of(const Node &n) {
     for (int64_t x : a.axes) os << x << ',';
     os << '|';
     for (int64_t x : a.perm) os << x << ',';
-    os << '|' << a.var.size() << ':' << a.var << '|' << a.text << '|' << n.layout.tag;
+    os << '|' << a.var.size() << ':' << a.var << '|' << a.text << '|' << a.weight << '|' << to_string(n.layout);
     return os.str();
 }
 

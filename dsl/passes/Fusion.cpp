@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "dsl/analysis/MemoryTraffic.h"
+#include "dsl/analysis/WeightDerived.h"
 #include "dsl/ir/Printer.h"
 #include "dsl/ir/TypeInference.h"
 #include "dsl/passes/FusionPolicy.h"
@@ -61,6 +62,7 @@ public:
                 if (u.empty() || u.back() != v) u.push_back(v);  // v's uses of d are consecutive
             });
         outputs_.insert(g.outputs.begin(), g.outputs.end());
+        derived_ = weight_derived(g);
     }
 
     FusionPlan run() {
@@ -82,6 +84,9 @@ public:
                 if (root_[p] == root_[c]) {
                     // The policy judged all of c's reads from this group when c joined it.
                     d = FusionDecision::yes("epilogue", nm(g_, p) + " is already in the group of " + nm(g_, c) + " (joined through another operand)");
+                } else if (derived(p) != derived(c)) {
+                    d = FusionDecision::no("weight-prepare", nm(g_, p) + " is computed from weights alone and prepared once; " +
+                                                                 nm(g_, c) + " runs on every call and reads the prepared value");
                 } else {
                     d = policy_.producer_consumer(g_, p, c, sorted(members_[root_[p]]));
                     if (d) d = try_merge(root_[c], root_[p], d);
@@ -95,7 +100,7 @@ public:
             const std::optional<std::vector<ValueId>> keys = policy_.sibling_keys(g_, c);
             if (opts_.sibling_fusion && (cls == FusionClass::Contraction || cls == FusionClass::Reduction)) {
                 for (ValueId s : sibling_candidates(c, keys)) {
-                    if (!root_.count(s) || root_[s] == root_[c]) continue;
+                    if (!root_.count(s) || root_[s] == root_[c] || derived(s) != derived(c)) continue;
                     auto d = policy_.sibling(g_, s, c);
                     if (!d) continue;
                     if (d->fused) *d = try_merge(root_[c], root_[s], *d);
@@ -118,6 +123,8 @@ private:
     const FusionPolicy &policy_;
     std::map<ValueId, size_t> pos_;
     std::map<ValueId, std::vector<ValueId>> users_;
+    std::vector<char> derived_;  ///< weight_derived(g_)
+    bool derived(ValueId v) const { return v < derived_.size() && derived_[v]; }
     std::map<ValueId, ValueId> root_;
     std::map<ValueId, std::set<ValueId>> members_;
     struct Cut {
@@ -286,6 +293,7 @@ private:
                 if (out) grp.outputs.push_back(v);
             }
             grp.kind = group_kind(g_, grp.nodes);
+            grp.prepared = std::all_of(members_[r].begin(), members_[r].end(), [&](ValueId v) { return derived(v); });
             grp.name = "g" + std::to_string(grp.id) + "_" +
                        sanitize(grp.outputs.empty() ? g_.display_name(grp.nodes.back()) : g_.display_name(grp.outputs[0]));
             grp.estimate = policy_.estimate(g_, grp.nodes, opts_);
@@ -350,7 +358,8 @@ std::string FusionPlan::to_string(const Graph &g) const {
         for (ValueId v : grp.nodes)
             for (ValueId in : g.node(v).inputs)
                 if (!members.count(in) && std::find(ins.begin(), ins.end(), in) == ins.end()) ins.push_back(in);
-        os << "group " << grp.id << " \"" << grp.name << "\" (" << dsl::to_string(grp.kind) << ", " << grp.nodes.size() << " ops)\n";
+        os << "group " << grp.id << " \"" << grp.name << "\" (" << dsl::to_string(grp.kind) << ", " << grp.nodes.size() << " ops"
+           << (grp.prepared ? ", prepared once from weights" : "") << ")\n";
         for (ValueId v : grp.nodes) os << "    " << print_node(g, v) << "\n";
         os << "  inputs: ";
         for (size_t i = 0; i < ins.size(); i++) os << (i ? ", " : "") << nm(g, ins[i]);

@@ -51,6 +51,10 @@
  *  - `multi-consumer` (logged after planning, one decision per value with several readers): the
  *                 value is recomputed inline (elementwise) or computed once (contraction,
  *                 reduction) when all readers share its group, else materialized as a group output.
+ *  - `weight-prepare`: a value computed from weights alone (dsl/analysis/WeightDerived.h) and
+ *                 an op that runs on every call never share a group: the weight-derived group is
+ *                 marked `prepared` and runs once per weight version; the per-call group reads
+ *                 its output (a transposed, narrowed or re-laid-out weight) like any input.
  *  - `resources`: the merged group's estimate must fit the target; the reason gives the numbers.
  *
  * Example:
@@ -104,6 +108,9 @@ struct FusionGroup {
     std::vector<ValueId> outputs; ///< values read outside the group, or graph outputs
     GroupKind kind = GroupKind::Elementwise;
     ResourceEstimate estimate;
+    /** Computed from weights alone (dsl/analysis/WeightDerived.h): run once when the weights
+     * are prepared, its outputs kept for every later call. */
+    bool prepared = false;
 };
 
 /** Bytes moved through memory. */

@@ -267,8 +267,10 @@ RunOptions fuzz_options(uint64_t seed) {
 }
 
 // ---- Fast mode: how far the pipeline may move a result ----------------------------------------
-// Of fast mode's rules only reassociation changes finite results (x + 0 -> x, x - x -> 0 and
-// x * 0 -> 0 are exact for finite x up to the sign of zero, which the comparison ignores).
+// Of fast mode's rules only reassociation and cast-pair elision change finite results (x + 0 -> x,
+// x - x -> 0 and x * 0 -> 0 are exact for finite x up to the sign of zero, which the comparison
+// ignores). Eliding cast(cast(x) : f16) : f32 moves the outer cast's value by exactly
+// |x - round(x)|, which is that cast's delta below.
 //  * A sum of n terms t_i evaluated in float32 in any order is within g(n-1) sum |t_i| of the
 //    exact sum, g(k) = k u / (1 - k u), u = 2^-24 (Higham, Accuracy and Stability of Numerical
 //    Algorithms, 4.2), so two orders differ by at most 2 g(n-1) sum |t_i| ~ (n-1) 2^-23 sum |t_i|;
@@ -361,6 +363,22 @@ std::map<ValueId, std::vector<double>> reassociation_deltas(const Graph &g, cons
     return deltas;
 }
 
+/** Per element, what eliding the down-then-up cast pairs below each cast changes: |x - value|,
+ * x the first value below the chain of casts (elided pairs can chain: cast(cast(cast(cast(x))))). */
+std::map<ValueId, std::vector<double>> cast_pair_deltas(const Graph &g, const std::map<ValueId, Tensor> &values) {
+    std::map<ValueId, std::vector<double>> deltas;
+    for (ValueId id : g.order()) {
+        const Node &n = g.node(id);
+        if (n.op != Op::Cast || g.node(n.inputs[0]).op != Op::Cast || !values.count(id)) continue;
+        ValueId x = n.inputs[0];
+        while (g.node(x).op == Op::Cast) x = g.node(x).inputs[0];
+        if (!values.count(x) || values.at(x).data.size() != values.at(id).data.size()) continue;
+        std::vector<double> &d = deltas[id];
+        for (size_t e = 0; e < values.at(id).data.size(); ++e) d.push_back(std::fabs(values.at(x).data[e] - values.at(id).data[e]));
+    }
+    return deltas;
+}
+
 /** g with `delta` (per element, times `sign`) added to value v before any use of it. */
 Graph perturbed(const Graph &g, ValueId v, const std::vector<double> &delta, double sign) {
     Graph h = g;
@@ -383,7 +401,10 @@ std::vector<std::vector<double>> fast_tolerance(const Graph &g, const std::map<s
                                                 const RunOptions &o, const std::vector<Tensor> &base) {
     std::vector<std::vector<double>> tol(base.size());
     for (size_t k = 0; k < base.size(); ++k) tol[k].assign(base[k].data.size(), 0.0);
-    for (const auto &[v, delta] : reassociation_deltas(g, all_values(g, inputs, o))) {
+    const std::map<ValueId, Tensor> values = all_values(g, inputs, o);
+    std::map<ValueId, std::vector<double>> deltas = reassociation_deltas(g, values);
+    for (auto &[v, delta] : cast_pair_deltas(g, values)) deltas.emplace(v, std::move(delta));
+    for (const auto &[v, delta] : deltas) {
         // One element at a time: the errors of a top's elements are independent (moving them
         // all one way would hide, e.g., everything a softmax over them sees).
         for (size_t i = 0; i < delta.size(); ++i) {

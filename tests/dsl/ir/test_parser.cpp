@@ -47,7 +47,7 @@ const char *kAllOps = R"(graph all_ops mode=fast {
   %u6 = neg(%u5) : f32[M, 4]
   %u7 = abs(%u6) : f32[M, 4]
   %u8 = sqrt(%u7) : f32[M, 4]
-  %u9 = rsqrt(%u8, layout="row_major") : f32[M, 4]
+  %u9 = rsqrt(%u8, layout="[1, 0]") : f32[M, 4]
   %t = transpose(%u9, perm=[1, 0]) : f32[4, M]
   %r = reshape(%t) : f32[%k, M]
   %cs = cast(%x) : f16[M, 4]
@@ -77,7 +77,7 @@ TEST_CASE("parse/print round trip over every op") {
     Graph g2 = parse(once);
     CHECK(print(g2) == once);
     CHECK(g2.mode == NumericMode::Fast);
-    CHECK(g2.node(g2.find("u9")).layout.tag == "row_major");
+    CHECK(g2.node(g2.find("u9")).layout == Layout::ordered({1, 0}));
     CHECK(g2.node(g2.find("rn")).attrs.seed == 18446744073709551615ull);
 }
 
