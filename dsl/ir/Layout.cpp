@@ -85,7 +85,7 @@ std::optional<Layout> parse_layout(const std::string &text, std::string *error) 
     }
     if (l.empty() && !c.done()) return fail("not a layout");
     if (!c.done()) return fail("unexpected text");
-    return l.canonical();
+    return l;
 }
 
 std::string check_layout(const Layout &l, int rank) {

@@ -50,7 +50,8 @@ struct Layout {
 
 /** "" for row-major, else the text form above. */
 std::string to_string(const Layout &l);
-/** Parses the text form; nullopt with *error saying what is wrong. Does not check the rank. */
+/** Parses the text form; nullopt with *error saying what is wrong. Does not check the rank (see
+ * check_layout) and keeps an identity order as written (canonical() drops it once checked). */
 std::optional<Layout> parse_layout(const std::string &text, std::string *error);
 /** Why `l` is not a layout of a rank-`rank` tensor ("" when it is): the order must be a
  * permutation of 0..rank-1, the panel axis an axis, the width >= 1. */

@@ -269,7 +269,7 @@ private:
             Node &n = g_.node(r.id);
             n.type = *ann;
             infer(n);
-            if (!n.layout.empty()) check_layout_rank(n.layout, n.type.rank(), ann_loc);
+            if (!n.layout.empty()) check_layout_rank(n.layout, n.type.rank(), ann_loc), n.layout = n.layout.canonical();
             pending_ = kNoValue;
         } else if (ann) {
             Node &n = g_.node(r.id);
@@ -492,7 +492,7 @@ private:
             const Node &made = g_.node(id);
             // Annotated ops (inputs, casts...) get their type later: checked when it is read.
             if (!(info.attrs & kTypeFromAnnotation)) check_layout_rank(layout, made.type.rank(), name.loc);
-            g_.node(id).layout = layout;
+            g_.node(id).layout = info.attrs & kTypeFromAnnotation ? layout : layout.canonical();
         }
         return Operand{false, id, 0, false, name.loc};
     }

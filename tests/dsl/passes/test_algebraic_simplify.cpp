@@ -154,3 +154,29 @@ TEST_CASE("new nodes: abs(neg x) -> abs x, reshape(reshape x) -> reshape x") {
     expect_rewrite(simplify_algebra, graph("  %r = reshape(%x) : f32[12]\n  %y = reshape(%r) : f32[2, 6]"),
                    "graph g {\n  %x = input : f32[4, 3]\n  %r = reshape(%x) : f32[12]\n  %y = reshape(%x) : f32[2, 6]\n  output %y\n}\n");
 }
+
+TEST_CASE("cast-pair: down then up is elided in fast mode only, never for a weight") {
+    const char *body = "  %h = cast(%x) : bf16[4, 3]\n  %y = cast(%h) : f32[4, 3]";
+    auto log = expect_rewrite(simplify_algebra, graph(body, "fast"), R"(graph g mode=fast {
+  %x = input : f32[4, 3]
+  %h = cast(%x) : bf16[4, 3]
+  output %y = %x
+})");
+    CHECK(log.records()[0].rule == "cast-pair");
+    CHECK(log.records()[0].why.find("only rounds") != std::string::npos);
+    expect_no_change(simplify_algebra, graph(body, "strict"));
+    // Narrowing a weight is its storage (the kernel reads bf16), kept in fast mode too.
+    expect_no_change(simplify_algebra, R"(graph g mode=fast {
+  %w = weight : f32[4, 3]
+  %h = cast(%w) : bf16[4, 3]
+  %y = cast(%h) : f32[4, 3]
+  output %y
+})");
+    // Up then down is exact (f16 -> f32 -> f16 is the identity) but not this rule's: kept.
+    expect_no_change(simplify_algebra, R"(graph g mode=fast {
+  %x = input : f16[4, 3]
+  %h = cast(%x) : f32[4, 3]
+  %y = cast(%h) : f16[4, 3]
+  output %y
+})");
+}

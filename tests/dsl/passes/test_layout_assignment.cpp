@@ -1,0 +1,143 @@
+// Layout assignment (dsl/passes/LayoutAssignment.h): text in, text out, with an explicit cost
+// model so each decision follows from stated read rates; the weight-prepare fusion rule it
+// relies on; and what the pass never touches.
+#include <doctest/doctest.h>
+
+#include "../TestUtil.h"
+#include "dsl/Simplify.h"
+#include "dsl/analysis/WeightDerived.h"
+#include "dsl/passes/Fusion.h"
+#include "dsl/passes/LayoutAssignment.h"
+
+using namespace tessel::dsl;
+using namespace tessel::dsl::test;
+
+namespace {
+
+const char *kLinear = R"(graph linear mode=fast {
+  %x = input : f32[M, 64]
+  %w = weight : f32[64, 100]
+  %b = weight : f32[100]
+  %m = matmul(%x, %w) : f32[M, 100]
+  %y = add(%m, %b) : f32[M, 100]
+  output %y
+}
+)";
+
+/** Panels read at full rate by the gemm nest (which packs a row-major w per call, one extra
+ * byte per byte) and at a fifth of it by gemv: panels pay for large M only. */
+LayoutOptions options_at(int64_t m) {
+    LayoutOptions o;
+    o.model.panel_width = 16;
+    o.model.mr = 4;
+    o.model.decode_max_m = 16;
+    o.model.panel_rate[0] = 0.2, o.model.panel_rate[1] = 0.5, o.model.panel_rate[2] = 0.9, o.model.panel_rate[3] = 1.0;
+    o.model.gemm_pack_bytes = 1.0;
+    o.shapes = {{{{"M", m}}, 1.0}};
+    return o;
+}
+
+struct Assigned {
+    Graph g;
+    LayoutPlan plan;
+};
+
+Assigned assign(const std::string &text, const LayoutOptions &o) {
+    Assigned a{parse(text, "<test>"), {}};
+    const FusionPlan fusion = plan_fusion(a.g);
+    a.plan = assign_layouts(a.g, fusion, o);
+    CHECK(verify(a.g).empty());
+    return a;
+}
+
+}  // namespace
+
+TEST_CASE("a weight read by a large-M matmul is packed in panels; at M = 1 it stays row-major") {
+    Assigned big = assign(kLinear, options_at(512));
+    CHECK(print(big.g) == canon(R"TSL(graph linear mode=fast {
+  %x = input : f32[M, 64]
+  %w = weight(layout="panels(axis=1, width=16)") : f32[64, 100]
+  %b = weight : f32[100]
+  %m = matmul(%x, %w) : f32[M, 100]
+  %y = add(%m, %b) : f32[M, 100]
+  output %y
+})TSL"));
+    const std::string report = big.plan.to_string(big.g);
+    INFO(report);
+    // The region's costs: forcing row-major (per-call packing doubles the bytes), the chosen
+    // panels (padded to 112 columns), and the one-time conversion.
+    CHECK(report.find("region %w : f32[64, 100], read per call by %m") != std::string::npos);
+    CHECK(report.find("row_major: 51200 B per call (forcing the producer's layout)") != std::string::npos);
+    CHECK(report.find("* panels(axis=1, width=16): 28672 B per call, one-time 54272 B") != std::string::npos);
+    CHECK(report.find("-> panels(axis=1, width=16): cheaper per call than forcing row-major") != std::string::npos);
+    // The bias is read elementwise: row-major is its only candidate.
+    CHECK(report.find("-> row_major: row-major only: read by %y (add)") != std::string::npos);
+
+    Assigned one = assign(kLinear, options_at(1));
+    CHECK(one.g.node(one.g.find("w")).layout.empty());
+    CHECK(one.plan.to_string(one.g).find("* row_major: 25600 B per call") != std::string::npos);
+}
+
+TEST_CASE("the expected shapes are weighed by their calls") {
+    LayoutOptions o = options_at(1);
+    o.shapes = {{{{"M", 1}}, 100.0}, {{{"M", 512}}, 1.0}};  // decode-heavy: row-major
+    Assigned a = assign(kLinear, o);
+    CHECK(a.g.node(a.g.find("w")).layout.empty());
+    o.shapes = {{{{"M", 1}}, 1.0}, {{{"M", 512}}, 100.0}};  // prefill-heavy: panels
+    Assigned b = assign(kLinear, o);
+    CHECK(b.g.node(b.g.find("w")).layout == Layout::panels(1, 16));
+}
+
+TEST_CASE("a layout written in the text is kept and reported as forced") {
+    std::string text = kLinear;
+    text.replace(text.find("weight : f32[64, 100]"), 21, "weight(layout=\"[1, 0]\") : f32[64, 100]");
+    Assigned a = assign(text, options_at(512));
+    CHECK(a.g.node(a.g.find("w")).layout == Layout::ordered({1, 0}));
+    REQUIRE(!a.plan.regions.empty());
+    CHECK(a.plan.regions[0].forced);
+    CHECK(a.plan.to_string(a.g).find("the layout was set in the text; kept") != std::string::npos);
+}
+
+TEST_CASE("activation inputs, graph outputs and per-call values are never given a layout") {
+    Assigned a = assign(R"(graph g mode=fast {
+  %x = input : f32[M, 64]
+  %w = input : f32[64, 100]
+  %y = matmul(%x, %w) : f32[M, 100]
+  output %y
+})", options_at(512));
+    CHECK(a.plan.regions.empty());
+    for (ValueId v : a.g.order()) CHECK(a.g.node(v).layout.empty());
+}
+
+TEST_CASE("weight-prepare: values from weights alone form prepared groups; widening casts stay per call") {
+    Graph g = simplify_graph(parse(R"(graph g mode=fast {
+  %x = input : f32[M, 64]
+  %w_nk = weight : f32[100, 64]
+  %w16 = cast(transpose(%w_nk)) : bf16[64, 100]
+  %wide = cast(%w16) : f32[64, 100]
+  %y = matmul(%x, %wide)
+  output %y
+})", "<test>")).graph;
+    const std::vector<char> derived = weight_derived(g);
+    CHECK(derived[g.find("w_nk")]);
+    CHECK(derived[g.find("w16")]);
+    CHECK_FALSE(derived[g.find("wide")]);  // widened per call: the kernel reads bf16
+    CHECK_FALSE(derived[g.find("y")]);
+    const FusionPlan plan = plan_fusion(g);
+    REQUIRE(plan.groups.size() == 2);
+    CHECK(plan.groups[0].prepared);
+    CHECK(plan.groups[0].outputs == std::vector<ValueId>{g.find("w16")});
+    CHECK_FALSE(plan.groups[1].prepared);
+    bool logged = false;
+    for (const FusionDecision &d : plan.decisions)
+        logged = logged || (d.rule == "weight-prepare" && !d.fused && g.display_name(d.producer) == "w16");
+    CHECK(logged);
+    CHECK(plan.to_string(g).find("prepared once from weights") != std::string::npos);
+
+    // The layout pass sees the prepared bf16 value as the region, read by the matmul through the cast.
+    LayoutOptions o = options_at(512);
+    const LayoutPlan lp = assign_layouts(g, plan, o);
+    REQUIRE(lp.regions.size() == 1);
+    CHECK(g.display_name(lp.regions[0].value) == "w16");
+    CHECK(g.node(g.find("w16")).layout == Layout::panels(1, 16));
+}
