@@ -557,6 +557,17 @@ int write_kernel_library(const KernelLibraryOptions &o, std::ostream &out) {
         if (!seen.insert(v).second || g.node(v).op == dsl::Op::Input)
             throw std::invalid_argument("tessel lib: output %" + g.display_name(v) +
                                         " is bound twice or is a graph input (the library would need a copy)");
+    // The generated entry passes f32 row-major buffers only, and has no prepare-weights entry yet:
+    // layouts and f16/bf16 values are JIT-only (tessel run, CompiledGraph). Plain f32 weights are
+    // accepted; their prepared groups then run on every call.
+    for (ValueId v : g.order()) {
+        const dsl::Node &n = g.node(v);
+        if (!n.has_result() || !dsl::is_float(n.type.dtype)) continue;
+        if (!n.layout.empty() || n.type.dtype != dsl::DType::F32)
+            throw std::invalid_argument("tessel lib: " + dsl::print_node(g, v) +
+                                        ": layouts and f16/bf16 values are compiled by the JIT only (tessel run); a library's "
+                                        "buffers are f32 row-major");
+    }
 
     // The same plan compiled for every target, each with that target's schedules; with a
     // profile, each group keeps the variants the planner chose (by index: a library schedule

@@ -40,7 +40,10 @@
  * on whatever kept variant admits them, else the fallback.
  *
  * Refused, with the reason: graphs with ops outside kernels (effects, shape code), an output
- * bound twice or bound to a graph input (they would need copies), non-x86 and GPU targets.
+ * bound twice or bound to a graph input (they would need copies), values with a layout or an
+ * f16/bf16 type (the entry's buffers are f32 row-major; those run in the JIT), non-x86 and GPU
+ * targets. Weights are accepted, but a library has no prepare-weights entry yet: the groups
+ * computed from weights alone run on every call.
  *
  * Parallel loops run on OpenMP, as the JIT's do: the entry installs the loop of
  * codegen/ParallelLoop.h (its text is compiled into the entry) as Halide's do_par_for for the
