@@ -63,11 +63,12 @@ private:
     std::vector<double> a_, b_, c_;
 };
 
-/** Reads `count` floats once, each of `threads` OpenMP threads one contiguous share (as 4
- * streams, vectorized sum). Timed after a cache flush, it is what a plain streaming read of
- * those bytes takes on this machine right now: the same-run memory floor for the decode
- * shapes, whose weights are read exactly once (a kernel can beat it by a few percent with a
- * better access pattern; it is a reference, not a proven bound). */
+/** Reads `count` floats once: 8 tasks shared by `threads` OpenMP threads, each reading its
+ * contiguous eighth as 8 streams of 1 KiB steps into vector partial sums, with the widest
+ * vectors the CPU has. Timed after a cache flush, it is the same-run memory floor for the decode
+ * shapes, whose weights are read exactly once: the access pattern of the fastest decode nest
+ * (gemv's 8 row streams per task), so no kernel should beat it by more than noise; one that
+ * does by more says the probe is wrong again (it is a measurement, not a proven bound). */
 float stream_read(const float *data, size_t count, int threads);
 
 /** Evicts the caches of every core: each of `threads` plain threads (not OpenMP, whose
