@@ -7,6 +7,7 @@
 #include "schedules/MatmulCpuSchedules.h"
 
 #include <chrono>
+#include <functional>
 
 #include <stdexcept>
 
@@ -111,39 +112,24 @@ std::vector<GroupVariant> make_group_variants(const sched::ScheduleSpec &schedul
         b.output("y", gelu_tanh(t + bias));
         out.push_back(compile("two_outputs", std::move(b).build(), schedule, target));
     }
-    {
-        GraphBuilder b("x_wT", NumericMode::Fast);
+    // gelu_tanh(x @ rhs + bias), the right operand declared and read as `rhs` says.
+    using Rhs = std::function<Value(GraphBuilder &, Dim K, Dim N)>;
+    auto linear = [&](const std::string &label, const Rhs &rhs) {
+        GraphBuilder b(label, NumericMode::Fast);
         Dim M = b.symbol("M"), K = b.symbol("K"), N = b.symbol("N");
-        Value x = b.input("x", DType::F32, {M, K}), wt = b.input("wt", DType::F32, {N, K});
-        Value bias = b.input("bias", DType::F32, {N});
-        b.output("y", gelu_tanh(matmul(x, transpose(wt)) + bias));
-        out.push_back(compile("x_wT", std::move(b).build(), schedule, target));
-    }
-    {
-        GraphBuilder b("x_wT_prepared", NumericMode::Fast);
-        Dim M = b.symbol("M"), K = b.symbol("K"), N = b.symbol("N");
-        Value x = b.input("x", DType::F32, {M, K}), wt = b.weight("wt", DType::F32, {N, K});
-        Value bias = b.input("bias", DType::F32, {N});
-        b.output("y", gelu_tanh(matmul(x, transpose(wt)) + bias));
-        out.push_back(compile("x_wT_prepared", std::move(b).build(), schedule, target));
-    }
-    {
-        GraphBuilder b("w_bf16", NumericMode::Fast);
-        Dim M = b.symbol("M"), K = b.symbol("K"), N = b.symbol("N");
-        Value x = b.input("x", DType::F32, {M, K}), w = b.weight("w", DType::F32, {K, N});
-        Value bias = b.input("bias", DType::F32, {N});
-        b.output("y", gelu_tanh(matmul(x, cast(cast(w, DType::BF16), DType::F32)) + bias));
-        out.push_back(compile("w_bf16", std::move(b).build(), schedule, target));
-    }
-    {
-        GraphBuilder b("w_panels", NumericMode::Fast);
-        Dim M = b.symbol("M"), K = b.symbol("K"), N = b.symbol("N");
-        const int nr = sched::CpuBlocking::for_target(target).nr;
-        Value x = b.input("x", DType::F32, {M, K}), w = b.weight("w", DType::F32, {K, N}, Layout::panels(1, nr));
+        Value x = b.input("x", DType::F32, {M, K});
+        Value w = rhs(b, K, N);
         Value bias = b.input("bias", DType::F32, {N});
         b.output("y", gelu_tanh(matmul(x, w) + bias));
-        out.push_back(compile("w_panels", std::move(b).build(), schedule, target));
-    }
+        out.push_back(compile(label, std::move(b).build(), schedule, target));
+    };
+    linear("x_wT", [](GraphBuilder &b, Dim K, Dim N) { return transpose(b.input("wt", DType::F32, {N, K})); });
+    linear("x_wT_prepared", [](GraphBuilder &b, Dim K, Dim N) { return transpose(b.weight("wt", DType::F32, {N, K})); });
+    linear("w_bf16", [](GraphBuilder &b, Dim K, Dim N) {
+        return cast(cast(b.weight("w", DType::F32, {K, N}), DType::BF16), DType::F32);
+    });
+    const int nr = sched::CpuBlocking::for_target(target).nr;
+    linear("w_panels", [nr](GraphBuilder &b, Dim K, Dim N) { return b.weight("w", DType::F32, {K, N}, Layout::panels(1, nr)); });
     return out;
 }
 

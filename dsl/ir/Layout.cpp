@@ -67,7 +67,7 @@ std::optional<Layout> parse_layout(const std::string &text, std::string *error) 
     if (c.eat("row_major")) return c.done() ? std::optional<Layout>(l) : fail("unexpected text after row_major");
     if (c.eat("[")) {
         for (;;) {
-            int64_t a;
+            int64_t a = 0;
             if (!c.integer(&a)) return fail("expected an axis");
             l.order.push_back((int)a);
             if (c.eat(",")) continue;
@@ -76,7 +76,7 @@ std::optional<Layout> parse_layout(const std::string &text, std::string *error) 
         }
     }
     if (c.eat("panels")) {
-        int64_t axis, width;
+        int64_t axis = 0, width = 0;
         if (!c.eat("(") || !c.eat("axis") || !c.eat("=") || !c.integer(&axis)) return fail("expected panels(axis=A");
         if (!c.eat(",") || !c.eat("width") || !c.eat("=") || !c.integer(&width)) return fail("expected , width=W");
         if (!c.eat(")")) return fail("expected ')'");
