@@ -20,6 +20,7 @@ const char *to_string(LogicalBuffer::Kind k) {
     case LogicalBuffer::Kind::View: return "view";
     case LogicalBuffer::Kind::InPlace: return "in-place";
     case LogicalBuffer::Kind::GraphInput: return "graph input";
+    case LogicalBuffer::Kind::Prepared: return "prepared (kept between calls)";
     case LogicalBuffer::Kind::GraphOutput: return "graph output";
     }
     return "?";
@@ -166,7 +167,10 @@ private:
                 if (g_.node(v).op == Op::Input && !index_.count(v)) add(v, LogicalBuffer::Kind::GraphInput, 0);
         for (int i = 0; i < a_.steps; i++)
             for (ValueId v : plan_.groups[i].outputs)
-                add(v, g_.is_output(v) ? LogicalBuffer::Kind::GraphOutput : LogicalBuffer::Kind::Arena, i);
+                add(v, g_.is_output(v)                                   ? LogicalBuffer::Kind::GraphOutput
+                       : o_.prepared_kept && plan_.groups[i].prepared ? LogicalBuffer::Kind::Prepared
+                                                                       : LogicalBuffer::Kind::Arena,
+                    i);
         for (int j = 0; j < a_.steps; j++)
             for (ValueId v : facts_.reads[j])
                 if (index_.count(v)) {
@@ -194,7 +198,7 @@ private:
     void decide_views() {
         for (int i = 0; i < a_.steps; i++) {
             const FusionGroup &fg = plan_.groups[i];
-            if (fg.nodes.size() != 1 || fg.outputs.size() != 1) continue;
+            if (fg.nodes.size() != 1 || fg.outputs.size() != 1 || (o_.prepared_kept && fg.prepared)) continue;
             const Node &n = g_.node(fg.nodes[0]);
             if (n.op != Op::Reshape && n.op != Op::Transpose) continue;
             const ValueId result = fg.outputs[0], operand = n.inputs[0];
@@ -250,7 +254,7 @@ private:
     void decide_in_place() {
         for (int i = 0; i < a_.steps; i++) {
             const FusionGroup &fg = plan_.groups[i];
-            if (fg.kind != GroupKind::Elementwise || fg.outputs.empty()) continue;
+            if (fg.kind != GroupKind::Elementwise || fg.outputs.empty() || (o_.prepared_kept && fg.prepared)) continue;
             if (a_.buffers[index_.at(fg.outputs[0])].kind == LogicalBuffer::Kind::View) continue;
             const ValueId result = fg.outputs[0];
             const TensorType &rt = g_.node(result).type;
@@ -294,6 +298,8 @@ private:
                 if (done) why = "the output already writes into another input";
                 else if (in.kind == LogicalBuffer::Kind::GraphInput && !o_.donated_inputs.count(g_.display_name(v)))
                     why = name(v) + " is a graph input the caller did not donate";
+                else if (in.kind == LogicalBuffer::Kind::Prepared)
+                    why = name(v) + " is prepared from weights and kept for later calls";
                 else if (a_.buffers[root(vb)].kind == LogicalBuffer::Kind::GraphOutput || g_.is_output(v))
                     why = name(v) + " is (a view of) a graph output";
                 else if (!dense(vb)) why = name(v) + " is a strided view: the output is written densely";

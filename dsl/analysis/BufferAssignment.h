@@ -90,6 +90,10 @@ struct BufferAssignmentOptions {
     std::set<std::string> donated_inputs;
     /** Schedule facts for in-place updates; unset: every group's schedule is assumed to qualify. */
     InPlaceCheck schedule_reads_before_writes;
+    /** The runner keeps prepared groups' outputs between calls (CompiledGraph): they take no arena
+     * space, are never views, and no per-call result may be written over them. Off (a generated
+     * library, which runs prepared groups every call): they are planned like any other value. */
+    bool prepared_kept = false;
 };
 
 /** One value crossing a group boundary. */
@@ -98,7 +102,8 @@ struct LogicalBuffer {
     int64_t bytes = 0;
     int def_step = 0, last_use_step = 0;
     int allocation = -1;         ///< index in BufferAssignment::allocations; -1: caller's storage
-    enum class Kind { Arena, View, InPlace, GraphInput, GraphOutput } kind = Kind::Arena;
+    /** Prepared: the output of a prepared group kept between calls (prepared_kept). */
+    enum class Kind { Arena, View, InPlace, GraphInput, GraphOutput, Prepared } kind = Kind::Arena;
     ValueId shares_with = kNoValue;  ///< View/InPlace: the value whose storage it uses
     /** View only: the result reads its operand through permuted strides (a transpose). */
     bool strided = false;

@@ -10,6 +10,7 @@
 #include "dsl/Simplify.h"
 #include "dsl/interp/Interpreter.h"
 #include "dsl/ir/Parser.h"
+#include "dsl/passes/FusionPolicy.h"
 #include "dsl/passes/LayoutAssignment.h"
 #include "lowering/CompiledGraph.h"
 #include "lowering/ScheduleGroup.h"
@@ -165,4 +166,30 @@ TEST_CASE("a packed input buffer of the wrong physical shape is refused with bot
     Halide::Buffer<uint16_t> half(8, 37, 3);
     CHECK(k.check_buffers({x.raw_buffer(), half.raw_buffer(), bias.raw_buffer(), y.raw_buffer()}).find("element type uint16") !=
           std::string::npos);
+}
+
+TEST_CASE("a per-call group never writes over a prepared value (they are kept between calls)") {
+    // Unfused, every op is its own group: %a = %p + %s could be written in place over %p, the
+    // prepared value it reads last; that would corrupt every later call.
+    const dsl::Graph g = dsl::parse(R"(graph keep mode=fast {
+  %s = input : f32[16, 24]
+  %w = weight : f32[16, 24]
+  %p = %w * 2
+  %a = %p + %s
+  %y = relu(%a)
+  output %y
+})", "keep.tsl");
+    const Halide::Target target = parse_target("host");
+    dsl::FusionOptions fo = lower::fusion_options(target);
+    fo.policy = &dsl::unfused_policy();
+    const dsl::FusionPlan plan = dsl::plan_fusion(g, fo);
+    CompiledGraph program(g, plan, target);
+    const dsl::BufferAssignment memory = program.memory_plan({});
+    for (const auto &b : memory.buffers)
+        if (g.display_name(b.value) == "p") CHECK(b.kind == dsl::LogicalBuffer::Kind::Prepared);
+    const dsl::RunResult ref = reference(g, {}, 11);
+    for (int call = 0; call < 3; call++) {
+        INFO("call " << call);
+        CHECK(testing::max_relative_difference(program.run(ref.inputs, {}), ref.outputs) == 0);
+    }
 }
