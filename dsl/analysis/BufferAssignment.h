@@ -10,6 +10,8 @@
  * together). Graph inputs and outputs are the caller's storage and take no arena space, except
  * that a donated input (BufferAssignmentOptions::donated_inputs) may receive an in-place result.
  * A value read by an op outside kernels (print, assert, state_write) is kept to the last step.
+ * With prepared_kept (the JIT runner, which keeps prepared groups' outputs between calls), those
+ * outputs are Kind::Prepared: no arena space, no view, and never overwritten in place.
  *
  * Aliases: one *allocation* may hold several logical buffers.
  *  - View: a group that is a single whole-tensor reshape or transpose of one operand is not run:
