@@ -29,6 +29,8 @@ std::vector<int64_t> concrete_shape(const dsl::Graph &g, ValueId v, const std::m
 CompiledGraph::CompiledGraph(const dsl::Graph &g, const dsl::FusionPlan &plan, const Halide::Target &target,
                              const ScheduleChooser &choose, KernelBackend backend)
     : graph_(g), plan_(plan) {
+    for (ValueId v : g.order())
+        if (dsl::is_weight(g, v)) weights_.push_back(v);
     for (const auto &fg : plan.groups) {
         Group cg;
         const lower::LoweredGroup probe = lower::lower_group(g, fg);
@@ -149,8 +151,7 @@ std::map<ValueId, Halide::Buffer<>> CompiledGraph::prepared_values(const std::ma
                                                                    RunStats &stats) const {
     // The key: each weight's identity (data address, size) and contents version.
     PreparedKey key;
-    for (ValueId v : graph_.order()) {
-        if (!dsl::is_weight(graph_, v)) continue;
+    for (ValueId v : weights_) {
         const dsl::Tensor &t = inputs.at(graph_.display_name(v));
         key.push_back({t.data.data(), (int64_t)t.data.size(), t.version});
     }
@@ -159,8 +160,7 @@ std::map<ValueId, Halide::Buffer<>> CompiledGraph::prepared_values(const std::ma
     const auto t0 = std::chrono::steady_clock::now();
     Prepared p;
     p.key = std::move(key);
-    for (ValueId v : graph_.order())
-        if (dsl::is_weight(graph_, v)) p.values[v] = to_value_buffer(graph_, v, inputs.at(graph_.display_name(v)), graph_.display_name(v));
+    for (ValueId v : weights_) p.values[v] = to_value_buffer(graph_, v, inputs.at(graph_.display_name(v)), graph_.display_name(v));
     for (const Group &cg : groups_) {
         const CompiledKernel &k = *cg.kernel;
         if (!k.group().prepared) continue;

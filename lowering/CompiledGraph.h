@@ -135,6 +135,7 @@ private:
 
     /** Weights and prepared values, keyed by each weight's (data address, size, version). */
     using PreparedKey = std::vector<std::tuple<const double *, int64_t, uint64_t>>;
+    std::vector<dsl::ValueId> weights_;  ///< the graph's weights, program order (found once: keyed every call)
     struct Prepared {
         PreparedKey key;
         std::map<dsl::ValueId, Halide::Buffer<>> values;
