@@ -83,7 +83,8 @@ struct Program {
     ArenaOptions arena;
     std::vector<std::byte> workspace;
     int64_t peak = 0;
-    std::vector<double> times;
+    std::vector<double> times, kernel_times;  ///< per call: wall; the kernels alone (RunStats)
+    std::map<std::string, std::vector<double>> group_times;  ///< per call, each kernel
 
     Program(std::string l, dsl::Graph g, const Halide::Target &t, const std::map<std::string, int64_t> &symbols,
             ArenaOptions a = {})
@@ -100,8 +101,11 @@ struct Program {
     }
     double timed(const std::map<std::string, dsl::Tensor> &in, const std::map<std::string, int64_t> &s) {
         const auto t0 = std::chrono::steady_clock::now();
-        run(in, s);
+        RunStats stats;
+        compiled->run(in, s, arena, &stats);
         times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        kernel_times.push_back(stats.kernel_seconds);
+        for (const auto &[name, seconds] : stats.group_seconds) group_times[name].push_back(seconds);
         return times.back();
     }
 };
@@ -233,6 +237,20 @@ void mlp_and_concurrency(const Halide::Target &t, int rounds) {
     }
 }
 
+void layout_experiment(const Halide::Target &t, int rounds, const std::vector<std::string> &files, int64_t M) {
+    const std::map<std::string, int64_t> s = {{"M", M}, {"N", 1024}};
+    std::vector<std::unique_ptr<Program>> ps;
+    for (const auto &f : files) ps.push_back(std::make_unique<Program>(f, simplified(dsl::parse_file(f)), t, s));
+    const auto in = random_inputs(ps[0]->graph, s);
+    std::vector<Program *> raw;
+    for (auto &p : ps) raw.push_back(p.get());
+    alternate(raw, in, s, rounds);
+    for (auto &p : ps) {
+        std::printf("%-40s kernels %.3f ms  wall %.3f ms\n", p->label.c_str(), median(p->kernel_times) * 1e3, median(p->times) * 1e3);
+        for (auto &[g, ts] : p->group_times) std::printf("    %-20s %.3f ms\n", g.c_str(), median(ts) * 1e3);
+    }
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -252,6 +270,12 @@ int main(int argc, char **argv) {
             random_graphs = std::stoi(argv[++i]);
         } else if (a == "--target" && i + 1 < argc) {
             target = argv[++i];
+        } else if (a == "--experiment" && i + 2 < argc) {
+            std::vector<std::string> files;
+            const int64_t M = std::stoll(argv[++i]);
+            while (i + 1 < argc) files.push_back(argv[++i]);
+            layout_experiment(parse_target(target), rounds, files, M);
+            return 0;
         } else if (a == "--timings-only") {
             tables = false;
         } else {

@@ -101,7 +101,10 @@ PlannedGraph plan_graph(const std::string &file, const Halide::Target &target,
     }
     p.plan = dsl::plan_fusion(p.graph, fusion);
     // Layouts last: they are chosen for the groups as planned (the plan never depends on them).
-    if (!target.has_gpu_feature()) p.layouts = dsl::assign_layouts(p.graph, p.plan, lower::layout_options(target));
+    if (!target.has_gpu_feature()) {
+        p.layouts = dsl::assign_layouts(p.graph, p.plan, lower::layout_options(target));
+        if (p.layouts.conversions > 0) p.plan = dsl::plan_fusion(p.graph, fusion);  // each copy its own group
+    }
     return p;
 }
 

@@ -245,7 +245,7 @@ std::vector<dsl::Tensor> CompiledGraph::run_planned(const std::map<std::string, 
             if (b->kind == dsl::LogicalBuffer::Kind::View) {
                 const dsl::Node &n = graph_.node(a.value);
                 const Halide::Buffer<> &operand = storage.at(b->shares_with);
-                storage[a.value] = n.op == dsl::Op::Transpose ? transposed_view(operand, n.attrs.perm)
+                storage[a.value] = b->strided ? transposed_view(operand, n.attrs.perm)
                                                               : value_buffer_over(graph_, a.value, operand.data(), shape);
                 view = true;
                 stats.views++;
@@ -267,8 +267,14 @@ std::vector<dsl::Tensor> CompiledGraph::run_planned(const std::map<std::string, 
         calls.push_back({gi, std::move(raw)});
     }
     // Every descriptor exists before any kernel runs (they depend on the plan, not on results).
+    const auto kernels_start = std::chrono::steady_clock::now();
     if (!options.concurrent_groups) {
-        for (const auto &c : calls) groups_[c.group].kernel->run(c.buffers);
+        for (const auto &c : calls) {
+            const auto t0 = std::chrono::steady_clock::now();
+            groups_[c.group].kernel->run(c.buffers);
+            stats.group_seconds.push_back({groups_[c.group].kernel->group().name,
+                                           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()});
+        }
     } else {
         // Waves of groups with no dependence between them (each group one level after its
         // latest producer); the plan has no reuse between them (NoConcurrentReuse).
@@ -289,6 +295,7 @@ std::vector<dsl::Tensor> CompiledGraph::run_planned(const std::map<std::string, 
         }
     }
     stats.kernels_run = (int)calls.size();
+    stats.kernel_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - kernels_start).count();
     std::vector<dsl::Tensor> results;
     for (ValueId v : graph_.outputs) results.push_back(from_value_buffer(graph_, v, storage.at(v), concrete_shape(graph_, v, symbols)));
     return results;

@@ -224,6 +224,7 @@ public:
             return at(n.inputs[0], in_idx);
         }
         case Op::Reshape: return at(n.inputs[0], reshape_index(v, idx));
+        case Op::Copy: return operand(0);  // the layout is the group output's (laid_out)
         default: break;
         }
         refuse(g_, v, std::string("op '") + dsl::to_string(n.op) + "' has no Halide lowering inside a group");

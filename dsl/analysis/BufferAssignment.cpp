@@ -208,6 +208,27 @@ private:
                 continue;
             }
             const size_t ob = index_.at(operand);
+            const Layout &ol = g_.node(operand).layout, &rl = g_.node(result).layout;
+            if (n.op == Op::Transpose && (!rl.empty() || !ol.empty()) && rl == transposed_layout(ol, n.attrs.perm)) {
+                if (!dense(ob)) {
+                    record(i, result, operand, "view", false, name(operand) + " is a strided view: a bitcast of it would not be dense");
+                    continue;
+                }
+                LogicalBuffer &rb = buf(result);
+                rb.kind = LogicalBuffer::Kind::View;
+                rb.shares_with = operand;
+                root_[index_.at(result)] = ob;
+                record(i, result, operand, "view", true,
+                       "the layout " + layout_name(rl) + " keeps every element where " + name(operand) +
+                           " is stored: a bitcast, no kernel runs");
+                continue;
+            }
+            if (!ol.empty() || !rl.empty()) {
+                record(i, result, operand, "view", false,
+                       "laid out (" + name(operand) + " " + layout_name(ol) + ", " + name(result) + " " + layout_name(rl) +
+                           "): the " + to_string(n.op) + " moves elements, so it is a copy kernel");
+                continue;
+            }
             if (n.op == Op::Transpose && n.attrs.perm.back() != (int64_t)n.attrs.perm.size() - 1) {
                 record(i, result, operand, "view", false,
                        "transpose moves the innermost axis: kernels read inputs with unit innermost stride (dense "
@@ -250,6 +271,8 @@ private:
         class_last_[r] = std::max(class_last_[r], class_last_[b]);
         class_last_.erase(b);
     }
+
+    static std::string layout_name(const Layout &l) { return l.empty() ? "row_major" : to_string(l); }
 
     void decide_in_place() {
         for (int i = 0; i < a_.steps; i++) {
@@ -296,6 +319,9 @@ private:
                 const LogicalBuffer &in = a_.buffers[vb];
                 std::string why;
                 if (done) why = "the output already writes into another input";
+                else if (!(g_.node(v).layout == g_.node(result).layout))
+                    why = name(v) + " is stored in layout " + layout_name(g_.node(v).layout) + " and the output in " +
+                          layout_name(g_.node(result).layout) + ": an element's place differs";
                 else if (in.kind == LogicalBuffer::Kind::GraphInput && !o_.donated_inputs.count(g_.display_name(v)))
                     why = name(v) + " is a graph input the caller did not donate";
                 else if (in.kind == LogicalBuffer::Kind::Prepared)

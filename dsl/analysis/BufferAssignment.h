@@ -20,8 +20,11 @@
  *    (a transposed view is not dense), for a transpose that keeps the innermost axis in place
  *    (kernels require unit innermost stride on their inputs, Halide's default that dense vector
  *    loads rely on, so a transpose moving the last axis is a copy kernel), and when the result
- *    is not a graph output (the caller's output buffer is dense, so a kernel writes it).
- *  - In place: a group writes its output into an input's storage when the group is elementwise
+ *    is not a graph output (the caller's output buffer is dense, so a kernel writes it). A
+ *    transpose whose layout is transposed_layout(operand's layout) (dsl/ir/Layout.h) is a view
+ *    of any perm: the same bytes, its readers read them through that layout (a bitcast). Other
+ *    laid-out reshapes and transposes are copy kernels.
+ *  - In place: a group writes its output into an input's storage (of the same layout) when the group is elementwise
  *    or broadcast (every member reads its operands at the output's index), has one output (a
  *    pipeline computes several outputs one after another, so a later one would read overwritten
  *    data), the input has the output's shape and dtype, the input dies at this step (no later

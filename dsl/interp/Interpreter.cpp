@@ -240,10 +240,10 @@ Tensor evaluate_pure(const Node &n, const std::vector<const Tensor *> &in,
         round_all(r);
         return r;
     }
-    if (is_unary_elementwise(n.op) || n.op == Op::Cast) {
+    if (is_unary_elementwise(n.op) || n.op == Op::Cast || n.op == Op::Copy) {
         Tensor r = make(dt, shape);
         for (size_t i = 0; i < r.data.size(); ++i)
-            r.data[i] = n.op == Op::Cast ? in[0]->data[i] : unary_fn(n.op, in[0]->data[i]);
+            r.data[i] = n.op == Op::Cast || n.op == Op::Copy ? in[0]->data[i] : unary_fn(n.op, in[0]->data[i]);
         round_all(r);
         return r;
     }

@@ -117,6 +117,14 @@ void GraphBuilder::check_operand(const std::string &what, const Value &v) const 
                         "'; a Value can only be used in the builder that made it");
 }
 
+Value GraphBuilder::with_layout(const Value &v, const Layout &layout) {
+    check_operand("copy", v);
+    if (const std::string bad = check_layout(layout, v.type().rank()); !bad.empty())
+        throw UserError("copy %" + std::to_string(v.id()) + ": layout \"" + to_string(layout) + "\": " + bad);
+    graph_.node(v.id()).layout = layout.canonical();
+    return v;
+}
+
 const Node &GraphBuilder::node(const Value &v) const {
     check_usable("value %" + std::to_string(v.id()));
     check_operand("value", v);
@@ -377,6 +385,8 @@ Value cast(const Value &v, DType dtype) {
     GraphBuilder &g = builder_of(v, Op::Cast);
     return g.add_op(Op::Cast, {v}, {}, TensorType{dtype, v.type().dims});
 }
+
+Value copy(const Value &v, const Layout &layout) { return builder_of(v, Op::Copy).with_layout(unary(Op::Copy, v), layout); }
 
 // ---- Effects ----
 

@@ -31,8 +31,8 @@
  * `f(a) + g(b)` either side may be added first. The graph is correct either way; when ids must
  * match a text exactly (tests), build such operands in separate statements.
  * A Value points at its builder: keep the builder alive (and in place; it cannot be moved) while
- * Values are used. Layouts are set on inputs and weights here (`layout` argument); every other
- * value's layout is the layout-assignment pass's decision.
+ * Values are used. Layouts are set on inputs and weights here (`layout` argument) and on copies
+ * (copy(v, layout), a conversion); every other value's layout is the layout-assignment pass's decision.
  * Code inside namespace tessel::dsl that includes this header sees exp/sqrt/abs/tanh/max/min on
  * Values hide the <cmath> names, so call those on numbers as std::exp etc. (as Halide code does).
  */
@@ -153,6 +153,9 @@ public:
      * builder). */
     TensorType make_type(DType dtype, const Shape &dims) const;
 
+    /** Sets the layout of `v`, a copy (see dsl::copy); the layout is checked against its rank. */
+    Value with_layout(const Value &v, const Layout &layout);
+
     const std::string &graph_name() const { return name_; }
     /** The graph so far, after checking it with verify(); throws InternalError if invalid. */
     const Graph &graph();
@@ -227,6 +230,8 @@ Value softmax(const Value &v, int64_t axis);
 Value shape_of(const Value &v, int64_t axis);
 /** Same shape, new dtype. */
 Value cast(const Value &v, DType dtype);
+/** The same values stored in `layout` (a layout conversion; see OpKinds.def). */
+Value copy(const Value &v, const Layout &layout);
 
 // ---- Effects without a result; they run in the order they are built. ----
 void state_write(const std::string &var, const Value &v);

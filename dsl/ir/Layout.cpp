@@ -88,6 +88,16 @@ std::optional<Layout> parse_layout(const std::string &text, std::string *error) 
     return l;
 }
 
+Layout transposed_layout(const Layout &operand, const std::vector<int64_t> &perm) {
+    // Result axis i is operand axis perm[i]; the inverse names each operand axis's result axis.
+    std::vector<int> inverse(perm.size());
+    for (size_t i = 0; i < perm.size(); i++) inverse[(size_t)perm[i]] = (int)i;
+    Layout out;
+    for (size_t j = 0; j < perm.size(); j++) out.order.push_back(inverse[operand.order.empty() ? j : (size_t)operand.order[j]]);
+    if (operand.has_panels()) out.panel_axis = inverse[(size_t)operand.panel_axis], out.panel_width = operand.panel_width;
+    return out.canonical();
+}
+
 std::string check_layout(const Layout &l, int rank) {
     if (!l.order.empty()) {
         std::vector<int> sorted = l.order;

@@ -57,6 +57,11 @@ std::optional<Layout> parse_layout(const std::string &text, std::string *error);
  * permutation of 0..rank-1, the panel axis an axis, the width >= 1. */
 std::string check_layout(const Layout &l, int rank);
 
+/** The layout of transpose(x, perm) that keeps every element where x's layout `operand` (of a
+ * rank perm.size() tensor) stores it: with it the transpose is a bitcast, no data moves (XLA
+ * makes such transposes bitcasts too). transpose(x) of a row-major [M, N] x is [1, 0]. */
+Layout transposed_layout(const Layout &operand, const std::vector<int64_t> &perm);
+
 /** One physical dimension: which logical axis it indexes, and how. */
 struct PhysicalDim {
     enum class Part { Whole, PanelIndex, InPanel };

@@ -281,7 +281,7 @@ TensorType infer_type(const Graph &g, const Node &n) {
         return TensorType{a.dtype, broadcast(g, n, a, b)};
     }
     case Op::Gelu: case Op::GeluTanh: case Op::Tanh: case Op::Exp: case Op::Relu: case Op::Neg:
-    case Op::Abs: case Op::Sqrt: case Op::Rsqrt: {
+    case Op::Abs: case Op::Sqrt: case Op::Rsqrt: case Op::Copy: {
         const TensorType &a = operand(g, n, 0);
         require_float(g, n, a);
         return a;

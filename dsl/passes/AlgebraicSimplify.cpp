@@ -106,6 +106,11 @@ const std::vector<Rule> &rules() {
              if (n.op != Op::Cast || !same_as(g, n, n.inputs[0])) return {};
              return use(n.inputs[0], "casting to the same dtype is the identity");
          }},
+        // copy(x) into x's own layout -> x
+        {"copy-noop", false, [](const Graph &g, const Node &n) -> Match {
+             if (n.op != Op::Copy || !(n.layout == in(g, n, 0).layout)) return {};
+             return use(n.inputs[0], "a copy into the layout its operand already has moves nothing");
+         }},
         // cast(cast(x) : narrow) : x's dtype -> x: drops the rounding to the narrow type, which
         // changes values, so fast mode only. Never for a weight-derived x: narrowing a weight is
         // the storage the graph asks for (the kernel reads half the bytes), not arithmetic.

@@ -87,6 +87,10 @@ public:
                 } else if (derived(p) != derived(c)) {
                     d = FusionDecision::no("weight-prepare", nm(g_, p) + " is computed from weights alone and prepared once; " +
                                                                  nm(g_, c) + " runs on every call and reads the prepared value");
+                } else if (g_.node(p).op == Op::Copy || g_.node(c).op == Op::Copy) {
+                    d = FusionDecision::no("layout-conversion", "the copy " + nm(g_, g_.node(p).op == Op::Copy ? p : c) +
+                                                                    " converts a layout: a kernel of its own, so every reader "
+                                                                    "reads the converted value from memory");
                 } else {
                     d = policy_.producer_consumer(g_, p, c, sorted(members_[root_[p]]));
                     if (d) d = try_merge(root_[c], root_[p], d);

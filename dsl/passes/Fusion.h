@@ -55,6 +55,9 @@
  *                 an op that runs on every call never share a group: the weight-derived group is
  *                 marked `prepared` and runs once per weight version; the per-call group reads
  *                 its output (a transposed, narrowed or re-laid-out weight) like any input.
+ *  - `layout-conversion`: a copy (a value converted to another layout, inserted by layout
+ *                 assignment) is a group of its own: fused with its producer it would not
+ *                 exist in memory, fused into a reader the reader would read the unconverted value.
  *  - `resources`: the merged group's estimate must fit the target; the reason gives the numbers.
  *
  * Example:

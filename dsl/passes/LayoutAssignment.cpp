@@ -1,6 +1,8 @@
-// Map: candidates (weights and prepared values with per-call readers) -> readers traced to the
-// matmul they feed -> per-call cost of each candidate layout under the expected shapes ->
-// the cheapest, written into the layout slot; LayoutPlan::to_string prints every region.
+// Map: weight regions (weights and prepared values with per-call readers) -> readers traced to
+// the matmul they feed -> per-call cost of each candidate layout under the expected shapes ->
+// the cheapest, written into the layout slot. Then per-call regions: each reader's walked axis
+// and read kind -> forcing the stored layout vs a copy per walked axis -> copies inserted.
+// LayoutPlan::to_string prints every region.
 #include "dsl/passes/LayoutAssignment.h"
 
 #include <algorithm>
@@ -26,6 +28,13 @@ LayoutCostModel LayoutCostModel::measured(int panel_width, int mr, int decode_ma
     // transposed w per call ran at 1.00x on mlp_up).
     m.panel_rate[0] = 0.150, m.panel_rate[1] = 0.276, m.panel_rate[2] = 0.715, m.panel_rate[3] = 0.167;
     m.gemm_pack_bytes = 0.0;
+    // Measured by `make bench-memory` (the layout chains, docs/results/layout_chains_cpu.txt):
+    // each reader group's time over a 1024 x 1024 f32 value, contiguous and through a transpose,
+    // over a contiguous elementwise group's time (exp: read and write).
+    m.read_cost[Elementwise][0] = 1.0, m.read_cost[Elementwise][1] = 3.95;
+    m.read_cost[Reduction][0] = 0.45, m.read_cost[Reduction][1] = 8.0;
+    m.read_cost[Softmax][0] = 1.49, m.read_cost[Softmax][1] = 8.8;
+    m.conversion_cost = 3.3;
     return m;
 }
 
@@ -62,6 +71,225 @@ ValueId matmul_reading_rhs(const Graph &g, ValueId v, ValueId reader) {
         reader = users[0];
     }
     return kNoValue;
+}
+
+
+/** How a reader's innermost loop walks a per-call value: which of the value's axes (-1: none,
+ * the reader broadcasts along its innermost axis), and what kind of read it is. */
+struct Walk {
+    ValueId member = kNoValue;  ///< the reader's group member whose operand is the value
+    int axis = -1;
+    LayoutCostModel::ReadKind kind = LayoutCostModel::Elementwise;
+};
+
+/** Whether a transpose inside the group follows `u`: the loop would then walk another axis. */
+bool transposed_later(const Graph &g, ValueId u, const std::set<ValueId> &members) {
+    std::vector<ValueId> work = {u};
+    std::set<ValueId> seen;
+    while (!work.empty()) {
+        const ValueId x = work.back();
+        work.pop_back();
+        for (ValueId y : g.users(x)) {
+            if (!members.count(y) || !seen.insert(y).second) continue;
+            if (g.node(y).op == Op::Transpose || g.node(y).op == Op::Reshape) return true;
+            work.push_back(y);
+        }
+    }
+    return false;
+}
+
+/** The walk of value `v` by `user`, a member of the reader group `members`, traced through the
+ * group's transposes; nullopt where it is not modelled (a matmul operand, a reshape, a copy, a
+ * transpose after an elementwise op). */
+std::optional<Walk> walk_of(const Graph &g, ValueId v, ValueId user, const std::set<ValueId> &members) {
+    const int rank = g.node(v).type.rank();
+    std::vector<int> axis(rank);  // axis[j]: the axis of v at axis j of `cur`
+    for (int j = 0; j < rank; j++) axis[j] = j;
+    ValueId cur = v, u = user;
+    for (int depth = 0; depth < 8; depth++) {
+        const Node &n = g.node(u);
+        const TensorType &ct = g.node(cur).type;
+        if (ct.rank() == 0) return std::nullopt;
+        const int last = ct.rank() - 1;
+        if (n.op == Op::Transpose) {
+            std::vector<int> next(n.attrs.perm.size());
+            for (size_t i = 0; i < next.size(); i++) next[i] = axis[(size_t)n.attrs.perm[i]];
+            std::vector<ValueId> inside;
+            for (ValueId x : g.users(u))
+                if (members.count(x)) inside.push_back(x);
+            axis = next;
+            cur = u;
+            if (inside.empty()) return Walk{user, axis.back(), LayoutCostModel::Elementwise};  // written out as is
+            if (inside.size() != 1) return std::nullopt;
+            u = inside[0];
+            continue;
+        }
+        if (is_reduction(n.op)) return Walk{user, axis[last], LayoutCostModel::Reduction};
+        if (n.op == Op::Softmax) return Walk{user, axis[last], LayoutCostModel::Softmax};
+        const IterSpace it = n.info().iter_space;
+        if (n.op == Op::Copy || (it != IterSpace::Elementwise && it != IterSpace::Broadcast)) return std::nullopt;
+        if (transposed_later(g, u, members)) return std::nullopt;
+        const Dim d = resolve_dim(g, ct.dims[last]);
+        const Dim du = resolve_dim(g, n.type.dims.back());
+        const bool broadcast = d.is_static() && d.size == 1 && !(du.is_static() && du.size == 1);
+        return Walk{user, broadcast ? -1 : axis[last], LayoutCostModel::Elementwise};
+    }
+    return std::nullopt;
+}
+
+/** The logical axis a layout stores innermost. */
+int innermost_axis(const Layout &l, int rank) { return physical_dims(l, rank).back().axis; }
+
+/** `rank` axes in order with `a` moved innermost. */
+Layout with_innermost(int a, int rank) {
+    std::vector<int> order;
+    for (int j = 0; j < rank; j++)
+        if (j != a) order.push_back(j);
+    order.push_back(a);
+    return Layout::ordered(order).canonical();
+}
+
+const char *read_kind_name(LayoutCostModel::ReadKind k) {
+    switch (k) {
+    case LayoutCostModel::Elementwise: return "elementwise";
+    case LayoutCostModel::Reduction: return "reduction";
+    case LayoutCostModel::Softmax: return "softmax";
+    default: return "?";
+    }
+}
+
+/** The value's bytes summed over the expected shapes, each with its weight. */
+double expected_bytes(const Graph &g, ValueId v, const std::vector<std::pair<std::map<std::string, int64_t>, double>> &shapes) {
+    double total = 0;
+    for (const auto &[sizes, weight] : shapes) {
+        double numel = 1;
+        for (const Dim &d : g.node(v).type.dims) numel *= (double)size_of(g, d, sizes);
+        total += weight * numel * (double)byte_size(g.node(v).type.dtype);
+    }
+    return total;
+}
+
+/** A unique name for the copy of `v`: "<v>.<layout's innermost axis>" style, e.g. "y.m0". */
+std::string copy_name(const Graph &g, ValueId v, int axis) {
+    const std::string base = g.display_name(v) + ".axis" + std::to_string(axis) + "_inner";
+    std::string name = base;
+    for (int i = 1; g.find(name) != kNoValue; i++) name = base + std::to_string(i);
+    return name;
+}
+
+/** Per-call regions (see the file comment): decides and inserts the conversions. */
+void assign_per_call(Graph &g, const FusionPlan &plan, const LayoutOptions &options,
+                     const std::vector<std::pair<std::map<std::string, int64_t>, double>> &shapes, LayoutPlan &out) {
+    const LayoutCostModel &model = options.model;
+    std::map<ValueId, int> member_group;
+    std::set<ValueId> prepared;
+    for (const FusionGroup &fg : plan.groups)
+        for (ValueId v : fg.nodes) {
+            member_group[v] = fg.id;
+            if (fg.prepared) prepared.insert(v);
+        }
+    const std::vector<char> derived = weight_derived(g);
+    // Every value read from memory by a per-call group, in program order: decided one by one
+    // (independent regions), copies inserted after all are decided.
+    struct Pending {
+        ValueId value;
+        Layout layout;
+        std::vector<ValueId> members;
+    };
+    std::vector<Pending> copies;
+    for (ValueId v : g.order()) {
+        const Node &n = g.node(v);
+        if (!n.has_result() || n.type.rank() < 2 || !is_float(n.type.dtype)) continue;
+        if ((v < derived.size() && derived[v]) || prepared.count(v)) continue;  // weight regions
+        std::vector<Walk> walks;
+        std::vector<ValueId> readers;
+        const int own = member_group.count(v) ? member_group.at(v) : -1;
+        for (ValueId u : g.users(v)) {
+            auto it = member_group.find(u);
+            if (it == member_group.end() || it->second == own || prepared.count(u)) continue;
+            readers.push_back(u);
+            const FusionGroup &fg = plan.groups[(size_t)it->second];
+            const std::set<ValueId> members(fg.nodes.begin(), fg.nodes.end());
+            if (auto w = walk_of(g, v, u, members)) walks.push_back(*w);
+        }
+        const int inner = innermost_axis(n.layout, n.type.rank());
+        std::set<int> strided_axes;
+        for (const Walk &w : walks)
+            if (w.axis >= 0 && w.axis != inner) strided_axes.insert(w.axis);
+        if (strided_axes.empty()) continue;
+
+        LayoutRegion r;
+        r.kind = LayoutRegion::Kind::PerCall;
+        r.value = v;
+        r.readers = readers;
+        const double bytes = expected_bytes(g, v, shapes);
+        auto reads = [&](const std::set<int> &converted) {
+            double c = 0;
+            for (const Walk &w : walks) {
+                const bool aligned = w.axis < 0 || w.axis == inner || converted.count(w.axis);
+                c += model.read_cost[w.kind][aligned ? 0 : 1];
+            }
+            return c;
+        };
+        std::string walked;
+        for (const Walk &w : walks)
+            walked += (walked.empty() ? "" : ", ") + nm(g, w.member) + " " + read_kind_name(w.kind) +
+                      (w.axis < 0 ? " (broadcast)" : " along axis " + std::to_string(w.axis));
+        r.candidates.push_back({Layout{}, bytes * reads({}), 0,
+                                "every reader reads it as stored (axis " + std::to_string(inner) + " innermost): " + walked});
+        for (int a : strided_axes)
+            r.candidates.push_back({with_innermost(a, n.type.rank()), bytes * (model.conversion_cost + reads({a})), 0,
+                                    "one copy with axis " + std::to_string(a) + " innermost, read by every reader walking axis " +
+                                        std::to_string(a)});
+        size_t each = 0;  // the naive alternative: a copy of its own per strided reader
+        int strided_walks = 0;
+        for (const Walk &w : walks) strided_walks += w.axis >= 0 && w.axis != inner;
+        if (strided_walks > 1) {
+            r.candidates.push_back({with_innermost(*strided_axes.begin(), n.type.rank()),
+                                    bytes * (model.conversion_cost * strided_walks + reads(strided_axes)), 0,
+                                    "a copy of its own for each of the " + std::to_string(strided_walks) + " strided readers"});
+            each = r.candidates.size() - 1;
+        } else {
+            each = 1;
+        }
+        switch (options.conversions) {
+        case LayoutOptions::Conversions::Chosen:
+            for (size_t i = 1; i < r.candidates.size(); i++)
+                if (r.candidates[i].per_call_bytes < r.candidates[r.chosen].per_call_bytes * 0.98) r.chosen = i;
+            r.reason = r.chosen == 0 ? "forcing the stored layout is within 2% of the cheapest conversion or cheaper"
+                                     : "a conversion costs less than the strided reads it replaces";
+            break;
+        case LayoutOptions::Conversions::Never: r.reason = "conversions are off (LayoutOptions::conversions)"; break;
+        case LayoutOptions::Conversions::EachReader:
+            r.chosen = each;
+            r.reason = "a copy per strided reader (LayoutOptions::conversions)";
+            break;
+        }
+        if (r.chosen > 0 && r.chosen == each && strided_walks > 1) {
+            for (const Walk &w : walks)
+                if (w.axis >= 0 && w.axis != inner) copies.push_back({v, with_innermost(w.axis, n.type.rank()), {w.member}});
+        } else if (r.chosen > 0) {
+            Pending p{v, r.candidates[r.chosen].layout, {}};
+            for (const Walk &w : walks)
+                if (w.axis == innermost_axis(p.layout, n.type.rank())) p.members.push_back(w.member);
+            copies.push_back(std::move(p));
+        }
+        out.regions.push_back(std::move(r));
+    }
+    for (const Pending &c : copies) {
+        ValueId first = c.members[0];
+        for (ValueId m : c.members)
+            if (g.position(m) < g.position(first)) first = m;
+        const int axis = innermost_axis(c.layout, g.node(c.value).type.rank());
+        const ValueId id = g.insert_before(first, Node::make(Op::Copy, {c.value}, g.node(c.value).type, copy_name(g, c.value, axis)));
+        g.node(id).layout = c.layout;
+        for (ValueId m : c.members)
+            for (ValueId &in : g.node(m).inputs)
+                if (in == c.value) in = id;
+        for (LayoutRegion &r : out.regions)
+            if (r.value == c.value && r.kind == LayoutRegion::Kind::PerCall) r.copies.push_back(id);
+        out.conversions++;
+    }
 }
 
 }  // namespace
@@ -154,25 +382,34 @@ LayoutPlan assign_layouts(Graph &g, const FusionPlan &plan, const LayoutOptions 
         }
         out.regions.push_back(std::move(r));
     }
+    assign_per_call(g, plan, options, shapes, out);
     return out;
 }
 
 std::string LayoutPlan::to_string(const Graph &g) const {
     std::ostringstream os;
-    os << "layout assignment: " << regions.size() << " region(s)\n";
+    os << "layout assignment: " << regions.size() << " region(s), " << conversions << " conversion(s) inserted\n";
+    auto name = [](const Layout &l) { return l.empty() ? std::string("row_major") : dsl::to_string(l); };
     for (const LayoutRegion &r : regions) {
-        os << "region " << nm(g, r.value) << " : " << print_type(g, g.node(r.value).type) << ", read per call by";
+        const bool per_call = r.kind == LayoutRegion::Kind::PerCall;
+        os << "region " << nm(g, r.value) << " : " << print_type(g, g.node(r.value).type)
+           << (per_call ? " (per call, stored " + name(g.node(r.value).layout) + ")" : "") << ", read per call by";
         for (ValueId u : r.readers) os << " " << nm(g, u);
         os << "\n";
         for (size_t i = 0; i < r.candidates.size(); i++) {
             const LayoutCandidate &c = r.candidates[i];
-            const std::string name = c.layout.empty() ? "row_major" : dsl::to_string(c.layout);
-            os << "  " << (i == r.chosen ? "* " : "  ") << name << ": " << (int64_t)c.per_call_bytes << " B per call"
-               << (i == 0 ? " (forcing the producer's layout)" : "") << ", one-time " << c.one_time_bytes << " B; "
-               << c.why << "\n";
+            os << "  " << (i == r.chosen ? "* " : "  ");
+            if (per_call) os << (i == 0 ? "no copy" : "copy to " + name(c.layout));
+            else os << name(c.layout);
+            os << ": " << (int64_t)c.per_call_bytes << " B per call" << (i == 0 ? " (forcing the producer's layout)" : "");
+            if (!per_call) os << ", one-time " << c.one_time_bytes << " B";
+            os << "; " << c.why << "\n";
         }
-        os << "  -> " << (r.candidates[r.chosen].layout.empty() ? "row_major" : dsl::to_string(r.candidates[r.chosen].layout))
-           << ": " << r.reason << "\n";
+        os << "  -> " << (per_call ? (r.chosen == 0 ? std::string("no copy") : "copy to " + name(r.candidates[r.chosen].layout))
+                                   : name(r.candidates[r.chosen].layout))
+           << ": " << r.reason;
+        for (ValueId c : r.copies) os << (c == r.copies.front() ? "; inserted " : ", ") << nm(g, c);
+        os << "\n";
     }
     return os.str();
 }
