@@ -98,47 +98,50 @@ bool transposed_later(const Graph &g, ValueId u, const std::set<ValueId> &member
     return false;
 }
 
-/** The walk of value `v` by `user`, a member of the reader group `members`, traced through the
- * group's transposes; nullopt where it is not modelled (a matmul operand, a reshape, a copy, a
- * transpose after an elementwise op). */
-std::optional<Walk> walk_of(const Graph &g, ValueId v, ValueId user, const std::set<ValueId> &members) {
-    const int rank = g.node(v).type.rank();
-    std::vector<int> axis(rank);  // axis[j]: the axis of v at axis j of `cur`
-    for (int j = 0; j < rank; j++) axis[j] = j;
-    ValueId cur = v, u = user;
-    for (int depth = 0; depth < 8; depth++) {
-        const Node &n = g.node(u);
-        const TensorType &ct = g.node(cur).type;
-        if (ct.rank() == 0) return std::nullopt;
-        const int last = ct.rank() - 1;
-        if (n.op == Op::Transpose) {
-            std::vector<int> next(n.attrs.perm.size());
-            for (size_t i = 0; i < next.size(); i++) next[i] = axis[(size_t)n.attrs.perm[i]];
-            std::vector<ValueId> inside;
-            for (ValueId x : g.users(u))
-                if (members.count(x)) inside.push_back(x);
-            axis = next;
-            cur = u;
-            if (inside.empty()) return Walk{user, axis.back(), LayoutCostModel::Elementwise};  // written out as is
-            if (inside.size() != 1) return std::nullopt;
-            u = inside[0];
-            continue;
-        }
-        if (is_reduction(n.op)) return Walk{user, axis[last], LayoutCostModel::Reduction};
-        if (n.op == Op::Softmax) return Walk{user, axis[last], LayoutCostModel::Softmax};
-        const IterSpace it = n.info().iter_space;
-        if (n.op == Op::Copy || (it != IterSpace::Elementwise && it != IterSpace::Broadcast)) return std::nullopt;
-        if (transposed_later(g, u, members)) return std::nullopt;
-        const Dim d = resolve_dim(g, ct.dims[last]);
-        const Dim du = resolve_dim(g, n.type.dims.back());
-        const bool broadcast = d.is_static() && d.size == 1 && !(du.is_static() && du.size == 1);
-        return Walk{user, broadcast ? -1 : axis[last], LayoutCostModel::Elementwise};
+/** The walks of a value by `u`, a member of the reader group `members` whose operand `cur` holds
+ * the value's axis axis[j] at its axis j, traced through the group's transposes (each in-group
+ * user of a transpose walks on). Appends nothing where a walk is not modelled (a matmul operand,
+ * a reshape, a copy, a transpose after an elementwise op): that reader keeps what it reads. */
+void walks_of(const Graph &g, ValueId cur, const std::vector<int> &axis, ValueId user, ValueId u,
+              const std::set<ValueId> &members, std::vector<Walk> &out, int depth = 0) {
+    const Node &n = g.node(u);
+    const TensorType &ct = g.node(cur).type;
+    if (ct.rank() == 0 || depth > 8) return;
+    const int last = ct.rank() - 1;
+    if (n.op == Op::Transpose) {
+        std::vector<int> next(n.attrs.perm.size());
+        for (size_t i = 0; i < next.size(); i++) next[i] = axis[(size_t)n.attrs.perm[i]];
+        bool inside = false;
+        for (ValueId x : g.users(u))
+            if (members.count(x)) inside = true, walks_of(g, u, next, user, x, members, out, depth + 1);
+        if (!inside || g.is_output(u)) out.push_back({user, next.back(), LayoutCostModel::Elementwise});  // written out
+        return;
     }
-    return std::nullopt;
+    if (is_reduction(n.op)) return out.push_back({user, axis[last], LayoutCostModel::Reduction});
+    if (n.op == Op::Softmax) return out.push_back({user, axis[last], LayoutCostModel::Softmax});
+    const IterSpace it = n.info().iter_space;
+    if (n.op == Op::Copy || (it != IterSpace::Elementwise && it != IterSpace::Broadcast)) return;
+    if (transposed_later(g, u, members)) return;
+    const Dim d = resolve_dim(g, ct.dims[last]);
+    const Dim du = resolve_dim(g, n.type.dims.back());
+    const bool broadcast = d.is_static() && d.size == 1 && !(du.is_static() && du.size == 1);
+    out.push_back({user, broadcast ? -1 : axis[last], LayoutCostModel::Elementwise});
 }
 
 /** The logical axis a layout stores innermost. */
 int innermost_axis(const Layout &l, int rank) { return physical_dims(l, rank).back().axis; }
+
+/** The axis of `v` whose neighbours are adjacent in memory: the innermost stored axis, skipping
+ * axes of static extent 1 (walking the next one out is then contiguous too). */
+int contiguous_axis(const Graph &g, ValueId v) {
+    const Node &n = g.node(v);
+    const std::vector<PhysicalDim> dims = physical_dims(n.layout, n.type.rank());
+    for (auto it = dims.rbegin(); it != dims.rend(); ++it) {
+        const Dim d = resolve_dim(g, n.type.dims[it->axis]);
+        if (it->part != PhysicalDim::Part::Whole || !(d.is_static() && d.size == 1)) return it->axis;
+    }
+    return dims.back().axis;
+}
 
 /** `rank` axes in order with `a` moved innermost. */
 Layout with_innermost(int a, int rank) {
@@ -181,12 +184,12 @@ std::string copy_name(const Graph &g, ValueId v, int axis) {
 void assign_per_call(Graph &g, const FusionPlan &plan, const LayoutOptions &options,
                      const std::vector<std::pair<std::map<std::string, int64_t>, double>> &shapes, LayoutPlan &out) {
     const LayoutCostModel &model = options.model;
-    std::map<ValueId, int> member_group;
+    std::map<ValueId, std::vector<int>> member_of;  // an op recomputed inline is in several groups
     std::set<ValueId> prepared;
-    for (const FusionGroup &fg : plan.groups)
-        for (ValueId v : fg.nodes) {
-            member_group[v] = fg.id;
-            if (fg.prepared) prepared.insert(v);
+    for (size_t gi = 0; gi < plan.groups.size(); gi++)
+        for (ValueId v : plan.groups[gi].nodes) {
+            member_of[v].push_back((int)gi);
+            if (plan.groups[gi].prepared) prepared.insert(v);
         }
     const std::vector<char> derived = weight_derived(g);
     // Every value read from memory by a per-call group, in program order: decided one by one
@@ -203,16 +206,22 @@ void assign_per_call(Graph &g, const FusionPlan &plan, const LayoutOptions &opti
         if ((v < derived.size() && derived[v]) || prepared.count(v)) continue;  // weight regions
         std::vector<Walk> walks;
         std::vector<ValueId> readers;
-        const int own = member_group.count(v) ? member_group.at(v) : -1;
+        const std::vector<int> own = member_of.count(v) ? member_of.at(v) : std::vector<int>{};
+        std::vector<int> identity(n.type.rank());
+        for (int j = 0; j < n.type.rank(); j++) identity[j] = j;
         for (ValueId u : g.users(v)) {
-            auto it = member_group.find(u);
-            if (it == member_group.end() || it->second == own || prepared.count(u)) continue;
-            readers.push_back(u);
-            const FusionGroup &fg = plan.groups[(size_t)it->second];
-            const std::set<ValueId> members(fg.nodes.begin(), fg.nodes.end());
-            if (auto w = walk_of(g, v, u, members)) walks.push_back(*w);
+            auto it = member_of.find(u);
+            if (it == member_of.end() || prepared.count(u)) continue;
+            bool read = false;
+            for (int gi : it->second) {
+                if (std::count(own.begin(), own.end(), gi)) continue;  // read inline, not from memory
+                const FusionGroup &fg = plan.groups[(size_t)gi];
+                walks_of(g, v, identity, u, u, std::set<ValueId>(fg.nodes.begin(), fg.nodes.end()), walks);
+                read = true;
+            }
+            if (read) readers.push_back(u);
         }
-        const int inner = innermost_axis(n.layout, n.type.rank());
+        const int inner = contiguous_axis(g, v);
         std::set<int> strided_axes;
         for (const Walk &w : walks)
             if (w.axis >= 0 && w.axis != inner) strided_axes.insert(w.axis);
@@ -242,8 +251,11 @@ void assign_per_call(Graph &g, const FusionPlan &plan, const LayoutOptions &opti
                                     "one copy with axis " + std::to_string(a) + " innermost, read by every reader walking axis " +
                                         std::to_string(a)});
         size_t each = 0;  // the naive alternative: a copy of its own per strided reader
-        int strided_walks = 0;
-        for (const Walk &w : walks) strided_walks += w.axis >= 0 && w.axis != inner;
+        // A member reading the value (a transpose, say) may feed several walks; it reads one copy.
+        std::map<ValueId, int> strided_members;  // member -> the axis its first strided walk walks
+        for (const Walk &w : walks)
+            if (w.axis >= 0 && w.axis != inner) strided_members.emplace(w.member, w.axis);
+        const int strided_walks = (int)strided_members.size();
         if (strided_walks > 1) {
             r.candidates.push_back({with_innermost(*strided_axes.begin(), n.type.rank()),
                                     bytes * (model.conversion_cost * strided_walks + reads(strided_axes)), 0,
@@ -266,12 +278,11 @@ void assign_per_call(Graph &g, const FusionPlan &plan, const LayoutOptions &opti
             break;
         }
         if (r.chosen > 0 && r.chosen == each && strided_walks > 1) {
-            for (const Walk &w : walks)
-                if (w.axis >= 0 && w.axis != inner) copies.push_back({v, with_innermost(w.axis, n.type.rank()), {w.member}});
+            for (const auto &[member, axis] : strided_members) copies.push_back({v, with_innermost(axis, n.type.rank()), {member}});
         } else if (r.chosen > 0) {
             Pending p{v, r.candidates[r.chosen].layout, {}};
-            for (const Walk &w : walks)
-                if (w.axis == innermost_axis(p.layout, n.type.rank())) p.members.push_back(w.member);
+            for (const auto &[member, axis] : strided_members)
+                if (axis == innermost_axis(p.layout, n.type.rank())) p.members.push_back(member);
             copies.push_back(std::move(p));
         }
         out.regions.push_back(std::move(r));

@@ -1,7 +1,9 @@
 // Layouts and prepared weights through the compiled path (lowering/LowerToHalide.h,
 // lowering/TensorBuffers.h, lowering/CompiledGraph.h): every layout example at awkward shapes
-// against the reference interpreter under a cost model that packs every weight it can; bf16/f16 storage bit for bit on special values; weights prepared once per
-// version; wrong physical buffers refused with both shapes.
+// against the reference interpreter under a cost model that packs every weight it can; the
+// layout chains under the pass's choice, forcing and a copy per reader, on special values too;
+// bf16/f16 storage bit for bit on special values; weights prepared once per version; wrong
+// physical buffers refused with both shapes.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -43,7 +45,8 @@ std::unique_ptr<Compiled> compile(const std::string &file, const std::map<std::s
     auto c = std::make_unique<Compiled>();
     c->g = dsl::simplify_file(file).graph;
     c->plan = dsl::plan_fusion(c->g, lower::fusion_options(target, symbols));
-    if (layouts) dsl::assign_layouts(c->g, c->plan, *layouts);
+    if (layouts && dsl::assign_layouts(c->g, c->plan, *layouts).conversions > 0)
+        c->plan = dsl::plan_fusion(c->g, lower::fusion_options(target, symbols));  // each copy its own group
     ScheduleChooser choose;
     if (!schedule.empty())
         choose = [&](const dsl::FusionGroup &fg, const lower::LoweredGroup &) -> std::optional<sched::ScheduleSpec> {
@@ -88,6 +91,57 @@ TEST_CASE("layout examples match the interpreter at awkward shapes, packed and u
     auto c = compile(dir + "decode_bf16.tsl", {{"M", 512}}, &packed);
     CHECK(c->g.node(c->g.find("w_bf16")).layout == dsl::Layout::panels(1, 8));
     CHECK(c->g.node(c->g.find("w_bf16")).type.dtype == dsl::DType::BF16);
+}
+
+TEST_CASE("layout chains match the interpreter under the pass's choice, forcing, and a copy per reader") {
+    const std::string dir = std::string(TESSEL_SOURCE_DIR) + "/algorithms/";
+    using C = dsl::LayoutOptions::Conversions;
+    for (const char *name : {"chain_convert", "chain_force"}) {
+        for (const auto &symbols : std::vector<std::map<std::string, int64_t>>{
+                 {{"M", 1}, {"K", 37}, {"N", 19}}, {{"M", 13}, {"K", 64}, {"N", 53}}, {{"M", 37}, {"K", 5}, {"N", 8}}}) {
+            for (C conversions : {C::Chosen, C::Never, C::EachReader}) {
+                INFO(name << " M=" << symbols.at("M") << " N=" << symbols.at("N") << " conversions " << (int)conversions);
+                dsl::LayoutOptions o = lower::layout_options(parse_target("host"), {{symbols, 1.0}});
+                o.conversions = conversions;
+                auto c = compile(dir + name + ".tsl", symbols, &o);
+                int copies = 0;
+                for (dsl::ValueId v : c->g.order()) copies += c->g.node(v).op == dsl::Op::Copy;
+                // The measured model converts for the softmax only.
+                if (conversions == C::Never) CHECK(copies == 0);
+                if (conversions == C::EachReader) CHECK(copies == 1);
+                if (conversions == C::Chosen) CHECK(copies == (std::string(name) == "chain_convert" ? 1 : 0));
+                const dsl::RunResult ref = reference(dsl::parse_file(dir + name + ".tsl"), symbols, 11);
+                RunStats stats;
+                const auto got = c->program->run(ref.inputs, ref.symbols, {}, &stats);
+                CHECK(stats.planned);
+                CHECK(testing::max_relative_difference(got, ref.outputs) < 1e-4);
+            }
+        }
+    }
+    // Special values through a converted activation input: NaN, +-inf and -0 down the columns.
+    const dsl::Graph g = dsl::simplify_graph(dsl::parse(R"(graph cols mode=fast {
+  %a = input : f32[4, 5]
+  %p = softmax(transpose(%a), axis=1) : f32[5, 4]
+  %r = reduce_max(transpose(%a), axes=[1]) : f32[5]
+  output %p, %r
+})", "cols.tsl")).graph;
+    const Halide::Target target = parse_target("host");
+    dsl::Graph converted = g;
+    dsl::LayoutOptions o = lower::layout_options(target);
+    const dsl::LayoutPlan lp = dsl::assign_layouts(converted, dsl::plan_fusion(converted, lower::fusion_options(target)), o);
+    INFO(lp.to_string(converted));
+    CHECK(lp.conversions == 1);
+    const dsl::FusionPlan plan = dsl::plan_fusion(converted, lower::fusion_options(target));
+    CompiledGraph program(converted, plan, target);
+    dsl::Tensor a{dsl::DType::F32, {4, 5}, {NAN, 1, -0.0, 2, INFINITY, 0.5, -INFINITY, 3, -1, 0.0,
+                                            -0.0, 2, 1e30, -1e30, 7, 1, 1, -0.0, NAN, -INFINITY}};
+    const dsl::RunResult ref = dsl::interpret(g, {{"a", a}}, {});
+    const auto got = program.run({{"a", a}}, {});
+    REQUIRE(got.size() == 2);
+    for (size_t i = 0; i < 2; i++) {
+        INFO(dsl::to_string(got[i]) << "\nwant " << dsl::to_string(ref.outputs[i]));
+        CHECK(testing::max_relative_difference({got[i]}, {ref.outputs[i]}) < 1e-5);
+    }
 }
 
 TEST_CASE("bf16 and f16 storage round like the interpreter, bit for bit, on special values") {

@@ -334,3 +334,42 @@ TEST_CASE("buffer assignment: large plans are packed by linear scan, fast and so
         CHECK(clashes == 0);
     }
 }
+
+TEST_CASE("buffer assignment: a transpose laid out as its operand's bytes is a view; layouts block other aliases") {
+    // Unfused, every op is its own group: %t (the transpose of a copy stored k-major) holds the
+    // copy's bytes row-major, %u's layout keeps %a's bytes; %v's does not, so it is a kernel.
+    Graph g = parse(R"(
+graph laid_out {
+  %x = input : f32[6, 8]
+  %w = input : f32[8, 5]
+  %a = matmul(%x, %w)
+  %c = copy(%a, layout="[1, 0]")
+  %t = transpose(%c)
+  %u = transpose(%a, layout="[1, 0]")
+  %v = transpose(%a, layout="[0, 1]")
+  %e = exp(%c)
+  %y = reduce_sum(%t, axes=[1])
+  %z = reduce_sum(%u, axes=[1])
+  %q = reduce_sum(%e, axes=[1])
+  output %y, %z, %v, %q
+})", "<laid_out>");
+    FusionPlan p = plan(g, /*fused=*/false);
+    BufferAssignment a = assign_buffers(g, p, {});
+    INFO(p.to_string(g) << a.to_string(g));
+    auto decision = [&](const char *v, const char *kind) {
+        for (const auto &d : a.decisions)
+            if (d.result == g.find(v) && d.rule == kind) return (d.applied ? "yes: " : "no: ") + d.reason;
+        return std::string();
+    };
+    CHECK(a.buffer(g.find("t"))->kind == LogicalBuffer::Kind::View);
+    CHECK_FALSE(a.buffer(g.find("t"))->strided);
+    CHECK(decision("t", "view").find("a bitcast, no kernel runs") != std::string::npos);
+    CHECK(a.buffer(g.find("u"))->kind == LogicalBuffer::Kind::View);
+    CHECK(a.offset_of(g.find("u")) == a.offset_of(g.find("a")));
+    // %v = transpose(%a) stored row-major: a copy kernel (%a's axis 1 moves).
+    CHECK(a.buffer(g.find("v"))->kind != LogicalBuffer::Kind::View);
+    // The copy is never in place over %a: an element's place differs.
+    CHECK(a.buffer(g.find("c"))->kind == LogicalBuffer::Kind::Arena);
+    CHECK(decision("c", "in-place").find("stored in layout row_major and the output in [1, 0]") != std::string::npos);
+    CHECK(check_no_overlap(a, p, g).empty());
+}

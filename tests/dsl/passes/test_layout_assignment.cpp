@@ -141,3 +141,116 @@ TEST_CASE("weight-prepare: values from weights alone form prepared groups; widen
     CHECK(g.display_name(lp.regions[0].value) == "w16");
     CHECK(g.node(g.find("w16")).layout == Layout::panels(1, 16));
 }
+
+namespace {
+
+/** Read costs with round numbers: a strided elementwise read 4, a strided softmax 9 (three
+ * passes), a copy 3; contiguous: elementwise 1, softmax 1.5. */
+LayoutOptions per_call_options(LayoutOptions::Conversions c = LayoutOptions::Conversions::Chosen) {
+    LayoutOptions o;
+    o.model.read_cost[LayoutCostModel::Elementwise][0] = 1, o.model.read_cost[LayoutCostModel::Elementwise][1] = 4;
+    o.model.read_cost[LayoutCostModel::Reduction][0] = 0.5, o.model.read_cost[LayoutCostModel::Reduction][1] = 8;
+    o.model.read_cost[LayoutCostModel::Softmax][0] = 1.5, o.model.read_cost[LayoutCostModel::Softmax][1] = 9;
+    o.model.conversion_cost = 3;
+    o.shapes = {{{{"M", 100}}, 1.0}};
+    o.conversions = c;
+    return o;
+}
+
+const char *kColumnSoftmax = R"(graph cs mode=fast {
+  %x = input : f32[M, 16]
+  %w = input : f32[16, 32]
+  %y = matmul(%x, %w) : f32[M, 32]
+  %p = softmax(transpose(%y), axis=1) : f32[32, M]
+  %h = gelu(%y)
+  output %p, %h
+}
+)";
+
+}  // namespace
+
+TEST_CASE("per-call values: a softmax down the columns of a matmul's output gets a converted copy") {
+    Assigned a = assign(kColumnSoftmax, per_call_options());
+    // The copy stores y with axis 0 innermost; the transpose the softmax reads is inline in the
+    // softmax's group and now reads the copy contiguously.
+    CHECK(print(a.g) == canon(R"TSL(graph cs mode=fast {
+  %x = input : f32[M, 16]
+  %w = input : f32[16, 32]
+  %y = matmul(%x, %w) : f32[M, 32]
+  %y.axis0_inner = copy(%y, layout="[1, 0]") : f32[M, 32]
+  %3 = transpose(%y.axis0_inner, perm=[1, 0]) : f32[32, M]
+  %p = softmax(%3, axis=1) : f32[32, M]
+  %h = gelu(%y) : f32[M, 32]
+  output %p, %h
+})TSL"));
+    const std::string report = a.plan.to_string(a.g);
+    INFO(report);
+    // 100 x 32 f32 = 12800 B: forcing 9 x 12800; the copy 3 x 12800 plus the softmax 1.5 x 12800.
+    CHECK(a.plan.conversions == 1);
+    CHECK(report.find("region %y : f32[M, 32] (per call, stored row_major), read per call by %3") != std::string::npos);
+    CHECK(report.find("no copy: 115200 B per call (forcing the producer's layout)") != std::string::npos);
+    CHECK(report.find("%3 softmax along axis 0") != std::string::npos);
+    CHECK(report.find("* copy to [1, 0]: 57600 B per call") != std::string::npos);
+    CHECK(report.find("inserted %y.axis0_inner") != std::string::npos);
+    // Planned again, the copy is a group of its own and the softmax's group reads it.
+    const FusionPlan replanned = plan_fusion(a.g);
+    bool cut = false;
+    for (const FusionDecision &d : replanned.decisions) cut = cut || (d.rule == "layout-conversion" && !d.fused);
+    CHECK(cut);
+    CHECK(replanned.groups.size() == 3);
+}
+
+TEST_CASE("per-call values: one elementwise pass reads strided rather than pay for a copy") {
+    std::string text = kColumnSoftmax;
+    text.replace(text.find("softmax(transpose(%y), axis=1)"), 30, "exp(transpose(%y))");
+    Assigned a = assign(text, per_call_options());
+    CHECK(a.plan.conversions == 0);
+    const std::string report = a.plan.to_string(a.g);
+    INFO(report);
+    // Forcing 4 x 12800 = 51200; the copy 3 + 1 = 4 x 12800 as well: within 2%, so forcing.
+    CHECK(report.find("* no copy: 51200 B per call") != std::string::npos);
+    CHECK(report.find("-> no copy: forcing the stored layout is within 2% of the cheapest conversion or cheaper") != std::string::npos);
+}
+
+TEST_CASE("per-call values: the alternatives benchmarks compare (never a copy, a copy per reader)") {
+    // Two readers walk y's axis 0 in two groups (a softmax and a matmul's epilogue that cannot
+    // share a group with it): the choice shares one copy, EachReader makes two.
+    const char *two = R"(graph two mode=fast {
+  %x = input : f32[M, 16]
+  %w = input : f32[16, 32]
+  %v = input : f32[M, 8]
+  %y = matmul(%x, %w) : f32[M, 32]
+  %p = softmax(transpose(%y), axis=1) : f32[32, M]
+  %o = matmul(transpose(%y), %v) : f32[32, 8]
+  %q = %o + reduce_sum(transpose(%y), axes=[1], keepdims=true)
+  output %p, %q
+}
+)";
+    Assigned never = assign(two, per_call_options(LayoutOptions::Conversions::Never));
+    CHECK(never.plan.conversions == 0);
+    CHECK(never.plan.to_string(never.g).find("conversions are off") != std::string::npos);
+    Assigned chosen = assign(two, per_call_options());
+    Assigned each = assign(two, per_call_options(LayoutOptions::Conversions::EachReader));
+    INFO(chosen.plan.to_string(chosen.g) << each.plan.to_string(each.g));
+    CHECK(chosen.plan.conversions == 1);
+    CHECK(each.plan.conversions >= chosen.plan.conversions);
+    for (const Assigned *a : {&never, &chosen, &each}) CHECK(verify(a->g).empty());
+}
+
+TEST_CASE("per-call values: readers walking the stored innermost axis, or broadcasting, make no region") {
+    Assigned a = assign(R"(graph rows mode=fast {
+  %x = input : f32[M, 16]
+  %w = input : f32[16, 32]
+  %b = input : f32[M, 1]
+  %y = matmul(%x, %w) : f32[M, 32]
+  %p = softmax(%y, axis=1)
+  %c = reduce_sum(%y, axes=[0])
+  %t = transpose(%b) : f32[1, M]
+  %s = reduce_sum(%t * 2.0, axes=[0])
+  output %p, %c, %s
+}
+)", per_call_options());
+    INFO(a.plan.to_string(a.g));
+    CHECK(a.plan.regions.empty());
+    CHECK(a.plan.conversions == 0);
+}
