@@ -8,15 +8,20 @@
 //  4. The MLP with a residual, kept and rematerialized; and independent groups run serially and
 //     as concurrent waves. Every timed program is checked against the others (and the
 //     interpreter where it is fast enough) before it is timed.
+//  0. First, layouts (dsl/passes/LayoutAssignment.h): the read costs its model assumes, measured
+//     (one kernel per read kind, contiguous and strided, and a copy), and the layout chains
+//     (algorithms/chain_*.tsl) under the pass's choice, forcing, and a copy per strided reader.
 // Usage: tessel_memory_bench [--sizes 512,1024,2048,4096] [--rounds N] [--random N] [--target T]
-//        [--timings-only]   (T: e.g. x86-64-linux-avx-avx2-fma-f16c-sse41 for AVX2 on an AVX-512 host)
+//        [--timings-only] [--layouts-only]   (T: e.g. x86-64-linux-avx-avx2-fma-f16c-sse41 for AVX2 on an AVX-512 host)
 #include "algorithms/MemoryExamples.h"
 #include "codegen/Compile.h"
 #include "dsl/Pipeline.h"
 #include "dsl/analysis/MemoryTraffic.h"
 #include "dsl/interp/Interpreter.h"
 #include "dsl/ir/Parser.h"
+#include "dsl/ir/Printer.h"
 #include "dsl/passes/FusionPolicy.h"
+#include "dsl/passes/LayoutAssignment.h"
 #include "dsl/passes/Rematerialize.h"
 #include "lowering/CompiledGraph.h"
 #include "lowering/ScheduleGroup.h"
@@ -237,17 +242,74 @@ void mlp_and_concurrency(const Halide::Target &t, int rounds) {
     }
 }
 
-void layout_experiment(const Halide::Target &t, int rounds, const std::vector<std::string> &files, int64_t M) {
-    const std::map<std::string, int64_t> s = {{"M", M}, {"N", 1024}};
+/** Median kernel time of each program's only (or every) kernel, in ms. */
+double kernel_ms(const Program &p) { return median(p.kernel_times) * 1e3; }
+
+/** The read costs LayoutCostModel assumes, measured: one kernel per read kind over a 1024 x 1024
+ * f32 input read contiguously and through a transpose, and a copy into the other order; each
+ * over the contiguous elementwise kernel (exp: read and write). */
+void layout_read_costs(const Halide::Target &t, int rounds) {
+    const std::map<std::string, int64_t> s = {{"M", 1024}};
+    const char *bodies[][2] = {{"exp(%a)", "exp(transpose(%a))"},
+                               {"reduce_sum(%a, axes=[1])", "reduce_sum(transpose(%a), axes=[1])"},
+                               {"softmax(%a, axis=1)", "softmax(transpose(%a), axis=1)"}};
     std::vector<std::unique_ptr<Program>> ps;
-    for (const auto &f : files) ps.push_back(std::make_unique<Program>(f, simplified(dsl::parse_file(f)), t, s));
-    const auto in = random_inputs(ps[0]->graph, s);
+    auto add = [&](const std::string &label, const std::string &body) {
+        const std::string text = "graph " + label + " mode=fast {\n  %a = input : f32[M, M]\n  %y = " + body + "\n  output %y\n}\n";
+        ps.push_back(std::make_unique<Program>(label, simplified(dsl::parse(text, label + ".tsl")), t, s));
+    };
+    const char *kinds[] = {"elementwise", "reduction", "softmax"};
+    for (int k = 0; k < 3; k++) add(std::string(kinds[k]) + "_contiguous", bodies[k][0]), add(std::string(kinds[k]) + "_strided", bodies[k][1]);
+    add("copy", "copy(%a, layout=\"[1, 0]\")");
     std::vector<Program *> raw;
     for (auto &p : ps) raw.push_back(p.get());
+    const auto in = random_inputs(ps[0]->graph, s);
     alternate(raw, in, s, rounds);
-    for (auto &p : ps) {
-        std::printf("%-40s kernels %.3f ms  wall %.3f ms\n", p->label.c_str(), median(p->kernel_times) * 1e3, median(p->times) * 1e3);
-        for (auto &[g, ts] : p->group_times) std::printf("    %-20s %.3f ms\n", g.c_str(), median(ts) * 1e3);
+    const double unit = kernel_ms(*ps[0]);
+    const dsl::LayoutCostModel model = lower::layout_options(t).model;
+    std::printf("\n## Layout read costs, 1024 x 1024 f32, kernel medians over %d alternated rounds, in units of the contiguous exp kernel (%.3f ms)\n"
+                "kind          contiguous ms  strided ms  contiguous  strided   model: contiguous  strided\n", rounds, unit);
+    for (int k = 0; k < 3; k++)
+        std::printf("%-12s %14.3f %11.3f %11.2f %8.2f %19.2f %8.2f\n", kinds[k], kernel_ms(*ps[2 * k]), kernel_ms(*ps[2 * k + 1]),
+                    kernel_ms(*ps[2 * k]) / unit, kernel_ms(*ps[2 * k + 1]) / unit, model.read_cost[k][0], model.read_cost[k][1]);
+    std::printf("%-12s %14s %11.3f %11s %8.2f %19s %8.2f\n", "copy [1, 0]", "", kernel_ms(*ps[6]), "", kernel_ms(*ps[6]) / unit, "",
+                model.conversion_cost);
+}
+
+/** The layout chains (algorithms/chain_*.tsl) under the pass's choice, forcing the stored
+ * layout (no copy) and a copy per strided reader, timed alternately (kernels only). */
+void layout_chain_rows(const Halide::Target &t, int rounds) {
+    std::cout << "\n## Layout chains: the pass's choice vs forcing the stored layout vs a copy per strided reader (kernel time, ms;\n"
+              << "## '=': the same program as the choice, a tie)\n"
+              << "chain          M     K     N   choice    chosen    forcing  copy/reader  best         chosen/best  agree\n";
+    using C = dsl::LayoutOptions::Conversions;
+    for (const char *name : {"chain_convert", "chain_force"}) {
+        for (const auto &[M, K, N] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{1024, 256, 1024}, {256, 1024, 4096}, {4096, 256, 256}}) {
+            const std::map<std::string, int64_t> s = {{"M", M}, {"K", K}, {"N", N}};
+            const dsl::Graph g = simplified(dsl::parse_file(std::string(TESSEL_SOURCE_DIR) + "/algorithms/" + name + ".tsl"));
+            std::vector<std::unique_ptr<Program>> ps;
+            int chosen_copies = 0;
+            for (C c : {C::Chosen, C::Never, C::EachReader}) {
+                dsl::Graph laid = g;
+                dsl::LayoutOptions o = lower::layout_options(t, {{s, 1.0}});
+                o.conversions = c;
+                const int copies = dsl::assign_layouts(laid, dsl::plan_fusion(laid, lower::fusion_options(t, s)), o).conversions;
+                if (c == C::Chosen) chosen_copies = copies;
+                ps.push_back(std::make_unique<Program>(name, std::move(laid), t, s));
+            }
+            const auto in = random_inputs(ps[0]->graph, s);
+            const auto r0 = ps[0]->run(in, s);
+            const double agree = std::max(max_rel(r0, ps[1]->run(in, s)), max_rel(r0, ps[2]->run(in, s)));
+            alternate({ps[0].get(), ps[1].get(), ps[2].get()}, in, s, rounds);
+            const double a = kernel_ms(*ps[0]), b = kernel_ms(*ps[1]), c = kernel_ms(*ps[2]);
+            // Programs the same as the choice (a copy per reader when one reader is strided) tie with it.
+            const bool each_is_choice = dsl::print(ps[2]->graph) == dsl::print(ps[0]->graph);
+            const bool forcing_is_choice = dsl::print(ps[1]->graph) == dsl::print(ps[0]->graph);
+            const double best = std::min({a, forcing_is_choice ? a : b, each_is_choice ? a : c});
+            const char *best_name = best == a ? "choice" : best == b ? "forcing" : "copy/reader";
+            std::printf("%-13s %5lld %5lld %5lld   %-7s %8.3f %10.3f %11.3f%s  %-12s %11.3f  %6.1e\n", name, (long long)M, (long long)K,
+                        (long long)N, chosen_copies ? "copy" : "no copy", a, b, c, each_is_choice ? "=" : " ", best_name, a / best, agree);
+        }
     }
 }
 
@@ -257,7 +319,7 @@ int main(int argc, char **argv) {
     std::vector<int64_t> sizes = {512, 1024, 2048, 4096};
     int rounds = 20, random_graphs = 1000;
     std::string target = "host";
-    bool tables = true;
+    bool tables = true, layouts_only = false;
     for (int i = 1; i < argc; i++) {
         const std::string a = argv[i];
         if (a == "--sizes" && i + 1 < argc) {
@@ -270,22 +332,21 @@ int main(int argc, char **argv) {
             random_graphs = std::stoi(argv[++i]);
         } else if (a == "--target" && i + 1 < argc) {
             target = argv[++i];
-        } else if (a == "--experiment" && i + 2 < argc) {
-            std::vector<std::string> files;
-            const int64_t M = std::stoll(argv[++i]);
-            while (i + 1 < argc) files.push_back(argv[++i]);
-            layout_experiment(parse_target(target), rounds, files, M);
-            return 0;
+        } else if (a == "--layouts-only") {
+            layouts_only = true;
         } else if (a == "--timings-only") {
             tables = false;
         } else {
             std::cerr << "usage: tessel_memory_bench [--sizes 512,1024,2048,4096] [--rounds N] [--random N]\n"
-                         "                           [--target host|x86-64-linux-avx2-fma...] [--timings-only]\n";
+                         "                           [--target host|x86-64-linux-avx2-fma...] [--timings-only] [--layouts-only]\n";
             return 2;
         }
     }
     const Halide::Target t = parse_target(target);
     std::cout << "# tessel_memory_bench on " << t.to_string() << " (" << rounds << " alternated rounds per timed pair)\n";
+    layout_read_costs(t, rounds);
+    layout_chain_rows(t, rounds);
+    if (layouts_only) return 0;
     if (tables) {
         plan_quality_table(t);
         random_quality(random_graphs);

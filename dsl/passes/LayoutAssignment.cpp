@@ -28,13 +28,13 @@ LayoutCostModel LayoutCostModel::measured(int panel_width, int mr, int decode_ma
     // transposed w per call ran at 1.00x on mlp_up).
     m.panel_rate[0] = 0.150, m.panel_rate[1] = 0.276, m.panel_rate[2] = 0.715, m.panel_rate[3] = 0.167;
     m.gemm_pack_bytes = 0.0;
-    // Measured by `make bench-memory` (the layout chains, docs/results/layout_chains_cpu.txt):
-    // each reader group's time over a 1024 x 1024 f32 value, contiguous and through a transpose,
-    // over a contiguous elementwise group's time (exp: read and write).
-    m.read_cost[Elementwise][0] = 1.0, m.read_cost[Elementwise][1] = 3.95;
-    m.read_cost[Reduction][0] = 0.45, m.read_cost[Reduction][1] = 8.0;
-    m.read_cost[Softmax][0] = 1.49, m.read_cost[Softmax][1] = 8.8;
-    m.conversion_cost = 3.3;
+    // Measured by `make bench-memory` ("Layout read costs", docs/results/layout_chains_cpu.txt)
+    // on the same host: each read kind's kernel over a 1024 x 1024 f32 value, contiguous and
+    // through a transpose, and a copy into the other order, over the contiguous exp kernel.
+    m.read_cost[Elementwise][0] = 1.0, m.read_cost[Elementwise][1] = 3.47;
+    m.read_cost[Reduction][0] = 0.57, m.read_cost[Reduction][1] = 6.75;
+    m.read_cost[Softmax][0] = 1.32, m.read_cost[Softmax][1] = 7.49;
+    m.conversion_cost = 2.89;
     return m;
 }
 
