@@ -19,6 +19,7 @@
 #include "lowering/ScheduleGroup.h"
 #include "schedules/Library.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
@@ -70,6 +71,12 @@ bool is_view_group(const CompiledKernel &k, const dsl::BufferAssignment &memory)
 /** The generated entry's source, statement by statement. */
 class EntryWriter {
 public:
+    enum class Entry { Whole, Prepare, RunPrepared };
+    struct Arg {
+        ValueId value;
+        std::string c;
+        bool output;
+    };
     /** One compiled copy of the graph's kernels per target, best first: the entry runs the first
      * whose features the CPU has. */
     struct TargetKernels {
@@ -79,20 +86,29 @@ public:
         const CompiledGraph *program;
     };
 
+    /** `kept`: the memory plan with the prepared groups' outputs kept between calls (Kind::Prepared),
+     * for graphs with prepared groups: then the prepare-weights entries are written too. */
     EntryWriter(const dsl::Graph &g, const dsl::FusionPlan &plan, std::vector<TargetKernels> targets,
-                const dsl::BufferAssignment &memory, std::string name)
-        : g_(g), plan_(plan), targets_(std::move(targets)), memory_(memory), name_(std::move(name)) {
+                const dsl::BufferAssignment &memory, const dsl::BufferAssignment *kept, std::string name)
+        : g_(g), plan_(plan), targets_(std::move(targets)), memory_(memory), kept_(kept), name_(std::move(name)) {
         for (ValueId v : g.order())
-            if (g.node(v).op == dsl::Op::Input) args_.push_back({v, identifier(g.display_name(v)), false});
+            if (g.node(v).op == dsl::Op::Input) {
+                args_.push_back({v, identifier(g.display_name(v)), false});
+                if (g.node(v).attrs.weight) weights_.push_back(args_.back());
+            }
+        if (kept_)
+            for (const auto &b : kept_->buffers)
+                if (b.kind == dsl::LogicalBuffer::Kind::Prepared) prepared_.push_back(b.value);
         for (size_t i = 0; i < g.outputs.size(); i++) args_.push_back({g.outputs[i], identifier(g.output_name(i)), true});
         for (ValueId v : g.order())
             for (const auto &d : g.node(v).type.dims)
                 if (d.kind == dsl::Dim::Kind::Symbol) symbols_.insert(d.symbol);
     }
 
-    std::string parameters() const {
+    std::string parameters() const { return parameters_of(args_); }
+    static std::string parameters_of(const std::vector<Arg> &args) {
         std::string p;
-        for (const auto &a : args_) p += "struct halide_buffer_t *" + a.c + ", ";
+        for (const auto &a : args) p += "struct halide_buffer_t *" + a.c + ", ";
         return p;
     }
 
@@ -108,6 +124,21 @@ public:
         h << "int " << name_ << "(" << parameters() << "void *workspace, int64_t workspace_bytes);\n";
         h << "/* Bytes of workspace a call with these buffers needs (64-byte aligned); -1 on a bad argument. */\n";
         h << "int64_t " << name_ << "_workspace_bytes(" << parameters().substr(0, parameters().size() - 2) << ");\n";
+        if (!prepared_.empty()) {
+            const std::string w = parameters_of(weights_);
+            h << "/* Weights prepared once. The entry above computes the values derived from the weights alone on\n"
+                 " * every call; instead, prepare them once per weight change into a 64-byte aligned block of\n"
+                 " * " << name_ << "_prepared_bytes(weights) bytes with " << name_ << "_prepare(weights, block, bytes),\n"
+                 " * then call " << name_ << "_run_prepared(the entry's buffers, block, workspace, bytes), which\n"
+                 " * runs only the per-call kernels and reads the block (never writes it). Weights:";
+            for (const auto &a : weights_) h << " " << a.c;
+            h << ". */\n";
+            h << "int64_t " << name_ << "_prepared_bytes(" << w.substr(0, w.size() - 2) << ");\n";
+            h << "int " << name_ << "_prepare(" << w << "void *prepared, int64_t prepared_bytes);\n";
+            h << "int " << name_ << "_run_prepared(" << parameters() << "const void *prepared, void *workspace, int64_t workspace_bytes);\n";
+            h << "/* Bytes of workspace " << name_ << "_run_prepared needs; -1 on a bad argument. */\n";
+            h << "int64_t " << name_ << "_run_prepared_workspace_bytes(" << parameters().substr(0, parameters().size() - 2) << ");\n";
+        }
         h << "/* The last failure's message on this thread (\"\" after a success). */\nconst char *" << name_ << "_error(void);\n";
         h << "/* Which variant served each group in the last call on this thread. */\nconst char *" << name_ << "_variants(void);\n";
         h << "\n#ifdef __cplusplus\n}\n#endif\n";
@@ -177,9 +208,10 @@ static int64_t pack(int n, const int64_t *bytes, const unsigned char *conflicts,
     }
     return peak;
 }
-static void dense(halide_buffer_t *b, halide_dimension_t *dims, int rank, const int64_t *extents_innermost_first, void *host) {
+static void dense(halide_buffer_t *b, halide_dimension_t *dims, int rank, const int64_t *extents_innermost_first, void *host,
+                  int code, int bits) {
     memset(b, 0, sizeof *b);
-    b->type.code = halide_type_float; b->type.bits = 32; b->type.lanes = 1;
+    b->type.code = (halide_type_code_t)code; b->type.bits = (uint8_t)bits; b->type.lanes = 1;
     b->dimensions = rank; b->dim = dims; b->host = (uint8_t *)host;
     int64_t stride = 1;
     for (int d = 0; d < rank; d++) { dims[d].min = 0; dims[d].extent = (int32_t)extents_innermost_first[d]; dims[d].stride = (int32_t)stride; dims[d].flags = 0; stride *= extents_innermost_first[d]; }
@@ -189,29 +221,34 @@ const char *)" << name_ << R"(_error(void) { return error_text; }
 const char *)" << name_ << R"(_variants(void) { return variants_text; }
 )";
         write_profile_recorder(s);
-        s << "static int plan_call(" << parameters() << "int64_t *offsets, int64_t *peak";
-        for (const auto &sym : symbols_) s << ", int64_t *sym_" << identifier(sym);
-        s << ") {\n";
-        write_checks(s);
-        write_sizes(s);
-        s << "    return 0;\n}\n\n";
-        write_workspace_bytes(s);
-        write_entry(s);
+        write_pick_isa(s);
+        write_plan_function(s, "plan_call", args_, &memory_);
+        write_workspace_bytes(s, "_workspace_bytes", "plan_call", memory_);
+        write_entry(s, Entry::Whole);
+        if (!prepared_.empty()) {
+            write_plan_function(s, "plan_prepared", weights_, nullptr);
+            write_plan_function(s, "plan_kept", args_, kept_);
+            write_workspace_bytes(s, "_run_prepared_workspace_bytes", "plan_kept", *kept_);
+            const std::string w = parameters_of(weights_);
+            s << "int64_t " << name_ << "_prepared_bytes(" << w.substr(0, w.size() - 2) << ") {\n" << symbols_locals()
+              << "    int64_t poffsets[" << prepared_.size() << "], ptotal = 0;\n    if (plan_prepared(";
+            for (const auto &a : weights_) s << a.c << ", ";
+            s << "poffsets, &ptotal" << symbols_args() << ")) return -1;\n    return ptotal;\n}\n\n";
+            write_entry(s, Entry::Prepare);
+            write_entry(s, Entry::RunPrepared);
+        }
         return s.str();
     }
 
 private:
-    struct Arg {
-        ValueId value;
-        std::string c;
-        bool output;
-    };
     const dsl::Graph &g_;
     const dsl::FusionPlan &plan_;
     std::vector<TargetKernels> targets_;
     const dsl::BufferAssignment &memory_;
+    const dsl::BufferAssignment *kept_;
     std::string name_;
-    std::vector<Arg> args_;
+    std::vector<Arg> args_, weights_;
+    std::vector<ValueId> prepared_;  ///< kept_'s prepared values, in the block's order
     std::set<std::string> symbols_;
 
     /** C expression of dim d (static or a symbol). */
@@ -239,8 +276,8 @@ private:
         return s;
     }
 
-    void write_checks(std::ostringstream &s) const {
-        for (const auto &a : args_) {
+    void write_checks(std::ostringstream &s, const std::vector<Arg> &args) const {
+        for (const auto &a : args) {
             const std::string type = dsl::print_type(g_, g_.node(a.value).type);
             const auto ds = dims(a.value);
             const int rank = std::max<int>(1, (int)ds.size());
@@ -266,7 +303,7 @@ private:
             }
         }
         // Density last, so that a wrong extent is reported as such rather than as odd strides.
-        for (const auto &a : args_) {
+        for (const auto &a : args) {
             const int rank = std::max<int>(1, (int)g_.node(a.value).type.rank());
             s << "    { int64_t stride = 1; for (int d = 0; d < " << rank << "; d++) { if (" << a.c << "->dim[d].stride != stride) return fail(1, \"argument "
               << a.c << " is not dense (dimension %d has stride %d, expected %lld)\", d, " << a.c << "->dim[d].stride, (long long)stride); stride *= "
@@ -274,25 +311,74 @@ private:
         }
     }
 
-    void write_sizes(std::ostringstream &s) const {
-        const size_t n = memory_.allocations.size();
+    /** C expressions of v's physical extents (outermost first; dsl/ir/Layout.h), symbols read
+     * through `sym` ("*sym_" inside a plan function, "sym_" in an entry). */
+    std::vector<std::string> physical_extents(ValueId v, const std::string &sym) const {
+        const auto ds = dims(v);
+        std::vector<std::string> out;
+        for (const dsl::PhysicalDim &p : dsl::physical_dims(g_.node(v).layout, (int)ds.size())) {
+            const dsl::Dim &d = ds[(size_t)p.axis];
+            const std::string e = d.is_static() ? std::to_string(d.size) + "LL" : sym + identifier(d.symbol);
+            const std::string w = std::to_string(p.width) + "LL";
+            out.push_back(p.part == dsl::PhysicalDim::Part::Whole ? e : p.part == dsl::PhysicalDim::Part::InPanel ? w
+                                                                                                       : "((" + e + " + " + w + " - 1) / " + w + ")");
+        }
+        return out;
+    }
+    /** "halide_type_float, 32": v's storage type for dense(). */
+    std::string type_args(ValueId v) const {
+        switch (g_.node(v).type.dtype) {
+        case dsl::DType::BF16: return "halide_type_bfloat, 16";
+        case dsl::DType::F16: return "halide_type_float, 16";
+        default: return "halide_type_float, 32";
+        }
+    }
+    /** Statements setting `target` to v's bytes (overflow checked), rounded up to 64. */
+    void write_bytes(std::ostringstream &s, const std::string &target, ValueId v) const {
+        s << "    { int64_t b_ = " << dsl::byte_size(g_.node(v).type.dtype) << ";\n";
+        for (const std::string &e : physical_extents(v, "*sym_"))
+            s << "      if (__builtin_mul_overflow(b_, " << e << ", &b_)) return fail(1, \"the sizes overflow int64\");\n";
+        s << "      b_ = (b_ + 63) / 64 * 64;\n      if (b_ > " << target << ") " << target << " = b_; }\n";
+    }
+
+    void write_sizes(std::ostringstream &s, const dsl::BufferAssignment &memory) const {
+        const size_t n = memory.allocations.size();
         s << "    int64_t bytes[" << std::max<size_t>(n, 1) << "];\n";
         for (size_t k = 0; k < n; k++) {
-            s << "    bytes[" << k << "] = 4;\n";
-            for (const auto &d : dims(memory_.allocations[k].values.front()))
-                s << "    if (__builtin_mul_overflow(bytes[" << k << "], " << (d.is_static() ? std::to_string(d.size) + "LL" : "*sym_" + identifier(d.symbol))
-                  << ", &bytes[" << k << "])) return fail(1, \"the sizes overflow int64\");\n";
-            s << "    bytes[" << k << "] = (bytes[" << k << "] + 63) / 64 * 64;\n";
+            s << "    bytes[" << k << "] = 0;\n";
+            for (ValueId v : memory.allocations[k].values) write_bytes(s, "bytes[" + std::to_string(k) + "]", v);
         }
         s << "    static const unsigned char conflicts[" << std::max<size_t>(n * n, 1) << "] = {";
         for (size_t i = 0; i < n; i++)
             for (size_t j = 0; j < n; j++) {
-                const auto &x = memory_.allocations[i], &y = memory_.allocations[j];
+                const auto &x = memory.allocations[i], &y = memory.allocations[j];
                 s << (i == j ? 0 : x.first_step <= y.last_step && y.first_step <= x.last_step) << (i + 1 == n && j + 1 == n ? "" : ",");
             }
         s << "};\n    (void)conflicts;\n";
         s << "    int order[" << std::max<size_t>(n, 1) << "];\n    (void)order;\n";
         s << "    *peak = " << (n ? "pack(" + std::to_string(n) + ", bytes, conflicts, offsets, order)" : "0") << ";\n";
+    }
+
+    /** `static int name(args..., int64_t *offsets, int64_t *peak, syms...)`: checks `args` and
+     * places `memory`'s allocations; with no memory plan, places the prepared values one after
+     * another in the prepared block instead (their sizes follow from the weights alone). */
+    void write_plan_function(std::ostringstream &s, const std::string &name, const std::vector<Arg> &args,
+                             const dsl::BufferAssignment *memory) const {
+        s << "static int " << name << "(" << parameters_of(args) << "int64_t *offsets, int64_t *peak";
+        for (const auto &sym : symbols_) s << ", int64_t *sym_" << identifier(sym);
+        s << ") {\n";
+        write_checks(s, args);
+        if (memory) {
+            write_sizes(s, *memory);
+        } else {
+            s << "    *peak = 0;\n";
+            for (size_t i = 0; i < prepared_.size(); i++) {
+                s << "    offsets[" << i << "] = *peak;\n    { int64_t size = 0;\n";
+                write_bytes(s, "size", prepared_[i]);
+                s << "      *peak += size; }\n";
+            }
+        }
+        s << "    return 0;\n}\n\n";
     }
 
     /** TESSEL_LIB_PROFILE=FILE: calls counted per symbol binding, written at exit in the shape
@@ -318,18 +404,32 @@ private:
           << "        if (i < profile_used) profile_calls[i]++;\n    }\n    pthread_mutex_unlock(&profile_lock);\n}\n\n";
     }
 
-    void write_workspace_bytes(std::ostringstream &s) const {
-        s << "int64_t " << name_ << "_workspace_bytes(" << parameters().substr(0, parameters().size() - 2) << ") {\n"
-          << symbols_locals() << "    int64_t offsets[" << std::max<size_t>(memory_.allocations.size(), 1) << "], peak = 0;\n"
-          << "    if (plan_call(";
+    void write_workspace_bytes(std::ostringstream &s, const std::string &suffix, const std::string &plan,
+                               const dsl::BufferAssignment &memory) const {
+        s << "int64_t " << name_ << suffix << "(" << parameters().substr(0, parameters().size() - 2) << ") {\n"
+          << symbols_locals() << "    int64_t offsets[" << std::max<size_t>(memory.allocations.size(), 1) << "], peak = 0;\n"
+          << "    if (" << plan << "(";
         for (const auto &a : args_) s << a.c << ", ";
         s << "offsets, &peak" << symbols_args() << ")) return -1;\n    return peak;\n}\n\n";
     }
 
-    void write_dispatch(std::ostringstream &s, const TargetKernels &t) const {
+    /** The best target the CPU supports, decided at the first call; TESSEL_LIB_ISA=<suffix>
+     * selects a lower one (tests, benchmarks). -1: none. */
+    void write_pick_isa(std::ostringstream &s) const {
+        s << "static int pick_isa(void) {\n    static int isa = -1;\n    if (isa < 0) {\n        __builtin_cpu_init();\n"
+             "        const char *want = getenv(\"TESSEL_LIB_ISA\");\n        if (want && !*want) want = NULL;\n";
+        for (size_t t = 0; t < targets_.size(); t++)
+            s << "        if (isa < 0 && (" << targets_[t].cpu_check << ") && (!want || !strcmp(want, \"" << targets_[t].suffix
+              << "\"))) isa = " << t << ";\n";
+        s << "    }\n    return isa;\n}\n\n";
+    }
+
+    /** Calls of the groups `entry` runs (prepared ones, per-call ones, or all), in plan order. */
+    void write_dispatch(std::ostringstream &s, const TargetKernels &t, Entry entry, const dsl::BufferAssignment &memory) const {
         for (const auto &cg : t.program->groups()) {
             const CompiledKernel &k = *cg.kernel;
-            if (is_view_group(k, memory_)) {
+            if ((entry == Entry::Prepare && !k.group().prepared) || (entry == Entry::RunPrepared && k.group().prepared)) continue;
+            if (is_view_group(k, memory)) {
                 s << "    note_variant(\"" << k.group().name << "\", \"view\");\n";
                 continue;
             }
@@ -362,31 +462,13 @@ private:
         return "&buf_" + std::to_string(v);
     }
 
-    void write_entry(std::ostringstream &s) const {
-        s << "int " << name_ << "(" << parameters() << "void *workspace, int64_t workspace_bytes) {\n"
-          << "    error_text[0] = 0;\n    variants_text[0] = 0;\n" << symbols_locals()
-          << "    int64_t offsets[" << std::max<size_t>(memory_.allocations.size(), 1) << "], peak = 0;\n"
-          << "    if (int rc = plan_call(";
-        for (const auto &a : args_) s << a.c << ", ";
-        s << "offsets, &peak" << symbols_args() << ")) return rc;\n";
-        if (!symbols_.empty()) {
-            s << "    { const int64_t shape[" << symbols_.size() << "] = {";
-            size_t i = 0;
-            for (const auto &sym : symbols_) s << (i++ ? ", " : "") << "sym_" << identifier(sym);
-            s << "};\n      count_call(shape); }\n";
-        }
-        s << "    void *owned = NULL;\n    if (!workspace && peak > 0) {\n"
-          << "        owned = aligned_alloc(64, (size_t)peak);\n"
-          << "        if (!owned) return fail(2, \"cannot allocate a workspace of %lld bytes\", (long long)peak);\n"
-          << "        workspace = owned;\n        workspace_bytes = peak;\n    }\n"
-          << "    if (workspace_bytes < peak || ((uintptr_t)workspace & 63)) return fail(2, \"the workspace holds %lld bytes at %p; "
-             "this call needs %lld bytes, 64-byte aligned\", (long long)workspace_bytes, workspace, (long long)peak);\n"
-          << "    uint8_t *arena = (uint8_t *)workspace;\n    (void)arena;\n";
-        // Descriptors, in plan order (an operand's descriptor exists before a view of it).
-        for (const auto &b : memory_.buffers) {
+    /** Descriptors of every value `memory` places (an operand's before a view of it): arena
+     * offsets, views, in-place aliases and prepared values (in the prepared block `block`). */
+    void write_descriptors(std::ostringstream &s, const dsl::BufferAssignment &memory) const {
+        for (const auto &b : memory.buffers) {
             if (b.kind == dsl::LogicalBuffer::Kind::GraphInput || b.kind == dsl::LogicalBuffer::Kind::GraphOutput) continue;
-            const auto ds = dims(b.value);
-            const int rank = std::max<int>(1, (int)ds.size());
+            const std::vector<std::string> ext = physical_extents(b.value, "sym_");
+            const int rank = std::max<int>(1, (int)ext.size());
             const std::string id = std::to_string(b.value);
             s << "    halide_buffer_t buf_" << id << ";\n    halide_dimension_t dims_" << id << "[" << rank << "];\n";
             if (b.kind == dsl::LogicalBuffer::Kind::View && b.strided) {
@@ -399,29 +481,72 @@ private:
                 continue;
             }
             s << "    { const int64_t extents_[" << rank << "] = {";
-            for (int d = 0; d < rank; d++) s << (d ? ", " : "") << (ds.empty() ? std::string("1") : dim_expr(ds[ds.size() - 1 - d]));
+            for (int d = 0; d < rank; d++) s << (d ? ", " : "") << (ext.empty() ? std::string("1") : ext[ext.size() - 1 - d]);
             s << "};\n      dense(&buf_" << id << ", dims_" << id << ", " << rank << ", extents_, ";
-            if (b.kind == dsl::LogicalBuffer::Kind::Arena) s << "arena + offsets[" << b.allocation << "]";
-            else s << buffer_of(b.shares_with) << "->host";
-            s << "); }\n";
+            if (b.kind == dsl::LogicalBuffer::Kind::Arena) {
+                s << "arena + offsets[" << b.allocation << "]";
+            } else if (b.kind == dsl::LogicalBuffer::Kind::Prepared) {
+                const size_t i = (size_t)(std::find(prepared_.begin(), prepared_.end(), b.value) - prepared_.begin());
+                s << "block + poffsets[" << i << "]";
+            } else {
+                s << buffer_of(b.shares_with) << "->host";
+            }
+            s << ", " << type_args(b.value) << "); }\n";
         }
-        // The best target the CPU supports; TESSEL_LIB_ISA=<suffix> selects a lower one (tests, benchmarks).
-        s << "    static int isa = -1;\n    if (isa < 0) {  /* decided at the first call */\n        __builtin_cpu_init();\n"
-             "        const char *want = getenv(\"TESSEL_LIB_ISA\");\n        if (want && !*want) want = NULL;\n";
-        for (size_t t = 0; t < targets_.size(); t++)
-            s << "        if (isa < 0 && (" << targets_[t].cpu_check << ") && (!want || !strcmp(want, \"" << targets_[t].suffix
-              << "\"))) isa = " << t << ";\n";
-        s << "    }\n    if (isa < 0) { free(owned); return fail(3, \"this CPU supports none of the library's targets (";
+    }
+
+    /** The whole-graph entry, the prepare-weights entry or the entry that reads prepared weights. */
+    void write_entry(std::ostringstream &s, Entry entry) const {
+        const bool prepare = entry == Entry::Prepare;
+        const dsl::BufferAssignment &memory = entry == Entry::Whole ? memory_ : *kept_;
+        const std::vector<Arg> &args = prepare ? weights_ : args_;
+        s << "int " << name_ << (prepare ? "_prepare(" : entry == Entry::RunPrepared ? "_run_prepared(" : "(") << parameters_of(args)
+          << (prepare ? "void *prepared, int64_t prepared_bytes" : entry == Entry::RunPrepared ? "const void *prepared, void *workspace, int64_t workspace_bytes"
+                                                                                              : "void *workspace, int64_t workspace_bytes")
+          << ") {\n    error_text[0] = 0;\n    variants_text[0] = 0;\n" << symbols_locals()
+          << "    int64_t offsets[" << std::max<size_t>(memory.allocations.size(), 1) << "], peak = 0;\n"
+          << "    int64_t poffsets[" << std::max<size_t>(prepared_.size(), 1) << "], ptotal = 0;\n    (void)poffsets;\n    (void)ptotal;\n";
+        if (!prepare) {
+            s << "    if (int rc = " << (entry == Entry::Whole ? "plan_call(" : "plan_kept(");
+            for (const auto &a : args_) s << a.c << ", ";
+            s << "offsets, &peak" << symbols_args() << ")) return rc;\n";
+        }
+        if (entry != Entry::Whole) {
+            s << "    if (int rc = plan_prepared(";
+            for (const auto &a : weights_) s << a.c << ", ";
+            s << "poffsets, &ptotal" << symbols_args() << ")) return rc;\n";
+            s << "    if (!prepared || ((uintptr_t)prepared & 63)" << (prepare ? " || prepared_bytes < ptotal" : "")
+              << ") return fail(2, \"the prepared block at %p " << (prepare ? "holds %lld bytes; these weights need %lld bytes" : "is null or")
+              << ", 64-byte aligned\", prepared" << (prepare ? ", (long long)prepared_bytes, (long long)ptotal" : "") << ");\n"
+              << "    uint8_t *block = (uint8_t *)prepared;\n    (void)block;\n";
+        }
+        if (!symbols_.empty() && entry != Entry::Prepare) {
+            s << "    { const int64_t shape[" << symbols_.size() << "] = {";
+            size_t i = 0;
+            for (const auto &sym : symbols_) s << (i++ ? ", " : "") << "sym_" << identifier(sym);
+            s << "};\n      count_call(shape); }\n";
+        }
+        s << "    void *owned = NULL;\n";
+        if (!prepare)
+            s << "    if (!workspace && peak > 0) {\n"
+              << "        owned = aligned_alloc(64, (size_t)peak);\n"
+              << "        if (!owned) return fail(2, \"cannot allocate a workspace of %lld bytes\", (long long)peak);\n"
+              << "        workspace = owned;\n        workspace_bytes = peak;\n    }\n"
+              << "    if (workspace_bytes < peak || ((uintptr_t)workspace & 63)) return fail(2, \"the workspace holds %lld bytes at %p; "
+                 "this call needs %lld bytes, 64-byte aligned\", (long long)workspace_bytes, workspace, (long long)peak);\n"
+              << "    uint8_t *arena = (uint8_t *)workspace;\n    (void)arena;\n";
+        write_descriptors(s, memory);
+        s << "    const int isa = pick_isa();\n    if (isa < 0) { free(owned); return fail(3, \"this CPU supports none of the library's targets (";
         for (size_t t = 0; t < targets_.size(); t++) s << (t ? ", " : "") << targets_[t].target;
         s << ")%s\", getenv(\"TESSEL_LIB_ISA\") ? \" allowed by TESSEL_LIB_ISA\" : \"\"); }\n";
         s << "    halide_error_handler_t previous = halide_set_error_handler(capture_halide_error);\n"
              "    halide_do_par_for_t previous_par_for = halide_set_custom_do_par_for(openmp_do_par_for);\n    int rc = 0;\n";
         for (size_t t = 0; t < targets_.size(); t++) {
             s << "    " << (t ? "else " : "") << "if (isa == " << t << ") {\n";
-            write_dispatch(s, targets_[t]);
+            write_dispatch(s, targets_[t], entry, memory);
             s << "    }\n";
         }
-        s << "    halide_set_custom_do_par_for(previous_par_for);\n    halide_set_error_handler(previous);\n    free(owned);\n    return rc ? 3 : 0;\n}\n";
+        s << "    halide_set_custom_do_par_for(previous_par_for);\n    halide_set_error_handler(previous);\n    free(owned);\n    return rc ? 3 : 0;\n}\n\n";
     }
 };
 
@@ -557,16 +682,15 @@ int write_kernel_library(const KernelLibraryOptions &o, std::ostream &out) {
         if (!seen.insert(v).second || g.node(v).op == dsl::Op::Input)
             throw std::invalid_argument("tessel lib: output %" + g.display_name(v) +
                                         " is bound twice or is a graph input (the library would need a copy)");
-    // The generated entry passes f32 row-major buffers only, and has no prepare-weights entry yet:
-    // layouts and f16/bf16 values are JIT-only (tessel run, CompiledGraph). Plain f32 weights are
-    // accepted; their prepared groups then run on every call.
+    // The entry's buffers (inputs, weights, outputs) are f32 row-major; values inside (prepared
+    // ones included) may have any layout and storage type: the entry describes them itself.
     for (ValueId v : g.order()) {
         const dsl::Node &n = g.node(v);
-        if (!n.has_result() || !dsl::is_float(n.type.dtype)) continue;
+        if (!n.has_result() || !dsl::is_float(n.type.dtype) || (n.op != dsl::Op::Input && !g.is_output(v))) continue;
         if (!n.layout.empty() || n.type.dtype != dsl::DType::F32)
             throw std::invalid_argument("tessel lib: " + dsl::print_node(g, v) +
-                                        ": layouts and f16/bf16 values are compiled by the JIT only (tessel run); a library's "
-                                        "buffers are f32 row-major");
+                                        ": a library's input, weight and output buffers are f32 row-major (layouts and "
+                                        "f16/bf16 storage of those are compiled by the JIT only, tessel run)");
     }
 
     // The same plan compiled for every target, each with that target's schedules; with a
@@ -619,7 +743,14 @@ int write_kernel_library(const KernelLibraryOptions &o, std::ostream &out) {
         kernels.push_back({suffix, check, targets[i].to_string(), programs[i].get()});
     }
     const CompiledGraph &program = *programs.front();
-    const dsl::BufferAssignment memory = program.memory_plan(sizes);
+    // The whole-graph entry computes the prepared values every call (they take arena space); the
+    // prepare-weights entries keep them in the caller's prepared block.
+    ArenaOptions every_call;
+    every_call.keep_prepared = false;
+    const dsl::BufferAssignment memory = program.memory_plan(sizes, every_call);
+    std::optional<dsl::BufferAssignment> kept_prepared;
+    if (std::any_of(plan.groups.begin(), plan.groups.end(), [](const dsl::FusionGroup &fg) { return fg.prepared; }))
+        kept_prepared = program.memory_plan(sizes);
     // What the generated dispatcher will report for each profiled shape (its _variants()).
     for (const auto &e : profile) {
         plan_report << "dispatch at " << autosched::format_extents(e.shape) << ":";
@@ -649,7 +780,7 @@ int write_kernel_library(const KernelLibraryOptions &o, std::ostream &out) {
     objects.push_back(work / "halide_runtime.o");
     Halide::compile_standalone_runtime(objects.back().string(), targets.back().without_feature(Halide::Target::NoRuntime));
 
-    EntryWriter entry(g, plan, kernels, memory, name);
+    EntryWriter entry(g, plan, kernels, memory, kept_prepared ? &*kept_prepared : nullptr, name);
     std::ofstream(dir / (name + ".h")) << entry.header();
     std::ofstream(work / (name + "_entry.cpp")) << entry.source();
     std::ofstream(work / "tessel_parallel_loop.h") << kParallelLoopHeader;

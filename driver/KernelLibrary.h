@@ -14,6 +14,15 @@
  *    are decided at generation and hold for every size; offsets are packed per call, best fit
  *    largest first over the plan's conflict table), dispatches each group to the first variant
  *    whose guards hold for its extents, and runs the groups in plan order;
+ *  - for a graph with values computed from weights alone (prepared groups, the `weight-prepare`
+ *    rule of dsl/passes/Fusion.h: a transposed, narrowed or re-laid-out weight), the
+ *    prepare-weights entries: `<name>_prepared_bytes(weights...)`, `<name>_prepare(weights...,
+ *    void *block, int64_t bytes)`, which runs only the prepared groups into the caller's 64-byte
+ *    aligned block (each prepared value at its offset, in its layout and storage type, e.g. bf16),
+ *    and `<name>_run_prepared(the entry's buffers..., const void *block, workspace, bytes)`, which
+ *    runs only the per-call groups and reads the block (memory plan with the prepared values
+ *    kept: BufferAssignment's Kind::Prepared), plus `<name>_run_prepared_workspace_bytes`. The
+ *    whole-graph entry still takes the weights and computes the prepared values on every call;
  *  - `<name>_workspace_bytes(...)` (same buffers) for a caller that brings its own workspace,
  *    `<name>_error()` (the message of the last failure on this thread: the argument and both
  *    shapes, or the kernel and Halide's message) and `<name>_variants()` (which variant served
@@ -40,10 +49,10 @@
  * on whatever kept variant admits them, else the fallback.
  *
  * Refused, with the reason: graphs with ops outside kernels (effects, shape code), an output
- * bound twice or bound to a graph input (they would need copies), values with a layout or an
- * f16/bf16 type (the entry's buffers are f32 row-major; those run in the JIT), non-x86 and GPU
- * targets. Weights are accepted, but a library has no prepare-weights entry yet: the groups
- * computed from weights alone run on every call.
+ * bound twice or bound to a graph input (they would need copies), inputs, weights or outputs
+ * with a layout or an f16/bf16 type (the entry's buffers are f32 row-major: converting a caller's
+ * weight into panels is done by the JIT only), non-x86 and GPU targets. Values inside the graph
+ * may have any layout and storage type: the entry describes their buffers itself.
  *
  * Parallel loops run on OpenMP, as the JIT's do: the entry installs the loop of
  * codegen/ParallelLoop.h (its text is compiled into the entry) as Halide's do_par_for for the

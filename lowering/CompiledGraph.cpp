@@ -101,7 +101,7 @@ dsl::BufferAssignment CompiledGraph::memory_plan(const std::map<std::string, int
     dsl::BufferAssignmentOptions o;
     o.policy = options.policy;
     o.donated_inputs = options.donated_inputs;
-    o.prepared_kept = true;  // prepared_values() keeps them between calls
+    o.prepared_kept = options.keep_prepared;  // run(): prepared_values() keeps them between calls
     o.schedule_reads_before_writes = [this](int group, std::string *why) {
         return sched::writes_each_element_once(groups_[group].kernel->schedule(), why);
     };

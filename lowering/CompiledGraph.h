@@ -62,6 +62,10 @@ struct ArenaOptions {
     /** Run groups the dependence graph leaves unordered at the same time, one thread each (their
      * kernels share Halide's thread pool); needs policy NoConcurrentReuse. */
     bool concurrent_groups = false;
+    /** memory_plan(): the prepared groups' outputs are kept between calls, outside the arena
+     * (what run() does). False: planned like any other value, for a caller that computes them
+     * on every call (a generated library's whole-graph entry). */
+    bool keep_prepared = true;
 };
 
 /** What a run did. */

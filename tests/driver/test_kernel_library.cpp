@@ -49,7 +49,7 @@ static void save(const halide_buffer_t *b, const char *path) {
  * argv[last] a directory for the outputs; prints the return code and the dispatch report, then
  * calls once with the first input's innermost extent off by one, once with a null buffer and once
  * with a 64-byte workspace, printing each code and message. */
-std::string consumer(const dsl::Graph &g, const std::string &name) {
+std::string consumer(const dsl::Graph &g, const std::string &name, bool prepared = false) {
     std::set<std::string> symbols;
     std::vector<std::pair<dsl::ValueId, std::string>> args;  // value, C name
     for (dsl::ValueId v : g.order()) {
@@ -77,6 +77,24 @@ std::string consumer(const dsl::Graph &g, const std::string &name) {
     c << "    int rc = " << name << "(" << call << "NULL, 0);\n    printf(\"rc %d\\nvariants %s\\n\", rc, " << name << "_variants());\n";
     for (size_t i = inputs; i < args.size(); i++)
         c << "    snprintf(path, sizeof path, \"%s/" << args[i].second << ".bin\", dir);\n    save(&a" << i << ", path);\n";
+    if (prepared) {
+        // Weights prepared once: the outputs computed again from the prepared block, after
+        // zeroing them, are saved beside the whole-graph entry's; then a block too small.
+        std::string weights;
+        for (size_t i = 0; i < inputs; i++)
+            if (g.node(args[i].first).attrs.weight) weights += "&a" + std::to_string(i) + ", ";
+        c << "    const int64_t block_bytes = " << name << "_prepared_bytes(" << weights.substr(0, weights.size() - 2) << ");\n"
+          << "    void *block = aligned_alloc(64, (size_t)block_bytes);\n"
+          << "    printf(\"prepare rc %d\\n\", " << name << "_prepare(" << weights << "block, block_bytes));\n";
+        for (size_t i = inputs; i < args.size(); i++) {
+            c << "    { long n = 1; for (int d = 0; d < a" << i << ".dimensions; d++) n *= a" << i << ".dim[d].extent; memset(a" << i
+              << ".host, 0, n * sizeof(float)); }\n";
+        }
+        c << "    printf(\"run_prepared rc %d\\n\", " << name << "_run_prepared(" << call << "block, NULL, 0));\n";
+        for (size_t i = inputs; i < args.size(); i++)
+            c << "    snprintf(path, sizeof path, \"%s/" << args[i].second << ".prepared.bin\", dir);\n    save(&a" << i << ", path);\n";
+        c << "    printf(\"small block rc %d: %s\\n\", " << name << "_prepare(" << weights << "block, 64), " << name << "_error());\n";
+    }
     c << "    da0[0].extent += 1;\n    printf(\"bad extent rc %d: %s\\n\", " << name << "(" << call << "NULL, 0), " << name << "_error());\n"
       << "    da0[0].extent -= 1;\n";
     std::string with_null = call;
@@ -114,7 +132,7 @@ struct BuiltLibrary {
 /** Builds the library of `graph` for `target` and its consumer (algorithms/<graph>.tsl);
  * `options` may change the library's options (a profile, budgets). */
 BuiltLibrary build_library(const tessel::testing::TempDir &tmp, const std::string &graph, const std::string &target = "host",
-                           const std::function<void(KernelLibraryOptions &)> &options = {}) {
+                           const std::function<void(KernelLibraryOptions &)> &options = {}, bool prepared = false) {
     KernelLibraryOptions o;
     o.target = target;
     if (options) options(o);
@@ -123,7 +141,7 @@ BuiltLibrary build_library(const tessel::testing::TempDir &tmp, const std::strin
     std::ostringstream log;
     REQUIRE(write_kernel_library(o, log) == 0);
     BuiltLibrary b{dsl::parse_file(o.file), tmp.file(graph + "_app"), log.str()};
-    std::ofstream(tmp.file(graph + ".c")) << consumer(b.graph, b.graph.name);
+    std::ofstream(tmp.file(graph + ".c")) << consumer(b.graph, b.graph.name, prepared);
     REQUIRE(std::system(("cc -O1 '" + tmp.file(graph + ".c") + "' -I'" + o.out_dir + "' '" + o.out_dir + "/lib" + b.graph.name +
                          ".a' -lgomp -lpthread -ldl -lm -o '" + b.app + "'").c_str()) == 0);
     CHECK(run("ldd '" + b.app + "' | grep -ci halide || true").find('1') == std::string::npos);
@@ -155,17 +173,22 @@ std::string run_checked(const tessel::testing::TempDir &tmp, const BuiltLibrary 
             in[g.display_name(v)] = input(shape, a++);
         }
     const dsl::RunResult ref = dsl::interpret(g, in);
-    std::vector<dsl::Tensor> got;
-    for (size_t i = 0; i < g.outputs.size(); i++) {
-        std::ifstream f(out_dir + "/" + g.output_name(i) + ".bin", std::ios::binary);
-        dsl::Tensor t;
-        t.shape = ref.outputs[i].shape;
-        std::vector<float> y((size_t)t.numel());
-        f.read(reinterpret_cast<char *>(y.data()), (std::streamsize)(y.size() * sizeof(float)));
-        t.data.assign(y.begin(), y.end());
-        got.push_back(std::move(t));
+    // The whole-graph entry's outputs, and the prepared entry's where the consumer calls it.
+    for (const std::string suffix : {".bin", ".prepared.bin"}) {
+        if (suffix != ".bin" && text.find("run_prepared rc") == std::string::npos) continue;
+        std::vector<dsl::Tensor> got;
+        for (size_t i = 0; i < g.outputs.size(); i++) {
+            std::ifstream f(out_dir + "/" + g.output_name(i) + suffix, std::ios::binary);
+            dsl::Tensor t;
+            t.shape = ref.outputs[i].shape;
+            std::vector<float> y((size_t)t.numel());
+            f.read(reinterpret_cast<char *>(y.data()), (std::streamsize)(y.size() * sizeof(float)));
+            t.data.assign(y.begin(), y.end());
+            got.push_back(std::move(t));
+        }
+        INFO(suffix);
+        CHECK(tessel::testing::max_relative_difference(got, ref.outputs) < 1e-4);
     }
-    CHECK(tessel::testing::max_relative_difference(got, ref.outputs) < 1e-4);
     return text;
 }
 
@@ -216,6 +239,28 @@ TEST_CASE("tessel lib: x86-multi dispatches by the CPU's features; each target's
     CHECK(run_checked(tmp, lib, sizes, "x86_64").find("[x86_64]") != std::string::npos);
     if (best.find("[avx512]") != std::string::npos || best.find("[avx2]") != std::string::npos)
         CHECK(run_checked(tmp, lib, sizes, "avx2").find("[avx2]") != std::string::npos);
+}
+
+TEST_CASE("tessel lib: weights prepared once (a transposed and a bf16 weight), and the whole-graph entry, at awkward shapes") {
+    const tessel::testing::TempDir tmp;
+    for (const char *graph : {"linear_nk", "decode_bf16"}) {
+        const BuiltLibrary lib = build_library(tmp, graph, "host", {}, /*prepared=*/true);
+        for (const auto &sizes : std::vector<std::map<std::string, int64_t>>{{{"K", 37}, {"M", 1}, {"N", 19}},
+                                                                             {{"K", 64}, {"M", 13}, {"N", 53}}}) {
+            const std::string text = run_checked(tmp, lib, sizes);
+            INFO(graph << "\n" << text);
+            CHECK(text.find("prepare rc 0\n") != std::string::npos);
+            CHECK(text.find("run_prepared rc 0\n") != std::string::npos);
+            CHECK(text.find("small block rc 2: the prepared block at") != std::string::npos);
+            CHECK(text.find("holds 64 bytes; these weights need") != std::string::npos);
+        }
+    }
+    // A weight stored in panels needs its caller's data converted: JIT only, with the reason.
+    KernelLibraryOptions o;
+    o.file = std::string(TESSEL_SOURCE_DIR) + "/algorithms/decode_packed.tsl";
+    o.out_dir = tmp.file("packed");
+    std::ostringstream log;
+    CHECK_THROWS_WITH(write_kernel_library(o, log), doctest::Contains("buffers are f32 row-major"));
 }
 
 TEST_CASE("tessel lib: graphs it cannot hold are refused with the reason") {
