@@ -59,14 +59,19 @@ void add_tune_command(CLI::App &app, std::function<int()> &action) {
 void add_db_command(CLI::App &app, std::function<int()> &action) {
     auto path = std::make_shared<std::string>("tessel-tuning.db");
     auto file = std::make_shared<std::string>("-");
-    CLI::App *cmd = app.add_subcommand("db", "Inspect, export or import the tuning database");
+    CLI::App *cmd = app.add_subcommand("db", "Inspect, export or import the tuning database; measure this machine for the cost model");
     cmd->require_subcommand(1);
     CLI::App *ls = cmd->add_subcommand("ls", "one line per record");
     CLI::App *ex = cmd->add_subcommand("export", "write every record as JSON");
     ex->add_option("file", *file, "output file, '-' for standard output")->capture_default_str();
     CLI::App *im = cmd->add_subcommand("import", "read records from JSON (idempotent)");
     im->add_option("file", *file, "input file, '-' for standard input")->required();
-    for (CLI::App *sub : {ls, ex, im}) sub->add_option("--db", *path, "tuning database (SQLite)")->capture_default_str();
+    auto target = std::make_shared<std::string>("host");
+    CLI::App *probe = cmd->add_subcommand("probe", "measure this machine's FMA peak and cold read bandwidth (about a second) and store "
+                                                   "them for the cost model");
+    probe->add_option("--target", *target, "the CPU target whose vector width the probe runs")->capture_default_str();
+    for (CLI::App *sub : {ls, ex, im, probe}) sub->add_option("--db", *path, "tuning database (SQLite)")->capture_default_str();
+    probe->callback([&action, path, target] { action = [path, target] { return db_probe(*path, *target, std::cout); }; });
     ls->callback([&action, path] { action = [path] { return db_list(*path, std::cout); }; });
     ex->callback([&action, path, file] { action = [path, file] { return db_export(*path, *file); }; });
     im->callback([&action, path, file] { action = [path, file] { return db_import(*path, *file); }; });

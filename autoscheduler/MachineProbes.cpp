@@ -1,4 +1,4 @@
-#include "bench/MachineProbes.h"
+#include "autoscheduler/MachineProbes.h"
 
 #include <immintrin.h>
 #include <omp.h>
@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <chrono>
 
-namespace tessel::bench {
+namespace tessel::autosched {
 
 namespace {
 
@@ -210,4 +210,4 @@ void CacheFlusher::flush(int threads) {
     for (long s : sums) sink_ = sink_ + s;
 }
 
-}  // namespace tessel::bench
+}  // namespace tessel::autosched

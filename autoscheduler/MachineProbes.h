@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace tessel::bench {
+namespace tessel::autosched {
 
 /** The vector width the FMA probe runs: the widest the timed kernels use. */
 enum class VectorIsa { Avx2, Avx512 };
@@ -84,4 +84,4 @@ private:
     volatile long sink_ = 0;
 };
 
-}  // namespace tessel::bench
+}  // namespace tessel::autosched

@@ -1,5 +1,7 @@
 #include "autoscheduler/TargetModel.h"
 
+#include "autoscheduler/MachineNumbers.h"
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -47,6 +49,17 @@ TargetModel TargetModel::for_target(const Halide::Target &target) {
     return m;
 }
 
+TargetModel TargetModel::with_numbers(const std::optional<MachineNumbers> &numbers) const {
+    TargetModel m = *this;
+    if (!numbers || device != sched::Device::Cpu || numbers->fma_gflops <= 0 || numbers->read_gbps <= 0) return m;
+    if ((cpu.lanes >= 16) != (numbers->isa == "avx512")) return m;  // measured at another vector width
+    // The probe ran on numbers->threads cores; the model's peak is per core times cores.
+    m.cpu.ghz = numbers->fma_gflops / (2.0 * m.cpu.lanes * m.cpu.fma_units * std::max(1, numbers->threads));
+    m.cpu.dram_gbps = numbers->read_gbps * m.cpu.cores / std::max(1, numbers->threads);
+    m.cpu.numbers = "measured: " + numbers->to_string();
+    return m;
+}
+
 std::string TargetModel::to_string() const {
     std::ostringstream os;
     if (device == sched::Device::Cuda) {
@@ -55,8 +68,8 @@ std::string TargetModel::to_string() const {
     } else {
         os << "CPU model: " << cpu.cores << " cores, " << cpu.lanes << " f32 lanes x " << cpu.vector_registers
            << " registers, L1 " << cpu.l1_bytes / 1024 << " KiB, L2 " << cpu.l2_bytes / 1024 << " KiB, L3 "
-           << cpu.l3_bytes / (1 << 20) << " MiB, peak " << cpu.peak_gflops() << " GFLOP/s (nominal), DRAM "
-           << cpu.dram_gbps << " GB/s (nominal)";
+           << cpu.l3_bytes / (1 << 20) << " MiB, peak " << cpu.peak_gflops() << " GFLOP/s, DRAM " << cpu.dram_gbps
+           << " GB/s (" << cpu.numbers << ")";
     }
     return os.str();
 }

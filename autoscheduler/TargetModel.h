@@ -4,9 +4,9 @@
  * hard-coded lists.
  *
  * CPU: cores, f32 lanes and vector registers (from the Halide target), cache sizes (from
- * sysconf, with documented defaults when the OS does not say), and nominal FMA throughput and
- * memory bandwidth (documented defaults for this machine class; the cost model's per-class
- * calibration absorbs their error).
+ * sysconf, with documented defaults when the OS does not say), and FMA throughput and memory
+ * bandwidth: this machine's measured numbers when the tuning database has them
+ * (MachineNumbers.h, with_numbers), else nominal defaults for this machine class.
  * CUDA: SMs, thread/register/shared-memory limits and bandwidth of an sm_90 part (H100/H200).
  */
 #pragma once
@@ -16,9 +16,12 @@
 #include <Halide.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace tessel::autosched {
+
+struct MachineNumbers;
 
 struct CpuModel {
     int cores = 2;
@@ -35,6 +38,8 @@ struct CpuModel {
     double scalar_call_ns = 12;     ///< one libm call such as tanhf
     double task_overhead_us = 1.0;  ///< per parallel task (Halide thread pool)
     double call_overhead_us = 5.0;
+    /** Where ghz and dram_gbps come from: "nominal", or the measured numbers' text. */
+    std::string numbers = "nominal";
     double peak_gflops() const { return 2.0 * lanes * fma_units * ghz * cores; }
 };
 
@@ -58,6 +63,9 @@ struct TargetModel {
     CudaModel cuda;
     /** The model for a Halide target: CUDA when the target has CUDA, else this CPU. */
     static TargetModel for_target(const Halide::Target &target);
+    /** The model with this machine's measured FMA peak (as the clock that gives it) and cold read
+     * bandwidth in place of the nominal ones; unchanged for CUDA or numbers of another ISA. */
+    TargetModel with_numbers(const std::optional<MachineNumbers> &numbers) const;
     std::string to_string() const;
 };
 

@@ -105,7 +105,7 @@ TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
         return result;
     };
 
-    const TargetModel tm = TargetModel::for_target(target);
+    const TargetModel tm = TargetModel::for_target(target).with_numbers(params_.machine);
     // A measuring run takes only measured records as hits: a model-only record (what a command
     // without --tune stores) is a guess, measured over and outranked by the measured record.
     const bool measuring = params_.measure && measurer_ && tm.device == sched::Device::Cpu;

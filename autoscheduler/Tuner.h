@@ -63,6 +63,8 @@ struct TunerParams {
     /** Shape classes whose model ranking correlated poorly (< this) get twice the budget. */
     double min_rank_correlation = 0.5;
     std::map<std::string, double> class_rank_correlation;  ///< filled by coverage runs
+    /** This machine's measured numbers (MachineNumbers.h) for the target model; none: nominal. */
+    std::optional<MachineNumbers> machine;
 };
 
 /** What to tune: one planned group of a graph at one workload. The group itself travels to

@@ -12,6 +12,8 @@
  *   records(id, key_json, <one column per key part>, schedule_json, median_ms, samples_json,
  *           cost_model_version, measured_by, created_unix, notes,
  *           UNIQUE over every field but id)
+ *   machines(machine, isa, fma_gflops, read_gbps, threads, measured_unix,
+ *            PRIMARY KEY (machine, isa))   -- MachineNumbers.h; added to version-1 files on open
  * key_json is TuningKey::to_json().dump() (sorted fields), so lookups compare one canonical
  * text; the per-part columns are for humans and for `sqlite3` queries.
  */
@@ -60,6 +62,18 @@ CREATE TABLE records (
   UNIQUE (key_json, schedule_json, median_ms, samples_json, cost_model_version, measured_by,
           created_unix, notes));
 CREATE INDEX records_by_key ON records (key_json, median_ms);
+)sql";
+
+/** Machine numbers (MachineNumbers.h): an additive table, so version-1 files gain it on open. */
+const char *kCreateMachines = R"sql(
+CREATE TABLE IF NOT EXISTS machines (
+  machine TEXT NOT NULL,
+  isa TEXT NOT NULL,
+  fma_gflops REAL NOT NULL,
+  read_gbps REAL NOT NULL,
+  threads INTEGER NOT NULL,
+  measured_unix INTEGER NOT NULL,
+  PRIMARY KEY (machine, isa));
 )sql";
 
 /** The best-first order of better_record(), in SQL (provenance_rank's order). */
@@ -355,6 +369,7 @@ void TuningDatabase::check_schema(bool writable) {
                                       std::to_string(kTuningDatabaseSchemaVersion) +
                                       "); use a newer Tessel or another --db path");
         // Older versions: none exist yet. Migrations go here, inside the caller's transaction.
+        if (writable) exec(kCreateMachines);
     } else if (any) {
         throw TuningDatabaseError("tuning database '" + path_ +
                                   "' is a SQLite database but not a Tessel tuning database; pass another --db path");
@@ -362,6 +377,7 @@ void TuningDatabase::check_schema(bool writable) {
         throw TuningDatabaseError("tuning database '" + path_ + "' is empty (no Tessel schema) and opened read-only");
     } else {
         exec(kCreateSchema);
+        exec(kCreateMachines);
         Stmt ins(db_, "INSERT INTO tessel_schema (name, version) VALUES ('tuning', ?)");
         ins.bind(1, (int64_t)kTuningDatabaseSchemaVersion);
         if ((rc = ins.step()) != SQLITE_DONE) fail("cannot write the schema version", rc);
@@ -504,6 +520,35 @@ int64_t TuningDatabase::size() {
     int rc = s.prepare_rc() == SQLITE_OK ? s.step() : s.prepare_rc();
     if (rc != SQLITE_ROW) fail("cannot count records", rc);
     return s.int64(0);
+}
+
+std::optional<MachineNumbers> TuningDatabase::machine_numbers(const std::string &machine, const std::string &isa) {
+    Stmt s(db_, "SELECT fma_gflops, read_gbps, threads, measured_unix FROM machines WHERE machine = ? AND isa = ?");
+    if (s.prepare_rc() != SQLITE_OK) return std::nullopt;  // a read-only file from before the table
+    s.bind(1, machine);
+    s.bind(2, isa);
+    if (s.step() != SQLITE_ROW) return std::nullopt;
+    MachineNumbers m;
+    m.machine = machine;
+    m.isa = isa;
+    m.fma_gflops = s.real(0);
+    m.read_gbps = s.real(1);
+    m.threads = (int)s.int64(2);
+    m.measured_unix = s.int64(3);
+    return m;
+}
+
+void TuningDatabase::store_machine_numbers(const MachineNumbers &m) {
+    require_writable("store machine numbers");
+    Stmt s(db_, "INSERT OR REPLACE INTO machines (machine, isa, fma_gflops, read_gbps, threads, measured_unix) VALUES (?, ?, ?, ?, ?, ?)");
+    if (s.prepare_rc() != SQLITE_OK) fail("cannot store machine numbers", s.prepare_rc());
+    s.bind(1, m.machine);
+    s.bind(2, m.isa);
+    s.bind(3, m.fma_gflops);
+    s.bind(4, m.read_gbps);
+    s.bind(5, (int64_t)m.threads);
+    s.bind(6, m.measured_unix);
+    if (const int rc = s.step(); rc != SQLITE_DONE) fail("cannot store machine numbers", rc);
 }
 
 json TuningDatabase::export_json() {

@@ -42,6 +42,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "autoscheduler/MachineNumbers.h"
 #include "autoscheduler/TuningKey.h"
 
 struct sqlite3;
@@ -158,6 +159,11 @@ public:
     std::vector<TuningRecord> all();
     /** Number of records stored. */
     int64_t size();
+
+    /** The numbers measured on `machine` for vector ISA `isa` (MachineNumbers.h), if stored. */
+    std::optional<MachineNumbers> machine_numbers(const std::string &machine, const std::string &isa);
+    /** Stores (or replaces) the numbers of m.machine and m.isa. */
+    void store_machine_numbers(const MachineNumbers &m);
 
     /** {"format": "tessel-tuning-db", "schema_version": N, "records": [...]}, commit order. */
     nlohmann::json export_json();

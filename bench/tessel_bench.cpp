@@ -14,7 +14,7 @@
 #include "baselines/GeluReference.h"
 #include "bench/GroupVariants.h"
 #include "dsl/ir/Numerics.h"
-#include "bench/MachineProbes.h"
+#include "autoscheduler/MachineProbes.h"
 #include "bench/Suite.h"
 #include "driver/GeluLayer.h"
 #include "schedules/Library.h"
@@ -43,6 +43,15 @@ extern "C" int openblas_get_parallel(void);
 extern "C" void cblas_sgemm();
 
 namespace tessel::bench {
+// The machine probes are the autoscheduler's (it stores their numbers per machine).
+using autosched::CacheFlusher;
+using autosched::FmaPeakProbe;
+using autosched::host_vector_isa;
+using autosched::nominal_fma_peak;
+using autosched::NominalPeak;
+using autosched::stream_read;
+using autosched::TriadProbe;
+using autosched::VectorIsa;
 namespace {
 
 using Halide::Runtime::Buffer;

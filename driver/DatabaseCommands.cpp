@@ -12,7 +12,9 @@
 #include <sstream>
 #include <vector>
 
+#include "autoscheduler/TargetModel.h"
 #include "autoscheduler/TuningDatabase.h"
+#include "codegen/Compile.h"
 
 namespace tessel {
 
@@ -20,6 +22,9 @@ namespace {
 
 using autosched::TuningDatabase;
 using autosched::TuningRecord;
+using autosched::MachineNumbers;
+using autosched::TargetModel;
+using autosched::measure_machine;
 
 std::vector<std::string> split(const std::string &s, char sep) {
     std::vector<std::string> out;
@@ -158,6 +163,23 @@ int db_export(const std::string &path, const std::string &json_out, std::ostream
         return 0;
     } catch (const std::exception &e) {
         err << "tessel db export: " << e.what() << "\n";
+        return 1;
+    }
+}
+
+int db_probe(const std::string &path, const std::string &target, std::ostream &out, std::ostream &err) {
+    try {
+        const Halide::Target t = parse_target(target);
+        if (t.has_gpu_feature()) throw std::invalid_argument("--target " + target + ": the probes measure a CPU target");
+        TuningDatabase db(path);
+        db.check_writable();
+        const MachineNumbers m = measure_machine(t);
+        db.store_machine_numbers(m);
+        out << "machine: " << m.machine << "\n" << m.to_string() << "\nstored in " << path << "\n"
+            << TargetModel::for_target(t).with_numbers(m).to_string() << "\n";
+        return 0;
+    } catch (const std::exception &e) {
+        err << "tessel db probe: " << e.what() << "\n";
         return 1;
     }
 }

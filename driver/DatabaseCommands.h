@@ -1,5 +1,6 @@
 /** \file
- * `tessel db ls|export|import`: inspecting and moving tuning databases
+ * `tessel db ls|export|import|probe`: inspecting and moving tuning databases, and measuring the
+ * machine numbers the cost model reads from them
  * (autoscheduler/TuningDatabase.h). Each function returns a process exit status (0 on success,
  * 1 on an error, whose message goes to `err`) and never throws.
  *
@@ -36,6 +37,12 @@ int db_export(const std::string &path, const std::string &json_out, std::ostream
  * many records were new to `out`. */
 int db_import(const std::string &path, const std::string &json_in, std::ostream &out = std::cout,
               std::ostream &err = std::cerr);
+
+/** Measures this machine's FMA peak and cold read bandwidth at `target`'s vector width
+ * (autoscheduler/MachineNumbers.h) and stores them in the database at `path` (created if
+ * needed), replacing earlier ones; prints them and the model they give. */
+int db_probe(const std::string &path, const std::string &target, std::ostream &out = std::cout,
+             std::ostream &err = std::cerr);
 
 /** "x86-64-linux avx2+3" from "x86-64-linux-avx2-fma-f16c-sse41": arch-bits-os, the widest
  * vector feature (or "cuda sm_90"), and how many other features there are. */

@@ -146,13 +146,24 @@ int run_tune(const TuneOptions &o, std::ostream &out) {
     const Halide::Target target = parse_target(o.target);
     const dsl::FusionPlan plan = dsl::plan_fusion(g, lower::fusion_options(target));
 
-    const autosched::TargetModel tm = autosched::TargetModel::for_target(target);
-    autosched::AnalyticalCostModel model(tm);
     autosched::TuningDatabase db(o.db);
     // Every result is committed: refuse now, not after the measuring, when that cannot work.
     db.check_writable();
-    std::unique_ptr<autosched::IsolatedMeasurer> measurer;
     autosched::TunerParams params = o.params;
+    if (!target.has_gpu_feature()) {
+        // The cost model's peak and bandwidth are this machine's: measured once, then stored.
+        params.machine = db.machine_numbers(autosched::machine_identity(), autosched::probe_isa(target));
+        if (!params.machine) {
+            params.machine = autosched::measure_machine(target);
+            db.store_machine_numbers(*params.machine);
+            out << "measured this machine once for the cost model (stored in " << o.db << "; `tessel db probe` measures again): "
+                << params.machine->to_string() << "\n";
+        }
+    }
+    const autosched::TargetModel tm = autosched::TargetModel::for_target(target).with_numbers(params.machine);
+    out << tm.to_string() << "\n";
+    autosched::AnalyticalCostModel model(tm);
+    std::unique_ptr<autosched::IsolatedMeasurer> measurer;
     if (tm.device == sched::Device::Cuda) {
         out << "target has CUDA and no GPU is used here: candidates are ranked by the cost model and checked with "
                "ptxas -v for sm_90, not measured\n";
@@ -227,8 +238,6 @@ std::optional<autosched::TuneResult> autoschedule_group(const dsl::Graph &g, con
                                                         std::ostream *log) {
     auto w = group_workload(g, fg, symbols);
     if (!w) return std::nullopt;
-    const autosched::TargetModel tm = autosched::TargetModel::for_target(target);
-    autosched::AnalyticalCostModel model(tm);
     // Lookups need only reading: a read-only database (or none) still serves, and then the
     // pick is not stored; said once per process on stderr.
     std::string note;
@@ -238,9 +247,15 @@ std::optional<autosched::TuneResult> autoschedule_group(const dsl::Graph &g, con
         std::cerr << "tessel: " << note << "\n";
         noted = true;
     }
+    // This machine's numbers when stored (`tessel db probe`, `tessel tune`); nominal otherwise.
+    std::optional<autosched::MachineNumbers> numbers;
+    if (db && !target.has_gpu_feature()) numbers = db->machine_numbers(autosched::machine_identity(), autosched::probe_isa(target));
+    const autosched::TargetModel tm = autosched::TargetModel::for_target(target).with_numbers(numbers);
+    autosched::AnalyticalCostModel model(tm);
     LookupOnlyCache lookup_only(db.get());
     autosched::TuningCache *cache = db && db->writable() ? static_cast<autosched::TuningCache *>(db.get()) : &lookup_only;
     autosched::TunerParams params;
+    params.machine = numbers;
     params.measure = measure && tm.device == sched::Device::Cpu;
     std::unique_ptr<autosched::IsolatedMeasurer> measurer;
     if (params.measure) measurer = std::make_unique<autosched::IsolatedMeasurer>();

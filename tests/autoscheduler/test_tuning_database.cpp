@@ -1,6 +1,6 @@
 // TuningDatabase (SQLite) and MemoryTuningCache: key sensitivity (each key part mutated in turn
 // misses), best/top_k order, JSON export/import, concurrent writers, schema-version refusal and
-// damaged files.
+// damaged files; machine numbers stored per machine and ISA and the target model they give.
 #include <doctest/doctest.h>
 
 #include <sqlite3.h>
@@ -14,6 +14,7 @@
 #include <set>
 #include <thread>
 
+#include "autoscheduler/TargetModel.h"
 #include "autoscheduler/TuningDatabase.h"
 #include "schedules/ScheduleJson.h"
 
@@ -347,4 +348,58 @@ TEST_CASE("tuning database: provenance orders lookups; a refused schedule is nev
     }
     CHECK(db.all().size() == 5);  // history kept: the refused verdict beside what it refuses
     CHECK_THROWS_WITH(db.commit(sample_record(k, 1.0, "guessed")), doctest::Contains("measured_by must be one of"));
+}
+
+TEST_CASE("tuning database: machine numbers are stored per machine and ISA, replaced, and feed the target model") {
+    TempDir tmp;
+    const std::string path = tmp.file("machines.db");
+    MachineNumbers m{"test machine (family 6 model 1), 2 CPUs", "avx2", 160.0, 20.0, 2, 1700000000};
+    {
+        TuningDatabase db(path);
+        CHECK_FALSE(db.machine_numbers(m.machine, "avx2"));
+        db.store_machine_numbers(m);
+        m.fma_gflops = 170.0;  // measured again: replaces
+        db.store_machine_numbers(m);
+        MachineNumbers other = m;
+        other.isa = "avx512";
+        other.fma_gflops = 340.0;
+        db.store_machine_numbers(other);
+    }
+    TuningDatabase db(path, 60000, TuningDatabase::Access::ReadOnly);
+    const auto got = db.machine_numbers(m.machine, "avx2");
+    REQUIRE(got);
+    CHECK(got->fma_gflops == 170.0);
+    CHECK(got->read_gbps == 20.0);
+    CHECK(got->threads == 2);
+    CHECK(db.machine_numbers(m.machine, "avx512")->fma_gflops == 340.0);
+    CHECK_FALSE(db.machine_numbers("another machine", "avx2"));
+    CHECK(db.size() == 0);  // numbers are not records
+
+    // The model's peak and bandwidth become the measured ones at that vector width only.
+    const TargetModel avx2 = TargetModel::for_target(Halide::Target("x86-64-linux-avx-avx2-fma-f16c-sse41"));
+    const TargetModel measured = avx2.with_numbers(got);
+    CHECK(measured.cpu.peak_gflops() * 2 / measured.cpu.cores == doctest::Approx(170.0));  // measured on 2 threads
+    CHECK(measured.cpu.dram_gbps * 2 / measured.cpu.cores == doctest::Approx(20.0));
+    CHECK(measured.to_string().find("measured: 170 GFLOP/s FMA, 20 GB/s cold read (avx2, 2 threads, measured 2023-11-14)") !=
+          std::string::npos);
+    CHECK(avx2.to_string().find("(nominal)") != std::string::npos);
+    const TargetModel avx512 = TargetModel::for_target(Halide::Target("x86-64-linux-avx-avx2-avx512-fma-f16c-sse41"));
+    CHECK(avx512.with_numbers(got).cpu.numbers == "nominal");  // avx2 numbers, avx512 target
+    CHECK(TargetModel::for_target(Halide::Target("host-cuda")).with_numbers(got).cpu.numbers == "nominal");
+}
+
+TEST_CASE("machine numbers: this machine's identity and a measurement") {
+    const std::string id = machine_identity();
+    INFO(id);
+    CHECK(id.find("CPUs, flags ") != std::string::npos);
+    CHECK(id == machine_identity());
+    const MachineNumbers m = measure_machine(Halide::Target("x86-64-linux-avx-avx2-fma-f16c-sse41"), 1);
+    INFO(m.to_string());
+    CHECK(m.isa == "avx2");
+    CHECK(m.threads == 1);
+    // Positive and finite; under a parallel test run the values themselves mean little.
+    CHECK(m.fma_gflops > 0);
+    CHECK(m.fma_gflops < 1e5);
+    CHECK(m.read_gbps > 0);
+    CHECK(m.read_gbps < 1e4);
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks the FMA peak probe's compiled loops (bench/MachineProbes.cpp): in each of
+"""Checks the FMA peak probe's compiled loops (autoscheduler/MachineProbes.cpp, linked into tessel_bench): in each of
 fma_loop_avx2 and fma_loop_avx512, the FMA loop (the backward jump whose body holds the most
 FMAs) must hold only register FMAs and the loop's own bookkeeping: no stack
 access (a spilled accumulator would make the probe time loads and stores) and exactly as many
