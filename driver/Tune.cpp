@@ -161,7 +161,6 @@ int run_tune(const TuneOptions &o, std::ostream &out) {
         }
     }
     const autosched::TargetModel tm = autosched::TargetModel::for_target(target).with_numbers(params.machine);
-    out << tm.to_string() << "\n";
     autosched::AnalyticalCostModel model(tm);
     std::unique_ptr<autosched::IsolatedMeasurer> measurer;
     if (tm.device == sched::Device::Cuda) {
