@@ -255,11 +255,11 @@ void assign_per_call(Graph &g, const FusionPlan &plan, const LayoutOptions &opti
         std::map<ValueId, int> strided_members;  // member -> the axis its first strided walk walks
         for (const Walk &w : walks)
             if (w.axis >= 0 && w.axis != inner) strided_members.emplace(w.member, w.axis);
-        const int strided_walks = (int)strided_members.size();
-        if (strided_walks > 1) {
+        const int strided_readers = (int)strided_members.size();
+        if (strided_readers > 1) {
             r.candidates.push_back({with_innermost(*strided_axes.begin(), n.type.rank()),
-                                    bytes * (model.conversion_cost * strided_walks + reads(strided_axes)), 0,
-                                    "a copy of its own for each of the " + std::to_string(strided_walks) + " strided readers"});
+                                    bytes * (model.conversion_cost * strided_readers + reads(strided_axes)), 0,
+                                    "a copy of its own for each of the " + std::to_string(strided_readers) + " strided readers"});
             each = r.candidates.size() - 1;
         } else {
             each = 1;
@@ -277,7 +277,7 @@ void assign_per_call(Graph &g, const FusionPlan &plan, const LayoutOptions &opti
             r.reason = "a copy per strided reader (LayoutOptions::conversions)";
             break;
         }
-        if (r.chosen > 0 && r.chosen == each && strided_walks > 1) {
+        if (r.chosen > 0 && r.chosen == each && strided_readers > 1) {
             for (const auto &[member, axis] : strided_members) copies.push_back({v, with_innermost(axis, n.type.rank()), {member}});
         } else if (r.chosen > 0) {
             Pending p{v, r.candidates[r.chosen].layout, {}};
