@@ -4,7 +4,8 @@
  * reshapes over extents 1, 3, 5, 8, 13, 17) with inputs that mix NaN, +-inf and -0 into uniform
  * values, simplified, planned and compiled through CompiledGraph (JIT), and compared with the
  * reference interpreter on the graph as built. Schedules: each group's library default; for
- * every third graph the matmul groups get the autoscheduler's model pick instead.
+ * every third graph the matmul groups get the autoscheduler's model pick instead. Every fourth
+ * graph goes through layout assignment with free conversions (a copy for every strided reader).
  *
  * Comparison: support/ErrorStats.h's rule (NaN only matches NaN, an infinity only itself), with
  * a relative tolerance on |got - want| / (1 + |want|) of 1e-4 plus 64 times the element's
@@ -24,6 +25,7 @@
 #include "dsl/Pipeline.h"
 #include "dsl/interp/Interpreter.h"
 #include "dsl/passes/Fusion.h"
+#include "dsl/passes/LayoutAssignment.h"
 #include "lowering/CompiledGraph.h"
 #include "lowering/ScheduleGroup.h"
 #include "support/ErrorStats.h"
@@ -67,7 +69,7 @@ ScheduleChooser model_pick(const dsl::Graph &g, const Halide::Target &target) {
 
 /** Counts over a run. */
 struct Counts {
-    int groups = 0, model_picked = 0, specials = 0;
+    int groups = 0, model_picked = 0, specials = 0, conversions = 0;
 };
 
 /** One random graph of `seed`, compiled and compared with the interpreter (CHECKs inside). */
@@ -76,8 +78,19 @@ void check_graph(uint64_t seed, const Halide::Target &target, Counts &counts) {
     const dsl::Graph original = dsl::test::random_kernel_graph(70000 + seed, 3 + (int)(seed % 8));
     dsl::Graph g = original;
     dsl::default_pipeline().run(g);
-    const dsl::FusionPlan plan = dsl::plan_fusion(g, lower::fusion_options(target));
+    dsl::FusionPlan plan = dsl::plan_fusion(g, lower::fusion_options(target));
     INFO("seed " << seed);
+    // Every fourth graph through layout assignment under a model where a conversion is free, so
+    // every strided reader gets a copy: the pass's graph surgery, the replanned fusion and
+    // laid-out intermediates (written and read through their layouts) are compared too.
+    if (seed % 4 == 3) {
+        dsl::LayoutOptions o = lower::layout_options(target);
+        o.model.conversion_cost = 0;
+        if (const int copies = dsl::assign_layouts(g, plan, o).conversions; copies > 0) {
+            plan = dsl::plan_fusion(g, lower::fusion_options(target));
+            counts.conversions += copies;
+        }
+    }
 
     dsl::RunOptions ro;
     ro.random_missing_inputs = true;
@@ -142,9 +155,10 @@ TEST_CASE("differential: compiled graphs match the interpreter, special values a
     const int groups = counts.groups, model_picked = counts.model_picked, specials = counts.specials;
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     MESSAGE(iters << " graphs, " << groups << " compiled groups (" << model_picked << " with the model's pick), "
-                  << specials << " special input values, in " << s << " s");
+                  << specials << " special input values, " << counts.conversions << " layout conversions inserted, in " << s << " s");
     CHECK(groups > 0);
     if (iters >= 30) CHECK(model_picked > 0);
+    if (iters >= 30) CHECK(counts.conversions > 0);
 }
 
 TEST_CASE("regression: inf - inf is NaN in strict mode, though Halide's simplifier folds x - x to 0") {
