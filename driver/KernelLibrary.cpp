@@ -464,9 +464,11 @@ private:
 
     /** Descriptors of every value `memory` places (an operand's before a view of it): arena
      * offsets, views, in-place aliases and prepared values (in the prepared block `block`). */
-    void write_descriptors(std::ostringstream &s, const dsl::BufferAssignment &memory) const {
+    void write_descriptors(std::ostringstream &s, const dsl::BufferAssignment &memory, Entry entry) const {
         for (const auto &b : memory.buffers) {
             if (b.kind == dsl::LogicalBuffer::Kind::GraphInput || b.kind == dsl::LogicalBuffer::Kind::GraphOutput) continue;
+            // The prepared groups read weights and prepared values only; they have no arena.
+            if (entry == Entry::Prepare && b.kind != dsl::LogicalBuffer::Kind::Prepared) continue;
             const std::vector<std::string> ext = physical_extents(b.value, "sym_");
             const int rank = std::max<int>(1, (int)ext.size());
             const std::string id = std::to_string(b.value);
@@ -535,7 +537,7 @@ private:
               << "    if (workspace_bytes < peak || ((uintptr_t)workspace & 63)) return fail(2, \"the workspace holds %lld bytes at %p; "
                  "this call needs %lld bytes, 64-byte aligned\", (long long)workspace_bytes, workspace, (long long)peak);\n"
               << "    uint8_t *arena = (uint8_t *)workspace;\n    (void)arena;\n";
-        write_descriptors(s, memory);
+        write_descriptors(s, memory, entry);
         s << "    const int isa = pick_isa();\n    if (isa < 0) { free(owned); return fail(3, \"this CPU supports none of the library's targets (";
         for (size_t t = 0; t < targets_.size(); t++) s << (t ? ", " : "") << targets_[t].target;
         s << ")%s\", getenv(\"TESSEL_LIB_ISA\") ? \" allowed by TESSEL_LIB_ISA\" : \"\"); }\n";
