@@ -4,6 +4,7 @@
 #include "codegen/KernelCache.h"
 #include "codegen/Ptxas.h"
 #include "driver/MemoryPlanReport.h"
+#include "driver/PlannedGraph.h"
 #include "driver/TextFile.h"
 #include "driver/Tune.h"
 #include "dsl/Simplify.h"
@@ -35,14 +36,6 @@ const std::set<std::string> &graph_emit_kinds() {
 }
 
 namespace {
-
-struct PlannedGraph {
-    dsl::Graph graph;
-    dsl::FusionPlan plan;
-    std::map<std::string, int64_t> sizes;  ///< every symbol, for the memory plan
-    std::optional<dsl::RematResult> remat;
-    dsl::LayoutPlan layouts;  ///< weights' and prepared values' layouts (CPU targets)
-};
 
 /** The graph's shape symbols (M, K, ...), sorted. */
 std::set<std::string> graph_symbols(const dsl::Graph &g) {
@@ -79,33 +72,6 @@ void check_schedule_applied(const CompiledGraph &program, const std::string &sch
             throw std::invalid_argument("--schedule " + schedule + " does not apply to group " + cg.kernel->group().name +
                                         " [" + dsl::to_string(cg.kernel->group().kind) + "]: " + cg.refused +
                                         " (pass --schedule-fallback to use the default schedule for such groups)");
-}
-
-/** The phases before lowering, in order: simplify (its last passes are CSE and DCE), then
- * rematerialize (nothing after it may merge equal nodes), then plan fusion. Symbols without a
- * size take kDefaultSymbolSize, as fusion's estimates do. */
-PlannedGraph plan_graph(const std::string &file, const Halide::Target &target,
-                        const std::map<std::string, int64_t> &symbols, bool remat,
-                        std::optional<int64_t> memory_budget) {
-    PlannedGraph p{dsl::simplify_file(file).graph, {}, symbols, std::nullopt};
-    for (dsl::ValueId v : p.graph.order())
-        for (const auto &d : p.graph.node(v).type.dims)
-            if (d.kind == dsl::Dim::Kind::Symbol) p.sizes.emplace(d.symbol, dsl::kDefaultSymbolSize);
-    const dsl::FusionOptions fusion = lower::fusion_options(target, symbols);
-    if (remat || memory_budget) {
-        dsl::RematOptions ro;
-        ro.fusion = fusion;
-        ro.symbols = p.sizes;
-        ro.memory_budget = memory_budget;
-        p.remat = dsl::rematerialize(p.graph, ro);
-    }
-    p.plan = dsl::plan_fusion(p.graph, fusion);
-    // Layouts last: they are chosen for the groups as planned (the plan never depends on them).
-    if (!target.has_gpu_feature()) {
-        p.layouts = dsl::assign_layouts(p.graph, p.plan, lower::layout_options(target));
-        if (p.layouts.conversions > 0) p.plan = dsl::plan_fusion(p.graph, fusion);  // each copy its own group
-    }
-    return p;
 }
 
 /** Where a group's schedule comes from when none is named: the tuning database or the

@@ -7,6 +7,7 @@
 #include "autoscheduler/SpecializationPlanner.h"
 #include "codegen/Compile.h"
 #include "driver/ParallelLoopText.h"
+#include "driver/PlannedGraph.h"
 #include "driver/TextFile.h"
 #include "driver/VariantCosts.h"
 #include "dsl/Simplify.h"
@@ -661,21 +662,14 @@ int write_kernel_library(const KernelLibraryOptions &o, std::ostream &out) {
     for (const auto &t : targets)
         if (t.has_gpu_feature() || t.arch != Halide::Target::X86)
             throw std::invalid_argument("tessel lib builds x86 CPU libraries; " + t.to_string() + " is not one");
-    dsl::Graph g = dsl::simplify_file(o.file).graph;
+    // The same phases as tessel compile and run (layout conversions included), for the first target.
+    const PlannedGraph planned_graph = plan_graph(o.file, target, o.symbols, o.remat, std::nullopt);
+    const dsl::Graph &g = planned_graph.graph;
+    const dsl::FusionPlan &plan = planned_graph.plan;
+    const std::map<std::string, int64_t> &sizes = planned_graph.sizes;
     const std::string name = identifier(o.name.empty() ? g.name : o.name);
-    std::map<std::string, int64_t> sizes = o.symbols;
-    for (ValueId v : g.order())
-        for (const auto &d : g.node(v).type.dims)
-            if (d.kind == dsl::Dim::Kind::Symbol) sizes.emplace(d.symbol, dsl::kDefaultSymbolSize);
-    const dsl::FusionOptions fusion = lower::fusion_options(target, o.symbols);
-    if (o.remat) {
-        dsl::RematOptions ro;
-        ro.fusion = fusion;
-        ro.symbols = sizes;
-        const dsl::RematResult r = dsl::rematerialize(g, ro);
-        if (r.changed) out << r.to_string();
-    }
-    const dsl::FusionPlan plan = dsl::plan_fusion(g, fusion);
+    if (planned_graph.remat && planned_graph.remat->changed) out << planned_graph.remat->to_string();
+    if (planned_graph.layouts.conversions > 0) out << planned_graph.layouts.to_string(g);
     if (!plan.outside_kernels.empty())
         throw std::invalid_argument("tessel lib: " + dsl::print_node(g, plan.outside_kernels.front()) +
                                     " runs outside kernels; a library holds graphs whose every op is in a kernel");

@@ -265,6 +265,16 @@ TEST_CASE("tessel lib: weights prepared once (transposed, bf16, two layers), and
     CHECK_THROWS_WITH(write_kernel_library(o, log), doctest::Contains("buffers are f32 row-major"));
 }
 
+TEST_CASE("tessel lib: the same plan as the JIT, a layout conversion included") {
+    // chain_convert's softmax reads the matmul's output down its columns: the plan (PlannedGraph)
+    // inserts a copy stored k-major, which the library describes in its workspace.
+    const tessel::testing::TempDir tmp;
+    const BuiltLibrary lib = build_library(tmp, "chain_convert");
+    CHECK(lib.log.find("inserted %y.axis0_inner") != std::string::npos);
+    run_checked(tmp, lib, {{"K", 37}, {"M", 13}, {"N", 19}});
+    run_checked(tmp, lib, {{"K", 5}, {"M", 1}, {"N", 8}});
+}
+
 TEST_CASE("tessel lib: graphs it cannot hold are refused with the reason") {
     const tessel::testing::TempDir tmp;
     std::ofstream(tmp.file("noisy.tsl")) << "graph noisy {\n  %x = input : f32[4]\n  %y = exp(%x)\n  print(%y, label=\"y\")\n  output %y\n}\n";
