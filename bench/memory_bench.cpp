@@ -89,7 +89,6 @@ struct Program {
     std::vector<std::byte> workspace;
     int64_t peak = 0;
     std::vector<double> times, kernel_times;  ///< per call: wall; the kernels alone (RunStats)
-    std::map<std::string, std::vector<double>> group_times;  ///< per call, each kernel
 
     Program(std::string l, dsl::Graph g, const Halide::Target &t, const std::map<std::string, int64_t> &symbols,
             ArenaOptions a = {})
@@ -110,7 +109,6 @@ struct Program {
         compiled->run(in, s, arena, &stats);
         times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         kernel_times.push_back(stats.kernel_seconds);
-        for (const auto &[name, seconds] : stats.group_seconds) group_times[name].push_back(seconds);
         return times.back();
     }
 };

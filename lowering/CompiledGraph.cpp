@@ -269,12 +269,7 @@ std::vector<dsl::Tensor> CompiledGraph::run_planned(const std::map<std::string, 
     // Every descriptor exists before any kernel runs (they depend on the plan, not on results).
     const auto kernels_start = std::chrono::steady_clock::now();
     if (!options.concurrent_groups) {
-        for (const auto &c : calls) {
-            const auto t0 = std::chrono::steady_clock::now();
-            groups_[c.group].kernel->run(c.buffers);
-            stats.group_seconds.push_back({groups_[c.group].kernel->group().name,
-                                           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()});
-        }
+        for (const auto &c : calls) groups_[c.group].kernel->run(c.buffers);
     } else {
         // Waves of groups with no dependence between them (each group one level after its
         // latest producer); the plan has no reuse between them (NoConcurrentReuse).

@@ -82,8 +82,6 @@ struct RunStats {
     /** Wall time of this call's kernels, from the first kernel's start to the last one's end
      * (planned runs): no input or output conversion, no preparing. */
     double kernel_seconds = 0;
-    /** Serial planned runs: each kernel's wall time, by group name, in run order. */
-    std::vector<std::pair<std::string, double>> group_seconds;
 };
 
 class CompiledGraph {
