@@ -47,7 +47,7 @@ CostBreakdown AnalyticalCostModel::estimate_cpu(const Workload &w, const Candida
     const double peak = c.peak_gflops() * 1e9 / c.cores;  // per core, flop/s
     double M_exec = M, N_exec = N;
     double pipe = 1, dram = 0, cache = 0;
-    if (p.nest == "gemm" || p.nest == "splitk") {
+    if (p.nest == "gemm" || p.nest == "splitk" || p.nest == "panel") {
         const double nr = p.nr_vectors * L;
         // Shifted-inward tails recompute a partial tile.
         M_exec = ceil_div(M, p.mr) * p.mr;
@@ -58,7 +58,13 @@ CostBreakdown AnalyticalCostModel::estimate_cpu(const Workload &w, const Candida
         const double cycles = std::max(fmas / c.fma_units, loads / c.load_ports) + 0.5;
         pipe = (fmas / c.fma_units) / cycles;
         pipe *= std::min(1.0, fmas / (c.fma_latency * c.fma_units));
-        if (p.nest == "gemm") {
+        if (p.nest == "panel") {
+            // w is already in panels: streamed once from DRAM (padding included), re-read from
+            // cache by every further block of mr rows; x re-read once per panel from cache.
+            b.tasks = (int64_t)ceil_div(N, nr);
+            dram = K * N_exec * 4 + M * N * 4 + M * K * 4;
+            cache = M * K * 4 * std::max(0.0, (double)b.tasks - 1) + K * N_exec * 4 * std::max(0.0, ceil_div(M, p.mr) - 1);
+        } else if (p.nest == "gemm") {
             b.tasks = (int64_t)ceil_div(N, nr * p.panel_blocks);
             // w is packed once per panel (read, written, read back from cache); x is re-read
             // once per panel from cache.

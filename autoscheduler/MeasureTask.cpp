@@ -11,6 +11,7 @@
 #include "lowering/CompiledGraph.h"
 #include "lowering/CompiledKernel.h"
 #include "lowering/ScheduleGroup.h"
+#include "lowering/TensorBuffers.h"
 #include "support/ErrorStats.h"
 #include "schedules/ApplySchedule.h"
 #include "schedules/ScheduleJson.h"
@@ -80,10 +81,19 @@ sched::ScheduleSpec halide_rejected_schedule(const lower::LoweredGroup &g) {
     return s;
 }
 
-Halide::Buffer<float> make_buffer(const std::vector<int64_t> &shape, const std::string &name) {
-    std::vector<int> sizes(shape.rbegin(), shape.rend());  // Halide dimension 0 is the last axis
-    if (sizes.empty()) sizes.push_back(1);
-    return Halide::Buffer<float>(sizes, name);
+/** A buffer of value `v` of logical `shape` as the kernel takes it: v's layout (panel padding
+ * included) and storage type; inputs get uniform values in [-1, 1) rounded to that type (a
+ * last panel's padding 0), outputs are left uninitialized. */
+Halide::Buffer<> make_buffer(const dsl::Graph &g, dsl::ValueId v, const std::vector<int64_t> &shape, const std::string &name,
+                             std::mt19937 *rng) {
+    if (!rng) return make_value_buffer(g, v, shape, name);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    dsl::Tensor t;
+    t.dtype = g.node(v).type.dtype;
+    t.shape = shape;
+    t.data.resize((size_t)t.numel());
+    for (double &x : t.data) x = dist(*rng);
+    return to_value_buffer(g, v, t, name);
 }
 
 /** The OutOfMemory fault: reserve 64 MiB blocks until allocation fails under RLIMIT_AS
@@ -107,16 +117,17 @@ Halide::Buffer<float> make_buffer(const std::vector<int64_t> &shape, const std::
         if (std::fwrite(line, 1, sizeof line, stdout) == 0) std::_Exit(4);
 }
 
-/** Compare every output of the candidate with the reference; "" when they match within `tol`,
- * else the first output and element past it, with both values. `max_error` gets the largest. */
-std::string compare_outputs(const CompiledKernel &k, const std::vector<Halide::Buffer<float>> &got,
-                            const std::vector<Halide::Buffer<float>> &want, double tol, double *max_error) {
+/** Compare every output of the candidate with the reference (logical tensors, whatever the
+ * outputs' layouts and storage types); "" when they match within `tol`, else the first output
+ * and element past it, with both values. `max_error` gets the largest. */
+std::string compare_outputs(const CompiledKernel &k, const std::vector<dsl::Tensor> &got, const std::vector<dsl::Tensor> &want,
+                            double tol, double *max_error) {
     std::string first_bad;
     *max_error = 0;
     for (size_t a = 0; a < k.arguments().size(); a++) {
         if (!k.arguments()[a].is_output) continue;
-        const float *g = got[a].data(), *w = want[a].data();
-        for (size_t i = 0; i < got[a].number_of_elements(); i++) {
+        const std::vector<double> &g = got[a].data, &w = want[a].data;
+        for (size_t i = 0; i < g.size(); i++) {
             const double e = pair_error(g[i], w[i]).second;
             if (e > *max_error) *max_error = e;
             if (e > tol && first_bad.empty()) {
@@ -294,11 +305,8 @@ public:
                 return fail(Status::CompileError, e.what(), seconds_since(t0));
             }
             std::mt19937 rng(task_.seed);
-            std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-            for (const auto &a : kernel_->arguments()) {
-                buffers_.push_back(make_buffer(concrete_shape(p_.graph, a.value, task_.symbols), a.name));
-                if (!a.is_output) buffers_.back().for_each_value([&](float &v) { v = dist(rng); });
-            }
+            for (const auto &a : kernel_->arguments())
+                buffers_.push_back(make_buffer(p_.graph, a.value, shape_of(a), a.name, a.is_output ? nullptr : &rng));
         } catch (const Halide::Error &e) {
             return fail(Status::CompileError, std::string("Halide: ") + e.what(), seconds_since(t0));
         } catch (const std::exception &e) {
@@ -324,7 +332,7 @@ public:
         }
         if (fault_ == Fault::WrongResult)
             for (size_t a = 0; a < buffers_.size(); a++)
-                if (kernel_->arguments()[a].is_output) buffers_[a].data()[0] += 1.0f;
+                if (kernel_->arguments()[a].is_output) Halide::Buffer<float>(buffers_[a]).data()[0] += 1.0f;
         return true;
     }
 
@@ -358,7 +366,18 @@ private:
     Fault fault_;
     sched::ScheduleSpec schedule_;
     std::unique_ptr<CompiledKernel> kernel_;
-    std::vector<Halide::Buffer<float>> buffers_;  // kernel_->arguments() order
+    std::vector<Halide::Buffer<>> buffers_;  // kernel_->arguments() order
+
+    std::vector<int64_t> shape_of(const KernelArgument &a) const { return concrete_shape(p_.graph, a.value, task_.symbols); }
+    /** The logical tensors of the output buffers in `bs` (inputs left empty). */
+    std::vector<dsl::Tensor> output_tensors(const std::vector<Halide::Buffer<>> &bs) const {
+        std::vector<dsl::Tensor> out(bs.size());
+        for (size_t a = 0; a < bs.size(); a++) {
+            const KernelArgument &arg = kernel_->arguments()[a];
+            if (arg.is_output) out[a] = from_value_buffer(p_.graph, arg.value, bs[a], shape_of(arg));
+        }
+        return out;
+    }
     std::vector<halide_buffer_t *> raw_;
     Measurement result_;
     bool failed_ = false;
@@ -375,7 +394,7 @@ private:
     // schedule on the same inputs, so a miscompiled candidate never reports a time.
     bool verify() {
         if (!run_once()) return false;
-        std::vector<Halide::Buffer<float>> want;
+        std::vector<Halide::Buffer<>> want;
         try {
             const sched::ScheduleSpec ref = lower::default_group_schedule(lower::lower_group(p_.graph, p_.group), p_.target);
             const CompiledKernel reference(p_.graph, p_.group, ref, p_.target, KernelBackend::Jit, p_.extents);
@@ -385,8 +404,7 @@ private:
             for (size_t a = 0; a < buffers_.size(); a++) {
                 const KernelArgument &arg = kernel_->arguments()[a];
                 // Inputs shared with the candidate; outputs of its own.
-                want.push_back(arg.is_output ? make_buffer(concrete_shape(p_.graph, arg.value, task_.symbols), arg.name)
-                                             : buffers_[a]);
+                want.push_back(arg.is_output ? make_buffer(p_.graph, arg.value, shape_of(arg), arg.name, nullptr) : buffers_[a]);
                 ref_raw.push_back(want.back().raw_buffer());
             }
             reference.run(ref_raw);
@@ -394,7 +412,8 @@ private:
             return fail(Status::CompileError, std::string("the reference for verification failed: ") + e.what(),
                         result_.compile_seconds);
         }
-        const std::string bad = compare_outputs(*kernel_, buffers_, want, task_.verify_tolerance, &result_.max_error);
+        const std::string bad =
+            compare_outputs(*kernel_, output_tensors(buffers_), output_tensors(want), task_.verify_tolerance, &result_.max_error);
         if (bad.empty()) return true;
         std::ostringstream msg;
         msg << "wrong result: max relative error " << result_.max_error << " vs the default library schedule (tolerance "

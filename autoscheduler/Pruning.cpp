@@ -11,6 +11,7 @@ std::string num(int64_t v) { return std::to_string(v); }
 
 int64_t cpu_tasks(const CandidateParams &p, const Workload &w, const CpuModel &cpu) {
     if (p.nest == "gemm") return ceil_div(w.N, (int64_t)p.nr_vectors * cpu.lanes * p.panel_blocks);
+    if (p.nest == "panel") return ceil_div(w.N, (int64_t)p.nr_vectors * cpu.lanes);
     if (p.nest == "decode" || p.nest == "splitk" || p.nest == "gemv") return ceil_div(w.K, p.k_chunk);
     return w.M;  // general: parallel over rows
 }
@@ -34,6 +35,7 @@ std::vector<PruningRule> make_cpu_rules() {
              const int nr = p.nr_vectors * m.cpu.lanes;
              if (p.nest == "gemm" && (w.M < p.mr || w.N < nr))
                  return "gemm needs M >= " + num(p.mr) + " and N >= " + num(nr);
+             if (p.nest == "panel" && w.M < p.mr) return "the panel nest's register block needs M >= " + num(p.mr);
              if (p.nest == "splitk" && (w.M < p.mr || w.N < nr))
                  return "split-K register block needs M >= " + num(p.mr) + " and N >= " + num(nr);
              if (p.nest == "gemv" && w.M != 1) return "the gemv nest reads one row of x: only for M == 1";
@@ -43,15 +45,17 @@ std::vector<PruningRule> make_cpu_rules() {
          }},
         {"register-budget", "accumulators + w vectors + broadcast fit the register file",
          [](const CandidateParams &p, const Workload &, const TargetModel &m) -> std::string {
-             if (p.nest != "gemm" && p.nest != "splitk") return "";
+             if (p.nest != "gemm" && p.nest != "splitk" && p.nest != "panel") return "";
              const int need = p.mr * p.nr_vectors + p.nr_vectors + 1;
              if (need > m.cpu.vector_registers)
                  return num(need) + " vector registers needed, " + num(m.cpu.vector_registers) + " available";
              return "";
          }},
         {"latency-hiding", "enough independent accumulators to cover FMA latency",
-         [](const CandidateParams &p, const Workload &, const TargetModel &m) -> std::string {
-             if (p.nest != "gemm" && p.nest != "splitk") return "";
+         [](const CandidateParams &p, const Workload &w, const TargetModel &m) -> std::string {
+             if (p.nest != "gemm" && p.nest != "splitk" && p.nest != "panel") return "";
+             // A panel nest's row block cannot exceed M: the largest block M allows is kept.
+             if (p.nest == "panel" && 2 * p.mr > w.M) return "";
              const int need = m.cpu.fma_latency * m.cpu.fma_units;
              if (p.mr * p.nr_vectors < need)
                  return num(p.mr * p.nr_vectors) + " accumulators < " + num(need) + " (latency x FMA units)";

@@ -42,6 +42,7 @@ std::string CandidateParams::to_string() const {
     std::ostringstream os;
     os << nest;
     if (nest == "gemm") os << " mr=" << mr << " nr=" << nr_vectors << "v panel=" << panel_blocks;
+    if (nest == "panel") os << " mr=" << mr << " nr=" << nr_vectors << "v";
     if (nest == "splitk") os << " mr=" << mr << " nr=" << nr_vectors << "v kchunk=" << k_chunk;
     if (nest == "decode") os << " kchunk=" << k_chunk << " kunroll=" << k_unroll;
     if (nest == "gemv") os << " kchunk=" << k_chunk << " streams=" << k_unroll;
@@ -63,7 +64,25 @@ nlohmann::json CandidateParams::to_json() const {
 
 namespace {
 
+/** The panel nests for a w stored in panels of `w.rhs_panel_width` columns, or false when the
+ * vector width does not divide it (then no nest reads those panels in place). */
+bool enumerate_panels(const Workload &w, const CpuModel &cpu, std::vector<CandidateParams> &out) {
+    if (w.rhs_panel_width <= 0 || w.rhs_panel_width % cpu.lanes) return false;
+    const int nv = (int)(w.rhs_panel_width / cpu.lanes);
+    for (int mr : {1, 2, 4, 6, 8, 12, 16}) {
+        if (mr * nv > cpu.vector_registers) continue;
+        CandidateParams p;
+        p.nest = "panel", p.mr = mr, p.nr_vectors = nv;
+        out.push_back(p);
+    }
+    CandidateParams general;
+    general.nest = "general";
+    out.push_back(general);
+    return true;
+}
+
 void enumerate_cpu(const Workload &w, const CpuModel &cpu, std::vector<CandidateParams> &out) {
+    if (enumerate_panels(w, cpu, out)) return;
     // Register blocks: rows x vectors of w, up to what the register file could ever hold.
     for (int mr : {1, 2, 4, 6, 8, 12, 16})
         for (int nv : {1, 2, 3, 4, 6})
@@ -140,7 +159,10 @@ std::optional<CandidateParams> library_point(const Workload &w, const Halide::Ta
     if (target.has_feature(Halide::Target::CUDA)) return std::nullopt;
     const sched::CpuBlocking b = sched::CpuBlocking::for_target(target);
     CandidateParams p;
-    if (w.ordered_reductions) {  // cpu_blocked's variants that keep the k sum in order
+    if (w.rhs_panel_width == b.nr) {  // cpu_blocked's panel nests: the most rows M fills
+        p.nest = "panel", p.nr_vectors = b.nr / b.lanes;
+        for (p.mr = b.mr; p.mr > 1 && p.mr > w.M; p.mr /= 2) {}
+    } else if (w.ordered_reductions) {  // cpu_blocked's variants that keep the k sum in order
         if (w.M >= b.mr && w.N >= b.nr) p.nest = "gemm", p.mr = b.mr, p.nr_vectors = b.nr / b.lanes, p.panel_blocks = b.panel_blocks;
         else p.nest = "general";
     } else if (w.M >= b.mr && w.M <= b.decode_max_m && w.N >= b.nr) {
@@ -180,7 +202,11 @@ sched::ScheduleSpec make_schedule(const CandidateParams &p, const Halide::Target
     if (p.k_unroll) b.k_unroll = b.gemv_streams = p.k_unroll;
     if (p.k_chunk) b.k_chunk = p.k_chunk;
     s.steps = sched::matmul_cpu_general_steps(b);
-    if (p.nest == "gemm") {
+    if (p.nest == "panel") {
+        // The one-row panel nest is correct for every M (and reads the panels in place).
+        s.steps = sched::matmul_cpu_panel_steps(b, 1);
+        if (b.mr > 1) s.variants.push_back({{Guard{"M", ">=", b.mr}}, sched::matmul_cpu_panel_steps(b, b.mr)});
+    } else if (p.nest == "gemm") {
         s.variants.push_back({{Guard{"M", ">=", b.mr}, Guard{"N", ">=", b.nr}}, sched::matmul_cpu_gemm_steps(b, b.panel_blocks)});
     } else if (p.nest == "splitk") {
         s.variants.push_back({{Guard{"M", ">=", b.mr}, Guard{"N", ">=", b.nr}}, sched::matmul_cpu_splitk_gemm_steps(b)});

@@ -24,7 +24,7 @@
 namespace tessel::autosched {
 
 /** Bump when the space or make_schedule changes: it is part of every tuning key. */
-constexpr int kSearchSpaceVersion = 4;  // 2: split-K register-block nest ("splitk"); 3: "gemv"; 4: ordered-sum rule (exact mode)
+constexpr int kSearchSpaceVersion = 5;  // 2: split-K register-block nest ("splitk"); 3: "gemv"; 4: ordered-sum rule (exact mode); 5: "panel" nests
 
 /** The extents of one matmul+epilogue problem: y[M,N] = epilogue(x[M,K] @ w[K,N]). */
 struct Workload {
@@ -35,6 +35,11 @@ struct Workload {
     /** The graph's numeric mode keeps the k sum in program order (exact): nests that split it
      * into partial sums (split-K, gemv, decode; CUDA tiled and decode) are pruned. */
     bool ordered_reductions = false;
+    /** w is stored in panels of this many columns (lower::LoweredGroup::rhs_panel_width), 0 when
+     * row-major: where the vector width divides it, the space is the panel nests reading the
+     * panels in place (and the general nest), never a row-major nest reading them through index
+     * arithmetic. */
+    int64_t rhs_panel_width = 0;
     /** "decode" (M <= 16), "square" (M, K, N within 2x of each other), else "mlp". */
     std::string shape_class() const;
     std::string to_string() const;  ///< "M=1,K=4096,N=4096"
@@ -42,7 +47,7 @@ struct Workload {
 };
 
 struct CandidateParams {
-    std::string nest;  ///< cpu: gemm, splitk, gemv, decode, general; cuda: cuda_tiled, cuda_decode, cuda_simple
+    std::string nest;  ///< cpu: gemm, splitk, gemv, decode, panel, general; cuda: cuda_tiled, cuda_decode, cuda_simple
     // CPU nests.
     int mr = 0, nr_vectors = 0, panel_blocks = 0, k_unroll = 0, k_chunk = 0;
     // CUDA nests.

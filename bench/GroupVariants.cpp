@@ -15,7 +15,7 @@ namespace tessel::bench {
 
 namespace {
 
-GroupVariant compile(const std::string &label, dsl::Graph g, const sched::ScheduleSpec &schedule,
+GroupVariant compile(const std::string &label, dsl::Graph g, const sched::GroupScheduleChoice &schedule,
                      const Halide::Target &target) {
     GroupVariant v;
     v.label = label;
@@ -26,7 +26,9 @@ GroupVariant compile(const std::string &label, dsl::Graph g, const sched::Schedu
             const lower::LoweredGroup probe = lower::lower_group(*v.graph, fg);
             v.prepare.push_back(std::make_unique<CompiledKernel>(*v.graph, fg, lower::default_group_schedule(probe, target), target));
         } else if (!v.kernel) {
-            v.kernel = std::make_unique<CompiledKernel>(*v.graph, fg, schedule, target);
+            // Fitted to the group as the compiler fits it (a panel-stored w gets the panel nests).
+            const lower::LoweredGroup probe = lower::lower_group(*v.graph, fg);
+            v.kernel = std::make_unique<CompiledKernel>(*v.graph, fg, schedule.for_group(lower::group_shape(probe), target), target);
         } else {
             throw std::logic_error(label + ": expected one per-call group:\n" + plan.to_string(*v.graph));
         }
@@ -99,7 +101,7 @@ void GroupVariant::run(std::map<std::string, Halide::Runtime::Buffer<float> *> &
     kernel->run(args);
 }
 
-std::vector<GroupVariant> make_group_variants(const sched::ScheduleSpec &schedule, const Halide::Target &target) {
+std::vector<GroupVariant> make_group_variants(const sched::GroupScheduleChoice &schedule, const Halide::Target &target) {
     using namespace dsl;
     std::vector<GroupVariant> out;
     {

@@ -6,14 +6,15 @@
  * when prepared ("x_wT_prepared"), narrowed to bf16 ("w_bf16": the kernel reads half the bytes
  * and widens in registers), or packed in panels of the register block's width ("w_panels").
  * Each is a graph from the C++ builder compiled by CompiledKernel under the schedule being
- * benchmarked (its prepared groups under the default schedule), so the benchmark compares them
+ * benchmarked, fitted to the group as the compiler fits it (a panel-stored w gets the panel
+ * nests; its prepared groups under the default schedule), so the benchmark compares them
  * with the one-output layer in the same run; preparing is timed apart and reported.
  */
 #pragma once
 
 #include "dsl/ir/Graph.h"
 #include "lowering/CompiledKernel.h"
-#include "schedules/Schedule.h"
+#include "schedules/Library.h"
 
 #include <HalideBuffer.h>
 
@@ -44,6 +45,6 @@ struct GroupVariant {
 };
 
 /** Every variant, tanh GELU in fast mode (as the benchmark's main rows), under `schedule`. */
-std::vector<GroupVariant> make_group_variants(const sched::ScheduleSpec &schedule, const Halide::Target &target);
+std::vector<GroupVariant> make_group_variants(const sched::GroupScheduleChoice &schedule, const Halide::Target &target);
 
 }  // namespace tessel::bench

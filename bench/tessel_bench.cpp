@@ -508,7 +508,7 @@ int run(int argc, char **argv) {
     k.erf = std::make_unique<GeluLayer>(GeluForm::Erf, NumericMode::Fast, schedule, target);
     if (!o.baseline.empty())
         k.baseline = std::make_unique<GeluLayer>(GeluForm::Tanh, NumericMode::Fast, sched::resolve_schedule(o.baseline, target), target);
-    if (!o.variant_shapes.empty()) k.variants = make_group_variants(schedule, target);
+    if (!o.variant_shapes.empty()) k.variants = make_group_variants(sched::resolve_group_schedule(o.schedule, target), target);
 
     // JIT compile time of every CPU library schedule, as a benchmark so it lands in the JSON.
     std::map<std::string, double> compile_seconds;

@@ -122,6 +122,13 @@ void print_result(const autosched::TuneResult &r, const TuneOptions &o, std::ost
     }
 }
 
+/** The group's facts the search space needs beyond M, K, N: the epilogue's cost and how w is
+ * stored (the lowering's panel fact, so the space offers nests that read those panels in place). */
+void add_group_facts(const dsl::Graph &g, const dsl::FusionGroup &group, Workload &w) {
+    autosched::add_epilogue_cost(g, group.nodes, w);
+    w.rhs_panel_width = lower::lower_group(g, group).rhs_panel_width;
+}
+
 }  // namespace
 
 std::optional<Workload> group_workload(const dsl::Graph &g, const dsl::FusionGroup &group,
@@ -130,7 +137,7 @@ std::optional<Workload> group_workload(const dsl::Graph &g, const dsl::FusionGro
     const auto e = dsl::group_extents(g, group).concrete(symbols);
     if (!e) return std::nullopt;
     Workload w{e->at("M"), e->at("K"), e->at("N")};
-    autosched::add_epilogue_cost(g, group.nodes, w);
+    add_group_facts(g, group, w);
     return w;
 }
 
@@ -192,7 +199,7 @@ int run_tune(const TuneOptions &o, std::ostream &out) {
                 shapes.push_back({s.name, s.workload});
 
         for (auto [name, w] : shapes) {
-            autosched::add_epilogue_cost(g, fg.nodes, w);
+            add_group_facts(g, fg, w);
             std::map<std::string, int64_t> symbols;
             std::string why;
             if (!bind_symbols(*dims, w, symbols, &why)) {

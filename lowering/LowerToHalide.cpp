@@ -462,7 +462,12 @@ private:
         }
         // A row-major f32 input is the ImageParam itself (schedules wrap it); any layout or cast
         // on the way gets the view, so schedules always see w as a [K, N] f32 Func.
-        if (v == rhs && g_.node(v).layout.empty()) return;
+        const dsl::Layout &layout = g_.node(v).layout;
+        if (v == rhs && layout.empty()) return;
+        bool through_casts_only = true;
+        for (ValueId u = rhs; u != v; u = g_.node(u).inputs[0]) through_casts_only = through_casts_only && g_.node(u).op == Op::Cast;
+        if (through_casts_only && layout.order.empty() && layout.has_panels() && layout.panel_axis == 1)
+            out_.rhs_panel_width = layout.panel_width;
         Halide::Var n0("_0"), k1("_1");
         Func view("w");
         view(n0, k1) = at(rhs, {Expr(k1), Expr(n0)});  // rhs[k][n], through every layout on the way
@@ -615,6 +620,9 @@ LoweredGroup lower_group(const Graph &g, const dsl::FusionGroup &group) {
             out.output_values.push_back(group.outputs[i]);
             out.output_func.push_back(one_tuple ? 0 : i);
         }
+        // Panel facts hold for a single contraction only: a sibling or a second contraction
+        // reads other operands, whose columns past N are not padding.
+        if (out.matmul_count != 1) out.rhs_panel_width = 0;
     } catch (const Halide::Error &e) {
         throw LoweringError("Halide rejected the lowering of group '" + group.name + "': " + e.what());
     }

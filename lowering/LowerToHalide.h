@@ -66,6 +66,12 @@ struct LoweredGroup {
      * is already taken in the process ("y$3"); schedules always use these names. */
     std::map<std::string, Halide::Func> funcs;
     int matmul_count = 0;                    ///< contractions (a sibling tuple counts each)
+    /** The group's one contraction reads its right operand [K, N] from a group input stored in
+     * panels of this many columns (Layout panels(axis=1, width), row-major order, possibly through
+     * a widening cast), whose last panel is padded: a nest whose column tiles start on panel
+     * boundaries and span whole panels reads it in place, padding included. 0 otherwise (several
+     * contractions, or any other layout). */
+    int64_t rhs_panel_width = 0;
     /** Input buffers by the role schedules address them with: "x" and "w" are the left and
      * right operands of the first contraction when they are group inputs. */
     std::map<std::string, Halide::ImageParam> input_roles;

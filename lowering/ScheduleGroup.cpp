@@ -20,6 +20,7 @@ sched::GroupShape group_shape(const LoweredGroup &group) {
     sched::GroupShape g;
     g.kind = group.kind;
     g.ordered_reductions = !dsl::allows_split_reductions(group.mode);
+    g.rhs_panel_width = group.rhs_panel_width;
     for (size_t i = 0; i < group.outputs.size(); i++) g.outputs.push_back({group.output_names[i], group.outputs[i].dimensions()});
     for (const auto &[name, f] : group.funcs) {
         if (!f.has_update_definition()) continue;

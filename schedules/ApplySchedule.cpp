@@ -199,22 +199,26 @@ public:
         check_shared_memory();
     }
     void operator()(const AssumeAligned &d) {
-        if (!is_power_of_two(d.lanes) || d.lanes < 2 || d.lanes > limits_.max_vector_lanes)
-            fail("assume_aligned lanes must be a power of two from 2 to " + std::to_string(limits_.max_vector_lanes) +
+        if (!is_power_of_two(d.lanes) || d.lanes < 1 || d.lanes > limits_.max_vector_lanes)
+            fail("assume_aligned lanes must be a power of two from 1 to " + std::to_string(limits_.max_vector_lanes) +
                  ", got " + std::to_string(d.lanes));
-        Halide::OutputImageParam p;
+        std::vector<Halide::OutputImageParam> buffers;
         if (auto in = t_.inputs.find(d.buffer); in != t_.inputs.end()) {
-            p = in->second;
+            buffers.push_back(in->second);
         } else {
             Func f = func(d.buffer);
-            if (!f.defined() || f.outputs() != 1) fail("'" + d.buffer + "' is not a single-valued output Func");
-            p = f.output_buffer();
+            if (!f.defined()) fail("'" + d.buffer + "' is not an output Func");
+            for (const auto &b : f.output_buffers()) buffers.push_back(b);  // every element of a Tuple
         }
-        // Constraints, asserted when the pipeline runs; Halide then knows the alignment.
+        // Constraints, asserted when the pipeline runs; Halide then knows the alignment. One lane
+        // promises only that indices start at 0.
         const int l = d.lanes;
-        for (int i = 0; i < p.dimensions(); i++) p.dim(i).set_min(0);
-        p.dim(0).set_extent((p.dim(0).extent() / l) * l);
-        for (int i = 1; i < p.dimensions(); i++) p.dim(i).set_stride((p.dim(i).stride() / l) * l);
+        for (Halide::OutputImageParam &p : buffers) {
+            for (int i = 0; i < p.dimensions(); i++) p.dim(i).set_min(0);
+            if (l == 1) continue;
+            p.dim(0).set_extent((p.dim(0).extent() / l) * l);
+            for (int i = 1; i < p.dimensions(); i++) p.dim(i).set_stride((p.dim(i).stride() / l) * l);
+        }
     }
     void operator()(const Prefetch &d) {
         Stage s = stage(d.stage);

@@ -66,6 +66,10 @@ struct GroupShape {
     bool ordered_reductions = false;
     std::vector<std::pair<std::string, int>> outputs;  ///< output Func name, rank
     std::vector<GroupReduction> reductions;
+    /** A matmul+epilogue group's right operand is stored in panels of this many columns, padded
+     * (lower::LoweredGroup::rhs_panel_width); 0 when it is not. Matmul schedules whose register
+     * block is that wide read the panels in place (MatmulCpuSchedules.h). */
+    int64_t rhs_panel_width = 0;
     bool operator==(const GroupShape &) const = default;
 };
 

@@ -14,6 +14,8 @@ const std::vector<LibraryEntry> &schedule_library() {
         {"cpu_blocked", Device::Cpu, dsl::GroupKind::MatmulEpilogue,
          "register-blocked GEMM, packed w panel, fused epilogue; split-K with the register block for 8 <= M <= 16 "
          "(4 on AVX2), split-K gemv streams for M == 1, split-K decode nest for other small M",
+         [](const Halide::Target &t) { return matmul_cpu_blocked(t); },
+         {},
          matmul_cpu_blocked},
         {"cpu_decode", Device::Cpu, dsl::GroupKind::MatmulEpilogue, "the split-K decode nest on its own (w streamed once), for any shape", matmul_cpu_decode},
         {"cpu_tiled", Device::Cpu, dsl::GroupKind::MatmulEpilogue, "register-tiled GEMM, epilogue fused per tile", matmul_cpu_tiled},
@@ -92,7 +94,13 @@ ScheduleSpec library_schedule(const std::string &name, const Halide::Target &tar
 
 ScheduleSpec library_schedule(const std::string &name, const GroupShape &shape, const Halide::Target &target) {
     const LibraryEntry &e = library_entry(name);
-    return e.group_generic() ? e.build_for_group(shape, target) : e.build(target);
+    if (e.group_generic()) return e.build_for_group(shape, target);
+    if (shape.rhs_panel_width > 0 && e.make_for_panels) {
+        ScheduleSpec s = e.make_for_panels(target, shape.rhs_panel_width);
+        s.group = e.group;
+        return s;
+    }
+    return e.build(target);
 }
 
 ScheduleSpec LibraryEntry::build(const Halide::Target &target) const {
@@ -118,7 +126,8 @@ GroupScheduleChoice resolve_group_schedule(const std::string &name_or_file, cons
     const LibraryEntry &e = library_entry(name_or_file);
     c.group = e.group;
     c.device = e.device;
-    if (e.group_generic()) c.make_for_group = [&e](const GroupShape &s, const Halide::Target &t) { return e.build_for_group(s, t); };
+    if (e.group_generic() || e.make_for_panels)
+        c.make_for_group = [&e](const GroupShape &s, const Halide::Target &t) { return library_schedule(e.name, s, t); };
     else c.fixed = e.build(target);
     return c;
 }

@@ -29,6 +29,9 @@ struct LibraryEntry {
     std::function<ScheduleSpec(const Halide::Target &)> make;
     /** Group-generic schedules; empty for fixed-stage entries. */
     std::function<ScheduleSpec(const GroupShape &, const Halide::Target &)> make_for_group;
+    /** Fixed-stage schedules with nests that read a right operand stored in panels of the given
+     * width in place (GroupShape::rhs_panel_width); empty when the entry has none. */
+    std::function<ScheduleSpec(const Halide::Target &, int64_t panel_width)> make_for_panels;
     bool group_generic() const { return (bool)make_for_group; }
     /** make / make_for_group, with the result's `group` set to this entry's kind. */
     ScheduleSpec build(const Halide::Target &target) const;
@@ -54,7 +57,8 @@ ScheduleSpec resolve_schedule(const std::string &name_or_file, const Halide::Tar
  * for a group-generic entry (it needs a group: use the overload below). */
 ScheduleSpec library_schedule(const std::string &name, const Halide::Target &target);
 
-/** The schedule named `name` for a group of shape `shape` (fixed-stage entries ignore it).
+/** The schedule named `name` for a group of shape `shape` (fixed-stage entries use only its
+ * rhs_panel_width, when they have panel nests).
  * For a lowered group: lower::library_schedule_for. */
 ScheduleSpec library_schedule(const std::string &name, const GroupShape &shape, const Halide::Target &target);
 
@@ -64,7 +68,7 @@ ScheduleSpec library_schedule(const std::string &name, const GroupShape &shape, 
 struct GroupScheduleChoice {
     dsl::GroupKind group = dsl::GroupKind::MatmulEpilogue;
     Device device = Device::Cpu;
-    std::optional<ScheduleSpec> fixed;  ///< files and fixed-stage library entries
+    std::optional<ScheduleSpec> fixed;  ///< files and fixed-stage library entries without panel nests
     std::function<ScheduleSpec(const GroupShape &, const Halide::Target &)> make_for_group;
     ScheduleSpec for_group(const GroupShape &shape, const Halide::Target &target) const {
         return fixed ? *fixed : make_for_group(shape, target);

@@ -167,6 +167,46 @@ std::vector<Directive> matmul_cpu_splitk_gemm_steps(const CpuBlocking &b) {
     return s.steps;
 }
 
+std::vector<Directive> matmul_cpu_panel_steps(const CpuBlocking &b, int rows) {
+    ScheduleSpec s;
+    // w is stored in panels of nr columns ([N/nr][K][nr], the last one padded): the gemm nest
+    // without its packing. The output's indices start at 0, so every column tile of nr starts
+    // on a panel boundary and Halide turns the view's n / nr and n % nr into the panel's base
+    // address and a dense vector offset. The matmul tile always spans the whole panel (its
+    // extent bound to nr): the last tile computes the padding's columns too, and only the
+    // output's guarded tail stores are partial. Rows are shifted inwards (M >= rows).
+    s.assume_aligned("y", 1)
+        .split(kY, "n", "no", "ni", b.nr, Tail::GuardWithIf)
+        .split(kY, "m", "mo", "mi", rows, Tail::ShiftInwards)
+        .reorder(kY, {"ni", "mi", "mo", "no"})
+        .split(kY, "ni", "nv", "nl", b.lanes)
+        .vectorize(kY, "nl")
+        .unroll(kY, "nv")
+        .unroll(kY, "mi")
+        .parallel(kY, "no");
+    s.compute_at("matmul", "y", "mo").bound_extent("matmul", "n", b.nr).store_in("matmul", MemoryLevel::Register);
+    for (const StageRef &stage : {kInit, kUpdate})
+        s.split(stage, "n", "nv", "nl", b.lanes).split(stage, "m", "mt", "mr", rows);
+    s.reorder(kInit, {"nl", "nv", "mr", "mt"})
+        .vectorize(kInit, "nl")
+        .unroll(kInit, "nv")
+        .unroll(kInit, "mr")
+        .reorder(kUpdate, {"nl", "nv", "mr", "k", "mt"})
+        .vectorize(kUpdate, "nl")
+        .unroll(kUpdate, "nv")
+        .unroll(kUpdate, "mr");
+    return s.steps;
+}
+
+std::vector<ScheduleSpec::Variant> matmul_cpu_panel_variants(const CpuBlocking &b) {
+    // Row blocks of mr, mr / 2, ... 2 for the M that have at least that many rows; M = 1 (and
+    // any M) takes the one-row nest in the fallback's place, so no variant reads w unpacked.
+    std::vector<ScheduleSpec::Variant> v;
+    for (int rows = b.mr; rows >= 2; rows /= 2) v.push_back({{{"M", ">=", rows}}, matmul_cpu_panel_steps(b, rows)});
+    v.push_back({{}, matmul_cpu_panel_steps(b, 1)});
+    return v;
+}
+
 std::vector<Directive> matmul_cpu_general_steps(const CpuBlocking &b) {
     ScheduleSpec s;
     // One vector of outputs per tile, every tail guarded: correct for any extents.
@@ -190,9 +230,17 @@ ScheduleSpec matmul_cpu_decode(const Halide::Target &target) {
     return s;
 }
 
-ScheduleSpec matmul_cpu_blocked(const Halide::Target &target) {
+ScheduleSpec matmul_cpu_blocked(const Halide::Target &target, int64_t rhs_panel_width) {
     const CpuBlocking b = CpuBlocking::for_target(target);
     ScheduleSpec s("cpu_blocked", Device::Cpu);
+    if (rhs_panel_width == b.nr) {
+        s.description = "w stored in panels of " + std::to_string(b.nr) + " columns, read in place: " + std::to_string(b.mr) +
+                        " rows x 3 vectors register block (fewer rows for M < " + std::to_string(b.mr) + "), fused epilogue";
+        s.variants = matmul_cpu_panel_variants(b);
+        s.steps = s.variants.back().steps;  // the one-row nest is correct for every M
+        s.variants.pop_back();
+        return s;
+    }
     s.description = std::to_string(b.mr) + " rows x 3 vectors register block, packed w panel, fused epilogue; "
                     "split-K with the register block for " + std::to_string(b.mr) + " <= M <= " +
                     std::to_string(b.decode_max_m) + ", split-K gemv streams for M == 1, split-K decode nest for other M < " +

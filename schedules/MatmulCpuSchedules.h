@@ -23,6 +23,11 @@
  *                              column blocks in parallel.
  *   general anything else      (N smaller than a register block): every split guards its tail.
  *
+ * A right operand stored in panels of exactly nr columns (GroupShape::rhs_panel_width, a weight
+ * the layout pass packed once) gets the panel nests instead: the gemm register block reading
+ * the panels in place, no packing, for every M (rows mr, mr/2, ..., 1 by guards on M). Panels
+ * of another width are read through index arithmetic by the nests above (correct, slow).
+ *
  * Why ShiftInwards in the fast variants: a tail tile is shifted back inside the output
  * and recomputes a few outputs, so every tile has constant extents and the matmul tile
  * can live in registers. That needs the extent to be at least the tile, which is exactly
@@ -56,9 +61,10 @@ struct CpuBlocking {
  * Every split guards its tail, so any M, K, N is correct. */
 ScheduleSpec matmul_cpu_tiled(const Halide::Target &target);
 
-/** The best CPU schedule: split-K gemm, gemv, decode, gemm and general nests as guarded variants.
- * Example: library_schedule("cpu_blocked", get_host_target()). */
-ScheduleSpec matmul_cpu_blocked(const Halide::Target &target);
+/** The best CPU schedule: split-K gemm, gemv, decode, gemm and general nests as guarded variants;
+ * the panel nests when the right operand is stored in panels of the register block's width
+ * (`rhs_panel_width`, 0 for row-major). Example: library_schedule("cpu_blocked", get_host_target()). */
+ScheduleSpec matmul_cpu_blocked(const Halide::Target &target, int64_t rhs_panel_width = 0);
 
 /** The decode nest alone, for every shape (it guards all its tails); kept separate so the
  * benchmark and tests can time and check it on any shape. */
@@ -71,5 +77,10 @@ std::vector<Directive> matmul_cpu_decode_steps(const CpuBlocking &b);
 std::vector<Directive> matmul_cpu_splitk_gemm_steps(const CpuBlocking &b);
 std::vector<Directive> matmul_cpu_gemv_steps(const CpuBlocking &b);
 std::vector<Directive> matmul_cpu_general_steps(const CpuBlocking &b);
+/** The gemm register block of `rows` rows reading w stored in panels of b.nr columns in place
+ * (no packing); valid for M >= rows, any K and N, when w has that layout. */
+std::vector<Directive> matmul_cpu_panel_steps(const CpuBlocking &b, int rows);
+/** The panel nests under their guards, the last (one row, no guard) valid for every M. */
+std::vector<ScheduleSpec::Variant> matmul_cpu_panel_variants(const CpuBlocking &b);
 
 }  // namespace tessel::sched

@@ -70,8 +70,9 @@ struct Bound { std::string func, var; int min = 0, extent = 1; bool operator==(c
  * bound_extent): gives a staged tile a constant size. The region computed grows to `extent`,
  * so the tile must never reach past its input's edge (guard the variant on divisibility). */
 struct BoundExtent { std::string func, var; int extent = 1; bool operator==(const BoundExtent &) const = default; };
-/** Promise that `buffer` (an input, or the output Func) starts at index 0 in every dimension
- * and that its dimension-0 extent and every row stride are multiples of `lanes` elements.
+/** Promise that `buffer` (an input, or the output Func: every buffer of a Tuple) starts at index
+ * 0 in every dimension and that its dimension-0 extent and every row stride are multiples of
+ * `lanes` elements (lanes = 1: only the start, so tiles of a split from 0 start at multiples).
  * Halide asserts this when the pipeline runs (a buffer that breaks it is refused, never
  * misread) and can then prove `lanes`-wide loads and stores aligned (e.g. float4 ld.global.v4
  * on CUDA). Guard the variant on the extents' divisibility so dense buffers always qualify. */

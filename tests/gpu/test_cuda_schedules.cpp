@@ -125,7 +125,7 @@ TEST_CASE("assume_aligned is checked and serialized") {
         s.assume_aligned("w", 3);
         const std::string err = check_cuda(s.steps);
         INFO(err);
-        CHECK(err.find("assume_aligned lanes must be a power of two") != std::string::npos);
+        CHECK(err.find("assume_aligned lanes must be a power of two from 1") != std::string::npos);
     }
     SUBCASE("an unknown buffer is refused") {
         sched::ScheduleSpec s;
