@@ -159,26 +159,28 @@ double TriadProbe::run() {
 }
 
 // The cold-read floor of decode rows. It must read w at least as fast as the fastest kernel
-// does, or a kernel shows above 100 % of it: measured on the 2-core AVX-512 host (same flush,
-// medians of 21), 4 streams of 64-byte steps with SSE loads read 22.5 GB/s where the gemv kernel
-// read 29.3; 8 tasks of 8 streams each, 1 KiB per stream step, with the widest vectors the CPU
-// has (target_clones: AVX-512, AVX2, baseline), read 29.5 GB/s.
+// does, or a kernel shows above 100 % of it. Which pattern reads fastest depends on the machine:
+// on the 2-core Intel AVX-512 host 8 streams per task read 29.5 GB/s where 4 SSE streams read
+// 22.5 (and the gemv kernel 29.3); on the 2-core AMD Zen 4 host 8 streams read 23.9 GB/s while
+// the panel nests (one stream per task) read 29.9. So the bench times each pattern in
+// kReadPatterns, paired with the kernels, and the floor is the fastest.
 __attribute__((target_clones("avx512f", "avx2", "default")))
-float stream_read(const float *data, size_t count, int threads) {
-    constexpr int kTasks = 8, kStreams = 8, kStep = 256;  // floats per stream step (1 KiB)
+float stream_read(const float *data, size_t count, int threads, int streams) {
+    constexpr int kTasks = 8, kMaxStreams = 8, kStep = 256;  // floats per stream step (1 KiB)
+    streams = std::clamp(streams, 1, kMaxStreams);
     float total = 0;
 #pragma omp parallel for num_threads(threads) reduction(+ : total) schedule(dynamic, 1)
     for (int task = 0; task < kTasks; task++) {
         const size_t lo = count * task / kTasks, hi = count * (task + 1) / kTasks;
-        const size_t part = (hi - lo) / kStreams / kStep * kStep;
+        const size_t part = (hi - lo) / streams / kStep * kStep;
         // One vector of partial sums per stream: independent add chains, so memory is the limit.
-        float acc[kStreams][16] = {};
+        float acc[kMaxStreams][16] = {};
         for (size_t i = 0; i < part; i += kStep)
-            for (int q = 0; q < kStreams; q++)
+            for (int q = 0; q < streams; q++)
                 for (int jb = 0; jb < kStep; jb += 16)
                     for (int j = 0; j < 16; j++) acc[q][j] += data[lo + q * part + i + jb + j];
         float sum = 0;
-        for (size_t i = lo + kStreams * part; i < hi; i++) sum += data[i];
+        for (size_t i = lo + streams * part; i < hi; i++) sum += data[i];
         for (const auto &a : acc)
             for (float x : a) sum += x;
         total += sum;

@@ -64,12 +64,16 @@ private:
 };
 
 /** Reads `count` floats once: 8 tasks shared by `threads` OpenMP threads, each reading its
- * contiguous eighth as 8 streams of 1 KiB steps into vector partial sums, with the widest
- * vectors the CPU has. Timed after a cache flush, it is the same-run memory floor for the decode
- * shapes, whose weights are read exactly once: the access pattern of the fastest decode nest
- * (gemv's 8 row streams per task), so no kernel should beat it by more than noise; one that
- * does by more says the probe is wrong again (it is a measurement, not a proven bound). */
-float stream_read(const float *data, size_t count, int threads);
+ * contiguous eighth as `streams` (1 to 8) streams of 1 KiB steps into vector partial sums, with
+ * the widest vectors the CPU has. Timed after a cache flush, the fastest of kReadPatterns is the
+ * same-run memory floor for the decode shapes, whose weights are read exactly once: the access
+ * patterns of the decode nests (gemv's 8 row streams per task, a panel nest's one stream), so no
+ * kernel should beat it by more than noise; one that does by more says the probe is wrong again
+ * (it is a measurement, not a proven bound). */
+float stream_read(const float *data, size_t count, int threads, int streams = 8);
+
+/** The streams per task stream_read is timed with; the floor is the fastest. */
+inline constexpr int kReadPatterns[] = {1, 2, 8};
 
 /** Evicts the caches of every core: each of `threads` plain threads (not OpenMP, whose
  * spinning workers would slow the kernel timed next) writes and reads its share of a buffer much larger than the last-level cache, one store per cache line. */

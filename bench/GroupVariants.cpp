@@ -132,6 +132,11 @@ std::vector<GroupVariant> make_group_variants(const sched::GroupScheduleChoice &
     });
     const int nr = sched::CpuBlocking::for_target(target).nr;
     linear("w_panels", [nr](GraphBuilder &b, Dim K, Dim N) { return b.weight("w", DType::F32, {K, N}, Layout::panels(1, nr)); });
+    // Both: narrowed to bf16 and packed in panels when prepared (what the layout pass chooses
+    // for a bf16 weight read by a matmul).
+    linear("w_bf16_panels", [nr](GraphBuilder &b, Dim K, Dim N) {
+        return cast(b.weight("w", DType::BF16, {K, N}, Layout::panels(1, nr)), DType::F32);
+    });
     return out;
 }
 

@@ -4,7 +4,8 @@
  * y in the lowering); w stored [N, K] read through a transpose per call ("x @ w.T": a view Func
  * w the schedules pack); and w declared a weight, prepared once: stored [N, K] and transposed
  * when prepared ("x_wT_prepared"), narrowed to bf16 ("w_bf16": the kernel reads half the bytes
- * and widens in registers), or packed in panels of the register block's width ("w_panels").
+ * and widens in registers), packed in panels of the register block's width ("w_panels"), or
+ * both ("w_bf16_panels").
  * Each is a graph from the C++ builder compiled by CompiledKernel under the schedule being
  * benchmarked, fitted to the group as the compiler fits it (a panel-stored w gets the panel
  * nests; its prepared groups under the default schedule), so the benchmark compares them

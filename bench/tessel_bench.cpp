@@ -274,7 +274,19 @@ std::string tessel_name(const BenchShape &s, const std::string &schedule, const 
     return s.name + "/tessel:" + schedule + "/" + epilogue;
 }
 std::string blas_name(const BenchShape &s, const std::string &epilogue) { return s.name + "/openblas/" + epilogue; }
-std::string floor_name(const BenchShape &s) { return s.name + "/floor/read_w"; }
+std::string floor_name(const BenchShape &s, int streams) { return s.name + "/floor/read_w_" + std::to_string(streams) + "streams"; }
+
+/** The read floor of a decode shape: the fastest of the read patterns timed in this run. */
+struct ReadFloor {
+    double seconds = 0;
+    int streams = 0;
+};
+ReadFloor read_floor(const BenchShape &s) {
+    ReadFloor f{HUGE_VAL, 0};
+    for (int streams : autosched::kReadPatterns)
+        if (const double t = median(g_samples[floor_name(s, streams)]); t < f.seconds) f = {t, streams};
+    return f;
+}
 
 struct ErrorRow {
     std::string what;
@@ -346,7 +358,7 @@ void print_summary(const Options &o, const Machine &m, const std::vector<std::un
     std::fprintf(g_text, "Epilogue: GELU tanh; Tessel numeric mode fast (vectorized), OpenBLAS pass uses libmvec tanhf.\n");
     std::fprintf(g_text, "Decode shapes: caches flushed before each iteration (%d threads write+read a %zu MiB buffer);\n"
                          "roofline = the slower of the FLOPs at the FMA peak and reading w once after the same flush\n"
-                         "(floor/read_w: an OpenMP sum over w, timed like the kernels).\n\n",
+                         "(floor/read_w_*: OpenMP sums over w in 1, 2 and 8 streams per task, timed like the kernels; the fastest).\n\n",
                 o.threads, (size_t)256);
     std::fprintf(g_text, "%-14s %-16s %10s %12s %8s %9s %9s  %s\n", "shape", "MxKxN", "Tessel ms", "OpenBLAS ms", "ratio",
                 "GFLOP/s", "BLAS GF/s", "% of FMA peak / % of decode roofline");
@@ -359,14 +371,15 @@ void print_summary(const Options &o, const Machine &m, const std::vector<std::un
         if (s.kind == ShapeKind::Decode) {
             // Roofline of this shape in this run: the slower of reading w once (timed cold,
             // like the kernels) and doing the FLOPs at the FMA peak.
-            const double read_floor = median(g_samples[floor_name(s)]);
+            const ReadFloor f = read_floor(s);
+            const double read_floor = f.seconds;
             const double compute_floor = s.flops() / (m.fma_peak_gflops * 1e9);
             const double roof = std::max(read_floor, compute_floor);
             // Percentages are of this roofline, whose read floor is the paired cold read of w in
             // the same run (never the triad median: STREAM's copy pattern is not a read of w).
-            std::snprintf(buf, sizeof buf, "%5.1f%% of roofline (BLAS %.1f%%) | roofline %.2f ms (%s; w read at %.1f GB/s), Tessel %.1f GB/s",
+            std::snprintf(buf, sizeof buf, "%5.1f%% of roofline (BLAS %.1f%%) | roofline %.2f ms (%s; w read at %.1f GB/s, %d stream(s) per task), Tessel %.1f GB/s",
                           100 * roof / tt, 100 * roof / tb, roof * 1e3,
-                          read_floor >= compute_floor ? "cold read of w" : "FMA peak", s.min_bytes() / read_floor * 1e-9,
+                          read_floor >= compute_floor ? "cold read of w" : "FMA peak", s.min_bytes() / read_floor * 1e-9, f.streams,
                           s.min_bytes() / tt * 1e-9);
         } else {
             std::snprintf(buf, sizeof buf, "%5.1f%% peak (BLAS %.1f%%)", 100 * s.flops() / tt * 1e-9 / m.fma_peak_gflops,
@@ -409,26 +422,30 @@ void print_summary(const Options &o, const Machine &m, const std::vector<std::un
         // Layouts: w declared a weight and prepared once (transposed, narrowed or packed).
         std::fprintf(g_text, "\nWeights prepared once (dsl/passes/LayoutAssignment.h), same run, schedule %s, tanh fast:\n",
                      o.schedule.c_str());
-        std::fprintf(g_text, "%-14s %10s %14s %7s %12s %7s %12s %7s %9s  %s\n", "shape", "x @ w ms", "x@T(w) prep.", "ratio",
-                     "w panels", "ratio", "w bf16", "ratio", "bf16 GB/s", "prepare ms (wT / panels / bf16)");
+        std::fprintf(g_text, "%-14s %10s %12s %7s %10s %7s %10s %7s %12s %7s  %s\n", "shape", "x @ w ms", "x@T(w) prep.",
+                     "ratio", "w panels", "ratio", "w bf16", "ratio", "bf16 panels", "ratio", "prepare ms (wT / panels / bf16 / both)");
         for (const auto &d : data) {
             if (!listed(o.variant_shapes, d->shape.name)) continue;
             const BenchShape &s = d->shape;
+            const auto &prep = d->prepared;
             const double t1 = median(g_samples[tessel_name(s, o.schedule, "tanh_fast")]);
             const double tp = median(g_samples[tessel_name(s, o.schedule, "x_wT_prepared")]);
             const double tk = median(g_samples[tessel_name(s, o.schedule, "w_panels")]);
             const double tb = median(g_samples[tessel_name(s, o.schedule, "w_bf16")]);
-            const auto &prep = d->prepared;
-            std::fprintf(g_text, "%-14s %10.3f %14.3f %6.3fx %12.3f %6.3fx %12.3f %6.3fx %9.1f  %.1f / %.1f / %.1f\n",
-                         s.name.c_str(), t1 * 1e3, tp * 1e3, t1 / tp, tk * 1e3, t1 / tk, tb * 1e3, t1 / tb,
-                         prep.at("w_bf16").read_bytes / tb * 1e-9, prep.at("x_wT_prepared").seconds * 1e3,
-                         prep.at("w_panels").seconds * 1e3, prep.at("w_bf16").seconds * 1e3);
+            const double tbk = median(g_samples[tessel_name(s, o.schedule, "w_bf16_panels")]);
+            std::fprintf(g_text, "%-14s %10.3f %12.3f %6.3fx %10.3f %6.3fx %10.3f %6.3fx %12.3f %6.3fx  %.1f / %.1f / %.1f / %.1f\n",
+                         s.name.c_str(), t1 * 1e3, tp * 1e3, t1 / tp, tk * 1e3, t1 / tk, tb * 1e3, t1 / tb, tbk * 1e3, t1 / tbk,
+                         prep.at("x_wT_prepared").seconds * 1e3, prep.at("w_panels").seconds * 1e3,
+                         prep.at("w_bf16").seconds * 1e3, prep.at("w_bf16_panels").seconds * 1e3);
             if (s.kind == ShapeKind::Decode) {
-                const double floor = median(g_samples[floor_name(s)]);
-                const double gbps = s.min_bytes() / floor * 1e-9;
-                std::fprintf(g_text, "%-14s cold read of w (f32) %.3f ms = %.1f GB/s; bf16 reads %.1f%% of that bandwidth, "
-                                     "f32 %.1f%%\n", "", floor * 1e3, gbps, 100 * prep.at("w_bf16").read_bytes / tb * 1e-9 / gbps,
-                             100 * s.min_bytes() / t1 * 1e-9 / gbps);
+                // Each variant's bytes of w over its time, as a share of the same-run read floor.
+                const ReadFloor f = read_floor(s);
+                const double gbps = s.min_bytes() / f.seconds * 1e-9;
+                auto share = [&](const char *label, double t) { return 100 * prep.at(label).read_bytes / t * 1e-9 / gbps; };
+                std::fprintf(g_text, "%-14s read floor %.3f ms = %.1f GB/s (%d stream(s) per task); of that bandwidth: x @ w %.1f%%, "
+                                     "panels %.1f%%, bf16 %.1f%%, bf16 panels %.1f%%\n",
+                             "", f.seconds * 1e3, gbps, f.streams, 100 * s.min_bytes() / t1 * 1e-9 / gbps, share("w_panels", tk),
+                             share("w_bf16", tb), share("w_bf16_panels", tbk));
             }
         }
         std::fprintf(g_text, "(ratio = x @ w ms / variant ms: > 1.000x means the variant is faster; x@T(w) prep. is w stored\n"
@@ -570,7 +587,7 @@ int run(int argc, char **argv) {
                 const GroupVariant::Prepared *prep = &(d->prepared[v.label] = v.prepare_weights(args));
                 v.run(args, *prep);
                 ErrorStats ev = compare(yv.data(), d->y.data(), (size_t)s.M * s.N);
-                if (v.label == "w_bf16") {
+                if (v.label.rfind("w_bf16", 0) == 0) {
                     // bf16 weights: checked against OpenBLAS on w rounded to bf16, the same math.
                     Buffer<float> wr(s.N, s.K), yr(s.N, s.M);
                     for (size_t i = 0; i < (size_t)s.K * s.N; i++)
@@ -597,7 +614,9 @@ int run(int argc, char **argv) {
                          }});
         if (s.kind == ShapeKind::Decode) {
             const int threads = o.threads;
-            timed.push_back({floor_name(s), [=] { g_sink = g_sink + stream_read(d->w.data(), (size_t)s.K * s.N, threads); }});
+            for (int streams : autosched::kReadPatterns)
+                timed.push_back({floor_name(s, streams),
+                                 [=] { g_sink = g_sink + stream_read(d->w.data(), (size_t)s.K * s.N, threads, streams); }});
             register_paired(d, o, &flusher, timed);
         } else {
             for (const auto &[name, fn] : timed) register_timed(name, d, o, &flusher, fn);

@@ -213,10 +213,14 @@ public:
         // Constraints, asserted when the pipeline runs; Halide then knows the alignment. One lane
         // promises only that indices start at 0.
         const int l = d.lanes;
-        for (Halide::OutputImageParam &p : buffers) {
-            for (int i = 0; i < p.dimensions(); i++) p.dim(i).set_min(0);
+        // A Tuple's further buffers share the first one's mins and extents (Halide constrains
+        // them so itself); their strides are their own.
+        for (size_t b = 0; b < buffers.size(); b++) {
+            Halide::OutputImageParam &p = buffers[b];
+            if (b == 0)
+                for (int i = 0; i < p.dimensions(); i++) p.dim(i).set_min(0);
             if (l == 1) continue;
-            p.dim(0).set_extent((p.dim(0).extent() / l) * l);
+            if (b == 0) p.dim(0).set_extent((p.dim(0).extent() / l) * l);
             for (int i = 1; i < p.dimensions(); i++) p.dim(i).set_stride((p.dim(i).stride() / l) * l);
         }
     }

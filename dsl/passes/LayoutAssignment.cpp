@@ -20,13 +20,13 @@ LayoutCostModel LayoutCostModel::measured(int panel_width, int mr, int decode_ma
     m.panel_width = panel_width;
     m.mr = mr;
     m.decode_max_m = decode_max_m;
-    // Measured by `make bench` on the 2-core AVX-512 host (docs/results/layouts_cpu.txt): the
-    // x @ w time over the w-in-panels time, same run, same schedule (cpu_blocked), at decode_1,
-    // decode_4, decode_16 and mlp_up. Panels are read through index arithmetic (n / 48, n % 48)
-    // that the vector loops do not see through (gathers), so on this host they never pay; the
-    // row-major gemm nest's packing per call did not show as a cost (x @ transpose(w) packing a
-    // transposed w per call ran at 1.00x on mlp_up).
-    m.panel_rate[0] = 0.150, m.panel_rate[1] = 0.276, m.panel_rate[2] = 0.715, m.panel_rate[3] = 0.167;
+    // Measured by `make bench` on the 2-core AVX-512 host (AMD Zen 4, docs/results/layouts_cpu.txt):
+    // the x @ w time over the w-in-panels time, same run, schedule cpu_blocked, which reads panels
+    // of the register block's width in place (the panel nests; the row-major nests pack w per
+    // call, or read it strided in the split-K ones): decode_1 1.19, odd_llama (M = 3) 1.16 and
+    // decode_4 1.55 (the lower kept), decode_8 1.74 and decode_16 1.47, mlp_up 1.08. The packing
+    // the row-major gemm nest does per call is inside its measured rate.
+    m.panel_rate[0] = 1.19, m.panel_rate[1] = 1.16, m.panel_rate[2] = 1.47, m.panel_rate[3] = 1.08;
     m.gemm_pack_bytes = 0.0;
     // Measured by `make bench-memory` ("Layout read costs", docs/results/layout_chains_cpu.txt)
     // on the same host: each read kind's kernel over a 1024 x 1024 f32 value, contiguous and
@@ -173,11 +173,27 @@ double expected_bytes(const Graph &g, ValueId v, const std::vector<std::pair<std
 }
 
 /** A unique name for the copy of `v`: "<v>.<layout's innermost axis>" style, e.g. "y.m0". */
-std::string copy_name(const Graph &g, ValueId v, int axis) {
-    const std::string base = g.display_name(v) + ".axis" + std::to_string(axis) + "_inner";
+std::string unique_name(const Graph &g, const std::string &base) {
     std::string name = base;
     for (int i = 1; g.find(name) != kNoValue; i++) name = base + std::to_string(i);
     return name;
+}
+
+std::string copy_name(const Graph &g, ValueId v, int axis) {
+    return unique_name(g, g.display_name(v) + ".axis" + std::to_string(axis) + "_inner");
+}
+
+/** Points `readers` at a copy of `v` in `layout`, inserted before the first of them. */
+ValueId insert_copy(Graph &g, ValueId v, const Layout &layout, const std::vector<ValueId> &readers, const std::string &name) {
+    ValueId first = readers[0];
+    for (ValueId m : readers)
+        if (g.position(m) < g.position(first)) first = m;
+    const ValueId id = g.insert_before(first, Node::make(Op::Copy, {v}, g.node(v).type, name));
+    g.node(id).layout = layout;
+    for (ValueId m : readers)
+        for (ValueId &in : g.node(m).inputs)
+            if (in == v) in = id;
+    return id;
 }
 
 /** Per-call regions (see the file comment): decides and inserts the conversions. */
@@ -288,15 +304,8 @@ void assign_per_call(Graph &g, const FusionPlan &plan, const LayoutOptions &opti
         out.regions.push_back(std::move(r));
     }
     for (const Pending &c : copies) {
-        ValueId first = c.members[0];
-        for (ValueId m : c.members)
-            if (g.position(m) < g.position(first)) first = m;
         const int axis = innermost_axis(c.layout, g.node(c.value).type.rank());
-        const ValueId id = g.insert_before(first, Node::make(Op::Copy, {c.value}, g.node(c.value).type, copy_name(g, c.value, axis)));
-        g.node(id).layout = c.layout;
-        for (ValueId m : c.members)
-            for (ValueId &in : g.node(m).inputs)
-                if (in == c.value) in = id;
+        const ValueId id = insert_copy(g, c.value, c.layout, c.members, copy_name(g, c.value, axis));
         for (LayoutRegion &r : out.regions)
             if (r.value == c.value && r.kind == LayoutRegion::Kind::PerCall) r.copies.push_back(id);
         out.conversions++;
@@ -389,7 +398,17 @@ LayoutPlan assign_layouts(Graph &g, const FusionPlan &plan, const LayoutOptions 
             else
                 r.reason = r.chosen == 0 ? "row-major is within 2% of the cheapest alternative or cheaper"
                                          : "cheaper per call than forcing row-major";
-            g.node(v).layout = r.candidates[r.chosen].layout;
+            const Layout chosen = r.candidates[r.chosen].layout;
+            if (n.op == Op::Input && !chosen.empty()) {
+                // The caller's weight stays as the caller stores it (f32 row-major, what a
+                // library's entries take); a copy in the chosen layout is computed from it
+                // once, when the weights are prepared.
+                r.copies.push_back(insert_copy(g, v, chosen, r.readers, unique_name(g, g.display_name(v) + ".prepared")));
+                r.reason += "; a copy of the weight, converted once when the weights are prepared";
+                out.conversions++;
+            } else {
+                g.node(v).layout = chosen;
+            }
         }
         out.regions.push_back(std::move(r));
     }

@@ -12,7 +12,10 @@
  * what "forcing one layout through" means here) and panels of the register block's width for a
  * value read as a matmul's right operand. Each gets a per-call cost: the sum over the expected
  * shapes (a profile, or the fusion estimate's symbol sizes) of each reader's bytes divided by the
- * rate at which the loop nest serving that shape reads the layout (LayoutCostModel).
+ * rate at which the loop nest serving that shape reads the layout (LayoutCostModel). A prepared
+ * value is written in the chosen layout; a weight itself stays as the caller stores it (f32
+ * row-major, what a generated library takes), and a `copy` of it in the chosen layout is inserted
+ * for its readers: computed from weights alone, it is prepared once (JIT and library alike).
  *
  * Per-call values. Any other value a kernel reads from memory (an activation input, a group's
  * output) is stored as its producer writes it: row-major here (matmul groups write row-major,
@@ -103,7 +106,7 @@ struct LayoutRegion {
     size_t chosen = 0;
     bool forced = false;                    ///< the text set the layout; not changed
     std::string reason;
-    std::vector<ValueId> copies;            ///< per-call regions: the copies inserted
+    std::vector<ValueId> copies;            ///< the copies inserted (a weight's: its prepared copy)
 };
 
 struct LayoutPlan {

@@ -54,14 +54,23 @@ Assigned assign(const std::string &text, const LayoutOptions &o) {
 
 TEST_CASE("a weight read by a large-M matmul is packed in panels; at M = 1 it stays row-major") {
     Assigned big = assign(kLinear, options_at(512));
+    // The caller's weight stays row-major; the matmul reads a copy in panels, prepared once.
     CHECK(print(big.g) == canon(R"TSL(graph linear mode=fast {
   %x = input : f32[M, 64]
-  %w = weight(layout="panels(axis=1, width=16)") : f32[64, 100]
+  %w = weight : f32[64, 100]
   %b = weight : f32[100]
-  %m = matmul(%x, %w) : f32[M, 100]
+  %w.prepared = copy(%w, layout="panels(axis=1, width=16)") : f32[64, 100]
+  %m = matmul(%x, %w.prepared) : f32[M, 100]
   %y = add(%m, %b) : f32[M, 100]
   output %y
 })TSL"));
+    CHECK(big.plan.conversions == 1);
+    // Replanned, the copy is a group of its own, prepared from the weight alone.
+    const FusionPlan replanned = plan_fusion(big.g);
+    bool copy_prepared = false;
+    for (const FusionGroup &fg : replanned.groups)
+        for (ValueId v : fg.nodes) copy_prepared = copy_prepared || (big.g.node(v).op == Op::Copy && fg.prepared);
+    CHECK(copy_prepared);
     const std::string report = big.plan.to_string(big.g);
     INFO(report);
     // The region's costs: forcing row-major (per-call packing doubles the bytes), the chosen
@@ -69,12 +78,14 @@ TEST_CASE("a weight read by a large-M matmul is packed in panels; at M = 1 it st
     CHECK(report.find("region %w : f32[64, 100], read per call by %m") != std::string::npos);
     CHECK(report.find("row_major: 51200 B per call (forcing the producer's layout)") != std::string::npos);
     CHECK(report.find("* panels(axis=1, width=16): 28672 B per call, one-time 54272 B") != std::string::npos);
-    CHECK(report.find("-> panels(axis=1, width=16): cheaper per call than forcing row-major") != std::string::npos);
+    CHECK(report.find("-> panels(axis=1, width=16): cheaper per call than forcing row-major; a copy of the weight, converted "
+                      "once when the weights are prepared; inserted %w.prepared") != std::string::npos);
     // The bias is read elementwise: row-major is its only candidate.
     CHECK(report.find("-> row_major: row-major only: read by %y (add)") != std::string::npos);
 
     Assigned one = assign(kLinear, options_at(1));
-    CHECK(one.g.node(one.g.find("w")).layout.empty());
+    CHECK(one.g.find("w.prepared") == kNoValue);
+    CHECK(one.plan.conversions == 0);
     CHECK(one.plan.to_string(one.g).find("* row_major: 25600 B per call") != std::string::npos);
 }
 
@@ -82,10 +93,12 @@ TEST_CASE("the expected shapes are weighed by their calls") {
     LayoutOptions o = options_at(1);
     o.shapes = {{{{"M", 1}}, 100.0}, {{{"M", 512}}, 1.0}};  // decode-heavy: row-major
     Assigned a = assign(kLinear, o);
-    CHECK(a.g.node(a.g.find("w")).layout.empty());
+    CHECK(a.g.find("w.prepared") == kNoValue);
     o.shapes = {{{{"M", 1}}, 1.0}, {{{"M", 512}}, 100.0}};  // prefill-heavy: panels
     Assigned b = assign(kLinear, o);
-    CHECK(b.g.node(b.g.find("w")).layout == Layout::panels(1, 16));
+    REQUIRE(b.g.find("w.prepared") != kNoValue);
+    CHECK(b.g.node(b.g.find("w.prepared")).layout == Layout::panels(1, 16));
+    CHECK(b.g.node(b.g.find("w")).layout.empty());
 }
 
 TEST_CASE("a layout written in the text is kept and reported as forced") {
