@@ -23,10 +23,13 @@ LayoutCostModel LayoutCostModel::measured(int panel_width, int mr, int decode_ma
     // Measured by `make bench` on the 2-core AVX-512 host (AMD Zen 4, docs/results/layouts_cpu.txt):
     // the x @ w time over the w-in-panels time, same run, schedule cpu_blocked, which reads panels
     // of the register block's width in place (the panel nests; the row-major nests pack w per
-    // call, or read it strided in the split-K ones): decode_1 1.19, odd_llama (M = 3) 1.16 and
-    // decode_4 1.55 (the lower kept), decode_8 1.74 and decode_16 1.47, mlp_up 1.08. The packing
-    // the row-major gemm nest does per call is inside its measured rate.
-    m.panel_rate[0] = 1.19, m.panel_rate[1] = 1.16, m.panel_rate[2] = 1.47, m.panel_rate[3] = 1.08;
+    // call, or read it strided in the split-K ones). Two runs: decode_1 1.19 / 1.12, odd_llama
+    // (M = 3) 1.16 / 1.16 and decode_4 1.55 / 1.40, decode_8 1.74 / 1.68 and decode_16 1.47 /
+    // 1.46; the lower of each family kept. mlp_up read 1.08 and 0.95 (its rows are timed in
+    // sequential blocks, not interleaved): no measured gain, so 1.0, and the padding of the last
+    // panel decides for large M. The packing the row-major gemm nest does per call is inside
+    // its measured rate.
+    m.panel_rate[0] = 1.12, m.panel_rate[1] = 1.16, m.panel_rate[2] = 1.46, m.panel_rate[3] = 1.0;
     m.gemm_pack_bytes = 0.0;
     // Measured by `make bench-memory` ("Layout read costs", docs/results/layout_chains_cpu.txt)
     // on the same host: each read kind's kernel over a 1024 x 1024 f32 value, contiguous and

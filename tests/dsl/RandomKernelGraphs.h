@@ -11,7 +11,9 @@
 
 namespace tessel::dsl::test {
 
-inline Graph random_kernel_graph(uint64_t seed, int ops = 12) {
+/** With `weights`, a matmul's fresh right operand is a weight (prepared once; the layout pass
+ * may store it in panels) instead of an input. */
+inline Graph random_kernel_graph(uint64_t seed, int ops = 12, bool weights = false) {
     std::mt19937_64 rng(seed);
     auto pick = [&](int n) { return (int)(rng() % (uint64_t)n); };
     static const int64_t kSizes[] = {1, 3, 5, 8, 13, 17};
@@ -40,7 +42,11 @@ inline Graph random_kernel_graph(uint64_t seed, int ops = 12) {
             Value w;
             for (const Value &u : values)
                 if (dims(u).first == n && pick(2)) w = u;
-            if (!w.defined()) w = b.input("w" + std::to_string(i), DType::F32, {n, kSizes[pick(6)]});
+            if (!w.defined()) {
+                const std::string name = "w" + std::to_string(i);
+                const Shape shape{n, kSizes[pick(6)]};
+                w = weights ? b.weight(name, DType::F32, shape) : b.input(name, DType::F32, shape);
+            }
             r = matmul(a, w);
             break;
         }

@@ -69,26 +69,32 @@ ScheduleChooser model_pick(const dsl::Graph &g, const Halide::Target &target) {
 
 /** Counts over a run. */
 struct Counts {
-    int groups = 0, model_picked = 0, specials = 0, conversions = 0;
+    int groups = 0, model_picked = 0, specials = 0, conversions = 0, panels = 0;
 };
 
 /** One random graph of `seed`, compiled and compared with the interpreter (CHECKs inside). */
 void check_graph(uint64_t seed, const Halide::Target &target, Counts &counts) {
     int &groups = counts.groups, &model_picked = counts.model_picked, &specials = counts.specials;
-    const dsl::Graph original = dsl::test::random_kernel_graph(70000 + seed, 3 + (int)(seed % 8));
+    // Every fourth graph with weights, through layout assignment (below).
+    const bool layouts = seed % 4 == 3;
+    const dsl::Graph original = dsl::test::random_kernel_graph(70000 + seed, 3 + (int)(seed % 8), layouts);
     dsl::Graph g = original;
     dsl::default_pipeline().run(g);
     dsl::FusionPlan plan = dsl::plan_fusion(g, lower::fusion_options(target));
     INFO("seed " << seed);
-    // Every fourth graph through layout assignment under a model where a conversion is free, so
-    // every strided reader gets a copy: the pass's graph surgery, the replanned fusion and
-    // laid-out intermediates (written and read through their layouts) are compared too.
-    if (seed % 4 == 3) {
+    // Every fourth graph through layout assignment under a model where a conversion is free and
+    // panels always pay, so every strided reader gets a copy and every weight a matmul reads a
+    // prepared copy in panels of the register block's width: the pass's graph surgery, the
+    // replanned fusion, laid-out intermediates (written and read through their layouts) and the
+    // panel nests are compared too.
+    if (layouts) {
         dsl::LayoutOptions o = lower::layout_options(target);
         o.model.conversion_cost = 0;
+        for (double &r : o.model.panel_rate) r = 100;
         if (const int copies = dsl::assign_layouts(g, plan, o).conversions; copies > 0) {
             plan = dsl::plan_fusion(g, lower::fusion_options(target));
             counts.conversions += copies;
+            for (dsl::ValueId v : g.order()) counts.panels += g.node(v).op == dsl::Op::Copy && g.node(v).layout.has_panels();
         }
     }
 
@@ -155,10 +161,12 @@ TEST_CASE("differential: compiled graphs match the interpreter, special values a
     const int groups = counts.groups, model_picked = counts.model_picked, specials = counts.specials;
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     MESSAGE(iters << " graphs, " << groups << " compiled groups (" << model_picked << " with the model's pick), "
-                  << specials << " special input values, " << counts.conversions << " layout conversions inserted, in " << s << " s");
+                  << specials << " special input values, " << counts.conversions << " layout conversions inserted ("
+                  << counts.panels << " weights in panels), in " << s << " s");
     CHECK(groups > 0);
     if (iters >= 30) CHECK(model_picked > 0);
     if (iters >= 30) CHECK(counts.conversions > 0);
+    if (iters >= 30) CHECK(counts.panels > 0);
 }
 
 TEST_CASE("regression: inf - inf is NaN in strict mode, though Halide's simplifier folds x - x to 0") {

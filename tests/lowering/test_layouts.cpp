@@ -57,13 +57,6 @@ std::unique_ptr<Compiled> compile(const std::string &file, const std::map<std::s
     return c;
 }
 
-dsl::RunResult reference(const dsl::Graph &g, const std::map<std::string, int64_t> &symbols, uint64_t seed) {
-    dsl::RunOptions ro;
-    ro.random_missing_inputs = true;
-    ro.input_seed = seed;
-    ro.symbol_sizes = symbols;
-    return dsl::interpret(g, {}, ro);
-}
 
 }  // namespace
 
@@ -79,7 +72,7 @@ TEST_CASE("layout examples match the interpreter at awkward shapes, packed and u
             {
                 INFO(name << " M=" << symbols.at("M") << " N=" << symbols.at("N") << " packed");
                 auto c = compile(dir + name + ".tsl", symbols, &packed, "cpu_blocked");
-                const dsl::RunResult ref = reference(dsl::parse_file(dir + name + ".tsl"), symbols, 7);
+                const dsl::RunResult ref = testing::random_reference(dsl::parse_file(dir + name + ".tsl"), symbols, 7);
                 RunStats stats;
                 const auto got = c->program->run(ref.inputs, ref.symbols, {}, &stats);
                 CHECK(stats.planned);
@@ -110,7 +103,7 @@ TEST_CASE("layout chains match the interpreter under the pass's choice, forcing,
                 if (conversions == C::Never) CHECK(copies == 0);
                 if (conversions == C::EachReader) CHECK(copies == 1);
                 if (conversions == C::Chosen) CHECK(copies == (std::string(name) == "chain_convert" ? 1 : 0));
-                const dsl::RunResult ref = reference(dsl::parse_file(dir + name + ".tsl"), symbols, 11);
+                const dsl::RunResult ref = testing::random_reference(dsl::parse_file(dir + name + ".tsl"), symbols, 11);
                 RunStats stats;
                 const auto got = c->program->run(ref.inputs, ref.symbols, {}, &stats);
                 CHECK(stats.planned);
@@ -180,7 +173,7 @@ TEST_CASE("weights are prepared once per weight version") {
     auto c = compile(dir + "linear_nk.tsl", symbols, nullptr);
     REQUIRE(c->plan.groups.size() == 2);
     CHECK(c->plan.groups[0].prepared);  // the transpose of w_nk
-    dsl::RunResult ref = reference(dsl::parse_file(dir + "linear_nk.tsl"), symbols, 3);
+    dsl::RunResult ref = testing::random_reference(dsl::parse_file(dir + "linear_nk.tsl"), symbols, 3);
     RunStats first, second, third, fourth;
     c->program->run(ref.inputs, ref.symbols, {}, &first);
     c->program->run(ref.inputs, ref.symbols, {}, &second);
@@ -241,7 +234,7 @@ TEST_CASE("a per-call group never writes over a prepared value (they are kept be
     const dsl::BufferAssignment memory = program.memory_plan({});
     for (const auto &b : memory.buffers)
         if (g.display_name(b.value) == "p") CHECK(b.kind == dsl::LogicalBuffer::Kind::Prepared);
-    const dsl::RunResult ref = reference(g, {}, 11);
+    const dsl::RunResult ref = testing::random_reference(g, {}, 11);
     for (int call = 0; call < 3; call++) {
         INFO("call " << call);
         CHECK(testing::max_relative_difference(program.run(ref.inputs, {}), ref.outputs) == 0);

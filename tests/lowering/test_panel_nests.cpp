@@ -56,13 +56,6 @@ std::unique_ptr<Program> compile(const std::string &text, const Halide::Target &
     return p;
 }
 
-dsl::RunResult reference(const dsl::Graph &g, const std::map<std::string, int64_t> &symbols, uint64_t seed) {
-    dsl::RunOptions ro;
-    ro.random_missing_inputs = true;
-    ro.input_seed = seed;
-    ro.symbol_sizes = symbols;
-    return dsl::interpret(g, {}, ro);
-}
 
 }  // namespace
 
@@ -84,7 +77,7 @@ TEST_CASE("panel nests read a panel-stored w in place at awkward shapes, every M
             for (const auto &[m, k, n] : shapes) {
                 INFO("M=" << m << " K=" << k << " N=" << n);
                 const std::map<std::string, int64_t> symbols{{"M", m}, {"K", k}, {"N", n}};
-                const dsl::RunResult ref = reference(p->g, symbols, (uint64_t)(m * 1000 + n));
+                const dsl::RunResult ref = testing::random_reference(p->g, symbols, (uint64_t)(m * 1000 + n));
                 const auto got = p->compiled->run(ref.inputs, ref.symbols);
                 CHECK(testing::max_relative_difference(got, ref.outputs) < 1e-4);
             }
@@ -100,7 +93,7 @@ TEST_CASE("panel nests keep NaN, infinities and -0 as the interpreter does") {
         const int64_t k = 5, n = b.nr + 3;
         INFO("M=" << m);
         const std::map<std::string, int64_t> symbols{{"M", m}, {"K", k}, {"N", n}};
-        dsl::RunResult ref = reference(p->g, symbols, 5);
+        dsl::RunResult ref = testing::random_reference(p->g, symbols, 5);
         std::map<std::string, dsl::Tensor> inputs = ref.inputs;
         const double specials[] = {NAN, INFINITY, -INFINITY, -0.0, 1e30, -1e30};
         for (size_t i = 0; i < 6; i++) {
