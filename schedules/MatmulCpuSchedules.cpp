@@ -199,11 +199,10 @@ std::vector<Directive> matmul_cpu_panel_steps(const CpuBlocking &b, int rows) {
 }
 
 std::vector<ScheduleSpec::Variant> matmul_cpu_panel_variants(const CpuBlocking &b) {
-    // Row blocks of mr, mr / 2, ... 2 for the M that have at least that many rows; M = 1 (and
-    // any M) takes the one-row nest in the fallback's place, so no variant reads w unpacked.
+    // Row blocks of mr, mr / 2, ... 2 for the M that have at least that many rows; M = 1 takes
+    // the one-row nest, the fallback, so no M reads the panels through index arithmetic.
     std::vector<ScheduleSpec::Variant> v;
     for (int rows = b.mr; rows >= 2; rows /= 2) v.push_back({{{"M", ">=", rows}}, matmul_cpu_panel_steps(b, rows)});
-    v.push_back({{}, matmul_cpu_panel_steps(b, 1)});
     return v;
 }
 
@@ -237,8 +236,7 @@ ScheduleSpec matmul_cpu_blocked(const Halide::Target &target, int64_t rhs_panel_
         s.description = "w stored in panels of " + std::to_string(b.nr) + " columns, read in place: " + std::to_string(b.mr) +
                         " rows x 3 vectors register block (fewer rows for M < " + std::to_string(b.mr) + "), fused epilogue";
         s.variants = matmul_cpu_panel_variants(b);
-        s.steps = s.variants.back().steps;  // the one-row nest is correct for every M
-        s.variants.pop_back();
+        s.steps = matmul_cpu_panel_steps(b, 1);  // the one-row nest is correct for every M
         return s;
     }
     s.description = std::to_string(b.mr) + " rows x 3 vectors register block, packed w panel, fused epilogue; "

@@ -80,7 +80,8 @@ std::vector<Directive> matmul_cpu_general_steps(const CpuBlocking &b);
 /** The gemm register block of `rows` rows reading w stored in panels of b.nr columns in place
  * (no packing); valid for M >= rows, any K and N, when w has that layout. */
 std::vector<Directive> matmul_cpu_panel_steps(const CpuBlocking &b, int rows);
-/** The panel nests under their guards, the last (one row, no guard) valid for every M. */
+/** The panel nests of 2 or more rows under their guards (M >= rows); the one-row nest
+ * (matmul_cpu_panel_steps(b, 1)) is the fallback, valid for every M. */
 std::vector<ScheduleSpec::Variant> matmul_cpu_panel_variants(const CpuBlocking &b);
 
 }  // namespace tessel::sched

@@ -137,3 +137,18 @@ TEST_CASE("the panel fact holds for a group's single contraction only") {
   output %y
 })TSL") == 0);
 }
+
+TEST_CASE("panel nests serve a batched matmul (x of rank 3, w in panels)") {
+    const Halide::Target target = parse_target("host");
+    const sched::CpuBlocking b = sched::CpuBlocking::for_target(target);
+    auto p = compile("graph batched mode=fast {\n  %x = input : f32[B, M, K]\n  %w = weight(layout=\"panels(axis=1, width=" +
+                         std::to_string(b.nr) + ")\") : f32[K, N]\n  %y = gelu_tanh(matmul(%x, %w))\n  output %y\n}\n",
+                     target);
+    CHECK(p->schedule_description.find("panels of " + std::to_string(b.nr)) != std::string::npos);
+    for (const auto &symbols : std::vector<std::map<std::string, int64_t>>{{{"B", 3}, {"M", 5}, {"K", 37}, {"N", 53}},
+                                                                           {{"B", 2}, {"M", 9}, {"K", 16}, {"N", 100}}}) {
+        INFO("M=" << symbols.at("M") << " N=" << symbols.at("N"));
+        const dsl::RunResult ref = testing::random_reference(p->g, symbols, 3);
+        CHECK(testing::max_relative_difference(p->compiled->run(ref.inputs, ref.symbols), ref.outputs) < 1e-4);
+    }
+}
