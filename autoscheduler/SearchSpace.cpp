@@ -75,14 +75,11 @@ bool enumerate_panels(const Workload &w, const CpuModel &cpu, std::vector<Candid
         p.nest = "panel", p.mr = mr, p.nr_vectors = nv;
         out.push_back(p);
     }
-    CandidateParams general;
-    general.nest = "general";
-    out.push_back(general);
     return true;
 }
 
-void enumerate_cpu(const Workload &w, const CpuModel &cpu, std::vector<CandidateParams> &out) {
-    if (enumerate_panels(w, cpu, out)) return;
+/** The nests reading a row-major w. */
+void enumerate_row_major(const Workload &w, const CpuModel &cpu, std::vector<CandidateParams> &out) {
     // Register blocks: rows x vectors of w, up to what the register file could ever hold.
     for (int mr : {1, 2, 4, 6, 8, 12, 16})
         for (int nv : {1, 2, 3, 4, 6})
@@ -118,10 +115,13 @@ void enumerate_cpu(const Workload &w, const CpuModel &cpu, std::vector<Candidate
             p.nest = "decode", p.k_chunk = chunk, p.k_unroll = ku;
             out.push_back(p);
         }
-    CandidateParams general;
+}
+
+void enumerate_cpu(const Workload &w, const CpuModel &cpu, std::vector<CandidateParams> &out) {
+    if (!enumerate_panels(w, cpu, out)) enumerate_row_major(w, cpu, out);
+    CandidateParams general;  // always correct, whatever w's layout
     general.nest = "general";
     out.push_back(general);
-    (void)cpu;
 }
 
 void enumerate_cuda(const Workload &, const CudaModel &, std::vector<CandidateParams> &out) {
