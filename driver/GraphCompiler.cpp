@@ -124,6 +124,8 @@ void print_groups(const CompiledGraph &program, std::ostream &out) {
         out << "group " << k.group().name << " [" << dsl::to_string(k.group().kind) << "]: " << cg.schedule_note;
         if (!k.schedule().variants.empty()) out << " (" << k.schedule().variants.size() << " guarded variants + fallback)";
         out << "\n";
+        // What the nest is (e.g. panels read in place), so the choice can be seen, not guessed.
+        if (!k.schedule().description.empty()) out << "  nest: " << k.schedule().description << "\n";
         for (const auto &note : k.notes()) out << "  note: " << note << "\n";
     }
 }
