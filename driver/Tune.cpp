@@ -123,10 +123,11 @@ void print_result(const autosched::TuneResult &r, const TuneOptions &o, std::ost
 }
 
 /** The group's facts the search space needs beyond M, K, N: the epilogue's cost and how w is
- * stored (the lowering's panel fact, so the space offers nests that read those panels in place). */
-void add_group_facts(const dsl::Graph &g, const dsl::FusionGroup &group, Workload &w) {
+ * stored (`rhs_panel_width`: the lowering's panel fact, lower_group(g, group).rhs_panel_width,
+ * so the space offers nests that read those panels in place). */
+void add_group_facts(const dsl::Graph &g, const dsl::FusionGroup &group, int64_t rhs_panel_width, Workload &w) {
     autosched::add_epilogue_cost(g, group.nodes, w);
-    w.rhs_panel_width = lower::lower_group(g, group).rhs_panel_width;
+    w.rhs_panel_width = rhs_panel_width;
 }
 
 }  // namespace
@@ -137,7 +138,7 @@ std::optional<Workload> group_workload(const dsl::Graph &g, const dsl::FusionGro
     const auto e = dsl::group_extents(g, group).concrete(symbols);
     if (!e) return std::nullopt;
     Workload w{e->at("M"), e->at("K"), e->at("N")};
-    add_group_facts(g, group, w);
+    add_group_facts(g, group, lower::lower_group(g, group).rhs_panel_width, w);
     return w;
 }
 
@@ -189,6 +190,7 @@ int run_tune(const TuneOptions &o, std::ostream &out) {
             out << "group " << fg.name << ": not a 2-D matmul+epilogue group; skipped\n";
             continue;
         }
+        const int64_t rhs_panel_width = lower::lower_group(g, fg).rhs_panel_width;  // once per group
         // Shapes: given, else the graph's own (all static), else the suite's that fit.
         std::vector<std::pair<std::string, Workload>> shapes = requested;
         if (shapes.empty() && dims->M.is_static() && dims->K.is_static() && dims->N.is_static())
@@ -199,7 +201,7 @@ int run_tune(const TuneOptions &o, std::ostream &out) {
                 shapes.push_back({s.name, s.workload});
 
         for (auto [name, w] : shapes) {
-            add_group_facts(g, fg, w);
+            add_group_facts(g, fg, rhs_panel_width, w);
             std::map<std::string, int64_t> symbols;
             std::string why;
             if (!bind_symbols(*dims, w, symbols, &why)) {
