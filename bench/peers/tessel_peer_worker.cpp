@@ -1,0 +1,242 @@
+// tessel_peer_worker: the C++ side of `make bench-peers` (bench/peers/run_peers.py drives it).
+// A long-lived process that serves two systems over a line protocol on stdin/stdout, so the
+// driver can alternate them with the Python peers in the same stretches of time:
+//   tessel    the running example's layer through driver/GeluLayer.h -> CompiledKernel, GELU
+//             tanh, numeric mode fast, a library schedule (default cpu_blocked) compiled for
+//             --target: the kernel `make bench` (tessel_bench) times;
+//   openblas  sgemm (sgemv for M = 1) + the vectorized bias+GELU pass of baselines/OpenBlasGelu.cpp.
+//
+// Protocol: one command per line; each answer is one line, "ok ..." or "error <message>".
+//   load NAME M K N DIR   read DIR/x.f32 [M,K], DIR/w.f32 [K,N], DIR/bias.f32 [N] (row-major
+//                         float32) and drop the previous shape's buffers and kernels
+//   prepare SYSTEM        build SYSTEM for the loaded shape (tessel: a fresh GeluLayer, JIT, every
+//                         guarded variant) and run it once: "ok <seconds from command to first result>"
+//   time SYSTEM N FLUSH   N calls, each after a cache flush of every core when FLUSH is 1 (outside
+//                         the timed call, as tessel_bench's decode shapes): "ok t1 ... tN" in seconds
+//   dump SYSTEM PATH      write SYSTEM's latest output y [M,N] (row-major float32) to PATH
+//   quit
+// Before the first command it prints "info <key>: <value>" lines, then "ready".
+#include "autoscheduler/MachineProbes.h"
+#include "baselines/GeluReference.h"
+#include "codegen/Compile.h"
+#include "driver/GeluLayer.h"
+#include "schedules/Library.h"
+
+#include <omp.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+extern "C" void openblas_set_num_threads(int);
+extern "C" int openblas_get_parallel(void);
+
+namespace tessel::bench {
+namespace {
+
+using Halide::Runtime::Buffer;
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+    int threads = 2;
+    std::string schedule = "cpu_blocked";
+    std::string target = "host";
+};
+
+Options parse_options(int argc, char **argv) {
+    Options o;
+    for (int i = 1; i < argc; i++) {
+        const std::string a = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+            return argv[++i];
+        };
+        if (a == "--threads") o.threads = std::stoi(value());
+        else if (a == "--schedule") o.schedule = value();
+        else if (a == "--target") o.target = value();
+        else throw std::invalid_argument("unknown argument " + a +
+                                         " (usage: tessel_peer_worker [--threads N] [--schedule NAME] [--target T])");
+    }
+    if (o.threads < 1) throw std::invalid_argument("--threads must be >= 1");
+    return o;
+}
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+/** Reads exactly count floats from path into data. */
+void read_floats(const std::string &path, float *data, size_t count) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in.read(reinterpret_cast<char *>(data), (std::streamsize)(count * sizeof(float))))
+        throw std::runtime_error("cannot read " + std::to_string(count) + " floats from " + path);
+}
+
+/** One shape's inputs, and per system its callable and its own output buffer. */
+struct Shape {
+    std::string name;
+    int M = 0, K = 0, N = 0;
+    Buffer<float> x, w, bias;  // Buffer(K, M) is row-major [M, K]
+    std::unique_ptr<GeluLayer> layer;
+    std::map<std::string, Buffer<float>> y;
+    std::map<std::string, std::function<void()>> call;
+};
+
+class Worker {
+public:
+    explicit Worker(const Options &o)
+        : o_(o), target_(parse_target(o.target)), schedule_(sched::resolve_schedule(o.schedule, target_)) {}
+
+    /** Runs one command line; returns the answer without "ok " / "error ". */
+    std::string handle(const std::string &line) {
+        std::istringstream in(line);
+        std::string cmd;
+        in >> cmd;
+        if (cmd == "load") return load(in);
+        if (cmd == "prepare") return prepare(word(in));
+        if (cmd == "time") {
+            const std::string system = word(in);
+            int n = 0, flush = 0;
+            if (!(in >> n >> flush) || n < 1) throw std::invalid_argument("usage: time SYSTEM N FLUSH");
+            return time(system, n, flush != 0);
+        }
+        if (cmd == "dump") {
+            const std::string system = word(in), path = word(in);
+            const Buffer<float> &y = output(system);
+            std::ofstream out(path, std::ios::binary);
+            if (!out.write(reinterpret_cast<const char *>(y.data()), (std::streamsize)(y.number_of_elements() * sizeof(float))))
+                throw std::runtime_error("cannot write " + path);
+            return path;
+        }
+        throw std::invalid_argument("unknown command '" + cmd + "'");
+    }
+
+private:
+    static std::string word(std::istringstream &in) {
+        std::string w;
+        if (!(in >> w)) throw std::invalid_argument("missing argument");
+        return w;
+    }
+
+    std::string load(std::istringstream &in) {
+        auto s = std::make_unique<Shape>();
+        std::string dir;
+        if (!(in >> s->name >> s->M >> s->K >> s->N >> dir) || s->M < 1 || s->K < 1 || s->N < 1)
+            throw std::invalid_argument("usage: load NAME M K N DIR");
+        shape_.reset();  // free the previous shape's buffers and kernel first
+        s->x = Buffer<float>(s->K, s->M);
+        s->w = Buffer<float>(s->N, s->K);
+        s->bias = Buffer<float>(s->N);
+        read_floats(dir + "/x.f32", s->x.data(), (size_t)s->M * s->K);
+        read_floats(dir + "/w.f32", s->w.data(), (size_t)s->K * s->N);
+        read_floats(dir + "/bias.f32", s->bias.data(), (size_t)s->N);
+        shape_ = std::move(s);
+        return shape_->name;
+    }
+
+    Shape &shape() {
+        if (!shape_) throw std::invalid_argument("no shape loaded");
+        return *shape_;
+    }
+
+    std::string prepare(const std::string &system) {
+        Shape &s = shape();
+        const auto t0 = Clock::now();
+        Buffer<float> &y = s.y[system] = Buffer<float>(s.N, s.M);
+        Shape *p = &s;
+        if (system == "tessel") {
+            s.layer = std::make_unique<GeluLayer>(GeluForm::Tanh, dsl::NumericMode::Fast, schedule_, target_);
+            s.call[system] = [p, &y] { p->layer->run(p->x, p->w, p->bias, y); };
+        } else if (system == "openblas") {
+            s.call[system] = [p, &y] {
+                gelu_mlp_openblas(p->x.data(), p->w.data(), p->bias.data(), y.data(), p->M, p->K, p->N, GeluForm::Tanh);
+            };
+        } else {
+            throw std::invalid_argument("unknown system '" + system + "' (tessel, openblas)");
+        }
+        s.call[system]();
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.6f", seconds_since(t0));
+        return buf;
+    }
+
+    std::string time(const std::string &system, int n, bool flush) {
+        Shape &s = shape();
+        auto it = s.call.find(system);
+        if (it == s.call.end()) throw std::invalid_argument(system + " is not prepared for " + s.name);
+        std::string answer;
+        for (int i = 0; i < n; i++) {
+            if (flush) flusher_.flush(o_.threads);
+            const auto t0 = Clock::now();
+            it->second();
+            const double t = seconds_since(t0);
+            char buf[32];
+            std::snprintf(buf, sizeof buf, "%s%.9f", i ? " " : "", t);
+            answer += buf;
+        }
+        return answer;
+    }
+
+    const Buffer<float> &output(const std::string &system) {
+        Shape &s = shape();
+        auto it = s.y.find(system);
+        if (it == s.y.end()) throw std::invalid_argument(system + " has no output for " + s.name);
+        return it->second;
+    }
+
+    Options o_;
+    Halide::Target target_;
+    sched::ScheduleSpec schedule_;
+    autosched::CacheFlusher flusher_;  // 256 MiB, as tessel_bench's
+    std::unique_ptr<Shape> shape_;
+};
+
+int run(int argc, char **argv) {
+    const Options o = parse_options(argc, argv);
+    // Threads for both systems, as tessel_bench sets them: Halide's pool, OpenMP, OpenBLAS.
+    setenv("HL_NUM_THREADS", std::to_string(o.threads).c_str(), 1);
+    omp_set_num_threads(o.threads);
+    openblas_set_num_threads(o.threads);
+    Worker worker(o);
+    const int parallel = openblas_get_parallel();
+    std::cout << "info target: " << parse_target(o.target).to_string() << "\n"
+              << "info schedule: " << o.schedule << "\n"
+              << "info threads: " << o.threads << "\n"
+              << "info openblas: " << openblas_description() << ", "
+              << (parallel == 2 ? "OpenMP" : parallel == 1 ? "pthread" : "sequential") << " build\n"
+              << "ready" << std::endl;
+    std::string line;
+    while (std::getline(std::cin, line)) {
+        if (line.empty()) continue;
+        if (line == "quit") break;
+        try {
+            const std::string answer = worker.handle(line);
+            std::cout << "ok " << answer << std::endl;
+        } catch (const std::exception &e) {
+            std::string msg = e.what();
+            for (char &c : msg)
+                if (c == '\n') c = ' ';
+            std::cout << "error " << msg << std::endl;
+        }
+    }
+    return 0;
+}
+
+}  // namespace
+}  // namespace tessel::bench
+
+int main(int argc, char **argv) {
+    try {
+        return tessel::bench::run(argc, argv);
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "tessel_peer_worker: %s\n", e.what());
+        return 1;
+    }
+}
