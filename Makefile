@@ -8,7 +8,7 @@ CTEST := $(VENV)/bin/ctest
 
 BUILD_ASAN ?= build-asan
 
-.PHONY: all setup configure build demo test test-asan bench bench-memory install fuzz clean
+.PHONY: all setup configure build demo test test-asan bench bench-memory bench-peers install fuzz clean
 
 all: build
 
@@ -56,6 +56,13 @@ bench: build
 # Memory plans, rematerialization (attention fwd+bwd at S = 512..4096) and concurrent waves.
 bench-memory: build
 	@env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BUILD)/bench/tessel_memory_bench $(BENCH_ARGS)
+
+# Tessel and OpenBLAS beside torch eager, torch.compile (max-autotune), jax.jit and numpy on the
+# suite shapes, alternated in the same rounds and checked against float64 (bench/peers/README.md).
+# Installs PyTorch, JAX and numpy into .venv-peers first (several GB). Never part of `make test`.
+bench-peers: build
+	@./bench/peers/setup.sh
+	@.venv-peers/bin/python bench/peers/run_peers.py --build $(BUILD) $(BENCH_ARGS)
 
 # The tessel command and the CMake package (find_package(Tessel), tessel_add_kernel_library).
 PREFIX ?= $(HOME)/.local

@@ -1,0 +1,228 @@
+"""The Python side of `make bench-peers`: one long-lived worker per runtime (torch, jax or numpy),
+started by run_peers.py, serving y = GELU_tanh(x @ w + bias) in float32 over the same line
+protocol as tessel_peer_worker.cpp:
+
+  load NAME M K N DIR   read DIR/x.f32 [M,K], DIR/w.f32 [K,N], DIR/bias.f32 [N] (row-major f32)
+  prepare SYSTEM        build SYSTEM for the loaded shape and run it once:
+                        "ok <seconds from the command to the first result>"
+  time SYSTEM N FLUSH   N calls (each after a cache flush when FLUSH is 1): "ok t1 ... tN" seconds
+  dump SYSTEM PATH      write SYSTEM's latest output [M,N] (row-major f32) to PATH
+  quit
+
+Systems: torch -> torch_eager, torch_compile (mode max-autotune), torch_compile_default;
+jax -> jax_jit; numpy -> numpy. The thread settings that must precede the imports (OMP, MKL,
+OpenBLAS, XLA_FLAGS) come from run_peers.py's environment; this file sets torch's in-process
+count. A runtime that fails to import still answers, with "error not installed: <reason>".
+"""
+import argparse
+import os
+import sys
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+SQRT_2_OVER_PI = 0.7978845608028654
+
+
+class CacheFlusher:
+    """Touches one byte of every 64-byte line of a 256 MiB buffer from `threads` threads (numpy
+    releases the GIL), as tessel_bench's CacheFlusher does, so w comes from DRAM afterwards."""
+
+    def __init__(self, threads, nbytes=256 << 20):
+        self.lines = np.ones(nbytes, np.uint8)[::64]
+        self.parts = np.array_split(self.lines, threads)
+        self.pool = ThreadPoolExecutor(threads)
+
+    def flush(self):
+        list(self.pool.map(lambda p: np.add(p, 1, out=p), self.parts))
+
+
+def gelu_tanh_numpy(v):
+    return 0.5 * v * (1 + np.tanh(SQRT_2_OVER_PI * (v + 0.044715 * v * v * v)))
+
+
+class TorchRuntime:
+    systems = ("torch_eager", "torch_compile", "torch_compile_default")
+
+    def __init__(self, threads):
+        import torch
+        import torch._inductor.config as inductor_config
+        self.torch = torch
+        torch.set_num_threads(threads)
+        inductor_config.freezing = True  # weights are constants: folded and prepacked at compile time
+        self.info = {"version": f"torch {torch.__version__} (CPU capability {torch.backends.cpu.get_cpu_capability()})"}
+
+    def new_shape(self):
+        self.torch._dynamo.reset()  # each shape compiles from scratch (the cold start is a real one)
+
+    def build(self, system, x, w, b):
+        torch = self.torch
+        F = torch.nn.functional
+        xt, wt, bt = torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b)
+        if system == "torch_eager":
+            return lambda: F.gelu(xt @ wt + bt, approximate="tanh")
+
+        class GeluLayer(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.w = torch.nn.Parameter(wt, requires_grad=False)
+                self.b = torch.nn.Parameter(bt, requires_grad=False)
+
+            def forward(self, v):
+                return F.gelu(v @ self.w + self.b, approximate="tanh")
+
+        mode = "max-autotune" if system == "torch_compile" else "default"
+        compiled = torch.compile(GeluLayer().eval(), mode=mode, dynamic=False)
+        return lambda: compiled(xt)
+
+    def call(self, fn):
+        with self.torch.no_grad():
+            return fn()
+
+    def to_numpy(self, y):
+        return y.numpy()
+
+
+class JaxRuntime:
+    systems = ("jax_jit",)
+
+    def __init__(self, threads):
+        import jax
+        self.jax = jax
+        self.info = {"version": f"jax {jax.__version__}, jaxlib {__import__('jaxlib').__version__}, "
+                                f"devices {[str(d) for d in jax.devices()]}"}
+
+    def new_shape(self):
+        pass
+
+    def build(self, system, x, w, b):
+        jax = self.jax
+        fn = jax.jit(lambda v, wv, bv: jax.nn.gelu(v @ wv + bv, approximate=True))  # a fresh jit per shape
+        xj, wj, bj = jax.device_put(x), jax.device_put(w), jax.device_put(b)
+        return lambda: fn(xj, wj, bj).block_until_ready()
+
+    def call(self, fn):
+        return fn()
+
+    def to_numpy(self, y):
+        return np.asarray(y)
+
+
+class NumpyRuntime:
+    systems = ("numpy",)
+
+    def __init__(self, threads):
+        self.info = {"version": f"numpy {np.__version__}"}
+
+    def new_shape(self):
+        pass
+
+    def build(self, system, x, w, b):
+        def run():
+            v = x @ w
+            v += b
+            return gelu_tanh_numpy(v)
+        return run
+
+    def call(self, fn):
+        return fn()
+
+    def to_numpy(self, y):
+        return y
+
+
+RUNTIMES = {"torch": TorchRuntime, "jax": JaxRuntime, "numpy": NumpyRuntime}
+
+
+class Worker:
+    def __init__(self, runtime, threads):
+        self.runtime, self.threads = runtime, threads
+        self.flusher = None
+        self.inputs = None
+        self.calls, self.outputs = {}, {}
+
+    def load(self, name, m, k, n, folder):
+        m, k, n = int(m), int(k), int(n)
+        self.calls, self.outputs, self.inputs = {}, {}, None
+        read = lambda what, shape: np.fromfile(os.path.join(folder, what + ".f32"), np.float32).reshape(shape)
+        self.inputs = (read("x", (m, k)), read("w", (k, n)), read("bias", (n,)))
+        self.runtime.new_shape()
+        return name
+
+    def prepare(self, system):
+        if system not in self.runtime.systems:
+            raise ValueError(f"unknown system {system} (this worker: {', '.join(self.runtime.systems)})")
+        if self.inputs is None:
+            raise ValueError("no shape loaded")
+        t0 = time.perf_counter()
+        fn = self.runtime.build(system, *self.inputs)
+        self.outputs[system] = self.runtime.call(fn)
+        cold = time.perf_counter() - t0
+        self.calls[system] = fn
+        return f"{cold:.6f}"
+
+    def time(self, system, n, flush):
+        fn = self.calls.get(system)
+        if fn is None:
+            raise ValueError(f"{system} is not prepared")
+        if int(flush) and self.flusher is None:
+            self.flusher = CacheFlusher(self.threads)
+        times = []
+        for _ in range(int(n)):
+            if int(flush):
+                self.flusher.flush()
+            t0 = time.perf_counter()
+            y = self.runtime.call(fn)
+            times.append(time.perf_counter() - t0)
+        self.outputs[system] = y
+        return " ".join(f"{t:.9f}" for t in times)
+
+    def dump(self, system, path):
+        y = self.outputs.get(system)
+        if y is None:
+            raise ValueError(f"{system} has no output")
+        np.ascontiguousarray(self.runtime.to_numpy(y), dtype=np.float32).tofile(path)
+        return path
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runtime", choices=sorted(RUNTIMES), required=True)
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    try:
+        runtime = RUNTIMES[args.runtime](args.threads)
+        unavailable = None
+    except Exception as e:  # an import or set-up failure: report it on every command
+        traceback.print_exc()
+        runtime, unavailable = None, f"not installed: {type(e).__name__}: {e}".replace("\n", " ")
+    print(f"info import_seconds: {time.perf_counter() - t0:.3f}")
+    for key, value in ({} if runtime is None else runtime.info).items():
+        print(f"info {key}: {value}")
+    print("ready", flush=True)
+    worker = Worker(runtime, args.threads) if runtime else None
+    for line in sys.stdin:
+        words = line.split()
+        if not words:
+            continue
+        if words[0] == "quit":
+            break
+        if worker is None:
+            print("error " + unavailable, flush=True)
+            continue
+        try:
+            handler = {"load": worker.load, "prepare": worker.prepare, "time": worker.time, "dump": worker.dump}.get(words[0])
+            if handler is None:
+                raise ValueError(f"unknown command '{words[0]}'")
+            answer = "ok " + handler(*words[1:])
+        except Exception as e:
+            traceback.print_exc()
+            answer = "error " + f"{type(e).__name__}: {e}".replace("\n", " ")[:2000]
+        print(answer, flush=True)
+
+
+if __name__ == "__main__":
+    main()
