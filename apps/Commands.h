@@ -7,6 +7,9 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <map>
+#include <string>
+#include <vector>
 
 namespace tessel::apps {
 
@@ -19,6 +22,10 @@ void add_tune_command(CLI::App &app, std::function<int()> &action);
 void add_db_command(CLI::App &app, std::function<int()> &action);
 void add_specialize_command(CLI::App &app, std::function<int()> &action);
 void add_lib_command(CLI::App &app, std::function<int()> &action);
+
+/** --dim items, "M=512" -> {"M", 512}; throws naming the bad item (not NAME=POSITIVE_INTEGER, a
+ * name given twice, a size past 2^62). Shared by compile, run, tune and lib. */
+std::map<std::string, int64_t> parse_dims(const std::vector<std::string> &items);
 
 /** --budget-compile, --budget-tuning, --budget-code into `b` (shared by specialize and lib). */
 void add_budget_options(CLI::App *cmd, autosched::PlannerBudgets &b);

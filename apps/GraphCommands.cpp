@@ -8,7 +8,16 @@ namespace tessel::apps {
 
 namespace {
 
-/** "M=512" -> {"M", 512}; throws naming the bad item. */
+/** --no-remat and --memory-budget BYTES (dsl/passes/Rematerialize.h). */
+void add_memory_options(CLI::App *cmd, bool &remat, std::optional<int64_t> &budget) {
+    cmd->add_flag("!--no-remat", remat, "keep every value: no rematerialization");
+    cmd->add_option("--memory-budget", budget, "bytes the planned arena may take; values are recomputed, cheapest "
+                                               "per byte first, until it fits (or the miss is reported)")
+        ->check(CLI::PositiveNumber);
+}
+
+}  // namespace
+
 std::map<std::string, int64_t> parse_dims(const std::vector<std::string> &items) {
     std::map<std::string, int64_t> dims;
     for (const auto &item : items) {
@@ -25,16 +34,6 @@ std::map<std::string, int64_t> parse_dims(const std::vector<std::string> &items)
     }
     return dims;
 }
-
-/** --no-remat and --memory-budget BYTES (dsl/passes/Rematerialize.h). */
-void add_memory_options(CLI::App *cmd, bool &remat, std::optional<int64_t> &budget) {
-    cmd->add_flag("!--no-remat", remat, "keep every value: no rematerialization");
-    cmd->add_option("--memory-budget", budget, "bytes the planned arena may take; values are recomputed, cheapest "
-                                               "per byte first, until it fits (or the miss is reported)")
-        ->check(CLI::PositiveNumber);
-}
-
-}  // namespace
 
 void add_compile_command(CLI::App &app, std::function<int()> &action) {
     auto o = std::make_shared<GraphCompileOptions>();

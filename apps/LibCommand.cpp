@@ -35,11 +35,7 @@ void add_lib_command(CLI::App &app, std::function<int()> &action) {
     cmd->callback([&action, o, dims, runs] {
         action = [o, dims, runs] {
             o->budgets.compiles_amortized_over = o->budgets.tunings_amortized_over = *runs;
-            for (const auto &item : *dims) {
-                const auto eq = item.find('=');
-                if (eq == std::string::npos || eq == 0) throw std::invalid_argument("--dim '" + item + "': expected NAME=SIZE");
-                o->symbols[item.substr(0, eq)] = std::stoll(item.substr(eq + 1));
-            }
+            for (const auto &[name, size] : parse_dims(*dims)) o->symbols[name] = size;
             return write_kernel_library(*o, std::cout);
         };
     });

@@ -2,6 +2,7 @@
 #include "driver/DatabaseCommands.h"
 #include "driver/Tune.h"
 #include "driver/HalideAutoschedulers.h"
+#include "schedules/Library.h"
 
 #include <iostream>
 
@@ -16,6 +17,9 @@ void compare_with_halide(const dsl::Graph &g, const dsl::FusionGroup &group, con
     autosched::CompareOptions c;
     c.target = Halide::Target(r.key.target);
     c.tessel_specs = {{"tuned", r.schedule}};
+    if (group.kind != dsl::GroupKind::MatmulEpilogue)  // the library's schedule for this kind, not cpu_blocked
+        c.tessel_schedules = {sched::default_library_schedule(group.kind, c.target.has_gpu_feature() ? sched::Device::Cuda
+                                                                                                      : sched::Device::Cpu)};
     out << "\ncomparison in the same run:\n";
     autosched::compare_autoschedulers(g, group, {symbols}, out, c);
 }
@@ -25,12 +29,17 @@ void compare_with_halide(const dsl::Graph &g, const dsl::FusionGroup &group, con
 void add_tune_command(CLI::App &app, std::function<int()> &action) {
     auto o = std::make_shared<TuneOptions>();
     auto no_measure = std::make_shared<bool>(false);
-    CLI::App *cmd = app.add_subcommand("tune", "Autoschedule the matmul+epilogue groups of a graph: prune, rank with the "
-                                               "cost model, measure the top candidates in isolated processes, store the "
-                                               "winner in the tuning database, report coverage");
+    CLI::App *cmd = app.add_subcommand("tune", "Autoschedule every group of a graph (matmul+epilogue, elementwise, "
+                                               "reductions): prune, rank with the cost model, measure the top candidates "
+                                               "in isolated processes, store the winner in the tuning database, report "
+                                               "coverage per shape class");
     cmd->add_option("file", o->file, "graph file (.tsl)")->required()->check(CLI::ExistingFile);
     cmd->add_option("--shapes", o->shapes, "MxKxN shapes, comma-separated (default: the graph's fixed shape, else "
                                            "the suite shapes that fit it)")
+        ->delimiter(',');
+    auto dims = std::make_shared<std::vector<std::string>>();
+    cmd->add_option("--dim", *dims, "symbol sizes for every shape, e.g. --dim S=128 (what MxKxN does not bind; the "
+                                    "shapes' M, K, N also bind symbols of those names in other groups)")
         ->delimiter(',');
     cmd->add_option("--suite", o->suite, "shape suite file (default: bench/shapes.txt of this checkout)");
     cmd->add_option("--budget", o->params.budget, "candidates measured per shape")->capture_default_str()->check(CLI::Range(1, 10000));
@@ -47,8 +56,9 @@ void add_tune_command(CLI::App &app, std::function<int()> &action) {
     auto compare = std::make_shared<bool>(false);
     cmd->add_flag("--compare", *compare, "after each shape, time the tuned schedule, the library's cpu_blocked and "
                                          "Halide's autoschedulers in the same run");
-    cmd->callback([&action, o, no_measure, compare] {
-        action = [o, no_measure, compare] {
+    cmd->callback([&action, o, no_measure, compare, dims] {
+        action = [o, no_measure, compare, dims] {
+            o->dims = parse_dims(*dims);
             o->params.measure = !*no_measure;
             if (*compare) o->after_each = compare_with_halide;
             return run_tune(*o, std::cout);

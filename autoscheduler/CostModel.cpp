@@ -2,6 +2,8 @@
 // shape class's calibration) -> fit (least squares for the two scales).
 #include "autoscheduler/CostModel.h"
 
+#include "autoscheduler/GroupKindSpace.h"
+
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
@@ -162,7 +164,9 @@ std::vector<CostBreakdown> AnalyticalCostModel::predict(const Workload &w,
     const Calibration cal = calibration(w.shape_class());
     std::vector<CostBreakdown> out;
     for (const auto &p : candidates) {
-        CostBreakdown b = model_.device == sched::Device::Cuda ? estimate_cuda(w, p) : estimate_cpu(w, p);
+        CostBreakdown b = model_.device == sched::Device::Cuda ? estimate_cuda(w, p)
+                          : w.kind == dsl::GroupKind::MatmulEpilogue ? estimate_cpu(w, p)
+                                                                     : estimate_group_cpu(w, p, model_.cpu);
         b.compute_s *= cal.compute_scale;
         b.memory_s *= cal.memory_scale;
         out.push_back(b);

@@ -1,5 +1,7 @@
 #include "autoscheduler/Pruning.h"
 
+#include "autoscheduler/GroupKindSpace.h"
+
 #include <sstream>
 
 namespace tessel::autosched {
@@ -149,7 +151,7 @@ std::string PruneReport::to_string() const {
 
 std::vector<CandidateParams> prune(const std::vector<CandidateParams> &points, const Workload &w,
                                    const TargetModel &model, PruneReport *report) {
-    const auto &rules = pruning_rules(model.device);
+    const auto &rules = w.kind == dsl::GroupKind::MatmulEpilogue ? pruning_rules(model.device) : group_pruning_rules();
     std::vector<size_t> removed(rules.size(), 0);
     std::vector<CandidateParams> kept;
     for (const auto &p : points) {

@@ -1,5 +1,6 @@
 #include "autoscheduler/SearchSpace.h"
 
+#include "autoscheduler/GroupKindSpace.h"
 #include "schedules/MatmulCpuSchedules.h"
 #include "schedules/MatmulCudaSchedules.h"
 
@@ -9,12 +10,14 @@
 namespace tessel::autosched {
 
 std::string Workload::shape_class() const {
+    if (kind != dsl::GroupKind::MatmulEpilogue) return group_shape_class(group.shape);
     if (M <= 16) return "decode";
     const int64_t lo = std::min({M, K, N}), hi = std::max({M, K, N});
     return hi <= 2 * lo ? "square" : "mlp";
 }
 
 std::string Workload::to_string() const {
+    if (kind != dsl::GroupKind::MatmulEpilogue) return group.sizes;
     return "M=" + std::to_string(M) + ",K=" + std::to_string(K) + ",N=" + std::to_string(N);
 }
 
@@ -48,6 +51,7 @@ std::string CandidateParams::to_string() const {
     if (nest == "gemv") os << " kchunk=" << k_chunk << " streams=" << k_unroll;
     if (nest == "cuda_tiled") os << " block=" << BN << "x" << BM << " thread=" << TN << "x" << TM << " kt=" << KT;
     if (nest == "cuda_decode") os << " nb=" << NB << " ks=" << KS << " mb=" << MB;
+    if (nest == "group") os << " " << group.to_string();
     return os.str();
 }
 
@@ -59,6 +63,11 @@ nlohmann::json CandidateParams::to_json() const {
     put("mr", mr), put("nr_vectors", nr_vectors), put("panel_blocks", panel_blocks), put("k_unroll", k_unroll);
     put("k_chunk", k_chunk), put("BN", BN), put("BM", BM), put("TN", TN), put("TM", TM);
     put("KT", KT), put("NB", NB), put("KS", KS), put("MB", MB);
+    if (nest == "group")
+        j["group"] = {{"vectors", group.vectors},         {"rows_per_task", group.rows_per_task},
+                      {"block", group.block},             {"parallel", group.parallel},
+                      {"reductions_per_row", group.reductions_per_row},
+                      {"vectorize_reductions", group.vectorize_reductions}};
     return j;
 }
 
@@ -149,6 +158,7 @@ void enumerate_cuda(const Workload &, const CudaModel &, std::vector<CandidatePa
 }  // namespace
 
 std::vector<CandidateParams> enumerate_space(const Workload &w, const TargetModel &model) {
+    if (w.kind != dsl::GroupKind::MatmulEpilogue) return enumerate_group_space(w, model);
     std::vector<CandidateParams> out;
     if (model.device == sched::Device::Cuda) enumerate_cuda(w, model.cuda, out);
     else enumerate_cpu(w, model.cpu, out);
@@ -157,6 +167,7 @@ std::vector<CandidateParams> enumerate_space(const Workload &w, const TargetMode
 
 std::optional<CandidateParams> library_point(const Workload &w, const Halide::Target &target) {
     if (target.has_feature(Halide::Target::CUDA)) return std::nullopt;
+    if (w.kind != dsl::GroupKind::MatmulEpilogue) return group_library_point(w);
     const sched::CpuBlocking b = sched::CpuBlocking::for_target(target);
     CandidateParams p;
     if (w.rhs_panel_width == b.nr) {  // cpu_blocked's panel nests: the most rows M fills
@@ -217,6 +228,11 @@ sched::ScheduleSpec make_schedule(const CandidateParams &p, const Halide::Target
         s.variants.push_back({{Guard{"M", "<=", b.decode_max_m}}, sched::matmul_cpu_decode_steps(b)});
     }
     return s;
+}
+
+sched::ScheduleSpec make_schedule(const CandidateParams &p, const Workload &w, const Halide::Target &target) {
+    if (w.kind != dsl::GroupKind::MatmulEpilogue) return make_group_schedule(p, w, target);
+    return make_schedule(p, target);
 }
 
 }  // namespace tessel::autosched

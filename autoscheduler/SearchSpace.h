@@ -1,5 +1,7 @@
 /** \file
- * The search space for a matmul+epilogue fusion group on one target.
+ * The search space for a fusion group on one target: matmul+epilogue groups here; elementwise
+ * and reduction groups in GroupKindSpace.h, reached through the same functions (they dispatch
+ * on Workload::kind), so the tuner, database and coverage report treat every kind alike.
  *
  * A point is a CandidateParams: which loop nest (the same nests the hand-written library
  * composes: schedules/MatmulCpuSchedules.h, schedules/MatmulCudaSchedules.h) and its sizes. The
@@ -13,6 +15,7 @@
 
 #include "autoscheduler/TargetModel.h"
 #include "dsl/ir/Graph.h"
+#include "schedules/GroupSchedules.h"
 #include "schedules/Schedule.h"
 
 #include <nlohmann/json.hpp>
@@ -24,11 +27,30 @@
 namespace tessel::autosched {
 
 /** Bump when the space or make_schedule changes: it is part of every tuning key. */
-constexpr int kSearchSpaceVersion = 5;  // 2: split-K register-block nest ("splitk"); 3: "gemv"; 4: ordered-sum rule (exact mode); 5: "panel" nests
+constexpr int kSearchSpaceVersion = 6;  // 2: split-K register-block nest ("splitk"); 3: "gemv"; 4: ordered-sum rule (exact mode); 5: "panel" nests; 6: elementwise and reduction groups
 
-/** The extents of one matmul+epilogue problem: y[M,N] = epilogue(x[M,K] @ w[K,N]). */
+/** An elementwise or reduction group at concrete sizes: what its space, rules and cost terms
+ * read (GroupKindSpace.h). Filled by group_kind_workload. */
+struct GroupWork {
+    sched::GroupShape shape;          ///< stage names, outputs and reductions, from the lowering
+    std::string sizes;                ///< the graph's symbols bound: "M=512,N=1024" (the key's shapes)
+    int64_t rows = 1, cols = 1;       ///< first output: product of its outer axes, its innermost extent
+    double elements = 0;              ///< output elements, every output
+    double bytes = 0;                 ///< bytes the group reads from and writes to memory
+    /** Input elements one reduction reads: the largest value the group touches (a softmax's or
+     * layernorm's rows, a column sum's matrix), taken for every reduction of the group. */
+    double reduced_elements = 0;
+    double flops_per_element = 0;     ///< vector flops per output element (the op cost table)
+    double scalar_calls_per_element = 0;  ///< libm calls per output element (strict-mode tanh)
+};
+
+/** The extents of one matmul+epilogue problem: y[M,N] = epilogue(x[M,K] @ w[K,N]); or, for
+ * any other group kind, its GroupWork. */
 struct Workload {
     int64_t M = 1, K = 1, N = 1;
+    /** MatmulEpilogue: M, K, N and the epilogue facts below; Elementwise or Reduction: `group`. */
+    dsl::GroupKind kind = dsl::GroupKind::MatmulEpilogue;
+    GroupWork group;
     /** The fused epilogue's cost per output element: vectorizable flops, and calls to scalar
      * library functions (strict-mode tanh is one), which do not vectorize. */
     double epilogue_flops = 0, epilogue_scalar_calls = 0;
@@ -40,16 +62,19 @@ struct Workload {
      * panels in place (and the general nest), never a row-major nest reading them through index
      * arithmetic. */
     int64_t rhs_panel_width = 0;
-    /** "decode" (M <= 16), "square" (M, K, N within 2x of each other), else "mlp". */
+    /** Matmul groups: "decode" (M <= 16), "square" (M, K, N within 2x of each other), else
+     * "mlp". Others: "elementwise" (no reduction), "rows" (every reduction along the rows of a
+     * single output: softmax, layernorm, row sums), else "columns". */
     std::string shape_class() const;
-    std::string to_string() const;  ///< "M=1,K=4096,N=4096"
+    std::string to_string() const;  ///< "M=1,K=4096,N=4096"; other kinds: group.sizes
     double flops() const { return 2.0 * M * K * N; }
 };
 
 struct CandidateParams {
-    std::string nest;  ///< cpu: gemm, splitk, gemv, decode, panel, general; cuda: cuda_tiled, cuda_decode, cuda_simple
+    std::string nest;  ///< cpu: gemm, splitk, gemv, decode, panel, general, group; cuda: cuda_tiled, cuda_decode, cuda_simple
     // CPU nests.
     int mr = 0, nr_vectors = 0, panel_blocks = 0, k_unroll = 0, k_chunk = 0;
+    sched::CpuGroupParams group;  ///< nest "group": elementwise and reduction groups
     // CUDA nests.
     int BN = 0, BM = 0, TN = 0, TM = 0, KT = 0, NB = 0, KS = 0, MB = 0;
 
@@ -67,11 +92,14 @@ void add_epilogue_cost(const dsl::Graph &g, const std::vector<dsl::ValueId> &nod
 std::vector<CandidateParams> enumerate_space(const Workload &w, const TargetModel &model);
 
 /** The point that reproduces the library's default schedule for `w` (cpu_blocked's nest for
- * this shape), or nullopt on CUDA. The tuner always measures it beside the model's top K, so
+ * this shape; cpu_elementwise or cpu_rows for other kinds), or nullopt on CUDA. The tuner always measures it beside the model's top K, so
  * a tuned schedule is never worse than the library's beyond the near-tie band. */
 std::optional<CandidateParams> library_point(const Workload &w, const Halide::Target &target);
 
-/** The ScheduleSpec of a point: its nest as a guarded variant, the general nest as fallback. */
+/** The ScheduleSpec of a matmul point: its nest as a guarded variant, the general nest as
+ * fallback. */
 sched::ScheduleSpec make_schedule(const CandidateParams &p, const Halide::Target &target);
+/** The ScheduleSpec of a point of `w`'s space, whatever its group kind. */
+sched::ScheduleSpec make_schedule(const CandidateParams &p, const Workload &w, const Halide::Target &target);
 
 }  // namespace tessel::autosched

@@ -1,5 +1,6 @@
 #include "autoscheduler/Tuner.h"
 
+#include "autoscheduler/GroupKindSpace.h"
 #include "autoscheduler/TuningKey.h"
 #include "codegen/Compile.h"
 #include "codegen/Ptxas.h"
@@ -173,7 +174,7 @@ TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
         // Tiny problems fail the parallel-work rule everywhere: keep the always-correct nest.
         CandidateParams fallback;
         fallback.nest = tm.device == sched::Device::Cuda ? "cuda_simple" : "general";
-        survivors.push_back(fallback);
+        survivors.push_back(r.workload.kind == dsl::GroupKind::MatmulEpilogue ? fallback : group_library_point(r.workload));
     }
     const auto costs = model_.predict(r.workload, survivors);
     std::vector<size_t> order(survivors.size());
@@ -183,12 +184,16 @@ TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
     if (log) *log << result.prune.to_string() << "\n";
 
     size_t winner = 0;
-    if (tm.device == sched::Device::Cuda) {
+    if (tm.device == sched::Device::Cuda && r.workload.kind != dsl::GroupKind::MatmulEpilogue) {
+        result.source = "model";
+        result.decision = "no GPU here: the library's group schedule (the space has one point on CUDA)";
+        result.time_ms = result.ranked[0].cost.total_s() * 1e3;
+    } else if (tm.device == sched::Device::Cuda) {
         result.source = "model+ptxas";
         bool found = false;
         for (int i = 0; i < (int)result.ranked.size() && i < params_.ptxas_checks && !found; i++) {
             auto &c = result.ranked[i];
-            c.ptxas = find_ptxas().empty() ? "skipped (no ptxas)" : check_with_ptxas(r, make_schedule(c.params, target));
+            c.ptxas = find_ptxas().empty() ? "skipped (no ptxas)" : check_with_ptxas(r, make_schedule(c.params, r.workload, target));
             if (c.ptxas.rfind("ok", 0) == 0 || c.ptxas.rfind("skipped", 0) == 0) {
                 winner = i;
                 found = true;
@@ -229,7 +234,7 @@ TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
         if (r.workload.shape_class() == "decode") task.flush_bytes = std::min<int64_t>(4 * tm.cpu.l3_bytes, 512 << 20);
         std::vector<sched::ScheduleSpec> schedules;
         for (int i = 0; i < budget; i++) {
-            schedules.push_back(make_schedule(result.ranked[i].params, target));
+            schedules.push_back(make_schedule(result.ranked[i].params, r.workload, target));
             schedules.back().name = "candidate_" + std::to_string(i + 1);
         }
         const auto measured = measurer_->measure(task, schedules, log ? progress_bar(*log) : ProgressFn{});
@@ -285,7 +290,7 @@ TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
         result.time_ms = result.ranked[0].cost.total_s() * 1e3;
     }
     result.params = result.ranked[winner].params;
-    result.schedule = make_schedule(result.params, target);
+    result.schedule = make_schedule(result.params, r.workload, target);
 
     if (cache_) {
         TuningRecord rec;

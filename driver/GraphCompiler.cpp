@@ -85,8 +85,8 @@ struct AutoSchedule {
 };
 
 /** --schedule NAME|FILE.json for groups of the kind it is for, the library default for every
- * other group; without it, `autos` (when given) for matmul+epilogue groups, else the library
- * default. */
+ * other group; without it, `autos` (when given) for every group whose sizes are known, else the
+ * library default. */
 ScheduleChooser make_chooser(const std::string &schedule, const Halide::Target &target,
                                     std::optional<AutoSchedule> autos = std::nullopt) {
     const sched::Device device = target.has_gpu_feature() ? sched::Device::Cuda : sched::Device::Cpu;
@@ -104,7 +104,7 @@ ScheduleChooser make_chooser(const std::string &schedule, const Halide::Target &
     return [user, device, target, autos](const dsl::FusionGroup &fg,
                                          const lower::LoweredGroup &g) -> std::optional<sched::ScheduleSpec> {
         if (user && g.kind == user->group) return user->for_group(lower::group_shape(g), target);
-        if (!user && autos && g.kind == dsl::GroupKind::MatmulEpilogue) {
+        if (!user && autos) {
             auto r = autoschedule_group(*autos->graph, fg, autos->db, target, autos->symbols, autos->tune, autos->log);
             if (r) {
                 sched::ScheduleSpec s = r->schedule;

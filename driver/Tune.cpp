@@ -3,6 +3,7 @@
 #include "driver/TextFile.h"
 
 #include "autoscheduler/Coverage.h"
+#include "autoscheduler/GroupKindSpace.h"
 #include "autoscheduler/TuningKey.h"
 #include "codegen/Compile.h"
 #include "dsl/Simplify.h"
@@ -17,6 +18,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #ifndef TESSEL_SHAPE_SUITE
@@ -134,6 +136,8 @@ void add_group_facts(const dsl::Graph &g, const dsl::FusionGroup &group, int64_t
 
 std::optional<Workload> group_workload(const dsl::Graph &g, const dsl::FusionGroup &group,
                                        const std::map<std::string, int64_t> &symbols) {
+    if (group.kind != dsl::GroupKind::MatmulEpilogue)
+        return autosched::group_kind_workload(g, group, lower::group_shape(lower::lower_group(g, group)), symbols);
     if (!group_dims(g, group)) return std::nullopt;
     const auto e = dsl::group_extents(g, group).concrete(symbols);
     if (!e) return std::nullopt;
@@ -141,6 +145,64 @@ std::optional<Workload> group_workload(const dsl::Graph &g, const dsl::FusionGro
     add_group_facts(g, group, lower::lower_group(g, group).rhs_panel_width, w);
     return w;
 }
+
+namespace {
+
+/** Tunes `fg` at one shape: calibrations and budgets from the results so far, then the tuner,
+ * the printed result and the --compare hook. */
+void tune_one(const dsl::Graph &g, const dsl::FusionGroup &fg, const std::string &name,
+              const std::map<std::string, int64_t> &symbols, const Workload &w, const TuneOptions &o,
+              const Halide::Target &target, autosched::AnalyticalCostModel &model, autosched::Measurer *measurer,
+              autosched::TuningDatabase &db, autosched::TunerParams &params, std::vector<autosched::TuneResult> &results,
+              std::vector<Workload> &workloads, int &failures, std::ostream &out) {
+    // Calibrations fitted so far steer the model and the budget for the next shapes.
+    for (const auto &[cls, c] : autosched::fit_calibrations(model.target(), results, workloads)) model.set_calibration(cls, c);
+    for (const auto &row : autosched::coverage_by_class(results))
+        params.class_rank_correlation[row.shape_class] = row.rank_correlation;
+    autosched::Tuner tuner(model, measurer, &db, params);
+    out << "\ngroup " << fg.name << " [" << dsl::to_string(fg.kind) << "] shape " << name << " (" << w.to_string() << ", "
+        << w.shape_class() << ")\n";
+    autosched::TuneResult r = tuner.tune(make_request(g, fg, symbols, w, target), &out);
+    out << "\n";
+    print_result(r, o, out);
+    if (o.after_each) o.after_each(g, fg, symbols, w, r, out);
+    if (r.schedule.steps.empty()) failures++;
+    results.push_back(std::move(r));
+    workloads.push_back(w);
+}
+
+/** An elementwise or reduction group: its sizes are the graph's symbols, bound by --dim and, by
+ * name, by each shape's M, K and N (so a softmax over [M, N] is tuned at the suite's M and N, and
+ * the layernorm before a matmul at that matmul's M and K). Shapes that leave a size of the group
+ * unbound, or repeat sizes already tuned, are skipped. */
+void tune_group_kind(const dsl::Graph &g, const dsl::FusionGroup &fg, const std::vector<std::pair<std::string, Workload>> &requested,
+                     const TuneOptions &o, const Halide::Target &target, autosched::AnalyticalCostModel &model,
+                     autosched::Measurer *measurer, autosched::TuningDatabase &db, autosched::TunerParams &params,
+                     std::vector<autosched::TuneResult> &results, std::vector<Workload> &workloads, int &failures,
+                     std::ostream &out) {
+    std::vector<std::pair<std::string, Workload>> shapes = requested;
+    if (shapes.empty()) shapes.push_back({"graph", Workload{}});  // the graph's static sizes and --dim
+    if (requested.empty())
+        for (const auto &s : autosched::load_shape_suite(o.suite.empty() ? TESSEL_SHAPE_SUITE : o.suite))
+            shapes.push_back({s.name, s.workload});
+    const sched::GroupShape shape = lower::group_shape(lower::lower_group(g, fg));
+    std::set<std::string> tuned;
+    for (const auto &[name, mkn] : shapes) {
+        std::map<std::string, int64_t> symbols = o.dims;
+        if (name != "graph")
+            for (const auto &[sym, size] : {std::pair<std::string, int64_t>{"M", mkn.M}, {"K", mkn.K}, {"N", mkn.N}})
+                symbols.insert({sym, size});
+        const auto w = autosched::group_kind_workload(g, fg, shape, symbols);
+        if (!w) {
+            if (!requested.empty()) out << "group " << fg.name << ": a size is not bound at " << name << "; skipped\n";
+            continue;
+        }
+        if (!tuned.insert(w->to_string()).second) continue;
+        tune_one(g, fg, name, symbols, *w, o, target, model, measurer, db, params, results, workloads, failures, out);
+    }
+}
+
+}  // namespace
 
 int run_tune(const TuneOptions &o, std::ostream &out) {
     // Validate every argument before anything is created on disk (the database).
@@ -184,7 +246,10 @@ int run_tune(const TuneOptions &o, std::ostream &out) {
     std::vector<Workload> workloads;
     int failures = 0;
     for (const auto &fg : plan.groups) {
-        if (fg.kind != dsl::GroupKind::MatmulEpilogue) continue;
+        if (fg.kind != dsl::GroupKind::MatmulEpilogue) {
+            tune_group_kind(g, fg, requested, o, target, model, measurer.get(), db, params, results, workloads, failures, out);
+            continue;
+        }
         auto dims = group_dims(g, fg);
         if (!dims) {
             out << "group " << fg.name << ": not a 2-D matmul+epilogue group; skipped\n";
@@ -202,29 +267,17 @@ int run_tune(const TuneOptions &o, std::ostream &out) {
 
         for (auto [name, w] : shapes) {
             add_group_facts(g, fg, rhs_panel_width, w);
-            std::map<std::string, int64_t> symbols;
+            std::map<std::string, int64_t> symbols = o.dims;
             std::string why;
             if (!bind_symbols(*dims, w, symbols, &why)) {
                 if (from_suite) continue;  // the suite covers graphs of every width; skip what does not fit
                 throw std::invalid_argument("shape " + w.to_string() + ": " + why);
             }
-            // Calibrations fitted so far steer the model and the budget for the next shapes.
-            for (const auto &[cls, c] : autosched::fit_calibrations(tm, results, workloads)) model.set_calibration(cls, c);
-            for (const auto &row : autosched::coverage_by_class(results))
-                params.class_rank_correlation[row.shape_class] = row.rank_correlation;
-            autosched::Tuner tuner(model, measurer.get(), &db, params);
-            out << "\ngroup " << fg.name << " shape " << name << " (" << w.to_string() << ", " << w.shape_class() << ")\n";
-            autosched::TuneResult r = tuner.tune(make_request(g, fg, symbols, w, target), &out);
-            out << "\n";
-            print_result(r, o, out);
-            if (o.after_each) o.after_each(g, fg, symbols, w, r, out);
-            if (r.schedule.steps.empty()) failures++;
-            results.push_back(std::move(r));
-            workloads.push_back(w);
+            tune_one(g, fg, name, symbols, w, o, target, model, measurer.get(), db, params, results, workloads, failures, out);
         }
     }
     if (results.empty()) {
-        out << "no matmul+epilogue group of " << o.file << " fits the requested shapes\n";
+        out << "no group of " << o.file << " has every size bound by the requested shapes and --dim\n";
         return 1;
     }
     if (o.coverage) {

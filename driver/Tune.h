@@ -1,7 +1,8 @@
 /** \file
- * `tessel tune FILE`: autoschedule every matmul+epilogue group of a graph on a set of shapes,
- * backed by the tuning database, and report workload coverage; and the schedule chooser that
- * `tessel compile`/`run` use (database hit, else the autoscheduler's model pick).
+ * `tessel tune FILE`: autoschedule every group of a graph (matmul+epilogue, elementwise and
+ * reduction groups alike) on a set of shapes, backed by the tuning database, and report workload
+ * coverage per shape class; and the schedule chooser that `tessel compile`/`run` use (database
+ * hit, else the autoscheduler's model pick).
  */
 #pragma once
 
@@ -23,6 +24,8 @@ struct TuneOptions {
     /** "MxKxN" shapes; empty: the graph's fixed shape, else the suite shapes that fit it. */
     std::vector<std::string> shapes;
     std::string suite;      ///< shape suite file ("" = the repository's bench/shapes.txt)
+    /** Symbol sizes for every shape (--dim): the sizes of groups the MxKxN shapes do not bind. */
+    std::map<std::string, int64_t> dims;
     std::string db = "tessel-tuning.db";
     std::string target = "host";
     bool explain = false;   ///< print each cost term for the top candidates
@@ -39,14 +42,14 @@ struct TuneOptions {
 /** Runs the tuner; returns 0 when every shape got a schedule. */
 int run_tune(const TuneOptions &options, std::ostream &out);
 
-/** The workload of a matmul+epilogue group at concrete symbol sizes (its GroupExtents M, K, N
- * plus the epilogue's cost), or nullopt when a size is unbound or the group has no M, K or N. */
+/** The workload of a group at concrete symbol sizes: a matmul+epilogue group's GroupExtents M,
+ * K, N plus the epilogue's cost (nullopt when it has no M, K or N); any other kind's GroupWork
+ * (autoscheduler/GroupKindSpace.h). nullopt when a size is unbound. */
 std::optional<autosched::Workload> group_workload(const dsl::Graph &g, const dsl::FusionGroup &group,
                                                   const std::map<std::string, int64_t> &symbols);
 
 /** Autoschedules the planned `group` of `g` at `symbols`: a database hit, else the model's pick,
- * or (with `measure`) a measured tuning run. nullopt when the group is not a 2-D matmul+epilogue
- * group or a size is unbound. */
+ * or (with `measure`) a measured tuning run. nullopt when group_workload has none. */
 std::optional<autosched::TuneResult> autoschedule_group(const dsl::Graph &g, const dsl::FusionGroup &group,
                                                         const std::string &db, const Halide::Target &target,
                                                         const std::map<std::string, int64_t> &symbols, bool measure,

@@ -18,33 +18,41 @@ std::string axis(int axis, int rank) {
 
 int cpu_lanes(const Halide::Target &t) { return std::max(4, t.natural_vector_size<float>()); }
 
-/** Two vectors of n per iteration, unrolled; parallel over the outermost axis (rank 1: over
- * blocks of kCpuBlock elements). Returns the parallel loop, where per-row work is computed. */
-std::string cpu_output(ScheduleSpec &s, const std::string &name, int rank, int lanes) {
+/** `p.vectors` vectors of n per iteration, unrolled; parallel over tasks of `p.rows_per_task`
+ * outermost indices (rank 1: blocks of `p.block` elements), or serial. Returns the loop per-row
+ * work is computed in (the row loop inside a task). */
+std::string cpu_output(ScheduleSpec &s, const std::string &name, int rank, int lanes, const CpuGroupParams &p) {
     const StageRef st{name};
-    std::string row;
+    std::string row, task;
     if (rank >= 2) {
-        s.split(st, "n", "no", "ni", 2 * lanes, kGuard);
-        row = axis(0, rank);
+        s.split(st, "n", "no", "ni", p.vectors * lanes, kGuard);
+        row = task = axis(0, rank);
+        if (p.rows_per_task > 1) {
+            task = row + "t";
+            s.split(st, row, task, row + "r", p.rows_per_task, kGuard);
+            row += "r";
+        }
     } else {
-        s.split(st, "n", "nb", "nr", kCpuBlock, kGuard).split(st, "nr", "no", "ni", 2 * lanes, kGuard);
-        row = "nb";
+        s.split(st, "n", "nb", "nr", p.block, kGuard).split(st, "nr", "no", "ni", p.vectors * lanes, kGuard);
+        row = task = "nb";
     }
-    s.split(st, "ni", "nv", "nl", lanes, kGuard).vectorize(st, "nl").unroll(st, "nv").parallel(st, row);
+    s.split(st, "ni", "nv", "nl", lanes, kGuard).vectorize(st, "nl").unroll(st, "nv");
+    if (p.parallel) s.parallel(st, task);
     return row;
 }
 
-/** Places every reduction (row-local ones per row of a single output, else at root in
- * parallel); with `vectorize`, also vectorizes each one (see GroupSchedules.h). */
-void cpu_reductions(ScheduleSpec &s, const GroupShape &g, const std::string &row, int lanes, bool vectorize) {
+/** Places every reduction (row-local ones per row of a single output when `p.reductions_per_row`,
+ * else at root, in parallel when `p.parallel`); with `p.vectorize_reductions`, also vectorizes
+ * each one (see GroupSchedules.h). */
+void cpu_reductions(ScheduleSpec &s, const GroupShape &g, const std::string &row, int lanes, const CpuGroupParams &p) {
     for (const auto &r : g.reductions) {
         const StageRef pure{r.name}, update{r.name, 0};
-        const bool per_row = g.outputs.size() == 1 && r.row_local;
+        const bool per_row = p.reductions_per_row && g.outputs.size() == 1 && r.row_local;
         if (per_row) s.compute_at(r.name, g.outputs[0].first, row);
         else s.compute_root(r.name);
         // At root: parallel over the outermost axis, or along n when the outermost is reduced.
         std::string par = r.rank == 0 ? "" : r.row_local ? axis(0, r.rank) : r.n_is_data ? "n" : "";
-        if (vectorize && r.along_n && !r.rvars.empty() && !g.ordered_reductions) {
+        if (p.vectorize_reductions && r.along_n && !r.rvars.empty() && !g.ordered_reductions) {
             // A vector of partial results over the row (lane u sums elements u, u + lanes, ...);
             // the merged update then adds the lanes. The guarded tail leaves lanes at identity.
             const std::string lanes_func = r.name + "_lanes";
@@ -52,7 +60,7 @@ void cpu_reductions(ScheduleSpec &s, const GroupShape &g, const std::string &row
             if (r.rank >= 1) s.compute_at(lanes_func, r.name, axis(0, r.rank));
             else s.compute_root(lanes_func);
             s.vectorize(StageRef{lanes_func}, "u").vectorize(StageRef{lanes_func, 0}, "u");
-        } else if (vectorize && r.n_is_data && r.rank >= 1) {
+        } else if (p.vectorize_reductions && r.n_is_data && r.rank >= 1) {
             // Vector lanes along the kept axis n, innermost inside the reduction loops.
             s.split(pure, "n", "no", "nl", lanes, kGuard).vectorize(pure, "nl");
             std::vector<std::string> order{"nl"};
@@ -61,25 +69,47 @@ void cpu_reductions(ScheduleSpec &s, const GroupShape &g, const std::string &row
             s.split(update, "n", "no", "nl", lanes, kGuard).reorder(update, order).vectorize(update, "nl");
             if (par == "n") par = "no";
         }
-        if (!per_row && !par.empty()) s.parallel(pure, par).parallel(update, par);
+        if (!per_row && !par.empty() && p.parallel) s.parallel(pure, par).parallel(update, par);
     }
 }
 
-ScheduleSpec cpu_group(const std::string &name, const GroupShape &g, const Halide::Target &target, bool vectorize) {
-    const int lanes = cpu_lanes(target);
-    ScheduleSpec s(name, Device::Cpu);
-    s.description = "outputs: 2 x " + std::to_string(lanes) + " lanes along n, parallel over rows";
-    if (!g.reductions.empty())
-        s.description += std::string("; reductions ") + (vectorize ? "vectorized, " : "") +
-                         (g.outputs.size() == 1 ? "per output row where row-local, else at root" : "at root, parallel");
-    std::string first_row;
-    for (const auto &[out, rank] : g.outputs) {
-        const std::string row = cpu_output(s, out, rank, lanes);
-        if (first_row.empty()) first_row = row;
-    }
-    cpu_reductions(s, g, first_row, lanes, vectorize);
+}  // namespace
+
+CpuGroupParams CpuGroupParams::library(bool vectorize_reductions) {
+    CpuGroupParams p;
+    p.vectorize_reductions = vectorize_reductions;
+    return p;
+}
+
+std::string CpuGroupParams::to_string() const {
+    std::string s = "v=" + std::to_string(vectors) + (parallel ? " rows/task=" + std::to_string(rows_per_task) : " serial");
+    if (block != kCpuBlock) s += " block=" + std::to_string(block);
+    s += std::string(" reduce=") + (reductions_per_row ? "row" : "root") + (vectorize_reductions ? "+lanes" : "");
     return s;
 }
+
+ScheduleSpec cpu_group_schedule(const std::string &name, const GroupShape &g, const Halide::Target &target,
+                                const CpuGroupParams &p) {
+    const int lanes = cpu_lanes(target);
+    ScheduleSpec s(name, Device::Cpu);
+    s.description = "outputs: " + std::to_string(p.vectors) + " x " + std::to_string(lanes) + " lanes along n, " +
+                    (p.parallel ? p.rows_per_task > 1 ? "parallel over tasks of " + std::to_string(p.rows_per_task) + " rows"
+                                                      : std::string("parallel over rows")
+                                : std::string("serial"));
+    if (!g.reductions.empty())
+        s.description += std::string("; reductions ") + (p.vectorize_reductions ? "vectorized, " : "") +
+                         (g.outputs.size() == 1 && p.reductions_per_row ? "per output row where row-local, else at root"
+                                                                        : std::string("at root") + (p.parallel ? ", parallel" : ""));
+    std::string first_row;
+    for (const auto &[out, rank] : g.outputs) {
+        const std::string row = cpu_output(s, out, rank, lanes, p);
+        if (first_row.empty()) first_row = row;
+    }
+    cpu_reductions(s, g, first_row, lanes, p);
+    return s;
+}
+
+namespace {
 
 /** Fuses batch axes b0, b1... of a rank >= 3 stage into one loop; returns it ("" below rank 3). */
 std::string fuse_batch(ScheduleSpec &s, const StageRef &st, int rank) {
@@ -137,11 +167,11 @@ ScheduleSpec cuda_tiles(const std::string &name, const GroupShape &g) {
 }  // namespace
 
 ScheduleSpec cpu_elementwise(const GroupShape &g, const Halide::Target &target) {
-    return cpu_group("cpu_elementwise", g, target, /*vectorize=*/false);
+    return cpu_group_schedule("cpu_elementwise", g, target, CpuGroupParams::library(/*vectorize_reductions=*/false));
 }
 
 ScheduleSpec cpu_rows(const GroupShape &g, const Halide::Target &target) {
-    return cpu_group("cpu_rows", g, target, /*vectorize=*/true);
+    return cpu_group_schedule("cpu_rows", g, target, CpuGroupParams::library(/*vectorize_reductions=*/true));
 }
 
 ScheduleSpec cuda_elementwise(const GroupShape &g, const Halide::Target &) { return cuda_tiles("cuda_elementwise", g); }

@@ -8,6 +8,9 @@
  * in (lower::group_shape). The result is an ordinary ScheduleSpec; every split guards its tail,
  * so any extent is correct (M = 1, primes, fewer elements than one vector).
  *
+ * Both CPU schedules are points of one parameterized nest (CpuGroupParams, cpu_group_schedule),
+ * which is also the autoscheduler's search space for these groups (autoscheduler/GroupKindSpace.h).
+ *
  *   cpu_elementwise  every output: 2 vectors of the target's f32 width per iteration (8 lanes
  *                    on AVX2, 16 on AVX-512), unrolled; parallel over the outermost axis (rank 1:
  *                    blocks of kCpuBlock elements in parallel). Reductions, if any, are placed as
@@ -75,6 +78,26 @@ struct GroupShape {
 
 constexpr int kCpuBlock = 4096;        ///< rank-1 outputs: elements per parallel task
 constexpr int kCudaRowThreads = 256;   ///< cuda_rows: threads per row (block)
+
+/** The knobs of the CPU nest for elementwise and reduction groups. Every value is legal for
+ * every group: splits guard their tails, and a knob that does not apply (per-row reductions in a
+ * group of several outputs, lanes in exact mode) is ignored where it would be wrong. */
+struct CpuGroupParams {
+    int vectors = 2;                    ///< vectors of n per iteration (unrolled)
+    int rows_per_task = 1;              ///< outermost indices per parallel task (rank >= 2)
+    int block = kCpuBlock;              ///< rank-1 outputs: elements per parallel task
+    bool parallel = true;               ///< false: one thread (tiny groups, where a task costs more than it does)
+    bool reductions_per_row = true;     ///< row-local reductions inside the row loop of a single output
+    bool vectorize_reductions = true;   ///< lane partial sums along n (rfactor), or vectors along a kept n
+    /** cpu_elementwise (`vectorize_reductions` false) and cpu_rows (true). */
+    static CpuGroupParams library(bool vectorize_reductions);
+    std::string to_string() const;      ///< "v=2 rows/task=1 reduce=row+lanes"
+    bool operator==(const CpuGroupParams &) const = default;
+};
+
+/** The CPU nest of `p` for `g`, named `name`. */
+ScheduleSpec cpu_group_schedule(const std::string &name, const GroupShape &g, const Halide::Target &target,
+                                const CpuGroupParams &p);
 
 ScheduleSpec cpu_elementwise(const GroupShape &g, const Halide::Target &target);
 ScheduleSpec cpu_rows(const GroupShape &g, const Halide::Target &target);
