@@ -59,9 +59,8 @@ int64_t tasks_of(const Workload &w, const CandidateParams &p) {
 
 std::string group_shape_class(const sched::GroupShape &s) {
     if (s.reductions.empty()) return "elementwise";
-    const bool rows = s.outputs.size() == 1 && std::all_of(s.reductions.begin(), s.reductions.end(), [](const sched::GroupReduction &r) {
-                          return r.row_local && r.along_n;
-                      });
+    const bool rows = std::all_of(s.reductions.begin(), s.reductions.end(),
+                                  [](const sched::GroupReduction &r) { return r.row_local && r.along_n; });
     return rows ? "rows" : "columns";
 }
 

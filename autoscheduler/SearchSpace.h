@@ -63,8 +63,8 @@ struct Workload {
      * arithmetic. */
     int64_t rhs_panel_width = 0;
     /** Matmul groups: "decode" (M <= 16), "square" (M, K, N within 2x of each other), else
-     * "mlp". Others: "elementwise" (no reduction), "rows" (every reduction along the rows of a
-     * single output: softmax, layernorm, row sums), else "columns". */
+     * "mlp". Others: "elementwise" (no reduction), "rows" (every reduction along the rows:
+     * softmax, layernorm, row sums), else "columns" (column sums, totals). */
     std::string shape_class() const;
     std::string to_string() const;  ///< "M=1,K=4096,N=4096"; other kinds: group.sizes
     double flops() const { return 2.0 * M * K * N; }

@@ -106,7 +106,9 @@ private:
 };
 
 void print_result(const autosched::TuneResult &r, const TuneOptions &o, std::ostream &out) {
-    out << "  " << r.decision << "\n  winner: " << r.params.to_string() << " -> " << std::fixed << std::setprecision(3)
+    // A database hit carries the stored schedule, not the point it came from: name the nest.
+    const std::string winner = r.params.nest.empty() ? r.schedule.description : r.params.to_string();
+    out << "  " << r.decision << "\n  winner: " << winner << " -> " << std::fixed << std::setprecision(3)
         << r.time_ms << " ms (" << r.source << "), tuned in " << std::setprecision(1) << r.seconds << " s\n";
     if (r.source == "database") return;
     out << "  " << r.prune.to_string() << "\n";
