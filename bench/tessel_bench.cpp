@@ -360,8 +360,15 @@ void print_summary(const Options &o, const Machine &m, const std::vector<std::un
                          "roofline = the slower of the FLOPs at the FMA peak and reading w once after the same flush\n"
                          "(floor/read_w_*: OpenMP sums over w in 1, 2 and 8 streams per task, timed like the kernels; the fastest).\n\n",
                 o.threads, (size_t)256);
+    // What the main rows ran: the schedule for this target (its register block in the
+    // description) and, per row, the variant whose guards hold at that shape.
+    const Halide::Target target = parse_target(o.target);
+    const sched::ScheduleSpec ran = sched::resolve_group_schedule(o.schedule, target)
+                                        .for_group(sched::example_group_shape(dsl::GroupKind::MatmulEpilogue), target);
+    std::fprintf(g_text, "Tessel: schedule %s for %s (%s): %s\n\n", ran.name.c_str(), o.target.c_str(),
+                 target.has_feature(Halide::Target::AVX512) ? "AVX-512, 32 zmm" : "AVX2, 16 ymm", ran.description.c_str());
     std::fprintf(g_text, "%-14s %-16s %10s %12s %8s %9s %9s  %s\n", "shape", "MxKxN", "Tessel ms", "OpenBLAS ms", "ratio",
-                "GFLOP/s", "BLAS GF/s", "% of FMA peak / % of decode roofline");
+                "GFLOP/s", "BLAS GF/s", "% of FMA peak / % of decode roofline; the nest that ran");
     for (const auto &d : data) {
         const BenchShape &s = d->shape;
         const double tt = median(g_samples[tessel_name(s, o.schedule, "tanh_fast")]);
@@ -386,6 +393,11 @@ void print_summary(const Options &o, const Machine &m, const std::vector<std::un
                           100 * s.flops() / tb * 1e-9 / m.fma_peak_gflops);
         }
         frac = buf;
+        const size_t v = ran.pick_variant({{"M", (long)s.M}, {"K", (long)s.K}, {"N", (long)s.N}});
+        std::string guards;
+        if (v < ran.variants.size())
+            for (const auto &g : ran.variants[v].guards) guards += (guards.empty() ? "" : " && ") + g.to_string();
+        frac += v < ran.variants.size() ? "; variant " + std::to_string(v + 1) + " (" + guards + ")" : std::string("; fallback");
         std::fprintf(g_text, "%-14s %-16s %10.3f %12.3f %7.2fx %9.1f %9.1f  %s\n", s.name.c_str(), s.dims().c_str(), tt * 1e3,
                     tb * 1e3, tb / tt, s.flops() / tt * 1e-9, s.flops() / tb * 1e-9, frac.c_str());
     }

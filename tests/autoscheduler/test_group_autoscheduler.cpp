@@ -13,6 +13,7 @@
 #include "lowering/ScheduleGroup.h"
 #include "schedules/GroupSchedules.h"
 #include "tests/TempDir.h"
+#include "tests/autoscheduler/FakeMeasurer.h"
 #include "tests/TensorCompare.h"
 
 #include <doctest/doctest.h>
@@ -210,32 +211,6 @@ TEST_CASE("points of the group-kind space match the interpreter at awkward sizes
     CHECK(checked > 40);
 }
 
-namespace {
-
-/** Times from a formula, nothing run. */
-class FormulaMeasurer : public Measurer {
-public:
-    std::function<double(const sched::ScheduleSpec &)> time_ms;
-    int calls = 0;
-    std::vector<Measurement> measure(const MeasureTask &, const std::vector<sched::ScheduleSpec> &candidates,
-                                     const ProgressFn &) override {
-        std::vector<Measurement> out;
-        for (const auto &c : candidates) {
-            calls++;
-            Measurement r;
-            r.median_ms = time_ms(c);
-            r.samples.assign(10, r.median_ms);
-            out.push_back(r);
-        }
-        return out;
-    }
-    std::vector<Measurement> measure_interleaved(const MeasureTask &t, const std::vector<sched::ScheduleSpec> &c) override {
-        return measure(t, c, {});
-    }
-};
-
-}  // namespace
-
 TEST_CASE("tuner on a reduction group: the measured winner is stored under its class, then a database hit") {
     const Planned softmax = plan_file("softmax_rows.tsl");
     const dsl::FusionGroup &fg = first_of_kind(softmax, dsl::GroupKind::Reduction);
@@ -247,7 +222,7 @@ TEST_CASE("tuner on a reduction group: the measured winner is stored under its c
     r.workload = workload_of(softmax, fg, r.symbols);
     AnalyticalCostModel model(TargetModel::for_target(r.target));
     MemoryTuningCache cache;
-    FormulaMeasurer fake;
+    FakeMeasurer fake;
     fake.time_ms = [](const sched::ScheduleSpec &s) { return s.name == "candidate_2" ? 1.0 : 2.0; };
     TunerParams params;
     params.budget = 3;

@@ -13,6 +13,7 @@
 #include "support/Random.h"
 #include "tests/GeluMlpText.h"
 #include "tests/TempDir.h"
+#include "tests/autoscheduler/FakeMeasurer.h"
 
 #include "support/Statistics.h"
 
@@ -28,38 +29,6 @@ namespace {
 TargetModel avx512_model() { return TargetModel::for_target(parse_target("x86-64-linux-avx-avx2-avx512-fma-f16c-sse41")); }
 
 const char *const kGelu = tessel::testing::kGeluMlpText;
-
-/** A measurer that returns times from a formula instead of running anything. */
-class FakeMeasurer : public Measurer {
-public:
-    std::function<double(const sched::ScheduleSpec &)> time_ms;
-    int calls = 0;
-    std::vector<Measurement> measure(const MeasureTask &, const std::vector<sched::ScheduleSpec> &candidates,
-                                     const ProgressFn &) override {
-        std::vector<Measurement> out;
-        for (const auto &c : candidates) {
-            calls++;
-            Measurement m;
-            m.median_ms = time_ms(c);
-            m.samples = {m.median_ms};
-            out.push_back(m);
-        }
-        return out;
-    }
-    /** Ten rounds of the formula's time: equal times tie, different ones separate. */
-    std::vector<Measurement> measure_interleaved(const MeasureTask &, const std::vector<sched::ScheduleSpec> &candidates) override {
-        std::vector<Measurement> out;
-        for (const auto &c : candidates) {
-            interleaved_calls++;
-            Measurement m;
-            m.median_ms = time_ms(c);
-            m.samples.assign(10, m.median_ms);
-            out.push_back(m);
-        }
-        return out;
-    }
-    int interleaved_calls = 0;
-};
 
 /** The GELU MLP's one group at 64 x 256 x 512 on this machine. */
 TuneRequest gelu_request(const dsl::Graph &g) {
