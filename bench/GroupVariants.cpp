@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 
 #include <stdexcept>
 
@@ -101,10 +102,12 @@ void GroupVariant::run(std::map<std::string, Halide::Runtime::Buffer<float> *> &
     kernel->run(args);
 }
 
-std::vector<GroupVariant> make_group_variants(const sched::GroupScheduleChoice &schedule, const Halide::Target &target) {
+namespace {
+
+/** The graph of variant `label` (see the header), or nullopt for an unknown label. */
+std::optional<dsl::Graph> variant_graph(const std::string &label, const Halide::Target &target) {
     using namespace dsl;
-    std::vector<GroupVariant> out;
-    {
+    if (label == "two_outputs") {
         GraphBuilder b("two_outputs", NumericMode::Fast);
         Dim M = b.symbol("M"), K = b.symbol("K"), N = b.symbol("N");
         Value x = b.input("x", DType::F32, {M, K}), w = b.input("w", DType::F32, {K, N});
@@ -112,31 +115,50 @@ std::vector<GroupVariant> make_group_variants(const sched::GroupScheduleChoice &
         Value t = matmul(x, w);
         b.output("t", t);
         b.output("y", gelu_tanh(t + bias));
-        out.push_back(compile("two_outputs", std::move(b).build(), schedule, target));
+        return std::move(b).build();
     }
     // gelu_tanh(x @ rhs + bias), the right operand declared and read as `rhs` says.
     using Rhs = std::function<Value(GraphBuilder &, Dim K, Dim N)>;
-    auto linear = [&](const std::string &label, const Rhs &rhs) {
+    auto linear = [&](const Rhs &rhs) {
         GraphBuilder b(label, NumericMode::Fast);
         Dim M = b.symbol("M"), K = b.symbol("K"), N = b.symbol("N");
         Value x = b.input("x", DType::F32, {M, K});
         Value w = rhs(b, K, N);
         Value bias = b.input("bias", DType::F32, {N});
         b.output("y", gelu_tanh(matmul(x, w) + bias));
-        out.push_back(compile(label, std::move(b).build(), schedule, target));
+        return std::move(b).build();
     };
-    linear("x_wT", [](GraphBuilder &b, Dim K, Dim N) { return transpose(b.input("wt", DType::F32, {N, K})); });
-    linear("x_wT_prepared", [](GraphBuilder &b, Dim K, Dim N) { return transpose(b.weight("wt", DType::F32, {N, K})); });
-    linear("w_bf16", [](GraphBuilder &b, Dim K, Dim N) {
-        return cast(cast(b.weight("w", DType::F32, {K, N}), DType::BF16), DType::F32);
-    });
     const int nr = sched::CpuBlocking::for_target(target).nr;
-    linear("w_panels", [nr](GraphBuilder &b, Dim K, Dim N) { return b.weight("w", DType::F32, {K, N}, Layout::panels(1, nr)); });
+    if (label == "x_wT") return linear([](GraphBuilder &b, Dim K, Dim N) { return transpose(b.input("wt", DType::F32, {N, K})); });
+    if (label == "x_wT_prepared")
+        return linear([](GraphBuilder &b, Dim K, Dim N) { return transpose(b.weight("wt", DType::F32, {N, K})); });
+    if (label == "w_bf16")
+        return linear([](GraphBuilder &b, Dim K, Dim N) { return cast(cast(b.weight("w", DType::F32, {K, N}), DType::BF16), DType::F32); });
+    if (label == "w_panels")
+        return linear([nr](GraphBuilder &b, Dim K, Dim N) { return b.weight("w", DType::F32, {K, N}, Layout::panels(1, nr)); });
     // Both: narrowed to bf16 and packed in panels when prepared (what the layout pass chooses
     // for a bf16 weight read by a matmul).
-    linear("w_bf16_panels", [nr](GraphBuilder &b, Dim K, Dim N) {
-        return cast(b.weight("w", DType::BF16, {K, N}, Layout::panels(1, nr)), DType::F32);
-    });
+    if (label == "w_bf16_panels")
+        return linear([nr](GraphBuilder &b, Dim K, Dim N) { return cast(b.weight("w", DType::BF16, {K, N}, Layout::panels(1, nr)), DType::F32); });
+    return std::nullopt;
+}
+
+}  // namespace
+
+const std::vector<std::string> &group_variant_labels() {
+    static const std::vector<std::string> labels = {"two_outputs", "x_wT", "x_wT_prepared", "w_bf16", "w_panels", "w_bf16_panels"};
+    return labels;
+}
+
+GroupVariant make_group_variant(const std::string &label, const sched::GroupScheduleChoice &schedule, const Halide::Target &target) {
+    std::optional<dsl::Graph> g = variant_graph(label, target);
+    if (!g) throw std::invalid_argument("unknown group variant '" + label + "'");
+    return compile(label, std::move(*g), schedule, target);
+}
+
+std::vector<GroupVariant> make_group_variants(const sched::GroupScheduleChoice &schedule, const Halide::Target &target) {
+    std::vector<GroupVariant> out;
+    for (const auto &label : group_variant_labels()) out.push_back(make_group_variant(label, schedule, target));
     return out;
 }
 

@@ -45,7 +45,14 @@ struct GroupVariant {
     void run(std::map<std::string, Halide::Runtime::Buffer<float> *> &buffers) const { run(buffers, Prepared()); }
 };
 
-/** Every variant, tanh GELU in fast mode (as the benchmark's main rows), under `schedule`. */
+/** The variants' labels, in the order make_group_variants builds them. */
+const std::vector<std::string> &group_variant_labels();
+
+/** One variant by label, tanh GELU in fast mode (as the benchmark's main rows), under
+ * `schedule`; throws std::invalid_argument for an unknown label. */
+GroupVariant make_group_variant(const std::string &label, const sched::GroupScheduleChoice &schedule, const Halide::Target &target);
+
+/** Every variant, in group_variant_labels() order. */
 std::vector<GroupVariant> make_group_variants(const sched::GroupScheduleChoice &schedule, const Halide::Target &target);
 
 }  // namespace tessel::bench

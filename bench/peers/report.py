@@ -3,19 +3,20 @@ cold start, check) and a summary of the ratios over every shape. A row whose sys
 not installed or failed its check shows that text in place of its numbers."""
 import statistics
 
-from workers import SYSTEMS
+from workers import OWN, SYSTEMS
 
 
-def ratio_to_tessel(rows, system):
-    """Peer time / Tessel time (> 1 means Tessel is faster); None when either is missing."""
-    t, p = rows.get("tessel"), rows.get(system)
+def ratio_to_tessel(rows, system, tessel="tessel"):
+    """Peer time / Tessel time (> 1 means Tessel is faster); None when either is missing.
+    `tessel` names the Tessel row: "tessel", or "tessel_panels" (w prepared once)."""
+    t, p = rows.get(tessel), rows.get(system)
     if not t or not p or t.get("median") is None or p.get("median") is None:
         return None
     return p["median"] / t["median"]
 
 
 def best_peer(rows):
-    timed = [(r["median"], s) for s, r in rows.items() if s != "tessel" and r.get("median") is not None]
+    timed = [(r["median"], s) for s, r in rows.items() if s not in OWN and r.get("median") is not None]
     return min(timed)[1] if timed else None
 
 
@@ -52,13 +53,18 @@ def print_shape(shape, rows, out):
     if best:
         r = ratio_to_tessel(rows, best)
         tail = f": {r:.2f}x Tessel's time" if r is not None else ""
+        r2 = ratio_to_tessel(rows, best, "tessel_panels")
+        tail += f"; {r2:.2f}x the time of Tessel with w prepared" if r2 is not None else ""
         print(f"  best peer: {SYSTEMS[best][1]}{tail}", file=out)
 
 
 def print_summary(results, out):
     peers = [s for s in SYSTEMS if s != "tessel" and any(s in e["rows"] for e in results)]
+    prepared = "tessel_panels" in peers
     print("\nSummary: peer ms / Tessel ms (> 1.00x means Tessel is faster; '-' = not timed, see the shape's table)", file=out)
     head = f"{'shape':<14} {'Tessel ms':>10}" + "".join(f" {s:>14}" for s in peers) + "  best peer"
+    if prepared:
+        head += " (best peer / Tessel with w prepared)"
     print(head, file=out)
     for entry in results:
         rows = entry["rows"]
@@ -68,4 +74,6 @@ def print_summary(results, out):
             r = ratio_to_tessel(rows, s)
             line += f" {r:13.2f}x" if r is not None else f" {'-':>14}"
         best = best_peer(rows)
-        print(line + f"  {SYSTEMS[best][1] if best else '-'}", file=out)
+        line += f"  {SYSTEMS[best][1] if best else '-'}"
+        r2 = ratio_to_tessel(rows, best, "tessel_panels") if best and prepared else None
+        print(line + (f" ({r2:.2f}x)" if r2 is not None else ""), file=out)

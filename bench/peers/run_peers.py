@@ -204,6 +204,10 @@ def print_header(args, workers, isa, model, out):
     print(f"CPU: {model}; ISA: {isa} (lscpu flags)", file=out)
     print(f"Tessel: schedule {ti.get('schedule', args.schedule)}, numeric mode fast, target {ti.get('target', args.target)}"
           + ("" if args.target == "host" else " (--target: Tessel only; the peers run at the host's ISA)"), file=out)
+    if "tessel_panels" in args.systems:
+        print("Tessel, w prepared (panels): the same layer with w declared a weight, prepared once in panels of the "
+              "register block's width (what the layout pass chooses for M <= 16; the panel nests read them in place); "
+              "preparing is part of its cold start, as freezing is of torch.compile's", file=out)
     print(f"OpenBLAS: {ti.get('openblas', '?')}", file=out)
     versions = [w.info.get("version", f"{rt}: {w.dead or 'unknown'}") for rt, w in workers.items() if rt != "tessel"]
     print("Peers: " + "; ".join(versions), file=out)

@@ -4,6 +4,10 @@
 //   tessel    the running example's layer through driver/GeluLayer.h -> CompiledKernel, GELU
 //             tanh, numeric mode fast, a library schedule (default cpu_blocked) compiled for
 //             --target: the kernel `make bench` (tessel_bench) times;
+//   tessel_panels  the same layer with w declared a weight and prepared once in panels of the
+//             register block's width (bench/GroupVariants.h "w_panels", what the layout pass
+//             chooses for small M); preparing is part of its cold start, as freezing is of
+//             torch.compile's;
 //   openblas  sgemm (sgemv for M = 1) + the vectorized bias+GELU pass of baselines/OpenBlasGelu.cpp.
 //
 // Protocol: one command per line; each answer is one line, "ok ..." or "error <message>".
@@ -18,6 +22,7 @@
 // Before the first command it prints "info <key>: <value>" lines, then "ready".
 #include "autoscheduler/MachineProbes.h"
 #include "baselines/GeluReference.h"
+#include "bench/GroupVariants.h"
 #include "codegen/Compile.h"
 #include "driver/GeluLayer.h"
 #include "schedules/Library.h"
@@ -85,6 +90,9 @@ struct Shape {
     int M = 0, K = 0, N = 0;
     Buffer<float> x, w, bias;  // Buffer(K, M) is row-major [M, K]
     std::unique_ptr<GeluLayer> layer;
+    std::unique_ptr<GroupVariant> panels;   ///< tessel_panels
+    GroupVariant::Prepared prepared;        ///< its weights, prepared once
+    std::map<std::string, Buffer<float> *> panel_buffers;
     std::map<std::string, Buffer<float>> y;
     std::map<std::string, std::function<void()>> call;
 };
@@ -154,12 +162,18 @@ private:
         if (system == "tessel") {
             s.layer = std::make_unique<GeluLayer>(GeluForm::Tanh, dsl::NumericMode::Fast, schedule_, target_);
             s.call[system] = [p, &y] { p->layer->run(p->x, p->w, p->bias, y); };
+        } else if (system == "tessel_panels") {
+            s.panels = std::make_unique<GroupVariant>(
+                make_group_variant("w_panels", sched::resolve_group_schedule(o_.schedule, target_), target_));
+            s.panel_buffers = {{"x", &s.x}, {"w", &s.w}, {"bias", &s.bias}, {"y", &y}};
+            s.prepared = s.panels->prepare_weights(s.panel_buffers);
+            s.call[system] = [p] { p->panels->run(p->panel_buffers, p->prepared); };
         } else if (system == "openblas") {
             s.call[system] = [p, &y] {
                 gelu_mlp_openblas(p->x.data(), p->w.data(), p->bias.data(), y.data(), p->M, p->K, p->N, GeluForm::Tanh);
             };
         } else {
-            throw std::invalid_argument("unknown system '" + system + "' (tessel, openblas)");
+            throw std::invalid_argument("unknown system '" + system + "' (tessel, tessel_panels, openblas)");
         }
         s.call[system]();
         char buf[64];

@@ -14,6 +14,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # system -> (runtime, label); the order is the tables' order.
 SYSTEMS = {
     "tessel": ("tessel", "Tessel"),
+    "tessel_panels": ("tessel", "Tessel, w prepared (panels)"),
     "openblas": ("tessel", "OpenBLAS+epilogue"),
     "torch_eager": ("torch", "torch eager"),
     "torch_compile": ("torch", "torch.compile max-autotune"),
@@ -22,7 +23,9 @@ SYSTEMS = {
     "numpy": ("numpy", "numpy"),
 }
 # Timed unless --systems says otherwise; torch.compile's default mode is timed when max-autotune fails.
-DEFAULT_SYSTEMS = ["tessel", "openblas", "torch_eager", "torch_compile", "jax_jit", "numpy"]
+DEFAULT_SYSTEMS = ["tessel", "tessel_panels", "openblas", "torch_eager", "torch_compile", "jax_jit", "numpy"]
+# Tessel's own rows: never a peer.
+OWN = ("tessel", "tessel_panels")
 FALLBACK = {"torch_compile": "torch_compile_default"}
 OPENBLAS_OPENMP = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
 
