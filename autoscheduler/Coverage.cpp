@@ -61,7 +61,9 @@ Pairs measured_pairs(const TuneResult &r) {
         if (c.params == r.params) p.choice = p.measured.size();
         p.params.push_back(c.params);
         p.predicted.push_back(c.cost.total_s());
-        p.measured.push_back(c.measured->median_ms);
+        // Screening times for every candidate: a finalist's final-round time is another kind of
+        // measurement (interleaved, later), not comparable with the others' screening.
+        p.measured.push_back(c.screened ? c.screened->median_ms : c.measured->median_ms);
     }
     return p;
 }

@@ -3,7 +3,9 @@
  *
  * For every tuned shape the measured candidates give pairs (predicted, measured). Per shape
  * class this reports Spearman's rank correlation, the regret of the model's top pick (its
- * measured time over the best measured, minus one) and the regret of the tuner's choice.
+ * measured time over the best measured, minus one) and the regret of the tuner's choice, all on
+ * the screening measurements (a finalist's final-round time is kept apart: RankedCandidate::
+ * screened), so a choice the final round made against its screening shows here as regret.
  *
  * calibration_experiment() shows the design's warning on real measurements: a model whose
  * calibration was fitted on square matrices only, used to rank decode (memory-bound) shapes,

@@ -17,6 +17,11 @@ bool has_row_local(const sched::GroupShape &s) {
            std::any_of(s.reductions.begin(), s.reductions.end(), [](const sched::GroupReduction &r) { return r.row_local; });
 }
 
+bool has_kept_n(const sched::GroupShape &s) {
+    return std::any_of(s.reductions.begin(), s.reductions.end(),
+                       [](const sched::GroupReduction &r) { return !r.along_n && r.n_is_data && r.rank >= 1; });
+}
+
 bool all_along_n(const sched::GroupShape &s) {
     return !s.reductions.empty() &&
            std::all_of(s.reductions.begin(), s.reductions.end(), [](const sched::GroupReduction &r) { return r.along_n; });
@@ -139,18 +144,22 @@ std::vector<CandidateParams> enumerate_group_space(const Workload &w, const Targ
             tasks.push_back(t);
         }
     }
+    const std::vector<int> reduce_vectors = has_kept_n(s) ? std::vector<int>{1, 2, 4, 8} : std::vector<int>{1};
     for (const auto &t : tasks)
         for (int v : {1, 2, 4})
             for (bool pr : per_row)
-                for (bool ln : lanes) {
-                    CandidateParams p;
-                    p.nest = "group";
-                    p.group = t;
-                    p.group.vectors = v;
-                    p.group.reductions_per_row = pr;
-                    p.group.vectorize_reductions = ln;
-                    out.push_back(p);
-                }
+                for (bool ln : lanes)
+                    for (int rv : reduce_vectors) {
+                        if (rv > 1 && !ln) continue;  // only the vectorized kept-n reduction has them
+                        CandidateParams p;
+                        p.nest = "group";
+                        p.group = t;
+                        p.group.vectors = v;
+                        p.group.reductions_per_row = pr;
+                        p.group.vectorize_reductions = ln;
+                        p.group.reduction_vectors = rv;
+                        out.push_back(p);
+                    }
     return out;
 }
 
@@ -218,7 +227,11 @@ CostBreakdown estimate_group_cpu(const Workload &w, const CandidateParams &p, co
     for (const auto &r : s.reductions) {
         const bool lanes = p.group.vectorize_reductions && !w.ordered_reductions && r.along_n;
         const bool kept_n = p.group.vectorize_reductions && !r.along_n && r.n_is_data;
-        const double per_elem_cycles = lanes ? c.fma_latency / L : kept_n ? 1.0 / L : (double)c.fma_latency;
+        // Kept n: one add per vector per row, `reduction_vectors` independent chains hide the
+        // add's latency.
+        const double per_elem_cycles = lanes    ? c.fma_latency / L
+                                       : kept_n ? std::max(1.0, (double)c.fma_latency / p.group.reduction_vectors) / L
+                                                : (double)c.fma_latency;
         seconds += gw.reduced_elements * per_elem_cycles / hz;
         const bool per_row = p.group.reductions_per_row && s.outputs.size() == 1 && r.row_local;
         // Its input is read once more by the outputs: from L1/L2 inside a row, else from

@@ -4,7 +4,8 @@
  *
  * A point is the CPU nest's knobs (sched::CpuGroupParams, the same nest cpu_elementwise and
  * cpu_rows are points of): vectors per iteration, rows per parallel task (rank 1: elements per
- * task) or one thread, row-local reductions per output row or at root, and lane partial sums.
+ * task) or one thread, row-local reductions per output row or at root, lane partial sums, and for
+ * reductions that keep n (column sums) the vectors of n each task accumulates independently.
  * Every point is legal for every group of its kind: the nest guards its tails and ignores a knob
  * where it would be wrong (lanes in exact mode, per-row placement with several outputs), so the
  * space holds only the points that differ. SearchSpace.h, Pruning.h and CostModel.h dispatch

@@ -67,7 +67,8 @@ nlohmann::json CandidateParams::to_json() const {
         j["group"] = {{"vectors", group.vectors},         {"rows_per_task", group.rows_per_task},
                       {"block", group.block},             {"parallel", group.parallel},
                       {"reductions_per_row", group.reductions_per_row},
-                      {"vectorize_reductions", group.vectorize_reductions}};
+                      {"vectorize_reductions", group.vectorize_reductions},
+                      {"reduction_vectors", group.reduction_vectors}};
     return j;
 }
 

@@ -27,7 +27,7 @@
 namespace tessel::autosched {
 
 /** Bump when the space or make_schedule changes: it is part of every tuning key. */
-constexpr int kSearchSpaceVersion = 6;  // 2: split-K register-block nest ("splitk"); 3: "gemv"; 4: ordered-sum rule (exact mode); 5: "panel" nests; 6: elementwise and reduction groups
+constexpr int kSearchSpaceVersion = 7;  // 2: split-K register-block nest ("splitk"); 3: "gemv"; 4: ordered-sum rule (exact mode); 5: "panel" nests; 6: elementwise and reduction groups; 7: column-sum vectors
 
 /** An elementwise or reduction group at concrete sizes: what its space, rules and cost terms
  * read (GroupKindSpace.h). Filled by group_kind_workload. */

@@ -269,6 +269,7 @@ TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
                 for (size_t k = 0; k < finalists.size() && k < final.size(); k++) {
                     const Measurement m = validate_measurement(final[k]);
                     if (!m.ok()) continue;
+                    result.ranked[finalists[k]].screened = result.ranked[finalists[k]].measured;
                     result.ranked[finalists[k]].measured = m;
                     kept.push_back(finalists[k]);
                 }

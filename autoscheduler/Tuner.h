@@ -82,6 +82,9 @@ struct RankedCandidate {
     CostBreakdown cost;
     std::optional<Measurement> measured;
     std::string ptxas;  ///< CUDA: the ptxas verdict when checked
+    /** The screening measurement when the final round replaced `measured` (Coverage compares
+     * every candidate on the same kind of measurement: screening). */
+    std::optional<Measurement> screened;
 };
 
 struct TuneResult {

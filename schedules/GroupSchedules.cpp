@@ -61,12 +61,21 @@ void cpu_reductions(ScheduleSpec &s, const GroupShape &g, const std::string &row
             else s.compute_root(lanes_func);
             s.vectorize(StageRef{lanes_func}, "u").vectorize(StageRef{lanes_func, 0}, "u");
         } else if (p.vectorize_reductions && r.n_is_data && r.rank >= 1) {
-            // Vector lanes along the kept axis n, innermost inside the reduction loops.
+            // Vector lanes along the kept axis n, innermost inside the reduction loops; with
+            // several vectors per task, each row's adds go to that many independent accumulators
+            // (unrolled), over a contiguous run of the row.
             s.split(pure, "n", "no", "nl", lanes, kGuard).vectorize(pure, "nl");
             std::vector<std::string> order{"nl"};
+            if (p.reduction_vectors > 1) {
+                s.split(update, "n", "no", "ni", p.reduction_vectors * lanes, kGuard).split(update, "ni", "nv", "nl", lanes, kGuard);
+                order.push_back("nv");
+            } else {
+                s.split(update, "n", "no", "nl", lanes, kGuard);
+            }
             order.insert(order.end(), r.rvars.begin(), r.rvars.end());
             order.push_back("no");
-            s.split(update, "n", "no", "nl", lanes, kGuard).reorder(update, order).vectorize(update, "nl");
+            s.reorder(update, order).vectorize(update, "nl");
+            if (p.reduction_vectors > 1) s.unroll(update, "nv");
             if (par == "n") par = "no";
         }
         if (!per_row && !par.empty() && p.parallel) s.parallel(pure, par).parallel(update, par);
@@ -84,6 +93,7 @@ CpuGroupParams CpuGroupParams::library(bool vectorize_reductions) {
 std::string CpuGroupParams::to_string() const {
     std::string s = "v=" + std::to_string(vectors) + (parallel ? " rows/task=" + std::to_string(rows_per_task) : " serial");
     if (block != kCpuBlock) s += " block=" + std::to_string(block);
+    if (reduction_vectors > 1) s += " reduce-vectors=" + std::to_string(reduction_vectors);
     s += std::string(" reduce=") + (reductions_per_row ? "row" : "root") + (vectorize_reductions ? "+lanes" : "");
     return s;
 }

@@ -89,6 +89,9 @@ struct CpuGroupParams {
     bool parallel = true;               ///< false: one thread (tiny groups, where a task costs more than it does)
     bool reductions_per_row = true;     ///< row-local reductions inside the row loop of a single output
     bool vectorize_reductions = true;   ///< lane partial sums along n (rfactor), or vectors along a kept n
+    /** A reduction along another axis that keeps n (column sums): vectors of n per task, each an
+     * independent accumulator per row (1: one vector, as the library). */
+    int reduction_vectors = 1;
     /** cpu_elementwise (`vectorize_reductions` false) and cpu_rows (true). */
     static CpuGroupParams library(bool vectorize_reductions);
     std::string to_string() const;      ///< "v=2 rows/task=1 reduce=row+lanes"
