@@ -144,13 +144,14 @@ std::vector<CandidateParams> enumerate_group_space(const Workload &w, const Targ
             tasks.push_back(t);
         }
     }
-    const std::vector<int> reduce_vectors = has_kept_n(s) ? std::vector<int>{1, 2, 4, 8} : std::vector<int>{1};
+    const bool kept_n = has_kept_n(s);
+    const std::vector<int> reduce_vectors = kept_n ? std::vector<int>{1, 2, 4, 8} : std::vector<int>{library.group.reduction_vectors};
     for (const auto &t : tasks)
         for (int v : {1, 2, 4})
             for (bool pr : per_row)
                 for (bool ln : lanes)
                     for (int rv : reduce_vectors) {
-                        if (rv > 1 && !ln) continue;  // only the vectorized kept-n reduction has them
+                        if (kept_n && rv > 1 && !ln) continue;  // only the vectorized kept-n reduction has them
                         CandidateParams p;
                         p.nest = "group";
                         p.group = t;

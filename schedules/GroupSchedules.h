@@ -21,7 +21,8 @@
  *                    would be recomputed for every row) and those of groups with several outputs
  *                    are computed at root, in parallel. A reduction along the innermost axis sums
  *                    a vector of partial results (split by the vector width + rfactor), then adds
- *                    the lanes; any other is vectorized along its own n. Legal for any group
+ *                    the lanes; any other is vectorized along its own n, 4 vectors per task
+ *                    (independent accumulators down the reduced rows). Legal for any group
  *                    (matmul Funcs are treated as reductions: this is the lowering's fallback).
  *   cuda_elementwise outputs tiled 32x8 over GPU blocks x threads (256 threads along n for rank
  *                    1; batch axes fused into the third block dimension). A single output's
@@ -90,7 +91,7 @@ struct CpuGroupParams {
     bool reductions_per_row = true;     ///< row-local reductions inside the row loop of a single output
     bool vectorize_reductions = true;   ///< lane partial sums along n (rfactor), or vectors along a kept n
     /** A reduction along another axis that keeps n (column sums): vectors of n per task, each an
-     * independent accumulator per row (1: one vector, as the library). */
+     * independent accumulator per row (cpu_rows: 4). */
     int reduction_vectors = 1;
     /** cpu_elementwise (`vectorize_reductions` false) and cpu_rows (true). */
     static CpuGroupParams library(bool vectorize_reductions);
