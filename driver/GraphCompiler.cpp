@@ -105,7 +105,7 @@ ScheduleChooser make_chooser(const std::string &schedule, const Halide::Target &
                                          const lower::LoweredGroup &g) -> std::optional<sched::ScheduleSpec> {
         if (user && g.kind == user->group) return user->for_group(lower::group_shape(g), target);
         if (!user && autos) {
-            auto r = autoschedule_group(*autos->graph, fg, autos->db, target, autos->symbols, autos->tune, autos->log);
+            auto r = autoschedule_group(*autos->graph, fg, autos->db, target, autos->symbols, autos->tune, autos->log, &g);
             if (r) {
                 sched::ScheduleSpec s = r->schedule;
                 s.name += " [" + r->source + "]";

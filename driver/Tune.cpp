@@ -137,14 +137,16 @@ void add_group_facts(const dsl::Graph &g, const dsl::FusionGroup &group, int64_t
 }  // namespace
 
 std::optional<Workload> group_workload(const dsl::Graph &g, const dsl::FusionGroup &group,
-                                       const std::map<std::string, int64_t> &symbols) {
-    if (group.kind != dsl::GroupKind::MatmulEpilogue)
-        return autosched::group_kind_workload(g, group, lower::group_shape(lower::lower_group(g, group)), symbols);
-    if (!group_dims(g, group)) return std::nullopt;
+                                       const std::map<std::string, int64_t> &symbols, const lower::LoweredGroup *lowered) {
+    const bool matmul = group.kind == dsl::GroupKind::MatmulEpilogue;
+    if (matmul && !group_dims(g, group)) return std::nullopt;
+    std::optional<lower::LoweredGroup> own;
+    if (!lowered) lowered = &own.emplace(lower::lower_group(g, group));
+    if (!matmul) return autosched::group_kind_workload(g, group, lower::group_shape(*lowered), symbols);
     const auto e = dsl::group_extents(g, group).concrete(symbols);
     if (!e) return std::nullopt;
     Workload w{e->at("M"), e->at("K"), e->at("N")};
-    add_group_facts(g, group, lower::lower_group(g, group).rhs_panel_width, w);
+    add_group_facts(g, group, lowered->rhs_panel_width, w);
     return w;
 }
 
@@ -298,8 +300,8 @@ int run_tune(const TuneOptions &o, std::ostream &out) {
 std::optional<autosched::TuneResult> autoschedule_group(const dsl::Graph &g, const dsl::FusionGroup &fg,
                                                         const std::string &db_path, const Halide::Target &target,
                                                         const std::map<std::string, int64_t> &symbols, bool measure,
-                                                        std::ostream *log) {
-    auto w = group_workload(g, fg, symbols);
+                                                        std::ostream *log, const lower::LoweredGroup *lowered) {
+    auto w = group_workload(g, fg, symbols, lowered);
     if (!w) return std::nullopt;
     // Lookups need only reading: a read-only database (or none) still serves, and then the
     // pick is not stored; said once per process on stderr.

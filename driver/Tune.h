@@ -17,6 +17,10 @@
 #include <string>
 #include <vector>
 
+namespace tessel::lower {
+struct LoweredGroup;
+}
+
 namespace tessel {
 
 struct TuneOptions {
@@ -44,15 +48,17 @@ int run_tune(const TuneOptions &options, std::ostream &out);
 
 /** The workload of a group at concrete symbol sizes: a matmul+epilogue group's GroupExtents M,
  * K, N plus the epilogue's cost (nullopt when it has no M, K or N); any other kind's GroupWork
- * (autoscheduler/GroupKindSpace.h). nullopt when a size is unbound. */
+ * (autoscheduler/GroupKindSpace.h). nullopt when a size is unbound. `lowered`: the group already
+ * lowered and not yet scheduled (CompiledGraph's probe), read instead of lowering it again. */
 std::optional<autosched::Workload> group_workload(const dsl::Graph &g, const dsl::FusionGroup &group,
-                                                  const std::map<std::string, int64_t> &symbols);
+                                                  const std::map<std::string, int64_t> &symbols,
+                                                  const lower::LoweredGroup *lowered = nullptr);
 
 /** Autoschedules the planned `group` of `g` at `symbols`: a database hit, else the model's pick,
  * or (with `measure`) a measured tuning run. nullopt when group_workload has none. */
 std::optional<autosched::TuneResult> autoschedule_group(const dsl::Graph &g, const dsl::FusionGroup &group,
                                                         const std::string &db, const Halide::Target &target,
                                                         const std::map<std::string, int64_t> &symbols, bool measure,
-                                                        std::ostream *log);
+                                                        std::ostream *log, const lower::LoweredGroup *lowered = nullptr);
 
 }  // namespace tessel

@@ -34,7 +34,7 @@ using Shape = std::map<std::string, int64_t>;
 
 std::string algorithm(const std::string &name) { return std::string(TESSEL_SOURCE_DIR) + "/algorithms/" + name; }
 
-// A column reduction and an elementwise rank-1 output in separate groups.
+// Column sums under a rank-1 elementwise epilogue (fusion keeps them in one group).
 const char *kColumnsAndRank1 = R"(graph columns {
   %x = input : f32[M, N]
   %v = input : f32[N]
@@ -133,21 +133,21 @@ TEST_CASE("group-kind space: shape classes, the library's point, and the pruning
     CHECK(exact_report.removed_by_rule.at(0).first == "ordered-sum");
     CHECK(exact_report.removed_by_rule.at(0).second > 0);
 
-    // A column reduction and a rank-1 elementwise group get their own classes and knobs.
+    // Column sums fused with a rank-1 epilogue: one group of class columns, whose space offers
+    // rank-1 blocks and accumulators per column-sum task.
     const Planned cols = plan_text(kColumnsAndRank1);
-    bool saw_columns = false, saw_elementwise = false;
-    for (const auto &g : cols.plan.groups) {
-        const Workload wg = workload_of(cols, g, {{"M", 300}, {"N", 70000}});
-        if (wg.shape_class() == "columns") saw_columns = true;
-        if (wg.shape_class() == "elementwise") {
-            saw_elementwise = true;
-            CHECK(wg.group.rows == 1);
-            bool blocks = false;
-            for (const auto &p : enumerate_space(wg, m)) blocks |= p.group.block != sched::kCpuBlock;
-            CHECK(blocks);
-        }
+    REQUIRE(cols.plan.groups.size() == 1);
+    const Workload wc = workload_of(cols, cols.plan.groups[0], {{"M", 300}, {"N", 70000}});
+    CHECK(wc.shape_class() == "columns");
+    CHECK(wc.group.rows == 1);
+    CHECK(wc.group.cols == 70000);
+    bool blocks = false, accumulators = false;
+    for (const auto &p : prune(enumerate_space(wc, m), wc, m)) {
+        blocks |= p.group.block != sched::kCpuBlock;
+        accumulators |= p.group.reduction_vectors > 1;
     }
-    CHECK((saw_columns || saw_elementwise));
+    CHECK(blocks);
+    CHECK(accumulators);
 
     // The model ranks one serial thread first for a tiny group and a parallel nest for a large one.
     AnalyticalCostModel model(m);
