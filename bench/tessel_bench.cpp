@@ -6,9 +6,9 @@
 // Map: parse_options (our flags; the rest go to Google Benchmark, with 3 randomly
 // interleaved repetitions by default) -> register_probes (FMA peak, STREAM triad, as
 // benchmarks interleaved with the kernels) -> per shape: buffers, cross-check against
-// OpenBLAS, register_timed (compute shapes: Tessel, OpenBLAS; tanh strict/fast and erf on
-// one shape) or register_paired (decode shapes: Tessel, OpenBLAS and the read floor
-// alternated call by call, each after a cache flush) ->
+// OpenBLAS, register_paired (Tessel, OpenBLAS and, for compute shapes, the FMA probe, or for
+// decode shapes the read floor, alternated call by call; decode calls each after a cache
+// flush), register_timed (tanh strict and erf on one shape) ->
 // compile-time benchmarks -> RunSpecifiedBenchmarks -> print_summary (medians of every
 // timed iteration of this run).
 #include "baselines/GeluReference.h"
@@ -133,6 +133,7 @@ double fastest(const std::vector<double> &v) { return v.empty() ? NAN : *std::mi
 /** The machine's limits, from the probe benchmarks run interleaved with the kernels. */
 struct Machine {
     double fma_peak_gflops = 0, fma_peak_gflops_best = 0;
+    double fma_flops = 0;  ///< FLOPs of one probe run
     std::string fma_isa;
     NominalPeak nominal;
     double triad_gbps = 0, triad_gbps_best = 0;
@@ -181,6 +182,7 @@ void summarize_probes(Machine &m, const FmaPeakProbe &fma, const TriadProbe &tri
     const auto &f = g_samples["probe/fma_peak"];
     const auto &t = g_samples["probe/stream_triad"];
     m.fma_isa = fma.isa();
+    m.fma_flops = fma.flops();
     m.fma_peak_gflops = fma.flops() / median(f) * 1e-9;
     m.fma_peak_gflops_best = fma.flops() / fastest(f) * 1e-9;
     m.triad_gbps = triad.bytes() / median(t) * 1e-9;
@@ -230,22 +232,24 @@ void register_timed(const std::string &name, ShapeData *d, const Options &o, Cac
     })->UseManualTime()->Iterations(iterations_for(d->shape, o))->Unit(benchmark::kMillisecond);
 }
 
-/** Decode shapes: ONE benchmark per shape whose every iteration times each implementation
- * once, each after its own cache flush, in an order rotated every iteration. Two-thread
- * bandwidth drifts by tens of percent within seconds; samples taken milliseconds apart
- * compare the implementations under the same conditions, which blocks of consecutive
- * iterations of separate benchmarks do not. Each implementation's samples are kept under
- * its own name, as register_timed keeps them. */
+/** ONE benchmark per shape whose every iteration times each implementation once, in an order
+ * rotated every iteration; decode shapes flush the caches before each call, compute shapes
+ * time the FMA probe among the implementations. Two-thread bandwidth and clock drift by tens
+ * of percent within seconds; samples taken milliseconds apart compare the implementations
+ * under the same conditions, which blocks of consecutive iterations of separate benchmarks
+ * do not. Each implementation's samples are kept under its own name, as register_timed keeps
+ * them, sample i of every implementation from iteration i (paired_ratio reads them so). */
 void register_paired(ShapeData *d, const Options &o, CacheFlusher *flusher, const Timed &impls) {
     const std::string name = d->shape.name + "/paired";
     const int threads = o.threads;
+    const bool cold = d->shape.kind == ShapeKind::Decode;
     benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State &state) {
         size_t rotation = 0;
         for (auto _ : state) {
             double iteration = 0;
             for (size_t j = 0; j < impls.size(); j++) {
                 const auto &[impl, fn] = impls[(j + rotation) % impls.size()];
-                flusher->flush(threads);
+                if (cold) flusher->flush(threads);
                 const auto t0 = std::chrono::steady_clock::now();
                 fn();
                 const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -257,6 +261,16 @@ void register_paired(ShapeData *d, const Options &o, CacheFlusher *flusher, cons
         }
         for (const auto &[impl, fn] : impls) state.counters[impl + " ms"] = median(g_samples[impl]) * 1e3;
     })->UseManualTime()->Iterations(iterations_for(d->shape, o))->Unit(benchmark::kMillisecond);
+}
+
+/** Median over paired iterations of (rate of `a`) / (rate of `b`) for the same work per call,
+ * i.e. b's time over a's in the same iteration; `scale` converts (e.g. the probe's FLOPs over
+ * the kernel's). NaN when either was not timed. */
+double paired_ratio(const std::string &a, const std::string &b, double scale = 1.0) {
+    const std::vector<double> &ta = g_samples[a], &tb = g_samples[b];
+    std::vector<double> r;
+    for (size_t i = 0; i < std::min(ta.size(), tb.size()); i++) r.push_back(scale * tb[i] / ta[i]);
+    return r.empty() ? NAN : median(r);
 }
 
 bool listed(const std::string &list, const std::string &name) {
@@ -274,6 +288,7 @@ std::string tessel_name(const BenchShape &s, const std::string &schedule, const 
     return s.name + "/tessel:" + schedule + "/" + epilogue;
 }
 std::string blas_name(const BenchShape &s, const std::string &epilogue) { return s.name + "/openblas/" + epilogue; }
+std::string probe_name(const BenchShape &s) { return s.name + "/probe/fma_peak"; }
 std::string floor_name(const BenchShape &s, int streams) { return s.name + "/floor/read_w_" + std::to_string(streams) + "streams"; }
 
 /** The read floor of a decode shape: the fastest of the read patterns timed in this run. */
@@ -389,8 +404,12 @@ void print_summary(const Options &o, const Machine &m, const std::vector<std::un
                           read_floor >= compute_floor ? "cold read of w" : "FMA peak", s.min_bytes() / read_floor * 1e-9, f.streams,
                           s.min_bytes() / tt * 1e-9);
         } else {
-            std::snprintf(buf, sizeof buf, "%5.1f%% peak (BLAS %.1f%%)", 100 * s.flops() / tt * 1e-9 / m.fma_peak_gflops,
-                          100 * s.flops() / tb * 1e-9 / m.fma_peak_gflops);
+            // Each iteration's kernel rate over the probe's rate in the same iteration; the median.
+            const double scale = s.flops() / m.fma_flops;
+            std::snprintf(buf, sizeof buf, "%5.1f%% peak (BLAS %.1f%%; peak %.1f GFLOP/s paired)",
+                          100 * paired_ratio(tessel_name(s, o.schedule, "tanh_fast"), probe_name(s), scale),
+                          100 * paired_ratio(blas_name(s, "tanh"), probe_name(s), scale),
+                          m.fma_flops / median(g_samples[probe_name(s)]) * 1e-9);
         }
         frac = buf;
         const size_t v = ran.pick_variant({{"M", (long)s.M}, {"K", (long)s.K}, {"N", (long)s.N}});
@@ -629,10 +648,13 @@ int run(int argc, char **argv) {
             for (int streams : autosched::kReadPatterns)
                 timed.push_back({floor_name(s, streams),
                                  [=] { g_sink = g_sink + stream_read(d->w.data(), (size_t)s.K * s.N, threads, streams); }});
-            register_paired(d, o, &flusher, timed);
         } else {
-            for (const auto &[name, fn] : timed) register_timed(name, d, o, &flusher, fn);
+            // The FMA probe in the same rounds: "% of peak" is a ratio of rates measured
+            // milliseconds apart, so clock drift between benchmarks does not enter it.
+            const FmaPeakProbe *probe = &fma;
+            timed.push_back({probe_name(s), [=] { g_sink = g_sink + (float)probe->run(); }});
         }
+        register_paired(d, o, &flusher, timed);
         if (s.name == o.mode_shape) {
             GeluLayer *strict = k.tanh_strict.get(), *erf = k.erf.get();
             register_timed(tessel_name(s, o.schedule, "tanh_strict"), d, o, &flusher,
