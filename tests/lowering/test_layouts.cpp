@@ -10,6 +10,7 @@
 
 #include "codegen/Compile.h"
 #include "dsl/Simplify.h"
+#include "dsl/analysis/WeightDerived.h"
 #include "dsl/interp/Interpreter.h"
 #include "dsl/ir/Parser.h"
 #include "dsl/passes/FusionPolicy.h"
@@ -97,8 +98,12 @@ TEST_CASE("layout chains match the interpreter under the pass's choice, forcing,
                 dsl::LayoutOptions o = lower::layout_options(parse_target("host"), {{symbols, 1.0}});
                 o.conversions = conversions;
                 auto c = compile(dir + name + ".tsl", symbols, &o);
+                // Conversions of per-call values only: whether the weight is prepared in panels
+                // depends on the ISA's register block (24 columns on AVX2 pack N = 53, 48 on
+                // AVX-512 do not), which the other layout tests cover.
+                const std::vector<char> prepared = dsl::weight_derived(c->g);
                 int copies = 0;
-                for (dsl::ValueId v : c->g.order()) copies += c->g.node(v).op == dsl::Op::Copy;
+                for (dsl::ValueId v : c->g.order()) copies += c->g.node(v).op == dsl::Op::Copy && !prepared[v];
                 // The measured model converts for the softmax only.
                 if (conversions == C::Never) CHECK(copies == 0);
                 if (conversions == C::EachReader) CHECK(copies == 1);
