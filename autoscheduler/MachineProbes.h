@@ -63,17 +63,26 @@ private:
     std::vector<double> a_, b_, c_;
 };
 
-/** Reads `count` floats once: 8 tasks shared by `threads` OpenMP threads, each reading its
- * contiguous eighth as `streams` (1 to 8) streams of 1 KiB steps into vector partial sums, with
- * the widest vectors the CPU has. Timed after a cache flush, the fastest of kReadPatterns is the
- * same-run memory floor for the decode shapes, whose weights are read exactly once: the access
- * patterns of the decode nests (gemv's 8 row streams per task, a panel nest's one stream), so no
- * kernel should beat it by more than noise; one that does by more says the probe is wrong again
- * (it is a measurement, not a proven bound). */
-float stream_read(const float *data, size_t count, int threads, int streams = 8);
+/** How stream_read walks its share of w: `streams` (1 to 8) streams per task, each advanced
+ * `step` floats (a multiple of 16) before the next stream is read. */
+struct ReadPattern {
+    int streams = 8;
+    int step = 256;
+    std::string name() const;  ///< e.g. "8x1KiB"
+};
 
-/** The streams per task stream_read is timed with; the floor is the fastest. */
-inline constexpr int kReadPatterns[] = {1, 2, 8};
+/** Reads `count` floats once: 8 tasks shared by `threads` OpenMP threads, each reading its
+ * contiguous eighth in `pattern`, into vector partial sums, with the widest vectors the CPU
+ * has. Timed after a cache flush, the fastest of kReadPatterns is the same-run memory floor for
+ * the decode shapes, whose weights are read exactly once: the access patterns of the decode
+ * nests (gemv's 8 row streams per task advanced 4 vectors at a time, a panel nest's one
+ * stream), so no kernel should beat it by more than noise; one that does by more says the
+ * probe is wrong again (it is a measurement, not a proven bound). */
+float stream_read(const float *data, size_t count, int threads, ReadPattern pattern = {});
+
+/** The patterns stream_read is timed with; the floor is the fastest. 1 KiB steps in 1, 2 and 8
+ * streams, and the gemv's own walk: 8 streams advanced 128 bytes at a time. */
+inline constexpr ReadPattern kReadPatterns[] = {{1, 256}, {2, 256}, {8, 256}, {8, 32}};
 
 /** Evicts the caches of every core: each of `threads` plain threads (not OpenMP, whose
  * spinning workers would slow the kernel timed next) writes and reads its share of a buffer much larger than the last-level cache, one store per cache line. */
