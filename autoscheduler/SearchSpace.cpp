@@ -46,7 +46,7 @@ std::string CandidateParams::to_string() const {
     os << nest;
     if (nest == "gemm") os << " mr=" << mr << " nr=" << nr_vectors << "v panel=" << panel_blocks;
     if (nest == "panel") os << " mr=" << mr << " nr=" << nr_vectors << "v";
-    if (nest == "splitk") os << " mr=" << mr << " nr=" << nr_vectors << "v kchunk=" << k_chunk;
+    if (nest == "splitk") os << " mr=" << mr << " nr=" << nr_vectors << "v kchunk=" << k_chunk << (k_block ? " kblock=" + std::to_string(k_block) : "");
     if (nest == "decode") os << " kchunk=" << k_chunk << " kunroll=" << k_unroll;
     if (nest == "gemv") os << " kchunk=" << k_chunk << " streams=" << k_unroll;
     if (nest == "cuda_tiled") os << " block=" << BN << "x" << BM << " thread=" << TN << "x" << TM << " kt=" << KT;
@@ -61,7 +61,7 @@ nlohmann::json CandidateParams::to_json() const {
         if (v) j[k] = v;
     };
     put("mr", mr), put("nr_vectors", nr_vectors), put("panel_blocks", panel_blocks), put("k_unroll", k_unroll);
-    put("k_chunk", k_chunk), put("BN", BN), put("BM", BM), put("TN", TN), put("TM", TM);
+    put("k_chunk", k_chunk), put("k_block", k_block), put("BN", BN), put("BM", BM), put("TN", TN), put("TM", TM);
     put("KT", KT), put("NB", NB), put("KS", KS), put("MB", MB);
     if (nest == "group")
         j["group"] = {{"vectors", group.vectors},         {"rows_per_task", group.rows_per_task},
@@ -100,15 +100,17 @@ void enumerate_row_major(const Workload &w, const CpuModel &cpu, std::vector<Can
                 out.push_back(p);
             }
     // Split-K with the register block: chunks of rows of w per task, each chunk's partial sums
-    // accumulated in a register block (only the blocks the gemm nest would consider).
+    // accumulated in a register block (only the blocks the gemm nest would consider), reading
+    // w's strips in place or copying blocks of whole rows first.
     for (int mr : {4, 6, 8, 12, 16})
         for (int nv : {1, 2, 3, 4})
-            for (int chunk : {256, 512, 1024}) {
-                if (mr * nv > cpu.vector_registers || chunk > std::max<int64_t>(w.K, 256)) continue;
-                CandidateParams p;
-                p.nest = "splitk", p.mr = mr, p.nr_vectors = nv, p.k_chunk = chunk;
-                out.push_back(p);
-            }
+            for (int chunk : {256, 512, 1024})
+                for (int k_block : {0, 32, 64}) {
+                    if (mr * nv > cpu.vector_registers || chunk > std::max<int64_t>(w.K, 256) || k_block >= chunk) continue;
+                    CandidateParams p;
+                    p.nest = "splitk", p.mr = mr, p.nr_vectors = nv, p.k_chunk = chunk, p.k_block = k_block;
+                    out.push_back(p);
+                }
     // Split-K gemv (M = 1): chunks of rows per task, read as k_unroll far-apart row streams.
     for (int chunk : {256, 512, 1024, 2048})
         for (int streams : {4, 8}) {
@@ -179,6 +181,7 @@ std::optional<CandidateParams> library_point(const Workload &w, const Halide::Ta
         else p.nest = "general";
     } else if (w.M >= b.mr && w.M <= b.decode_max_m && w.N >= b.nr) {
         p.nest = "splitk", p.mr = b.mr, p.nr_vectors = b.nr / b.lanes, p.k_chunk = b.k_chunk;
+        p.k_block = w.M <= b.k_block_max_m ? b.k_block : 0;
     } else if (w.M == 1) {
         p.nest = "gemv", p.k_chunk = b.k_chunk, p.k_unroll = b.gemv_streams;
     } else if (w.M <= b.decode_max_m) {
@@ -213,6 +216,7 @@ sched::ScheduleSpec make_schedule(const CandidateParams &p, const Halide::Target
     if (p.panel_blocks) b.panel_blocks = p.panel_blocks;
     if (p.k_unroll) b.k_unroll = b.gemv_streams = p.k_unroll;
     if (p.k_chunk) b.k_chunk = p.k_chunk;
+    b.k_block = p.k_block;  // the point says in place (0) or the block: not the library's default
     s.steps = sched::matmul_cpu_general_steps(b);
     if (p.nest == "panel") {
         // The one-row panel nest is correct for every M (and reads the panels in place).

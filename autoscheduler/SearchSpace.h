@@ -27,7 +27,7 @@
 namespace tessel::autosched {
 
 /** Bump when the space or make_schedule changes: it is part of every tuning key. */
-constexpr int kSearchSpaceVersion = 7;  // 2: split-K register-block nest ("splitk"); 3: "gemv"; 4: ordered-sum rule (exact mode); 5: "panel" nests; 6: elementwise and reduction groups; 7: column-sum vectors
+constexpr int kSearchSpaceVersion = 8;  // 2: split-K register-block nest ("splitk"); 3: "gemv"; 4: ordered-sum rule (exact mode); 5: "panel" nests; 6: elementwise and reduction groups; 7: column-sum vectors; 8: K-blocked splitk (k_block)
 
 /** An elementwise or reduction group at concrete sizes: what its space, rules and cost terms
  * read (GroupKindSpace.h). Filled by group_kind_workload. */
@@ -74,6 +74,7 @@ struct CandidateParams {
     std::string nest;  ///< cpu: gemm, splitk, gemv, decode, panel, general, group; cuda: cuda_tiled, cuda_decode, cuda_simple
     // CPU nests.
     int mr = 0, nr_vectors = 0, panel_blocks = 0, k_unroll = 0, k_chunk = 0;
+    int k_block = 0;  ///< splitk: rows of w copied per K block (0: strips read in place)
     sched::CpuGroupParams group;  ///< nest "group": elementwise and reduction groups
     // CUDA nests.
     int BN = 0, BM = 0, TN = 0, TM = 0, KT = 0, NB = 0, KS = 0, MB = 0;

@@ -32,6 +32,13 @@ CpuBlocking CpuBlocking::for_target(const Halide::Target &target) {
     // M = 1: the chunk is read as 8 row streams 64 rows apart (measured 4-15% faster than 8
     // adjacent rows on the 2-core Zen4 VM, same-run per-call alternation).
     b.gemv_streams = 8;
+    // Split-K gemm, AVX2: 32 rows of w (128 KiB at N = 4096) copied per K block were 1.25-1.7x
+    // the in-place strips at M = 4 to 12 and 0.94x at M = 16 (AVX2 target on Zen 4, same run;
+    // at M = 16 the block's M x N sums and the chunk's no longer share L2 with the rows).
+    // AVX-512: 0.88-0.93x at M = 8 and 16 with 16 or 32 rows, so the strips stay in place.
+    const bool avx512 = target.has_feature(Halide::Target::AVX512);
+    b.k_block = avx512 ? 0 : 32;
+    b.k_block_max_m = avx512 ? 0 : 12;
     return b;
 }
 
@@ -129,40 +136,75 @@ std::vector<Directive> matmul_cpu_decode_steps(const CpuBlocking &b) { return sp
 
 std::vector<Directive> matmul_cpu_gemv_steps(const CpuBlocking &b) { return split_k_stream_steps(b, b.gemv_streams, true); }
 
+namespace {
+
+/** The split-K gemm's register block (MR rows x 3 vectors, accumulated over the reduction in
+ * registers) as the stages `tile` (init and update 0) computed at `at`'s loop "mo", whose
+ * pure wrapper `at` tiles the outputs with shifted tails (legal on a pure stage: a shifted
+ * tile recomputes values, it does not add them twice), so every tile has constant extents. */
+void add_register_tile(ScheduleSpec &s, const CpuBlocking &b, const std::string &tile, const std::string &at,
+                       const std::string &reduction) {
+    const StageRef wrapper{at}, init{tile}, update{tile, 0};
+    s.split(wrapper, "n", "no", "ni", b.nr, Tail::ShiftInwards)
+        .split(wrapper, "m", "mo", "mi", b.mr, Tail::ShiftInwards)
+        .reorder(wrapper, {"ni", "mi", "mo", "no"})
+        .split(wrapper, "ni", "nv", "nl", b.lanes)
+        .vectorize(wrapper, "nl")
+        .unroll(wrapper, "nv")
+        .unroll(wrapper, "mi")
+        .compute_at(tile, at, "mo")
+        .store_in(tile, MemoryLevel::Register);
+    for (const StageRef &stage : {init, update})
+        s.split(stage, "n", "nt", "nr", b.nr).split(stage, "nr", "nv", "nl", b.lanes).split(stage, "m", "mt", "mr", b.mr);
+    s.reorder(init, {"nl", "nv", "mr", "nt", "mt"})
+        .vectorize(init, "nl")
+        .unroll(init, "nv")
+        .unroll(init, "mr")
+        .reorder(update, {"nl", "nv", "mr", reduction, "nt", "mt"})
+        .vectorize(update, "nl")
+        .unroll(update, "nv")
+        .unroll(update, "mr");
+}
+
+}  // namespace
+
 std::vector<Directive> matmul_cpu_splitk_gemm_steps(const CpuBlocking &b) {
     ScheduleSpec s;
-    const StageRef kPartial{"partial"}, kPartialUpdate{"partial", 0}, kPartialSum{"partial_sum"};
+    const StageRef kPartial{"partial"}, kPartialUpdate{"partial", 0};
     // Split K into chunks of k_chunk rows of w, one parallel task each (rfactor), as in the
-    // decode nest; but inside a task the partial sums are computed by the gemm register block
-    // (MR rows x 3 vectors accumulated over the whole chunk in registers), so every element
-    // of w loaded is used MR times from a register instead of once per row of x from L1.
-    // The wrapper partial_sum is the chunk's M x N partial sums in memory; its tiles are
-    // where the register block is computed. Guard: M >= MR and N >= NR (shifted tails).
-    s.split(kUpdate, "k", "kt", "kr", b.k_chunk, Tail::GuardWithIf)
-        .rfactor(kUpdate, "kt", "u", "partial")
-        .stage_input("partial", "partial_sum", "matmul")
-        .compute_root("partial_sum")
-        .split(kPartialSum, "n", "no", "ni", b.nr, Tail::ShiftInwards)
-        .split(kPartialSum, "m", "mo", "mi", b.mr, Tail::ShiftInwards)
-        .reorder(kPartialSum, {"ni", "mi", "mo", "no", "u"})
-        .split(kPartialSum, "ni", "nv", "nl", b.lanes)
-        .vectorize(kPartialSum, "nl")
-        .unroll(kPartialSum, "nv")
-        .unroll(kPartialSum, "mi")
-        .parallel(kPartialSum, "u")
-        .compute_at("partial", "partial_sum", "mo")
-        .store_in("partial", MemoryLevel::Register);
-    for (const StageRef &stage : {kPartial, kPartialUpdate}) {
-        s.split(stage, "n", "nt", "nr", b.nr).split(stage, "nr", "nv", "nl", b.lanes).split(stage, "m", "mt", "mr", b.mr);
+    // decode nest; but inside a task the partial sums are computed by the gemm register block.
+    s.split(kUpdate, "k", "kt", "kr", b.k_chunk, Tail::GuardWithIf).rfactor(kUpdate, "kt", "u", "partial");
+    if (b.k_block <= 0) {
+        // The register block accumulates the whole chunk, reading w's column strips in place;
+        // partial_sum (the chunk's M x N sums in memory) is the wrapper whose tiles it fills.
+        s.stage_input("partial", "partial_sum", "matmul").compute_root("partial_sum");
+        add_register_tile(s, b, "partial", "partial_sum", "kr");
+        s.reorder(StageRef{"partial_sum"}, {"nl", "nv", "mi", "mo", "no", "u"}).parallel(StageRef{"partial_sum"}, "u");
+        add_split_k_epilogue(s, b);
+        return s.steps;
     }
-    s.reorder(kPartial, {"nl", "nv", "mr", "nt", "mt"})
+    // K blocks: the chunk's partial sums live in memory and take one K block's sums at a time
+    // (a second rfactor, over the blocks: "block"). Per block, its k_block rows of w are copied
+    // whole (w_rows: a sequential read), then the register tiles of block_tiles, the pure
+    // wrapper of "block", sweep them from L2; partial adds block_tiles, vectorized.
+    const StageRef kBlock{"block"};
+    s.compute_root("partial")
+        .split(kPartial, "n", "nv", "nl", b.lanes, Tail::GuardWithIf)
         .vectorize(kPartial, "nl")
-        .unroll(kPartial, "nv")
-        .unroll(kPartial, "mr")
-        .reorder(kPartialUpdate, {"nl", "nv", "mr", "kr", "nt", "mt", "u"})
+        .parallel(kPartial, "u")
+        .split(kPartialUpdate, "kr", "kb", "kk", b.k_block, Tail::GuardWithIf)
+        .rfactor(kPartialUpdate, "kb", "v", "block")
+        .split(kPartialUpdate, "n", "nv", "nl", b.lanes, Tail::GuardWithIf)
+        .reorder(kPartialUpdate, {"nl", "nv", "m", "kb", "u"})
         .vectorize(kPartialUpdate, "nl")
-        .unroll(kPartialUpdate, "nv")
-        .unroll(kPartialUpdate, "mr");
+        .parallel(kPartialUpdate, "u")
+        .stage_input("block", "block_tiles", "partial")
+        .compute_at("block_tiles", "partial", "kb");
+    add_register_tile(s, b, "block", "block_tiles", "kk");
+    s.stage_input("w", "w_rows", "block")
+        .compute_at("w_rows", "partial", "kb")
+        .split(StageRef{"w_rows"}, kWrapperN, "rv", "rl", b.lanes, Tail::GuardWithIf)
+        .vectorize(StageRef{"w_rows"}, "rl");
     add_split_k_epilogue(s, b);
     return s.steps;
 }
@@ -241,9 +283,18 @@ ScheduleSpec matmul_cpu_blocked(const Halide::Target &target, int64_t rhs_panel_
     }
     s.description = std::to_string(b.mr) + " rows x 3 vectors register block, packed w panel, fused epilogue; "
                     "split-K with the register block for " + std::to_string(b.mr) + " <= M <= " +
-                    std::to_string(b.decode_max_m) + ", split-K gemv streams for M == 1, split-K decode nest for other M < " +
+                    std::to_string(b.decode_max_m) +
+                    (b.k_block > 0 ? " (w copied in blocks of " + std::to_string(b.k_block) + " rows up to M = " +
+                                         std::to_string(b.k_block_max_m) + ")"
+                                   : std::string()) +
+                    ", split-K gemv streams for M == 1, split-K decode nest for other M < " +
                     std::to_string(b.mr);
-    s.variants.push_back({{{"M", ">=", b.mr}, {"M", "<=", b.decode_max_m}, {"N", ">=", b.nr}}, matmul_cpu_splitk_gemm_steps(b)});
+    if (b.k_block > 0)
+        s.variants.push_back({{{"M", ">=", b.mr}, {"M", "<=", b.k_block_max_m}, {"N", ">=", b.nr}}, matmul_cpu_splitk_gemm_steps(b)});
+    CpuBlocking in_place = b;
+    in_place.k_block = 0;
+    s.variants.push_back(
+        {{{"M", ">=", b.mr}, {"M", "<=", b.decode_max_m}, {"N", ">=", b.nr}}, matmul_cpu_splitk_gemm_steps(in_place)});
     s.variants.push_back({{{"M", "==", 1}}, matmul_cpu_gemv_steps(b)});
     s.variants.push_back({{{"M", "<=", b.decode_max_m}}, matmul_cpu_decode_steps(b)});
     s.variants.push_back({{{"M", ">=", b.mr}, {"N", ">=", b.nr}}, matmul_cpu_gemm_steps(b, b.panel_blocks)});

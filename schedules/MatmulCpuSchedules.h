@@ -7,9 +7,14 @@
  *
  *   split-K gemm  MR <= M <= 16, N >= NR
  *                              split-K as below, but each task computes its partial sums
- *                              with the gemm register block (MR x 3 vectors accumulated
- *                              over the chunk in registers): w is loaded once per MR rows of
- *                              x, not once per row, so M = 16 is no longer load-bound.
+ *                              with the gemm register block (MR x 3 vectors), so w is loaded
+ *                              once per MR rows of x, not once per row. Two forms (AVX2
+ *                              takes the first up to k_block_max_m rows, AVX-512 never):
+ *                              K-blocked: the task walks its chunk in blocks of k_block whole
+ *                              rows of w, copied (a sequential read, as the decode nests
+ *                              read) before the register tiles sweep them from L2; in place:
+ *                              the register block accumulates the whole chunk, reading w in
+ *                              strips of NR columns (a 16 KB-stride walk at N = 4096).
  *   gemv    M == 1             split-K as below, but each task reads its chunk as 8 row
  *                              streams spaced chunk / 8 rows apart (not 8 adjacent rows):
  *                              the same bytes, faster from DRAM.
@@ -52,6 +57,8 @@ struct CpuBlocking {
     int decode_max_m; ///< largest M the decode nest is used for
     int k_chunk;      ///< rows of w per parallel task in the split-K nests
     int gemv_streams; ///< row streams per task in the gemv nest (M == 1)
+    int k_block;      ///< split-K gemm: rows of w copied whole per K block (0: strips read in place)
+    int k_block_max_m;///< largest M the K-blocked split-K gemm is used for (above it, in place)
     static CpuBlocking for_target(const Halide::Target &target);
 };
 

@@ -9,6 +9,7 @@
 #include "driver/GeluLayer.h"
 #include "baselines/GeluReference.h"
 #include "schedules/Library.h"
+#include "schedules/MatmulCpuSchedules.h"
 #include "schedules/ScheduleJson.h"
 #include "support/Random.h"
 #include "tests/GeluMlpText.h"
@@ -108,6 +109,40 @@ TEST_CASE("split-K register-block nest for 8 <= M <= 16, gemv nest for M = 1; th
     dec.nest = "decode", dec.k_chunk = 512, dec.k_unroll = 8;
     auto c = model.predict(decode16, std::vector<CandidateParams>{splitk, dec});
     CHECK(c[0].total_s() < c[1].total_s());  // measured: 4.96 vs 6.98 ms on the 2-core Zen4 VM
+}
+
+TEST_CASE("K-blocked split-K: the AVX2 library point up to M = 12, a point of the space on every target") {
+    const Halide::Target avx2("x86-64-linux-avx-avx2-fma-f16c-sse41"), avx512("x86-64-linux-avx512-avx512_skylake-avx2-fma");
+    const Workload w8{8, 4096, 4096}, w16{16, 4096, 4096};
+    CHECK(library_point(w8, avx2)->k_block == 32);
+    CHECK(library_point(w16, avx2)->k_block == 0);
+    CHECK(library_point(w8, avx512)->k_block == 0);
+    CHECK(library_point(w8, avx2)->to_string() == "splitk mr=4 nr=3v kchunk=512 kblock=32");
+    // The point's k_block decides the nest, not the target's default: in place on AVX2 too.
+    CandidateParams in_place = *library_point(w8, avx2);
+    in_place.k_block = 0;
+    const auto blocked_steps = make_schedule(*library_point(w8, avx2), avx2).variants.at(0).steps;
+    const auto in_place_steps = make_schedule(in_place, avx2).variants.at(0).steps;
+    CHECK(blocked_steps != in_place_steps);
+    CHECK(in_place_steps == sched::matmul_cpu_splitk_gemm_steps([&] {
+              auto b = sched::CpuBlocking::for_target(avx2);
+              b.k_block = 0;
+              return b;
+          }()));
+    // Both forms survive pruning on AVX-512; the model charges the copy and the blocks' sums.
+    const TargetModel m = avx512_model();
+    const auto kept = prune(enumerate_space(w8, m), w8, m);
+    auto find = [&](int k_block) {
+        return std::find_if(kept.begin(), kept.end(), [&](const CandidateParams &p) {
+            return p.nest == "splitk" && p.mr == 8 && p.nr_vectors == 3 && p.k_chunk == 512 && p.k_block == k_block;
+        });
+    };
+    REQUIRE(find(0) != kept.end());
+    REQUIRE(find(32) != kept.end());
+    AnalyticalCostModel model(m);
+    const auto c = model.predict(w8, std::vector<CandidateParams>{*find(0), *find(32)});
+    CHECK(c[1].cache_bytes > c[0].cache_bytes);
+    CHECK(find(32)->to_json()["k_block"] == 32);
 }
 
 TEST_CASE("cost model: terms respond to what they model") {

@@ -42,6 +42,7 @@ const Shape kShapes[] = {
     {9, 29, 97, "gemm with tails in M and N"},
     {16, 100, 1000, "largest decode M"},
     {12, 1037, 101, "split-K gemm: M between register blocks, K not a multiple of the k chunk"},
+    {11, 700, 130, "split-K gemm: a K block cut short in the last chunk (700 = 512 + 2 x 64 + 60)"},
     {17, 523, 50, "smallest gemm M above decode"},
     {8, 17, 47, "N one under a register block"},
     {31, 31, 31, "prime square"},
@@ -122,5 +123,19 @@ TEST_CASE("cpu_blocked compiles for AVX2 as well as AVX-512") {
                                     .without_feature(Halide::Target::AVX512_Zen4)
                                     .without_feature(Halide::Target::AVX512_SapphireRapids);
     GeluLayer kernel(GeluForm::Tanh, dsl::NumericMode::Fast, sched::matmul_cpu_blocked(avx2), avx2);
+    check_all_shapes(kernel, GeluForm::Tanh);
+}
+
+TEST_CASE("the split-K gemm copying w in K blocks, on the host's register block") {
+    // cpu_blocked takes the K-blocked form on AVX2 only (checked above through its variants);
+    // the autoscheduler offers it on every target, so it is checked here at the host's width,
+    // with blocks of 32 rows and chunks of 128 (K tails in the chunk and in the block).
+    const Halide::Target target = Halide::get_host_target();
+    sched::CpuBlocking b = sched::CpuBlocking::for_target(target);
+    b.k_block = 32, b.k_chunk = 128;
+    sched::ScheduleSpec s("splitk_k_blocked", sched::Device::Cpu);
+    s.variants.push_back({{{"M", ">=", b.mr}, {"N", ">=", b.nr}}, sched::matmul_cpu_splitk_gemm_steps(b)});
+    s.steps = sched::matmul_cpu_general_steps(b);
+    GeluLayer kernel(GeluForm::Tanh, dsl::NumericMode::Fast, s, target);
     check_all_shapes(kernel, GeluForm::Tanh);
 }
