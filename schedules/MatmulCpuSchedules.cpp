@@ -32,10 +32,12 @@ CpuBlocking CpuBlocking::for_target(const Halide::Target &target) {
     // M = 1: the chunk is read as 8 row streams 64 rows apart (measured 4-15% faster than 8
     // adjacent rows on the 2-core Zen4 VM, same-run per-call alternation).
     b.gemv_streams = 8;
-    // Split-K gemm, AVX2: 32 rows of w (128 KiB at N = 4096) copied per K block were 1.25-1.7x
-    // the in-place strips at M = 4 to 12 and 0.94x at M = 16 (AVX2 target on Zen 4, same run;
-    // at M = 16 the block's M x N sums and the chunk's no longer share L2 with the rows).
-    // AVX-512: 0.88-0.93x at M = 8 and 16 with 16 or 32 rows, so the strips stay in place.
+    // Split-K gemm: w copied in K blocks of whole rows (same-run tessel_bench pairs on Zen 4,
+    // K = N = 4096). AVX2 target, 32 rows: 1.25-1.7x the in-place strips at M = 4..12, 0.94x
+    // at M = 16 (the block's and the chunk's M x N sums crowd the rows out of L2). AVX-512:
+    // 0.80-0.93x at M = 8..16 with 16 or 32 rows, so the strips stay in place (with a prefetch
+    // of the next block it was 1.03-1.17x, but Halide cannot prefetch a w read through a
+    // packed layout's index arithmetic, and the nest does not know w's layout; schedules/README).
     const bool avx512 = target.has_feature(Halide::Target::AVX512);
     b.k_block = avx512 ? 0 : 32;
     b.k_block_max_m = avx512 ? 0 : 12;
@@ -291,10 +293,12 @@ ScheduleSpec matmul_cpu_blocked(const Halide::Target &target, int64_t rhs_panel_
                     std::to_string(b.mr);
     if (b.k_block > 0)
         s.variants.push_back({{{"M", ">=", b.mr}, {"M", "<=", b.k_block_max_m}, {"N", ">=", b.nr}}, matmul_cpu_splitk_gemm_steps(b)});
-    CpuBlocking in_place = b;
-    in_place.k_block = 0;
-    s.variants.push_back(
-        {{{"M", ">=", b.mr}, {"M", "<=", b.decode_max_m}, {"N", ">=", b.nr}}, matmul_cpu_splitk_gemm_steps(in_place)});
+    if (b.k_block_max_m < b.decode_max_m) {
+        CpuBlocking in_place = b;
+        in_place.k_block = 0;
+        s.variants.push_back(
+            {{{"M", ">=", b.mr}, {"M", "<=", b.decode_max_m}, {"N", ">=", b.nr}}, matmul_cpu_splitk_gemm_steps(in_place)});
+    }
     s.variants.push_back({{{"M", "==", 1}}, matmul_cpu_gemv_steps(b)});
     s.variants.push_back({{{"M", "<=", b.decode_max_m}}, matmul_cpu_decode_steps(b)});
     s.variants.push_back({{{"M", ">=", b.mr}, {"N", ">=", b.nr}}, matmul_cpu_gemm_steps(b, b.panel_blocks)});
