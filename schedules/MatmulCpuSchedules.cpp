@@ -181,7 +181,7 @@ std::vector<Directive> matmul_cpu_splitk_gemm_steps(const CpuBlocking &b) {
         // partial_sum (the chunk's M x N sums in memory) is the wrapper whose tiles it fills.
         s.stage_input("partial", "partial_sum", "matmul").compute_root("partial_sum");
         add_register_tile(s, b, "partial", "partial_sum", "kr");
-        s.reorder(StageRef{"partial_sum"}, {"nl", "nv", "mi", "mo", "no", "u"}).parallel(StageRef{"partial_sum"}, "u");
+        s.parallel(StageRef{"partial_sum"}, "u");
         add_split_k_epilogue(s, b);
         return s.steps;
     }
@@ -189,7 +189,6 @@ std::vector<Directive> matmul_cpu_splitk_gemm_steps(const CpuBlocking &b) {
     // (a second rfactor, over the blocks: "block"). Per block, its k_block rows of w are copied
     // whole (w_rows: a sequential read), then the register tiles of block_tiles, the pure
     // wrapper of "block", sweep them from L2; partial adds block_tiles, vectorized.
-    const StageRef kBlock{"block"};
     s.compute_root("partial")
         .split(kPartial, "n", "nv", "nl", b.lanes, Tail::GuardWithIf)
         .vectorize(kPartial, "nl")

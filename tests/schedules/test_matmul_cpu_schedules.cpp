@@ -42,7 +42,7 @@ const Shape kShapes[] = {
     {9, 29, 97, "gemm with tails in M and N"},
     {16, 100, 1000, "largest decode M"},
     {12, 1037, 101, "split-K gemm: M between register blocks, K not a multiple of the k chunk"},
-    {11, 700, 130, "split-K gemm: a K block cut short in the last chunk (700 = 512 + 2 x 64 + 60)"},
+    {11, 700, 130, "split-K gemm: a K block cut short in the last chunk (700 = 512 + 188, 188 = 5 x 32 + 28)"},
     {17, 523, 50, "smallest gemm M above decode"},
     {8, 17, 47, "N one under a register block"},
     {31, 31, 31, "prime square"},
@@ -138,4 +138,18 @@ TEST_CASE("the split-K gemm copying w in K blocks, on the host's register block"
     s.steps = sched::matmul_cpu_general_steps(b);
     GeluLayer kernel(GeluForm::Tanh, dsl::NumericMode::Fast, s, target);
     check_all_shapes(kernel, GeluForm::Tanh);
+    // Special values through the copy and the blocks' sums: a NaN in x (row 3 of y is NaN, no
+    // other), -0 and 1e30 in w (column 7 is huge, of either sign), checked NaN-for-NaN.
+    const int M = 11, K = 700, N = 130;
+    Buffer<float> x(K, M), w(N, K), bias(N), y(N, M);
+    fill_uniform(x, 21), fill_uniform(w, 22), fill_uniform(bias, 23);
+    x(5, 3) = NAN;
+    for (int k = 0; k < K; k += 7) w(k % N, k) = -0.0f;
+    w(7, 600) = 1e30f;
+    y.fill(0.0f);
+    kernel.run(x, w, bias, y);
+    const auto want = gelu_mlp_reference(x.data(), w.data(), bias.data(), M, K, N, GeluForm::Tanh);
+    CHECK(std::isnan(y(0, 3)));
+    CHECK_FALSE(std::isnan(y(0, 2)));
+    CHECK(compare(y.data(), want.data(), (size_t)M * N).max_rel <= 4e-5 * std::sqrt((double)K) + 1e-5);
 }
