@@ -107,6 +107,16 @@ void add_split_k_epilogue(ScheduleSpec &s, const CpuBlocking &b) {
 
 namespace {
 
+/** The split-K nests' partial sums (the rfactor over chunks, "partial"): computed at root, one
+ * parallel task per chunk ("u"), initialized with guarded vectors. */
+void add_partial_sums_at_root(ScheduleSpec &s, const CpuBlocking &b) {
+    const StageRef kPartial{"partial"};
+    s.compute_root("partial")
+        .split(kPartial, "n", "nv", "nl", b.lanes, Tail::GuardWithIf)
+        .vectorize(kPartial, "nl")
+        .parallel(kPartial, "u");
+}
+
 /** The streaming split-K nest behind decode and gemv. K is split into chunks of k_chunk rows
  * of w (rfactor); each chunk is a parallel task that streams its rows of w into partial sums
  * of all M x N outputs (L2-resident). `rows` rows of w ("kg", unrolled) update 4 vectors of
@@ -117,14 +127,10 @@ namespace {
  * its tail, so the nest is correct for any extents. */
 std::vector<Directive> split_k_stream_steps(const CpuBlocking &b, int rows, bool far_apart) {
     ScheduleSpec s;
-    const StageRef kPartial{"partial"}, kPartialUpdate{"partial", 0};
-    s.split(kUpdate, "k", "kt", "kc", b.k_chunk, Tail::GuardWithIf)
-        .rfactor(kUpdate, "kt", "u", "partial")
-        .compute_root("partial")
-        .split(kPartial, "n", "nv", "nl", b.lanes, Tail::GuardWithIf)
-        .vectorize(kPartial, "nl")
-        .parallel(kPartial, "u")
-        .split(kPartialUpdate, "n", "nv", "nl", b.lanes, Tail::GuardWithIf)
+    const StageRef kPartialUpdate{"partial", 0};
+    s.split(kUpdate, "k", "kt", "kc", b.k_chunk, Tail::GuardWithIf).rfactor(kUpdate, "kt", "u", "partial");
+    add_partial_sums_at_root(s, b);
+    s.split(kPartialUpdate, "n", "nv", "nl", b.lanes, Tail::GuardWithIf)
         .split(kPartialUpdate, "nv", "nvo", "nvi", 4, Tail::GuardWithIf);
     if (far_apart) s.split(kPartialUpdate, "kc", "kg", "ks", std::max(1, b.k_chunk / rows), Tail::GuardWithIf);
     else s.split(kPartialUpdate, "kc", "ks", "kg", rows, Tail::GuardWithIf);
@@ -177,7 +183,7 @@ void add_register_tile(ScheduleSpec &s, const CpuBlocking &b, const std::string 
 
 std::vector<Directive> matmul_cpu_splitk_gemm_steps(const CpuBlocking &b) {
     ScheduleSpec s;
-    const StageRef kPartial{"partial"}, kPartialUpdate{"partial", 0};
+    const StageRef kPartialUpdate{"partial", 0};
     // Split K into chunks of k_chunk rows of w, one parallel task each (rfactor), as in the
     // decode nest; but inside a task the partial sums are computed by the gemm register block.
     s.split(kUpdate, "k", "kt", "kr", b.k_chunk, Tail::GuardWithIf).rfactor(kUpdate, "kt", "u", "partial");
@@ -188,11 +194,8 @@ std::vector<Directive> matmul_cpu_splitk_gemm_steps(const CpuBlocking &b) {
         // passes read sums_block rows of w side by side, front to back; row tiles are
         // innermost, so the rows of w a tile reads come from L1 for the next row tile.
         // Every tail is guarded (an update may not recompute), so any M, K, N is correct.
-        s.compute_root("partial")
-            .split(kPartial, "n", "nv", "nl", b.lanes, Tail::GuardWithIf)
-            .vectorize(kPartial, "nl")
-            .parallel(kPartial, "u")
-            .split(kPartialUpdate, "kr", "kb", "kk", b.sums_block, Tail::GuardWithIf)
+        add_partial_sums_at_root(s, b);
+        s.split(kPartialUpdate, "kr", "kb", "kk", b.sums_block, Tail::GuardWithIf)
             .split(kPartialUpdate, "n", "nt", "nr", b.nr, Tail::GuardWithIf)
             .split(kPartialUpdate, "nr", "nv", "nl", b.lanes)
             .split(kPartialUpdate, "m", "mt", "mr", b.mr, Tail::GuardWithIf)
@@ -217,11 +220,8 @@ std::vector<Directive> matmul_cpu_splitk_gemm_steps(const CpuBlocking &b) {
     // (a second rfactor, over the blocks: "block"). Per block, its k_block rows of w are copied
     // whole (w_rows: a sequential read), then the register tiles of block_tiles, the pure
     // wrapper of "block", sweep them from L2; partial adds block_tiles, vectorized.
-    s.compute_root("partial")
-        .split(kPartial, "n", "nv", "nl", b.lanes, Tail::GuardWithIf)
-        .vectorize(kPartial, "nl")
-        .parallel(kPartial, "u")
-        .split(kPartialUpdate, "kr", "kb", "kk", b.k_block, Tail::GuardWithIf)
+    add_partial_sums_at_root(s, b);
+    s.split(kPartialUpdate, "kr", "kb", "kk", b.k_block, Tail::GuardWithIf)
         .rfactor(kPartialUpdate, "kb", "v", "block")
         .split(kPartialUpdate, "n", "nv", "nl", b.lanes, Tail::GuardWithIf)
         .reorder(kPartialUpdate, {"nl", "nv", "m", "kb", "u"})
