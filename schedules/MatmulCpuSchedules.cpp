@@ -42,7 +42,8 @@ CpuBlocking CpuBlocking::for_target(const Halide::Target &target) {
     b.k_block = avx512 ? 0 : 32;
     b.k_block_max_m = avx512 ? 0 : 12;
     // In place: passes of 16 rows over the chunk's sums in memory. Same-run tessel_bench pairs
-    // on an Intel Xeon (2 threads, K = N = 4096) against the whole-chunk strips: AVX-512
+    // on an Intel Xeon (2 threads, K = N = 4096) against the earlier in-place form (a register
+    // tile accumulating the whole chunk from 192-byte strips of its rows): AVX-512
     // 1.44x / 1.54x / 1.33x at M = 8 / 12 / 16 (32-row passes 0.91-0.94x of 16); AVX2 target
     // 1.32x at M = 16 (it lost to the copying form at M = 8 and 12: 0.89x, 0.79x).
     b.sums_block = 16;
@@ -187,7 +188,7 @@ std::vector<Directive> matmul_cpu_splitk_gemm_steps(const CpuBlocking &b) {
     // Split K into chunks of k_chunk rows of w, one parallel task each (rfactor), as in the
     // decode nest; but inside a task the partial sums are computed by the gemm register block.
     s.split(kUpdate, "k", "kt", "kr", b.k_chunk, Tail::GuardWithIf).rfactor(kUpdate, "kt", "u", "partial");
-    if (b.k_block <= 0 && b.sums_block > 0) {
+    if (b.k_block <= 0) {
         // The chunk's sums live in memory; per block of sums_block rows, every register tile
         // loads its sums, adds the block's rows and stores them (LLVM keeps the tile in
         // registers across the rows: its addresses do not change in the kk loop). The
@@ -204,15 +205,6 @@ std::vector<Directive> matmul_cpu_splitk_gemm_steps(const CpuBlocking &b) {
             .unroll(kPartialUpdate, "nv")
             .unroll(kPartialUpdate, "mr")
             .parallel(kPartialUpdate, "u");
-        add_split_k_epilogue(s, b);
-        return s.steps;
-    }
-    if (b.k_block <= 0) {
-        // The register block accumulates the whole chunk, reading w's column strips in place;
-        // partial_sum (the chunk's M x N sums in memory) is the wrapper whose tiles it fills.
-        s.stage_input("partial", "partial_sum", "matmul").compute_root("partial_sum");
-        add_register_tile(s, b, "partial", "partial_sum", "kr");
-        s.parallel(StageRef{"partial_sum"}, "u");
         add_split_k_epilogue(s, b);
         return s.steps;
     }
@@ -313,11 +305,10 @@ ScheduleSpec matmul_cpu_blocked(const Halide::Target &target, int64_t rhs_panel_
     s.description = std::to_string(b.mr) + " rows x 3 vectors register block, packed w panel, fused epilogue; "
                     "split-K with the register block for " + std::to_string(b.mr) + " <= M <= " +
                     std::to_string(b.decode_max_m) +
-                    (b.k_block > 0 ? " (w copied in blocks of " + std::to_string(b.k_block) + " rows up to M = " +
-                                         std::to_string(b.k_block_max_m) + ")"
-                                   : std::string()) +
-                    (b.sums_block > 0 ? " (passes of " + std::to_string(b.sums_block) + " rows over the chunk's sums in memory)"
-                                      : std::string()) +
+                    " (" + (b.k_block > 0 ? "w copied in blocks of " + std::to_string(b.k_block) + " rows up to M = " +
+                                                 std::to_string(b.k_block_max_m) + ", then "
+                                           : std::string()) +
+                    "passes of " + std::to_string(b.sums_block) + " rows over the chunk's sums in memory)" +
                     ", split-K gemv streams for M == 1, split-K decode nest for other M < " +
                     std::to_string(b.mr);
     if (b.k_block > 0)

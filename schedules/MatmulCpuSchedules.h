@@ -13,12 +13,9 @@
  *                              K-blocked: the task walks its chunk in blocks of k_block whole
  *                              rows of w, copied (a sequential read, as the decode nests
  *                              read) before the register tiles sweep them from L2; in place:
- *                              the register block accumulates the whole chunk, reading w in
- *                              strips of NR columns (a 16 KB-stride walk at N = 4096), or
- *                              (sums_block > 0, the library's choice) the chunk's sums stay in memory and
- *                              each pass of the register tiles over all N loads them, adds
- *                              sums_block rows of w and stores them: sums_block sequential
- *                              row streams instead of one stream per row of the chunk.
+ *                              the chunk's sums stay in memory and each pass of the
+ *                              register tiles over all N loads them, adds sums_block rows
+ *                              of w and stores them: sums_block sequential row streams.
  *   gemv    M == 1             split-K as below, but each task reads its chunk as 8 row
  *                              streams spaced chunk / 8 rows apart (not 8 adjacent rows):
  *                              the same bytes, faster from DRAM.
@@ -61,10 +58,10 @@ struct CpuBlocking {
     int decode_max_m; ///< largest M the decode nest is used for
     int k_chunk;      ///< rows of w per parallel task in the split-K nests
     int gemv_streams; ///< row streams per task in the gemv nest (M == 1)
-    int k_block;      ///< split-K gemm: rows of w copied whole per K block (0: strips read in place)
+    int k_block;      ///< split-K gemm: rows of w copied whole per K block (0: in place, sums_block)
     int k_block_max_m;///< largest M the K-blocked split-K gemm is used for (above it, in place)
     int sums_block;   ///< split-K gemm in place: rows of w per register-tile pass, the tiles loading and
-                      ///< storing the chunk's sums around each pass (0: a tile accumulates the whole chunk)
+                      ///< storing the chunk's sums around each pass
     static CpuBlocking for_target(const Halide::Target &target);
 };
 
