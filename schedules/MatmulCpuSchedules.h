@@ -55,6 +55,7 @@ struct CpuBlocking {
     int nr;           ///< columns of the gemm register block (3 vectors)
     int panel_blocks; ///< register blocks of columns per packed panel of w in the gemm nest
     int k_unroll;     ///< rows of w read together by the decode nests
+    int gemm_k_unroll;///< reduction steps the gemm register block runs per loop iteration (tail guarded)
     int decode_max_m; ///< largest M the decode nest is used for
     int k_chunk;      ///< rows of w per parallel task in the split-K nests
     int gemv_streams; ///< row streams per task in the gemv nest (M == 1)
