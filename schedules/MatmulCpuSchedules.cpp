@@ -37,20 +37,15 @@ CpuBlocking CpuBlocking::for_target(const Halide::Target &target) {
     // M = 1: the chunk is read as 8 row streams 64 rows apart (measured 4-15% faster than 8
     // adjacent rows on the 2-core Zen4 VM, same-run per-call alternation).
     b.gemv_streams = 8;
-    // Split-K gemm: w copied in K blocks of whole rows (same-run tessel_bench pairs on Zen 4,
-    // K = N = 4096). AVX2 target, 32 rows: 1.25-1.7x the in-place strips at M = 4..12, 0.94x
-    // at M = 16 (the block's and the chunk's M x N sums crowd the rows out of L2). AVX-512:
-    // 0.80-0.93x at M = 8..16 with 16 or 32 rows, so the strips stay in place (with a prefetch
-    // of the next block it was 1.03-1.17x, but Halide cannot prefetch a w read through a
-    // packed layout's index arithmetic, and the nest does not know w's layout; schedules/README).
-    const bool avx512 = target.has_feature(Halide::Target::AVX512);
-    b.k_block = avx512 ? 0 : 32;
-    b.k_block_max_m = avx512 ? 0 : 12;
-    // In place: passes of 16 rows over the chunk's sums in memory. Same-run tessel_bench pairs
-    // on an Intel Xeon (2 threads, K = N = 4096) against the earlier in-place form (a register
-    // tile accumulating the whole chunk from 192-byte strips of its rows): AVX-512
-    // 1.44x / 1.54x / 1.33x at M = 8 / 12 / 16 (32-row passes 0.91-0.94x of 16); AVX2 target
-    // 1.32x at M = 16 (it lost to the copying form at M = 8 and 12: 0.89x, 0.79x).
+    // Split-K gemm in place: per block of 16 rows of w and column tile, register tiles add the
+    // rows and the chunk's sums in memory add the tiles. Same-run tessel_bench pairs on an Intel
+    // Xeon (2 threads, K = N = 4096; schedules/README): against the in-place form that kept the
+    // sums in memory across the rows (LLVM did not promote them to registers), AVX-512
+    // 1.16x / 1.28x / 1.51x at M = 8 / 12 / 16; against copying whole rows per K block, which the
+    // AVX2 target used up to M = 12, AVX2 1.17x / 1.36x / 1.27x at M = 4 / 8 / 12. So no target
+    // copies (k_block 0); 32-row blocks ran 0.98-1.03x of 16, 64-row blocks 0.47-0.63x.
+    b.k_block = 0;
+    b.k_block_max_m = 0;
     b.sums_block = 16;
     return b;
 }
@@ -200,22 +195,23 @@ std::vector<Directive> matmul_cpu_splitk_gemm_steps(const CpuBlocking &b) {
     // decode nest; but inside a task the partial sums are computed by the gemm register block.
     s.split(kUpdate, "k", "kt", "kr", b.k_chunk, Tail::GuardWithIf).rfactor(kUpdate, "kt", "u", "partial");
     if (b.k_block <= 0) {
-        // The chunk's sums live in memory; per block of sums_block rows, every register tile
-        // loads its sums, adds the block's rows and stores them (LLVM keeps the tile in
-        // registers across the rows: its addresses do not change in the kk loop). The
-        // passes read sums_block rows of w side by side, front to back; row tiles are
-        // innermost, so the rows of w a tile reads come from L1 for the next row tile.
-        // Every tail is guarded (an update may not recompute), so any M, K, N is correct.
+        // The chunk's sums live in memory; per block of sums_block rows and per column tile
+        // of nr, the register tiles of block_tiles (the pure wrapper of "block", the rfactor
+        // over blocks) add the block's rows in registers, and partial adds the tile's sums,
+        // vectorized. The block's rows of w are read in place, side by side, front to back;
+        // row tiles are innermost, so the next row tile reads them from L1. Every tail of an
+        // update is guarded (an update may not recompute), so any M, K, N is correct.
         add_partial_sums_at_root(s, b);
         s.split(kPartialUpdate, "kr", "kb", "kk", b.sums_block, Tail::GuardWithIf)
-            .split(kPartialUpdate, "n", "nt", "nr", b.nr, Tail::GuardWithIf)
-            .split(kPartialUpdate, "nr", "nv", "nl", b.lanes)
-            .split(kPartialUpdate, "m", "mt", "mr", b.mr, Tail::GuardWithIf)
-            .reorder(kPartialUpdate, {"nl", "nv", "mr", "kk", "mt", "nt", "kb", "u"})
+            .rfactor(kPartialUpdate, "kb", "v", "block")
+            .split(kPartialUpdate, "n", "nt", "nn", b.nr, Tail::GuardWithIf)
+            .split(kPartialUpdate, "nn", "nv", "nl", b.lanes, Tail::GuardWithIf)
+            .reorder(kPartialUpdate, {"nl", "nv", "m", "nt", "kb", "u"})
             .vectorize(kPartialUpdate, "nl")
-            .unroll(kPartialUpdate, "nv")
-            .unroll(kPartialUpdate, "mr")
-            .parallel(kPartialUpdate, "u");
+            .parallel(kPartialUpdate, "u")
+            .stage_input("block", "block_tiles", "partial")
+            .compute_at("block_tiles", "partial", "nt");
+        add_register_tile(s, b, "block", "block_tiles", "kk");
         add_split_k_epilogue(s, b);
         return s.steps;
     }
@@ -319,7 +315,7 @@ ScheduleSpec matmul_cpu_blocked(const Halide::Target &target, int64_t rhs_panel_
                     " (" + (b.k_block > 0 ? "w copied in blocks of " + std::to_string(b.k_block) + " rows up to M = " +
                                                  std::to_string(b.k_block_max_m) + ", then "
                                            : std::string()) +
-                    "passes of " + std::to_string(b.sums_block) + " rows over the chunk's sums in memory)" +
+                    "blocks of " + std::to_string(b.sums_block) + " rows added in registers, then into the chunk's sums)" +
                     ", split-K gemv streams for M == 1, split-K decode nest for other M < " +
                     std::to_string(b.mr);
     if (b.k_block > 0)

@@ -8,14 +8,14 @@
  *   split-K gemm  MR <= M <= 16, N >= NR
  *                              split-K as below, but each task computes its partial sums
  *                              with the gemm register block (MR x 3 vectors), so w is loaded
- *                              once per MR rows of x, not once per row. Two forms (AVX2
- *                              takes the first up to k_block_max_m rows, AVX-512 never):
- *                              K-blocked: the task walks its chunk in blocks of k_block whole
- *                              rows of w, copied (a sequential read, as the decode nests
- *                              read) before the register tiles sweep them from L2; in place:
- *                              the chunk's sums stay in memory and each pass of the
- *                              register tiles over all N loads them, adds sums_block rows
- *                              of w and stores them: sums_block sequential row streams.
+ *                              once per MR rows of x, not once per row. Two forms (the
+ *                              library takes the second on every target; the autoscheduler
+ *                              offers both): K-blocked: the task walks its chunk in blocks of
+ *                              k_block whole rows of w, copied (a sequential read) before
+ *                              the register tiles sweep them from L2; in place: the chunk's
+ *                              sums stay in memory, and per block of sums_block rows and
+ *                              column tile the register tiles add the block's rows (read in
+ *                              place, sums_block row streams) and the sums add the tiles.
  *   gemv    M == 1             split-K as below, but each task reads its chunk as 8 row
  *                              streams spaced chunk / 8 rows apart (not 8 adjacent rows):
  *                              the same bytes, faster from DRAM.
@@ -61,8 +61,8 @@ struct CpuBlocking {
     int gemv_streams; ///< row streams per task in the gemv nest (M == 1)
     int k_block;      ///< split-K gemm: rows of w copied whole per K block (0: in place, sums_block)
     int k_block_max_m;///< largest M the K-blocked split-K gemm is used for (above it, in place)
-    int sums_block;   ///< split-K gemm in place: rows of w per register-tile pass, the tiles loading and
-                      ///< storing the chunk's sums around each pass
+    int sums_block;   ///< split-K gemm in place: rows of w the register tiles add before the chunk's
+                      ///< sums in memory add the tiles
     static CpuBlocking for_target(const Halide::Target &target);
 };
 
