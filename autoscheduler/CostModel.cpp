@@ -3,6 +3,7 @@
 #include "autoscheduler/CostModel.h"
 
 #include "autoscheduler/GroupKindSpace.h"
+#include "schedules/MatmulCpuSchedules.h"
 
 #include <algorithm>
 #include <cmath>
@@ -80,10 +81,15 @@ CostBreakdown AnalyticalCostModel::estimate_cpu(const Workload &w, const Candida
             dram = K * N * 4 + M * N * 4 + M * K * 4;
             cache = K * N * 4 * std::max(0.0, ceil_div(M, p.mr) - 1) + 2.0 * b.tasks * M * N * 4;
             // K blocks: the rows are copied (written, read back) and each block's M x N sums
-            // are written, read and added into the chunk's. Whether the sequential copy reads
-            // DRAM faster than the strips in place depends on the prefetchers: measured, not
-            // modelled (1.25-1.7x on AVX2 at M = 4..12, slower with AVX-512, on Zen 4).
-            if (p.k_block > 0) cache += 2.0 * K * N * 4 + 3.0 * M * N * 4 * ceil_div(K, p.k_block);
+            // are written, read and added into the chunk's. In place: after every sums_block
+            // rows the register tiles are added into the chunk's M x N sums (read and written).
+            // Whether the sequential copy reads DRAM faster than the rows in place depends on
+            // the prefetchers: measured, not modelled (the copy was 1.25-1.7x on AVX2 at
+            // M = 4..12 on Zen 4; in place was 1.17-1.36x the copy on an Intel Xeon).
+            if (p.k_block > 0)
+                cache += 2.0 * K * N * 4 + 3.0 * M * N * 4 * ceil_div(K, p.k_block);
+            else
+                cache += 2.0 * M * N * 4 * ceil_div(K, sched::CpuBlocking::kSumsBlock);
         }
     } else if (p.nest == "decode" || p.nest == "gemv") {
         // (gemv is the same work for M = 1, its k_unroll far-apart streams instead of adjacent

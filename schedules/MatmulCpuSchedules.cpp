@@ -46,7 +46,7 @@ CpuBlocking CpuBlocking::for_target(const Halide::Target &target) {
     // copies (k_block 0); 32-row blocks ran 0.98-1.03x of 16, 64-row blocks 0.47-0.63x.
     b.k_block = 0;
     b.k_block_max_m = 0;
-    b.sums_block = 16;
+    b.sums_block = kSumsBlock;
     return b;
 }
 

@@ -63,6 +63,8 @@ struct CpuBlocking {
     int k_block_max_m;///< largest M the K-blocked split-K gemm is used for (above it, in place)
     int sums_block;   ///< split-K gemm in place: rows of w the register tiles add before the chunk's
                       ///< sums in memory add the tiles
+    /** sums_block on every target (the cost model charges the passes it implies). */
+    static constexpr int kSumsBlock = 16;
     static CpuBlocking for_target(const Halide::Target &target);
 };
 

@@ -131,7 +131,8 @@ TEST_CASE("K-blocked split-K: the library point is in place on every target, the
               return b;
           }()));
     CHECK(in_place_steps == sched::matmul_cpu_splitk_gemm_steps(sched::CpuBlocking::for_target(avx2)));
-    // Both forms survive pruning on AVX-512; the model charges the copy and the blocks' sums.
+    // Both forms survive pruning on AVX-512; the model charges the copy and the blocks' sums, and
+    // in place the passes of the register tiles into the chunk's sums (read and written every 16 rows).
     const TargetModel m = avx512_model();
     const auto kept = prune(enumerate_space(w8, m), w8, m);
     auto find = [&](int k_block) {
@@ -144,6 +145,7 @@ TEST_CASE("K-blocked split-K: the library point is in place on every target, the
     AnalyticalCostModel model(m);
     const auto c = model.predict(w8, std::vector<CandidateParams>{*find(0), *find(32)});
     CHECK(c[1].cache_bytes > c[0].cache_bytes);
+    CHECK(c[0].cache_bytes >= 2.0 * 8 * 4096 * 4 * (4096 / sched::CpuBlocking::kSumsBlock));
     CHECK(find(32)->to_json()["k_block"] == 32);
 }
 
