@@ -59,7 +59,7 @@ size_t Tuner::pick_winner(const std::vector<RankedCandidate> &ranked, double tie
 }
 
 size_t Tuner::pick_final(const std::vector<RankedCandidate> &ranked, const std::vector<size_t> &finalists, double confidence,
-                         std::string *why) {
+                         std::string *why, size_t incumbent) {
     size_t lead = ranked.size();
     for (size_t i : finalists)
         if (ranked[i].measured && ranked[i].measured->ok() &&
@@ -80,6 +80,25 @@ size_t Tuner::pick_final(const std::vector<RankedCandidate> &ranked, const std::
         if (!c.separated(confidence) && i < winner) winner = i;  // model order: a lower index ranks higher
     }
     if (winner != lead) os << "; #" << winner + 1 << " wins: tied with the fastest, and the cost model ranks it higher";
+    // The library's point is the default: a winner must be separated from it, not only faster in
+    // the medians (in screening, a 4 % lead of one candidate over the library reversed in --compare).
+    const bool incumbent_ran = std::find(finalists.begin(), finalists.end(), incumbent) != finalists.end() &&
+                               ranked[incumbent].measured && ranked[incumbent].measured->ok();
+    if (incumbent_ran && winner != incumbent) {
+        const PairedComparison c = compare_paired(ranked[winner].measured->samples, ranked[incumbent].measured->samples);
+        if (!c.separated(confidence)) {
+            const PairedComparison l = compare_paired(a, ranked[incumbent].measured->samples);
+            os << std::setprecision(3) << "; #" << winner + 1 << " is not separated from #" << incumbent + 1
+               << ", the library's point (ratio " << c.median_ratio << ", p = " << c.p_value << ")";
+            if (lead != incumbent && l.separated(confidence)) {
+                os << ", the fastest is (ratio " << l.median_ratio << ", p = " << l.p_value << "): #" << lead + 1 << " wins";
+                winner = lead;
+            } else {
+                os << ": the library's point stays";
+                winner = incumbent;
+            }
+        }
+    }
     if (why) *why = os.str();
     return winner;
 }
@@ -208,6 +227,7 @@ TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
         if (corr != params_.class_rank_correlation.end() && corr->second < params_.min_rank_correlation) budget *= 2;
         budget = std::min<int>(budget, (int)result.ranked.size());
         // Seed: the library's own point is always measured too (moved up to the budget's end).
+        size_t library_index = SIZE_MAX;
         if (auto lib = library_point(r.workload, target)) {
             auto it = std::find_if(result.ranked.begin(), result.ranked.end(),
                                    [&](const RankedCandidate &c) { return c.params == *lib; });
@@ -222,6 +242,9 @@ TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
                 result.ranked.insert(result.ranked.begin() + budget, seed);
                 budget++;
             }
+            library_index = std::find_if(result.ranked.begin(), result.ranked.end(),
+                                         [&](const RankedCandidate &c) { return c.params == *lib; }) -
+                            result.ranked.begin();
         }
         MeasureTask task = make_measure_task(*r.graph, r.group, r.symbols, r.target.to_string());
         task.repeats = params_.repeats;
@@ -255,6 +278,10 @@ TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
             for (const auto &[ms, i] : ok)
                 if ((int)finalists.size() < params_.finalists && ms <= ok.front().first * (1 + params_.finalist_band))
                     finalists.push_back(i);
+            for (const auto &[ms, i] : ok)  // the library's point, if it screened within the band
+                if (i == library_index && ms <= ok.front().first * (1 + params_.finalist_band) &&
+                    std::find(finalists.begin(), finalists.end(), i) == finalists.end())
+                    finalists.push_back(i);
             if (finalists.size() >= 2) {
                 MeasureTask final_task = task;
                 final_task.repeats = params_.final_rounds;
@@ -263,7 +290,7 @@ TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
                 std::vector<sched::ScheduleSpec> final_schedules;
                 for (size_t i : finalists) final_schedules.push_back(schedules[i]);
                 if (log) *log << "final round: " << finalists.size() << " candidates within " << params_.finalist_band * 100
-                              << "% of the fastest, timed together\n";
+                              << "% of the fastest, the library's point among them when it is, timed together\n";
                 const auto final = measurer_->measure_interleaved(final_task, final_schedules);
                 std::vector<size_t> kept;
                 for (size_t k = 0; k < finalists.size() && k < final.size(); k++) {
@@ -273,7 +300,8 @@ TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
                     result.ranked[finalists[k]].measured = m;
                     kept.push_back(finalists[k]);
                 }
-                if (kept.size() >= 2) winner = pick_final(result.ranked, kept, params_.confidence, &result.decision);
+                if (kept.size() >= 2)
+                    winner = pick_final(result.ranked, kept, params_.confidence, &result.decision, library_index);
             }
         }
         if (winner == result.ranked.size()) {

@@ -33,6 +33,7 @@
 
 #include <Halide.h>
 
+#include <cstdint>
 #include <optional>
 #include <ostream>
 
@@ -53,7 +54,10 @@ struct TunerParams {
      * `finalist_band` of the fastest median) are timed again together in one child, call by call
      * in turn, for `final_rounds` rounds and then until the fastest is separated from each other
      * at `confidence` (paired sign test) or `final_max_rounds`; the winner is the fastest, or
-     * among those it is tied with, the one the cost model ranks highest. finalists < 2: off. */
+     * among those it is tied with, the one the cost model ranks highest. The library's own point
+     * joins the round whenever it screened within the band (beyond `finalists`), and a winner that
+     * is not separated from it gives way to it: tuning never replaces the library's schedule on a
+     * difference the measurement cannot tell from noise. finalists < 2: off. */
     int finalists = 3;
     double finalist_band = 0.25;  ///< screening repeats alone drift by tens of percent on a shared machine
     int final_rounds = 10, final_max_rounds = 40;
@@ -116,9 +120,11 @@ public:
 
     /** The final round's rule on `finalists` (indices into `ranked`, whose measurements pair by
      * round): the fastest median, or the model's best among the candidates it is not separated
-     * from at `confidence`. `why` gets each comparison (ratio, p-value) and the spread. */
+     * from at `confidence`; then, when `incumbent` (the library's point) is a finalist, that
+     * winner must be separated from it too, or the incumbent wins. `why` gets each comparison
+     * (ratio, p-value) and the spread. */
     static size_t pick_final(const std::vector<RankedCandidate> &ranked, const std::vector<size_t> &finalists,
-                             double confidence, std::string *why);
+                             double confidence, std::string *why, size_t incumbent = SIZE_MAX);
 
 private:
     const CostModel &model_;

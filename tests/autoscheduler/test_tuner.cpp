@@ -218,6 +218,32 @@ TEST_CASE("final round: paired rounds separate a faster candidate, or tie and le
     INFO(why);
     CHECK(w == 0);
     CHECK(why.find("(tied)") != std::string::npos);
+    // The library's point (#3 here) is the incumbent: the round's winner must be separated from it.
+    std::vector<double> lib = slow;
+    for (int i = 0; i < 12; i++) lib[i] = fast[i] * (i % 2 ? 1.02 : 0.99);  // #2 faster in 6 of 12 rounds
+    ranked[2].measured = measured(lib);
+    CHECK(Tuner::pick_final(ranked, {0, 1, 2}, 0.95, &why, 2) == 2);
+    CHECK(why.find("the library's point stays") != std::string::npos);
+    CHECK(Tuner::pick_final(ranked, {0, 1, 2}, 0.95, &why) != 2);  // without an incumbent, the model's order
+    for (int i = 0; i < 12; i++) lib[i] = fast[i] * 1.05;  // #2 faster in every round: it replaces the library
+    ranked[2].measured = measured(lib);
+    ranked[0].measured = measured(std::vector<double>(12, 9.0));
+    CHECK(Tuner::pick_final(ranked, {0, 1, 2}, 0.95, &why, 2) == 1);
+    // The model's tie-break picks #1, tied with the fastest (#2) and with the library's point (#3);
+    // #2 is separated from the library's point, so #2 wins rather than the library staying.
+    std::vector<double> base, near, lib2;
+    for (int i = 0; i < 12; i++) {
+        base.push_back(1.0 + i * 0.1);
+        near.push_back(base[i] * (i % 2 ? 0.999 : 1.04));  // 6 of 12 rounds either way against both
+        lib2.push_back(base[i] * 1.02);
+    }
+    ranked[0].measured = measured(near);
+    ranked[1].measured = measured(base);
+    ranked[2].measured = measured(lib2);
+    const size_t w2 = Tuner::pick_final(ranked, {0, 1, 2}, 0.95, &why, 2);
+    INFO(why);
+    CHECK(w2 == 1);
+    CHECK(why.find("#2 wins") != std::string::npos);
     // The statistic itself: 10 of 10 rounds is p = 2 / 2^10.
     const PairedComparison c = compare_paired(std::vector<double>(10, 1.0), std::vector<double>(10, 2.0));
     CHECK(c.a_faster == 10);
