@@ -235,16 +235,13 @@ TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
                 result.ranked.push_back({*lib, model_.predict(r.workload, std::vector<CandidateParams>{*lib})[0], std::nullopt, ""});
                 it = result.ranked.end() - 1;
             }
-            const size_t at = it - result.ranked.begin();
-            if (at >= (size_t)budget) {
+            library_index = it - result.ranked.begin();
+            if (library_index >= (size_t)budget) {
                 RankedCandidate seed = *it;
                 result.ranked.erase(it);
                 result.ranked.insert(result.ranked.begin() + budget, seed);
-                budget++;
+                library_index = budget++;
             }
-            library_index = std::find_if(result.ranked.begin(), result.ranked.end(),
-                                         [&](const RankedCandidate &c) { return c.params == *lib; }) -
-                            result.ranked.begin();
         }
         MeasureTask task = make_measure_task(*r.graph, r.group, r.symbols, r.target.to_string());
         task.repeats = params_.repeats;
