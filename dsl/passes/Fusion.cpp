@@ -11,6 +11,7 @@
 #include <queue>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "dsl/analysis/MemoryTraffic.h"
 #include "dsl/analysis/WeightDerived.h"
@@ -178,29 +179,39 @@ private:
         return false;
     }
 
-    /** A node outside `s` on a path from s back into s, or kNoValue. Such a path runs forward
-     * in program order and ends in s, so nodes after s's last member are not searched: the
-     * search stays within the group's span of the program. */
+    /** A node outside `s` on a path from s back into s, or kNoValue. Paths run between groups,
+     * not only between nodes: every other group runs as one kernel, so reaching one member of it
+     * reaches all of them (A = {matmul %4, %9 = f(%4, %6)} and B = {%6, %10 = g(%6, %4)} have no
+     * node path from B back into B, yet B -> A -> B is a cycle of kernels).
+     * Merges happen while the planner visits a node c, and s holds c, the latest node planned:
+     * a node after s's last member is in no group yet and all its users come after it, so no
+     * path through it ends in s, and the search stays within the program before c. */
     ValueId cycle_through(const std::set<ValueId> &s) const {
         size_t last = 0;
         for (ValueId v : s) last = std::max(last, pos_.at(v));
         std::set<ValueId> seen;
         std::vector<ValueId> work;
-        auto push_users = [&](ValueId v) {
-            auto it = users_.find(v);
-            if (it == users_.end()) return;
-            for (ValueId u : it->second)
-                if (!s.count(u) && pos_.at(u) < last && seen.insert(u).second) work.push_back(u);
+        auto reach = [&](ValueId u) {
+            if (s.count(u) || pos_.at(u) > last || !seen.insert(u).second) return;
+            work.push_back(u);
+            if (auto r = root_.find(u); r != root_.end())
+                for (ValueId m : members_.at(r->second))
+                    if (seen.insert(m).second) work.push_back(m);
         };
-        for (ValueId v : s) push_users(v);
-        while (!work.empty()) {
-            ValueId v = work.back();
-            work.pop_back();
+        auto users_of = [&](ValueId v) -> const std::vector<ValueId> & {
+            static const std::vector<ValueId> none;
             auto it = users_.find(v);
-            if (it != users_.end())
-                for (ValueId u : it->second)
-                    if (s.count(u)) return v;
-            push_users(v);
+            return it == users_.end() ? none : it->second;
+        };
+        for (ValueId v : s)
+            for (ValueId u : users_of(v)) reach(u);
+        while (!work.empty()) {
+            const ValueId v = work.back();
+            work.pop_back();
+            for (ValueId u : users_of(v)) {
+                if (s.count(u)) return v;
+                reach(u);
+            }
         }
         return kNoValue;
     }
@@ -282,6 +293,12 @@ private:
             for (ValueId s : succ[u])
                 if (--indeg[s] == 0) ready.push({first[s], s});
         }
+        // Every merge was checked for cycles between groups, so all groups are ordered; if one
+        // were not, dropping it would lose its outputs, so stop instead.
+        if (order.size() != members_.size())
+            throw std::logic_error("fusion: " + std::to_string(members_.size() - order.size()) + " of " +
+                                   std::to_string(members_.size()) + " groups of graph " + g_.name +
+                                   " form a cycle and cannot be ordered (a bug in the fusion planner)");
         std::map<ValueId, int> id_of;
         for (ValueId r : order) {
             FusionGroup grp;

@@ -382,6 +382,32 @@ TEST_CASE("fusion refuses: a merge that would create a cycle between groups") {
     CHECK_MESSAGE(d.reason.find("cycle between groups through %t") != std::string::npos, d.reason);
 }
 
+TEST_CASE("fusion refuses: a merge whose cycle runs through another group, not through single nodes") {
+    // Found by test_compiled_differential_long (seed 1001855): %9 joins the matmul's group A and
+    // reads %6; %10 then joins %6's group B and reads %4 from A. No node path leaves B and comes
+    // back, but A reads B and B reads A, so neither kernel could run first; the planner ordered
+    // no group and the graph compiled to nothing.
+    Planned p = plan_text(R"(graph g {
+      %in0 = input : f32[3, 8]
+      %in1 = input : f32[3, 3]
+      %w0 = input : f32[8, 3]
+      %4 = matmul(%in0, %w0)
+      %5 = reduce_sum(%in1, axes=[1], keepdims=true)
+      %6 = sub(%in1, %5)
+      %8 = relu(%4)
+      %9 = mul(%8, %6)
+      %10 = add(%6, %4)
+      %11 = reduce_max(%9, axes=[0], keepdims=true)
+      %z = matmul(%11, %10)
+      output %z
+    })");
+    // %10 is refused by B and joins A as an epilogue of %4 instead.
+    CHECK(p.groups() == "reduction: %5 %6 | matmul+epilogue: %4 %8 %9 %10 | reduction: %11 | matmul+epilogue: %z");
+    FusionDecision d = p.decision("merge", "6", "10");
+    CHECK_FALSE(d.fused);
+    CHECK_MESSAGE(d.reason.find("cycle between groups through %4") != std::string::npos, d.reason);
+}
+
 TEST_CASE("fusion: a multi-consumer value read by two groups is materialized, and the choice is logged") {
     Planned p = plan_text(R"(graph g {
       %x = input : f32[4, 8]
