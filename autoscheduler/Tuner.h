@@ -55,7 +55,7 @@ struct TunerParams {
      * in turn, for `final_rounds` rounds and then until the fastest is separated from each other
      * at `confidence` (paired sign test) or `final_max_rounds`; the winner is the fastest, or
      * among those it is tied with, the one the cost model ranks highest. The library's own point
-     * joins the round whenever it screened within the band (beyond `finalists`), and a winner that
+     * always joins the round (beyond `finalists`, wherever it screened), and a winner that
      * is not separated from it gives way to it: tuning never replaces the library's schedule on a
      * difference the measurement cannot tell from noise. finalists < 2: off. */
     int finalists = 3;
