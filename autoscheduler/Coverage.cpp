@@ -1,5 +1,7 @@
 #include "autoscheduler/Coverage.h"
 
+#include "support/Statistics.h"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -51,6 +53,7 @@ std::vector<double> ranks(const std::vector<double> &v) {
 struct Pairs {
     std::vector<CandidateParams> params;
     std::vector<double> predicted, measured;
+    std::vector<double> spread;  ///< relative spread of each candidate's screening samples
     size_t choice = 0;
 };
 
@@ -63,7 +66,9 @@ Pairs measured_pairs(const TuneResult &r) {
         p.predicted.push_back(c.cost.total_s());
         // Screening times for every candidate: a finalist's final-round time is another kind of
         // measurement (interleaved, later), not comparable with the others' screening.
-        p.measured.push_back(c.screened ? c.screened->median_ms : c.measured->median_ms);
+        const Measurement &screening = c.screened ? *c.screened : *c.measured;
+        p.measured.push_back(screening.median_ms);
+        p.spread.push_back(relative_spread(screening.samples));
     }
     return p;
 }
@@ -101,10 +106,14 @@ std::vector<ClassCoverage> coverage_by_class(const std::vector<TuneResult> &resu
         c.rank_correlation += spearman(p.predicted, p.measured);
         c.regret_model_top += regret_of(p.measured, 0);
         c.regret_choice += regret_of(p.measured, p.choice);
+        c.measured_range += *std::max_element(p.measured.begin(), p.measured.end()) /
+                                *std::min_element(p.measured.begin(), p.measured.end()) - 1;
+        c.measurement_spread += median(p.spread);
     }
     std::vector<ClassCoverage> out;
     for (auto &[k, c] : by) {
         c.rank_correlation /= c.shapes, c.regret_model_top /= c.shapes, c.regret_choice /= c.shapes;
+        c.measured_range /= c.shapes, c.measurement_spread /= c.shapes;
         out.push_back(c);
     }
     return out;
@@ -164,11 +173,22 @@ std::vector<CalibrationRow> calibration_experiment(const TargetModel &model, con
 std::string to_string(const std::vector<ClassCoverage> &rows) {
     std::ostringstream os;
     os << std::left << std::setw(8) << "class" << std::right << std::setw(8) << "shapes" << std::setw(10) << "measured"
-       << std::setw(12) << "spearman" << std::setw(18) << "regret(model #1)" << std::setw(16) << "regret(choice)\n";
-    for (const auto &r : rows)
+       << std::setw(12) << "spearman" << std::setw(18) << "regret(model #1)" << std::setw(16) << "regret(choice)"
+       << std::setw(10) << "range" << std::setw(10) << "spread\n";
+    bool within_noise = false;
+    for (const auto &r : rows) {
         os << std::left << std::setw(8) << r.shape_class << std::right << std::setw(8) << r.shapes << std::setw(10)
            << r.measured << std::setw(12) << std::fixed << std::setprecision(2) << r.rank_correlation << std::setw(17)
-           << std::setprecision(1) << r.regret_model_top * 100 << "%" << std::setw(15) << r.regret_choice * 100 << "%\n";
+           << std::setprecision(1) << r.regret_model_top * 100 << "%" << std::setw(15) << r.regret_choice * 100 << "%"
+           << std::setw(9) << r.measured_range * 100 << "%" << std::setw(9) << r.measurement_spread * 100 << "%";
+        const bool noise = r.within_noise();
+        within_noise |= noise;
+        os << (noise ? "  *" : "") << "\n";
+    }
+    os << "(range: slowest / fastest screened - 1; spread: a candidate's IQR / median, median over candidates;\n"
+       << " means over the class's shapes" << (within_noise ? "; * range below twice the spread: the candidates are tied\n"
+                                                              "   within the measurement and spearman ranks noise)\n"
+                                                            : ")\n");
     return os.str();
 }
 

@@ -5,7 +5,9 @@
  * class this reports Spearman's rank correlation, the regret of the model's top pick (its
  * measured time over the best measured, minus one) and the regret of the tuner's choice, all on
  * the screening measurements (a finalist's final-round time is kept apart: RankedCandidate::
- * screened), so a choice the final round made against its screening shows here as regret.
+ * screened), so a choice the final round made against its screening shows here as regret. Beside
+ * them: how far apart the candidates measured and how noisy each measurement was, so a class
+ * whose candidates are all within noise of each other is not read as a model failure.
  *
  * calibration_experiment() shows the design's warning on real measurements: a model whose
  * calibration was fitted on square matrices only, used to rank decode (memory-bound) shapes,
@@ -42,6 +44,14 @@ struct ClassCoverage {
     double rank_correlation = 0;  ///< mean over the class's shapes
     double regret_model_top = 0;  ///< mean of measured(model's #1) / best measured - 1
     double regret_choice = 0;     ///< mean of measured(tuner's choice) / best measured - 1
+    /** Mean of slowest / fastest screened candidate - 1, and of the candidates' median relative
+     * spread (IQR / median of their screening samples): where the range is not well above the
+     * spread, the candidates are tied within the measurement and a low rank correlation ranks
+     * noise, not the model. */
+    double measured_range = 0, measurement_spread = 0;
+    /** Candidates whose times differ by less than about twice their spread are not ordered by
+     * the measurement, so neither is the rank correlation over them. */
+    bool within_noise() const { return measured_range < 2 * measurement_spread; }
 };
 
 /** Coverage from tuning results that were measured (database hits are skipped). */

@@ -161,8 +161,10 @@ void tune_one(const dsl::Graph &g, const dsl::FusionGroup &fg, const std::string
               std::vector<Workload> &workloads, int &failures, std::ostream &out) {
     // Calibrations fitted so far steer the model and the budget for the next shapes.
     for (const auto &[cls, c] : autosched::fit_calibrations(model.target(), results, workloads)) model.set_calibration(cls, c);
+    // A class whose candidates measured within noise of each other has a rank correlation of
+    // noise: a doubled budget would measure more ties, so only ranked classes count.
     for (const auto &row : autosched::coverage_by_class(results))
-        params.class_rank_correlation[row.shape_class] = row.rank_correlation;
+        if (!row.within_noise()) params.class_rank_correlation[row.shape_class] = row.rank_correlation;
     autosched::Tuner tuner(model, measurer, &db, params);
     out << "\ngroup " << fg.name << " [" << dsl::to_string(fg.kind) << "] shape " << name << " (" << w.to_string() << ", "
         << w.shape_class() << ")\n";

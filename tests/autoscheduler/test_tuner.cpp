@@ -298,6 +298,47 @@ TEST_CASE("spearman rank correlation") {
     CHECK(spearman({1, 1, 1}, {1, 2, 3}) == 0);  // no spread
 }
 
+TEST_CASE("coverage: the candidates' measured range beside their measurement spread, ties flagged") {
+    // One shape per class; the model ranks candidates 0, 1, 2 in that order.
+    auto result = [](const std::string &cls, std::vector<std::vector<double>> samples) {
+        TuneResult r;
+        r.source = "measured";
+        r.key.shape_class = cls;
+        for (size_t i = 0; i < samples.size(); i++) {
+            RankedCandidate c;
+            c.params.nest = "group";
+            c.params.group.vectors = (int)i + 1;
+            c.cost.compute_s = 1e-3 * (double)(i + 1);
+            Measurement m;
+            m.samples = samples[i];
+            m.median_ms = median(samples[i]);
+            c.measured = m;
+            r.ranked.push_back(c);
+        }
+        r.params = r.ranked[0].params;
+        return r;
+    };
+    // "apart": 1.0, 2.0, 3.0 ms, each spread 1 %: range 200 %, the model right.
+    // "tied": 1.00, 1.02, 0.99 ms with 10 % spreads: the order is noise.
+    const auto rows = coverage_by_class({result("apart", {{0.99, 1.0, 1.01}, {1.98, 2.0, 2.02}, {2.97, 3.0, 3.03}}),
+                                         result("tied", {{0.9, 1.0, 1.1}, {0.92, 1.02, 1.12}, {0.89, 0.99, 1.09}})});
+    REQUIRE(rows.size() == 2);
+    CHECK(rows[0].shape_class == "apart");
+    CHECK(rows[0].rank_correlation == doctest::Approx(1));
+    CHECK(rows[0].measured_range == doctest::Approx(2.0));
+    CHECK(rows[0].measurement_spread == doctest::Approx(0.01));  // IQR of three samples: 1.01 - 1.00
+    CHECK(rows[1].measured_range == doctest::Approx(1.02 / 0.99 - 1));
+    CHECK(rows[1].measurement_spread == doctest::Approx(0.1));
+    const std::string text = to_string(rows);
+    INFO(text);
+    CHECK(text.find("tied ") != std::string::npos);
+    const std::string tied_line = text.substr(text.find("tied "), text.find('\n', text.find("tied ")) - text.find("tied "));
+    CHECK(tied_line.find("*") != std::string::npos);
+    const std::string apart_line = text.substr(text.find("apart"), text.find('\n', text.find("apart")) - text.find("apart"));
+    CHECK(apart_line.find("*") == std::string::npos);
+    CHECK(text.find("spearman ranks noise") != std::string::npos);
+}
+
 TEST_CASE("tuner: measures the model's top K, commits the winner, and a second run is a cache hit") {
     const dsl::Graph g = dsl::simplify_text(kGelu, "<test>").graph;
     const TuneRequest r = gelu_request(g);
