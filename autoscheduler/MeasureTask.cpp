@@ -482,8 +482,7 @@ std::vector<Measurement> run_interleaved_measurement(const MeasureTask &task, co
         return true;
     };
     for (int round = 0; round < max_rounds; round++) {
-        for (size_t k = 0; k < candidates.size(); k++) {
-            const size_t i = (round + k) % candidates.size();  // rotate who goes first
+        for (const size_t i : round_order(candidates.size(), (uint64_t)round)) {
             if (!candidates[i]->ok()) continue;
             const double ms = candidates[i]->timed_call(flush_buffer);
             if (candidates[i]->ok()) samples[i].push_back(ms);

@@ -88,8 +88,9 @@ struct Contender {
 };
 
 /** Checks each contender's outputs against `want` (one call each), then times them together:
- * every round calls each contender once, the first of a round rotating, after one warm-up
- * round, so the machine's drift falls on all of them alike. Fills the rows. */
+ * every round calls each contender once, in an order drawn afresh each round (round_order: no
+ * contender always follows the same one, whose data it would find in the caches), after one
+ * warm-up round, so the machine's drift falls on all of them alike. Fills the rows. */
 void verify_and_time(std::vector<Contender> &contenders, Buffers &b, const std::vector<std::vector<float>> &want,
                      double flops, const CompareOptions &o) {
     for (auto &c : contenders) {
@@ -109,8 +110,8 @@ void verify_and_time(std::vector<Contender> &contenders, Buffers &b, const std::
         }
     }
     for (int round = 0; round <= std::max(1, o.repeats); round++)
-        for (size_t k = 0; k < contenders.size(); k++) {
-            Contender &c = contenders[(round + k) % contenders.size()];
+        for (const size_t k : round_order(contenders.size(), (uint64_t)round)) {
+            Contender &c = contenders[k];
             if (!c.row.ok) continue;
             std::string error;
             const auto t0 = Clock::now();

@@ -9,6 +9,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <random>
 #include <vector>
 
 namespace tessel {
@@ -41,6 +44,18 @@ inline double relative_spread(std::vector<double> samples) {
     const auto at = [&](double q) { return samples[(size_t)std::lround(q * (double)(samples.size() - 1))]; };
     const double m = median(samples);
     return m > 0 ? (at(0.75) - at(0.25)) / m : 0;
+}
+
+/** The order in which `n` contenders run in round `round` of an interleaved measurement: a
+ * permutation drawn afresh each round (seeded by the round, so a run repeats). Rotating one fixed
+ * order keeps each contender's predecessor fixed, and a contender that always follows another
+ * with the same working set finds its data in the caches every round. */
+inline std::vector<size_t> round_order(size_t n, uint64_t round) {
+    std::vector<size_t> order(n);
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::mt19937_64 rng(0x9e3779b97f4a7c15ull + round);
+    std::shuffle(order.begin(), order.end(), rng);
+    return order;
 }
 
 /** Two candidates timed in the same rounds (a[i] and b[i] in round i, interleaved call by

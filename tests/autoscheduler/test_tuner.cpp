@@ -20,6 +20,8 @@
 
 #include <doctest/doctest.h>
 
+#include <set>
+
 #include <cmath>
 
 using namespace tessel;
@@ -250,6 +252,23 @@ TEST_CASE("final round: paired rounds separate a faster candidate, or tie and le
     CHECK(c.p_value == doctest::Approx(2.0 / 1024));
     CHECK(c.median_ratio == doctest::Approx(0.5));
     CHECK(compare_paired({1, 2, 3}, {1, 2, 3}).p_value == 1.0);
+}
+
+TEST_CASE("interleaved rounds: a permutation per round, and no contender always follows the same one") {
+    // Rotating a fixed order made the tuned schedule follow the library's every round in
+    // --compare; each ordered pair (a right before b) must occur over a few rounds.
+    std::set<std::pair<size_t, size_t>> follows;
+    for (uint64_t round = 0; round < 40; round++) {
+        const std::vector<size_t> order = round_order(4, round);
+        std::vector<size_t> sorted = order;
+        std::sort(sorted.begin(), sorted.end());
+        CHECK(sorted == std::vector<size_t>{0, 1, 2, 3});
+        for (size_t k = 1; k < order.size(); k++) follows.insert({order[k - 1], order[k]});
+    }
+    CHECK(follows.size() == 12);  // all 4 x 3 ordered pairs
+    CHECK(round_order(4, 7) == round_order(4, 7));  // a run repeats
+    CHECK(round_order(1, 3) == std::vector<size_t>{0});
+    CHECK(round_order(0, 3).empty());
 }
 
 TEST_CASE("tuner: front-runners within the band get a final interleaved round") {
