@@ -13,9 +13,10 @@ namespace {
 /** --compare: the tuned schedule against the library and Halide's autoschedulers on the same
  * planned group of the graph being tuned, in the same run. */
 void compare_with_halide(const dsl::Graph &g, const dsl::FusionGroup &group, const std::map<std::string, int64_t> &symbols,
-                         const autosched::Workload &, const autosched::TuneResult &r, std::ostream &out) {
+                         const autosched::TuneResult &r, int rounds, std::ostream &out) {
     autosched::CompareOptions c;
     c.target = Halide::Target(r.key.target);
+    c.repeats = rounds;
     c.tessel_specs = {{"tuned", r.schedule}};
     if (group.kind != dsl::GroupKind::MatmulEpilogue)  // the library's schedule for this kind, not cpu_blocked
         c.tessel_schedules = {sched::default_library_schedule(group.kind, c.target.has_gpu_feature() ? sched::Device::Cuda
@@ -54,13 +55,22 @@ void add_tune_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_flag("--model-only", *no_measure, "rank with the cost model only; measure nothing");
     cmd->add_flag("!--no-coverage", o->coverage, "skip the coverage report");
     auto compare = std::make_shared<bool>(false);
+    auto compare_rounds = std::make_shared<int>(autosched::CompareOptions{}.repeats);
     cmd->add_flag("--compare", *compare, "after each shape, time the tuned schedule, the library's cpu_blocked and "
                                          "Halide's autoschedulers in the same run");
-    cmd->callback([&action, o, no_measure, compare, dims] {
-        action = [o, no_measure, compare, dims] {
+    cmd->add_option("--compare-rounds", *compare_rounds, "timed rounds of --compare (each calls every contender once; "
+                                                         "the tuned-vs-library verdict is a sign test over them)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1000));
+    cmd->callback([&action, o, no_measure, compare, compare_rounds, dims] {
+        action = [o, no_measure, compare, compare_rounds, dims] {
             o->dims = parse_dims(*dims);
             o->params.measure = !*no_measure;
-            if (*compare) o->after_each = compare_with_halide;
+            if (*compare)
+                o->after_each = [rounds = *compare_rounds](const dsl::Graph &g, const dsl::FusionGroup &group,
+                                                           const std::map<std::string, int64_t> &symbols,
+                                                           const autosched::Workload &, const autosched::TuneResult &r,
+                                                           std::ostream &out) { compare_with_halide(g, group, symbols, r, rounds, out); };
             return run_tune(*o, std::cout);
         };
     });

@@ -127,6 +127,7 @@ void verify_and_time(std::vector<Contender> &contenders, Buffers &b, const std::
         c.row.median_ms = median(c.samples);
         c.row.spread = relative_spread(c.samples);
         c.row.gflops = flops / (c.row.median_ms * 1e-3) * 1e-9;
+        c.row.samples = c.samples;
     }
 }
 
@@ -326,6 +327,21 @@ int compare_autoschedulers(const dsl::Graph &g, const dsl::FusionGroup &group, c
                 << (best_halide > 0 ? (1.0 / r.median_ms) / best_halide : 0.0) << "x" << std::setw(8)
                 << std::setprecision(1) << r.spread * 100 << "%\n";
         }
+        // Tessel schedules given by label (the tuned one) against the library's, round by round:
+        // a ratio of medians would mix the rounds' drift into the verdict.
+        for (const auto &a : rows)
+            for (const auto &b : rows) {
+                const bool labelled = std::any_of(o.tessel_specs.begin(), o.tessel_specs.end(),
+                                                  [&](const auto &spec) { return a.name == "tessel:" + spec.first; });
+                const bool library = std::any_of(o.tessel_schedules.begin(), o.tessel_schedules.end(),
+                                                 [&](const std::string &name) { return b.name == "tessel:" + name; });
+                if (!labelled || !library || !a.ok || !b.ok || a.samples.size() != b.samples.size()) continue;
+                const PairedComparison c = compare_paired(a.samples, b.samples);
+                out << "  " << a.name << " vs " << b.name << ": " << std::fixed << std::setprecision(3) << c.median_ratio
+                    << " (median of per-round time ratios), faster in " << c.a_faster << " of " << a.samples.size()
+                    << " rounds, p = " << std::setprecision(3) << c.p_value << ": "
+                    << (c.separated(0.95) ? (c.median_ratio < 1 ? "faster" : "slower") : "tied") << " at 95 %\n";
+            }
     }
     for (const auto &n : notes) out << "  note: " << n << "\n";
     return all_tessel && any_halide ? 0 : 1;

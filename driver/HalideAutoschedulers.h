@@ -72,6 +72,7 @@ struct ContenderResult {
     double gflops = 0;         ///< 2 M K N / median (0 for groups without a contraction)
     double max_rel_error = 0;  ///< vs the reference kernel's outputs
     double spread = 0;         ///< (75th - 25th percentile) / median of its rounds
+    std::vector<double> samples;  ///< ms, one per timed round (round i of every contender is the same round)
 };
 
 struct CompareOptions {

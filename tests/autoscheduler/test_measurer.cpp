@@ -191,3 +191,21 @@ TEST_CASE("Halide's autoschedulers: plugins load, and the result matches the flo
     CHECK_FALSE(a.ok);
     CHECK(a.message.find("GPU") != std::string::npos);
 }
+
+TEST_CASE("--compare: a labelled schedule against the library's, with a per-round paired verdict") {
+    const Halide::Target target = parse_target("host");
+    const dsl::Graph g = gelu_mlp_layer(true, dsl::NumericMode::Fast);
+    const dsl::FusionGroup group = gelu_layer_group(g, target);
+    CompareOptions o;
+    o.target = target;
+    o.repeats = 6;
+    o.autoschedulers = {"Mullapudi2016"};
+    o.tessel_specs = {{"tuned", sched::library_schedule("cpu_blocked", target)}};  // the library's, labelled
+    std::ostringstream out;
+    compare_autoschedulers(g, group, {{{"M", 9}, {"K", 37}, {"N", 50}}}, out, o);
+    const std::string text = out.str();
+    INFO(text);
+    CHECK(text.find("tessel:tuned vs tessel:cpu_blocked: ") != std::string::npos);
+    CHECK(text.find(" of 6 rounds, p = ") != std::string::npos);
+    CHECK(text.find("Mullapudi2016 vs") == std::string::npos);  // only labelled Tessel schedules get a verdict
+}
