@@ -113,12 +113,12 @@ struct Program {
     }
 };
 
-/** Runs the programs alternately, the order rotating each round; returns their medians. */
+/** Runs the programs alternately, in an order drawn afresh each round (round_order). */
 void alternate(std::vector<Program *> ps, const std::map<std::string, dsl::Tensor> &in,
                const std::map<std::string, int64_t> &s, int rounds) {
     for (Program *p : ps) p->run(in, s);  // warm up
     for (int r = 0; r < rounds; r++)
-        for (size_t i = 0; i < ps.size(); i++) ps[(i + r) % ps.size()]->timed(in, s);
+        for (const size_t i : round_order(ps.size(), (uint64_t)r)) ps[i]->timed(in, s);
 }
 
 dsl::Graph simplified(dsl::Graph g) {

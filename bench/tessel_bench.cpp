@@ -233,7 +233,8 @@ void register_timed(const std::string &name, ShapeData *d, const Options &o, Cac
 }
 
 /** ONE benchmark per shape whose every iteration times each implementation once, in an order
- * rotated every iteration; decode shapes flush the caches before each call, compute shapes
+ * drawn afresh every iteration (round_order: rotating one order would have each implementation
+ * always follow the same one and find its inputs in the caches); decode shapes flush the caches before each call, compute shapes
  * time the FMA probe among the implementations. Two-thread bandwidth and clock drift by tens
  * of percent within seconds; samples taken milliseconds apart compare the implementations
  * under the same conditions, which blocks of consecutive iterations of separate benchmarks
@@ -244,11 +245,11 @@ void register_paired(ShapeData *d, const Options &o, CacheFlusher *flusher, cons
     const int threads = o.threads;
     const bool cold = d->shape.kind == ShapeKind::Decode;
     benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State &state) {
-        size_t rotation = 0;
+        uint64_t round = 0;
         for (auto _ : state) {
             double iteration = 0;
-            for (size_t j = 0; j < impls.size(); j++) {
-                const auto &[impl, fn] = impls[(j + rotation) % impls.size()];
+            for (const size_t j : round_order(impls.size(), round)) {
+                const auto &[impl, fn] = impls[j];
                 if (cold) flusher->flush(threads);
                 const auto t0 = std::chrono::steady_clock::now();
                 fn();
@@ -257,7 +258,7 @@ void register_paired(ShapeData *d, const Options &o, CacheFlusher *flusher, cons
                 iteration += t;
             }
             state.SetIterationTime(iteration);
-            rotation++;
+            round++;
         }
         for (const auto &[impl, fn] : impls) state.counters[impl + " ms"] = median(g_samples[impl]) * 1e3;
     })->UseManualTime()->Iterations(iterations_for(d->shape, o))->Unit(benchmark::kMillisecond);

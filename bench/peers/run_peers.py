@@ -6,13 +6,14 @@ Map: start one worker per runtime (workers.py: tessel_peer_worker for Tessel and
 peer_worker.py for torch, jax, numpy) -> per shape: inputs written once and a float64
 reference -> each system prepared (cold start: compile/autotune + first call) and its first
 result checked -> batch sizes from one call each -> rounds, each timing every system once in
-an order rotated per round -> the last timed output checked again -> per-shape tables and a
+an order drawn afresh per round -> the last timed output checked again -> per-shape tables and a
 summary (report.py), and the raw samples as JSON.
 """
 import argparse
 import json
 import math
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -171,8 +172,9 @@ class Bench:
 
         for r in range(self.a.rounds):
             progress(f"{name}: round {r + 1}/{self.a.rounds}")
-            for j in range(len(active)):
-                system = active[(j + r) % len(active)]
+            order = list(active)
+            random.Random(r).shuffle(order)  # drawn afresh per round: no system always follows the same one
+            for system in order:
                 row = rows[system]
                 if row.get("status"):
                     continue
@@ -226,7 +228,7 @@ def print_header(args, workers, isa, model, out):
           "  Tessel: a fresh GeluLayer, JIT of every guarded variant; torch.compile: dynamo reset, trace, inductor with a\n"
           "  fresh cache folder, autotuning, weight freezing; jax.jit: a fresh jit, trace, XLA compile; others: the first call.\n"
           "Time per round: the median of a batch of calls; median ms: the median over rounds; spread: (max - min) / median\n"
-          "  over rounds. Rounds alternate every system, in an order rotated each round.", file=out)
+          "  over rounds. Rounds alternate every system, in an order drawn afresh each round.", file=out)
 
 
 def main(argv):
