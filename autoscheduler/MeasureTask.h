@@ -144,8 +144,8 @@ Measurement run_measurement(const MeasureTask &task, const sched::ScheduleSpec &
 /** Several candidates of one task in this process, timed call by call in turn: each is
  * compiled and verified as run_measurement does (a failure is that candidate's Measurement,
  * the others go on) and warmed up; then every round calls each candidate once (in an order
- * drawn afresh each round: round_order), flushing before each call when the task asks, until the stopping rule of
- * MeasureTask::max_rounds. Sample i of every Ok Measurement is from round i, so two of them
+ * drawn afresh each round: round_order), flushing before each call when the task asks, until
+ * the stopping rule of MeasureTask::max_rounds. Sample i of every Ok Measurement is from round i, so two of them
  * compare pairwise (compare_paired). One Measurement per schedule, in order. */
 std::vector<Measurement> run_interleaved_measurement(const MeasureTask &task, const std::vector<sched::ScheduleSpec> &schedules);
 

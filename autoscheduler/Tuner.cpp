@@ -278,9 +278,9 @@ TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
             // The library's point joins wherever it screened: separate screenings of one schedule
             // have disagreed with --compare by 1.7x (a column sum on an Intel Xeon screened 38 %
             // behind the fastest and ran 18 % ahead of it in the comparison).
-            for (const auto &[ms, i] : ok)
-                if (i == library_index && std::find(finalists.begin(), finalists.end(), i) == finalists.end())
-                    finalists.push_back(i);
+            if (library_index < (size_t)budget && result.ranked[library_index].measured->ok() &&
+                std::find(finalists.begin(), finalists.end(), library_index) == finalists.end())
+                finalists.push_back(library_index);
             if (finalists.size() >= 2) {
                 MeasureTask final_task = task;
                 final_task.repeats = params_.final_rounds;

@@ -234,11 +234,11 @@ void register_timed(const std::string &name, ShapeData *d, const Options &o, Cac
 
 /** ONE benchmark per shape whose every iteration times each implementation once, in an order
  * drawn afresh every iteration (round_order: rotating one order would have each implementation
- * always follow the same one and find its inputs in the caches); decode shapes flush the caches before each call, compute shapes
- * time the FMA probe among the implementations. Two-thread bandwidth and clock drift by tens
- * of percent within seconds; samples taken milliseconds apart compare the implementations
- * under the same conditions, which blocks of consecutive iterations of separate benchmarks
- * do not. Each implementation's samples are kept under its own name, as register_timed keeps
+ * always follow the same one and find its inputs in the caches); decode shapes flush the
+ * caches before each call, compute shapes time the FMA probe among the implementations.
+ * Two-thread bandwidth and clock drift by tens of percent within seconds; samples taken
+ * milliseconds apart compare the implementations under the same conditions, which blocks of
+ * consecutive iterations of separate benchmarks do not. Each implementation's samples are kept under its own name, as register_timed keeps
  * them, sample i of every implementation from iteration i (paired_ratio reads them so). */
 void register_paired(ShapeData *d, const Options &o, CacheFlusher *flusher, const Timed &impls) {
     const std::string name = d->shape.name + "/paired";

@@ -84,7 +84,6 @@ std::string shape_text(const dsl::GroupExtents &e, const Symbols &symbols) {
 struct Contender {
     ContenderResult row;
     std::function<int(std::string *)> run;
-    std::vector<double> samples;  ///< ms, one per round
 };
 
 /** Checks each contender's outputs against `want` (one call each), then times them together:
@@ -120,14 +119,13 @@ void verify_and_time(std::vector<Contender> &contenders, Buffers &b, const std::
                 c.row.message = "run failed: " + error;
                 continue;
             }
-            if (round > 0) c.samples.push_back(seconds_since(t0) * 1e3);  // round 0 warms up
+            if (round > 0) c.row.samples.push_back(seconds_since(t0) * 1e3);  // round 0 warms up
         }
     for (auto &c : contenders) {
         if (!c.row.ok) continue;
-        c.row.median_ms = median(c.samples);
-        c.row.spread = relative_spread(c.samples);
+        c.row.median_ms = median(c.row.samples);
+        c.row.spread = relative_spread(c.row.samples);
         c.row.gflops = flops / (c.row.median_ms * 1e-3) * 1e-9;
-        c.row.samples = c.samples;
     }
 }
 
@@ -329,17 +327,19 @@ int compare_autoschedulers(const dsl::Graph &g, const dsl::FusionGroup &group, c
         }
         // Tessel schedules given by label (the tuned one) against the library's, round by round:
         // a ratio of medians would mix the rounds' drift into the verdict.
-        for (const auto &a : rows)
-            for (const auto &b : rows) {
-                const bool labelled = std::any_of(o.tessel_specs.begin(), o.tessel_specs.end(),
-                                                  [&](const auto &spec) { return a.name == "tessel:" + spec.first; });
-                const bool library = std::any_of(o.tessel_schedules.begin(), o.tessel_schedules.end(),
-                                                 [&](const std::string &name) { return b.name == "tessel:" + name; });
-                if (!labelled || !library || !a.ok || !b.ok || a.samples.size() != b.samples.size()) continue;
-                const PairedComparison c = compare_paired(a.samples, b.samples);
-                out << "  " << a.name << " vs " << b.name << ": " << std::fixed << std::setprecision(3) << c.median_ratio
-                    << " (median of per-round time ratios), faster in " << c.a_faster << " of " << a.samples.size()
-                    << " rounds, p = " << std::setprecision(3) << c.p_value << ": "
+        auto timed_row = [&](const std::string &name) -> const ContenderResult * {
+            for (const auto &r : rows)
+                if (r.ok && r.name == "tessel:" + name) return &r;
+            return nullptr;
+        };
+        for (const auto &[label, spec] : o.tessel_specs)
+            for (const std::string &library : o.tessel_schedules) {
+                const ContenderResult *a = timed_row(label), *b = timed_row(library);
+                if (!a || !b || a->samples.size() != b->samples.size()) continue;
+                const PairedComparison c = compare_paired(a->samples, b->samples);
+                out << "  " << a->name << " vs " << b->name << ": " << std::fixed << std::setprecision(3) << c.median_ratio
+                    << " (median of per-round time ratios), faster in " << c.a_faster << " of " << a->samples.size()
+                    << " rounds, p = " << c.p_value << ": "
                     << (c.separated(0.95) ? (c.median_ratio < 1 ? "faster" : "slower") : "tied") << " at 95 %\n";
             }
     }
