@@ -7,7 +7,7 @@
 #include "autoscheduler/SpecializationPlanner.h"
 #include "codegen/Compile.h"
 #include "driver/ParallelLoopText.h"
-#include "driver/PlannedGraph.h"
+#include "compiler/Plan.h"
 #include "driver/TextFile.h"
 #include "driver/VariantCosts.h"
 #include "dsl/Simplify.h"
@@ -663,9 +663,14 @@ int write_kernel_library(const KernelLibraryOptions &o, std::ostream &out) {
         if (t.has_gpu_feature() || t.arch != Halide::Target::X86)
             throw std::invalid_argument("tessel lib builds x86 CPU libraries; " + t.to_string() + " is not one");
     // The same phases as tessel compile and run (layout conversions included), for the first target.
-    const PlannedGraph planned_graph = plan_graph(o.file, target, o.symbols, o.remat, std::nullopt);
+    PlanOptions plan_options;
+    plan_options.symbols = o.symbols;
+    plan_options.remat = o.remat;
+    plan_options.schedules.user_schedule = o.schedule;
+    plan_options.schedules.db = o.db;
+    const PlannedProgram planned_graph = plan_file(o.file, target, plan_options);
     const dsl::Graph &g = planned_graph.graph;
-    const dsl::FusionPlan &plan = planned_graph.plan;
+    const dsl::FusionPlan &plan = planned_graph.fusion;
     const std::map<std::string, int64_t> &sizes = planned_graph.sizes;
     const std::string name = identifier(o.name.empty() ? g.name : o.name);
     if (planned_graph.remat && planned_graph.remat->changed) out << planned_graph.remat->to_string();
@@ -693,18 +698,22 @@ int write_kernel_library(const KernelLibraryOptions &o, std::ostream &out) {
     // profile, each group keeps the variants the planner chose (by index: a library schedule
     // has the same variants, guards included, on every x86 target).
     const std::map<std::string, std::vector<size_t>> *kept = nullptr;
+    // One plan; each target's schedules by the same policy (user, database, library).
+    std::vector<std::vector<ScheduleChoice>> choices = {planned_graph.schedules};
+    for (size_t ti = 1; ti < targets.size(); ti++) choices.push_back(select_schedules(planned_graph, targets[ti], plan_options.schedules));
     auto build_programs = [&] {
         std::vector<std::unique_ptr<CompiledGraph>> built;
-        for (const auto &t : targets) {
-            std::optional<sched::GroupScheduleChoice> user;
-            if (!o.schedule.empty()) user = sched::resolve_group_schedule(o.schedule, t);
-            const ScheduleChooser choose = [&](const dsl::FusionGroup &fg, const lower::LoweredGroup &lg) -> std::optional<sched::ScheduleSpec> {
-                std::optional<sched::ScheduleSpec> s;
-                if (user && lg.kind == user->group) s = user->for_group(lower::group_shape(lg), t);
-                else if (const std::string lib = sched::default_library_schedule(lg.kind, sched::Device::Cpu); !lib.empty())
-                    s = lower::library_schedule_for(lib, lg, t);
-                if (s && kept) s = s->keeping_variants(kept->count(fg.name) ? kept->at(fg.name) : std::vector<size_t>{});
-                return s;
+        for (size_t ti = 0; ti < targets.size(); ti++) {
+            const Halide::Target &t = targets[ti];
+            const ScheduleChooser choose = [&, ti](const dsl::FusionGroup &fg,
+                                                    const lower::LoweredGroup &) -> std::optional<sched::ScheduleSpec> {
+                for (size_t i = 0; i < plan.groups.size(); i++) {
+                    if (plan.groups[i].name != fg.name) continue;
+                    sched::ScheduleSpec s = choices[ti][i].spec;
+                    if (kept) s = s.keeping_variants(kept->count(fg.name) ? kept->at(fg.name) : std::vector<size_t>{});
+                    return s;
+                }
+                return std::nullopt;
             };
             built.push_back(std::make_unique<CompiledGraph>(g, plan, t.with_feature(Halide::Target::NoRuntime), choose,
                                                             KernelBackend::AheadOfTime));
@@ -765,10 +774,12 @@ int write_kernel_library(const KernelLibraryOptions &o, std::ostream &out) {
     fs::create_directories(work);
     if (!profile.empty()) std::ofstream(dir / (name + ".plan.txt")) << plan_report.str();
     std::vector<fs::path> objects;
-    for (const auto &t : kernels)
-        for (const auto &cg : t.program->groups()) {
+    for (size_t ti = 0; ti < kernels.size(); ti++)
+        for (size_t gi = 0; gi < kernels[ti].program->groups().size(); gi++) {
+            const auto &t = kernels[ti];
+            const CompiledGraph::Group &cg = t.program->groups()[gi];
             out << "group " << cg.kernel->group().name << " [" << dsl::to_string(cg.kernel->group().kind) << "] for " << t.suffix
-                << ": " << cg.schedule_note << ", " << cg.kernel->variants().size() << " variant(s)\n";
+                << ": " << choices[ti][gi].label() << ", " << cg.kernel->variants().size() << " variant(s)\n";
             for (const auto &f : cg.kernel->write_files(work, cg.kernel->group().name + "_" + t.suffix, {AotOutput::Object, AotOutput::Header}))
                 if (f.extension() == ".o") objects.push_back(f);
         }

@@ -76,7 +76,10 @@ struct KernelLibraryOptions {
     std::string out_dir = "tessel-lib";
     std::string name;                  ///< library and entry name; "" = the graph's name
     std::string target = "host";       ///< a target, a comma list, or "x86-multi"
-    std::string schedule;              ///< library schedule or FILE.json for its group kind; "" = each kind's default
+    std::string schedule;              ///< library schedule or FILE.json for its group kind; "" = database, else each kind's default
+    /** Tuning database: a group whose sizes are all given (symbols) gets its record there
+     * (compiler/ScheduleSelection.h); "" = none. */
+    std::string db = "tessel-tuning.db";
     std::map<std::string, int64_t> symbols;  ///< sizes for fusion estimates and rematerialization
     bool remat = true;
     /** Shape profile (bindings of the graph's symbols with calls): when given, every group's

@@ -271,7 +271,7 @@ TEST_CASE("tessel lib: weights prepared once (transposed, bf16, two layers), and
 }
 
 TEST_CASE("tessel lib: the same plan as the JIT, a layout conversion included") {
-    // chain_convert's softmax reads the matmul's output down its columns: the plan (PlannedGraph)
+    // chain_convert's softmax reads the matmul's output down its columns: the plan (compiler/Plan.h)
     // inserts a copy stored k-major, which the library describes in its workspace.
     const tessel::testing::TempDir tmp;
     const BuiltLibrary lib = build_library(tmp, "chain_convert");
