@@ -104,13 +104,16 @@ TEST_CASE("every example graph: tune at --dim, then plan, run and lib at the sam
         l.symbols = dims;
         l.db = db;
         std::ostringstream built;
+        int lib_status = -1;
         try {
-            REQUIRE(write_kernel_library(l, built) == 0);
-            check_report_provenance(built.str(), p.fusion.groups.size(), "tessel lib");
+            lib_status = write_kernel_library(l, built);
         } catch (const std::invalid_argument &e) {
             // The graphs a library refuses (ops outside kernels, laid-out inputs): said with why.
             CHECK(std::string(e.what()).find("tessel lib") != std::string::npos);
+            continue;
         }
+        REQUIRE(lib_status == 0);
+        check_report_provenance(built.str(), p.fusion.groups.size(), "tessel lib");
     }
 }
 
