@@ -20,6 +20,7 @@
 #include "support/ErrorStats.h"
 #include "support/ProcessClock.h"
 #include "support/Statistics.h"
+#include "support/Subprocess.h"
 
 #include <cmath>
 #include <filesystem>
@@ -98,11 +99,11 @@ int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
         const fs::path dot = fs::path(o.out_dir) / (base + ".dot");
         std::ofstream(dot) << dsl::fusion_plan_to_dot(p.graph, p.fusion);
         out << "wrote " << dot.string() << "\n";
-        if (std::system("command -v dot >/dev/null 2>&1") == 0) {
+        if (const std::string graphviz = find_program("dot"); !graphviz.empty()) {
             const fs::path svg = fs::path(o.out_dir) / (base + ".svg");
-            const std::string cmd = "dot -Tsvg '" + dot.string() + "' -o '" + svg.string() + "'";
-            if (std::system(cmd.c_str()) == 0) out << "wrote " << svg.string() << "\n";
-            else out << "dot failed; no SVG written\n";
+            const SubprocessResult drawn = run_subprocess({graphviz, "-Tsvg", dot.string(), "-o", svg.string()}, {60});
+            if (drawn.ok()) out << "wrote " << svg.string() << "\n";
+            else out << "dot failed; no SVG written\n" << drawn.output;
         } else {
             out << "Graphviz 'dot' not found: SVG skipped\n";
         }

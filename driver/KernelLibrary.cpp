@@ -17,6 +17,7 @@
 #include "lowering/CompiledGraph.h"
 #include "lowering/ScheduleGroup.h"
 #include "schedules/Library.h"
+#include "support/Subprocess.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -32,8 +33,9 @@ using dsl::ValueId;
 
 namespace {
 
-void run_or_throw(const std::string &cmd, const std::string &what) {
-    if (std::system(cmd.c_str()) != 0) throw std::runtime_error(what + " failed: " + cmd);
+void run_or_throw(const std::vector<std::string> &argv, const std::string &what) {
+    if (const SubprocessResult r = run_subprocess(argv); !r.ok())
+        throw std::runtime_error(what + " failed: " + format_command(argv) + "\n" + r.output);
 }
 
 /** Writes the C runtime's sources into `work` and compiles each (C11) into an object there. */
@@ -44,8 +46,8 @@ std::vector<fs::path> compile_runtime(const fs::path &work, const fs::path &dir)
         const fs::path source = work / f.name;
         if (source.extension() != ".c") continue;
         objects.push_back(work / (source.stem().string() + ".o"));
-        run_or_throw(std::string(TESSEL_CC) + " -std=c11 -O2 -fPIC -c '" + source.string() + "' -I'" + dir.string() + "' -I'" +
-                         work.string() + "' -o '" + objects.back().string() + "'",
+        run_or_throw({TESSEL_CC, "-std=c11", "-O2", "-fPIC", "-c", source.string(), "-I" + dir.string(), "-I" + work.string(), "-o",
+                      objects.back().string()},
                      "compiling the library runtime");
     }
     return objects;
@@ -188,13 +190,13 @@ int write_kernel_library(const KernelLibraryOptions &o, std::ostream &out) {
                   fs::copy_options::overwrite_existing);
     for (const fs::path &f : compile_runtime(work, dir)) objects.push_back(f);
     objects.push_back(work / (name + "_entry.o"));
-    run_or_throw(std::string(TESSEL_CXX) + " -std=c++17 -O2 -fPIC -fopenmp -fno-exceptions -fno-rtti -c '" + (work / (name + "_entry.cpp")).string() + "' -I'" +
-                     dir.string() + "' -I'" + work.string() + "' -o '" + objects.back().string() + "'",
+    run_or_throw({TESSEL_CXX, "-std=c++17", "-O2", "-fPIC", "-fopenmp", "-fno-exceptions", "-fno-rtti", "-c",
+                  (work / (name + "_entry.cpp")).string(), "-I" + dir.string(), "-I" + work.string(), "-o", objects.back().string()},
                  "compiling the generated entry");
     const fs::path lib = dir / ("lib" + name + ".a");
     fs::remove(lib);
-    std::string ar = "ar rcs '" + lib.string() + "'";
-    for (const auto &f : objects) ar += " '" + f.string() + "'";
+    std::vector<std::string> ar = {"ar", "rcs", lib.string()};
+    for (const auto &f : objects) ar.push_back(f.string());
     run_or_throw(ar, "archiving the library");
     out << "memory plan: " << memory.allocations.size() << " allocation(s), arena packed per call by the runtime's packer ("
         << dsl::format_bytes(memory.planned_peak) << " at the planning sizes)\n";
