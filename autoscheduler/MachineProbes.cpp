@@ -164,13 +164,9 @@ double TriadProbe::run() {
 }
 
 // The cold-read floor of decode rows. It must read w at least as fast as the fastest kernel
-// does, or a kernel shows above 100 % of it. Which pattern reads fastest depends on the machine:
-// on the 2-core Intel AVX-512 host 8 streams per task read 29.5 GB/s where 4 SSE streams read
-// 22.5 (and the gemv kernel 29.3); on the 2-core AMD Zen 4 host 8 streams read 23.9 GB/s while
-// the panel nests (one stream per task) read 29.9; on the 2-core AMD Zen 3 host the gemv read
-// 1-2 % faster than the best of the 1 KiB-step patterns, so its own 128-byte walk was added.
-// The bench times each pattern in kReadPatterns, paired with the kernels, and the floor is the
-// fastest.
+// does, or a kernel shows above 100 % of it. Which pattern reads fastest differs between
+// machines (docs/results/measurement_notes.md, read-floor), so the bench times each pattern in
+// kReadPatterns, paired with the kernels, and the floor is the fastest.
 __attribute__((target_clones("avx512f", "avx2", "default")))
 float stream_read(const float *data, size_t count, int threads, ReadPattern pattern) {
     constexpr int kTasks = 8, kMaxStreams = 8;

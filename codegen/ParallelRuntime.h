@@ -3,11 +3,10 @@
  * Halide's own pool.
  *
  * Why: a Halide `parallel` loop calls halide_do_par_for, which by default wakes the workers
- * of Halide's pool. Measured on the 2-core VMs this project runs on, a worker that has been
- * idle for a few milliseconds (for instance while the caches were flushed, or while another
- * library ran) often joins a short parallel loop late or not at all: eight 110 us tasks took
- * ~0.55 ms on some calls and ~0.95 ms (all on the calling thread) on others. libgomp wakes its
- * workers reliably (every call ~0.5 ms), and a process that also runs OpenMP code (OpenBLAS's
+ * of Halide's pool. On small VMs a worker that has been idle for a few milliseconds (while the
+ * caches were flushed, or while another library ran) often joins a short parallel loop late or
+ * not at all, so the whole loop runs on the calling thread; libgomp wakes its workers reliably
+ * (docs/results/measurement_notes.md, parallel-runtime), and a process that also runs OpenMP code (OpenBLAS's
  * OpenMP build, the application around Tessel) then has one pool, not two fighting for the
  * same cores.
  *

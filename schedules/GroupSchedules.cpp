@@ -87,9 +87,8 @@ void cpu_reductions(ScheduleSpec &s, const GroupShape &g, const std::string &row
 CpuGroupParams CpuGroupParams::library(bool vectorize_reductions) {
     CpuGroupParams p;
     p.vectorize_reductions = vectorize_reductions;
-    // Column sums: 4 accumulators per task hide the add's latency (tuned points with 4-8 ran
-    // 2.1-3.8x faster than one vector per task, same runs, 16..2048 x 3072..4096 on Zen 4;
-    // docs/results/group_autoscheduler_cpu.txt).
+    // Column sums: 4 accumulators per task hide the add's latency
+    // (docs/results/measurement_notes.md, column-sums).
     if (vectorize_reductions) p.reduction_vectors = 4;
     return p;
 }

@@ -25,25 +25,22 @@ CpuBlocking CpuBlocking::for_target(const Halide::Target &target) {
     b.nr = 3 * b.lanes;
     b.panel_blocks = 1;
     // The gemm's k loop unrolled by 2: the loop's counter, compare and branch (which share
-    // ports with the FMAs) are paid once per 48 FMAs, not 24. Same-run tessel_bench pairs on an
-    // Intel Xeon (2 threads): AVX-512 1.05-1.07x on square, mlp_up and mlp_wide, 0.96x on
-    // odd_bert (77x768x3072); AVX2 target 1.04-1.05x, odd_bert 0.92x.
+    // ports with the FMAs) are paid once per 48 FMAs, not 24 (docs/results/measurement_notes.md,
+    // cpu-blocking).
     b.gemm_k_unroll = 2;
     // Decode: 512 rows of w per task (8 tasks for K = 4096, so a descheduled thread's
     // share is picked up by the other), 8 rows read together.
     b.decode_max_m = 16;
     b.k_chunk = 512;
     b.k_unroll = 8;
-    // M = 1: the chunk is read as 8 row streams 64 rows apart (measured 4-15% faster than 8
-    // adjacent rows on the 2-core Zen4 VM, same-run per-call alternation).
+    // M = 1: the chunk is read as 8 row streams 64 rows apart, which measured faster than 8
+    // adjacent rows (measurement_notes.md, cpu-blocking).
     b.gemv_streams = 8;
     // Split-K gemm in place: per block of 16 rows of w and column tile, register tiles add the
-    // rows and the chunk's sums in memory add the tiles. Same-run tessel_bench pairs on an Intel
-    // Xeon (2 threads, K = N = 4096; schedules/README): against the in-place form that kept the
-    // sums in memory across the rows (LLVM did not promote them to registers), AVX-512
-    // 1.16x / 1.28x / 1.51x at M = 8 / 12 / 16; against copying whole rows per K block, which the
-    // AVX2 target used up to M = 12, AVX2 1.17x / 1.36x / 1.27x at M = 4 / 8 / 12. So no target
-    // copies (k_block 0); 32-row blocks ran 0.98-1.03x of 16, 64-row blocks 0.47-0.63x.
+    // rows and the chunk's sums in memory add the tiles. This beat both keeping the sums in
+    // memory across the rows (LLVM does not promote them to registers) and copying whole rows
+    // per K block, on AVX-512 and AVX2, so no target copies (k_block 0); 16-row blocks were
+    // the best size (measurement_notes.md, cpu-blocking).
     b.k_block = 0;
     b.k_block_max_m = 0;
     b.sums_block = kSumsBlock;

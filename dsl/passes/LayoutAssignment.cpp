@@ -20,15 +20,12 @@ LayoutCostModel LayoutCostModel::measured(int panel_width, int mr, int decode_ma
     m.panel_width = panel_width;
     m.mr = mr;
     m.decode_max_m = decode_max_m;
-    // Measured by `make bench` on the 2-core AVX-512 host (AMD Zen 4, docs/results/layouts_cpu.txt):
-    // the x @ w time over the w-in-panels time, same run, schedule cpu_blocked, which reads panels
-    // of the register block's width in place (the panel nests; the row-major nests pack w per
-    // call, or read it strided in the split-K ones). Two runs: decode_1 1.19 / 1.12, odd_llama
-    // (M = 3) 1.16 / 1.16 and decode_4 1.55 / 1.40, decode_8 1.74 / 1.68 and decode_16 1.47 /
-    // 1.46; the lower of each family kept. mlp_up read 1.08 and 0.95 (its rows are timed in
-    // sequential blocks, not interleaved): no measured gain, so 1.0, and the padding of the last
-    // panel decides for large M. The packing the row-major gemm nest does per call is inside
-    // its measured rate.
+    // The x @ w time over the w-in-panels time under cpu_blocked, which reads panels of the
+    // register block's width in place (the row-major nests pack w per call, or read it strided
+    // in the split-K ones), per M family: the lower of two `make bench` runs
+    // (docs/results/measurement_notes.md, panel-rates). Large M showed no measured gain, so 1.0,
+    // and the padding of the last panel decides there. The packing the row-major gemm nest does
+    // per call is inside its measured rate.
     m.panel_rate[0] = 1.12, m.panel_rate[1] = 1.16, m.panel_rate[2] = 1.46, m.panel_rate[3] = 1.0;
     m.gemm_pack_bytes = 0.0;
     // Measured by `make bench-memory` ("Layout read costs", docs/results/layout_chains_cpu.txt)
