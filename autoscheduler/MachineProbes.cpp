@@ -1,5 +1,7 @@
 #include "autoscheduler/MachineProbes.h"
 
+#include "support/Clock.h"
+
 #include <immintrin.h>
 #include <omp.h>
 
@@ -52,10 +54,6 @@ __attribute__((target("avx2,fma"), noinline)) float fma_loop_avx2(long iteration
 }
 
 volatile float g_sink = 0;
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 }  // namespace
 

@@ -5,6 +5,7 @@
 
 #include "codegen/Compile.h"
 #include "codegen/ParallelRuntime.h"
+#include "support/Clock.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -42,10 +43,6 @@ std::string read_file(const fs::path &p) {
     std::stringstream s;
     s << in.rdbuf();
     return s.str();
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 void record_error(void *, const char *msg) { record_halide_error(msg); }

@@ -10,8 +10,10 @@
 #include "dsl/ir/Parser.h"
 #include "dsl/ir/Printer.h"
 #include "dsl/passes/Fusion.h"
+#include "support/Clock.h"
 
 using namespace tessel::dsl;
+using tessel::seconds_since;
 
 namespace {
 
@@ -34,10 +36,6 @@ std::string generate(int layers) {
         s += "  %h" + n + " = relu(%g" + n + ")\n";
     }
     return s + "  output %h" + std::to_string(layers) + "\n}\n";
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace
