@@ -17,8 +17,10 @@ void add_lib_command(CLI::App &app, std::function<int()> &action) {
                                            "x86-64; picked by the CPU's features at run time)")
         ->capture_default_str();
     cmd->add_option("--schedule", o->schedule, "library schedule NAME or FILE.json for the groups of its kind "
-                                               "(default: each kind's library schedule)");
-    cmd->add_option("--dim", *dims, "symbol sizes for fusion estimates and rematerialization, e.g. --dim M=512")
+                                               "(default: the tuning database where --dim gives every size of a group, "
+                                               "else each kind's library schedule)");
+    cmd->add_option("--db", o->db, "tuning database consulted when no schedule is named")->capture_default_str();
+    cmd->add_option("--dim", *dims, "symbol sizes for fusion estimates, rematerialization and database lookups, e.g. --dim M=512")
         ->delimiter(',');
     cmd->add_flag("!--no-remat", o->remat, "keep every value: no rematerialization");
     cmd->add_option("--profile", o->profile_file, "shape profile (lines 'M=1 calls=12000' binding the graph's symbols, as "

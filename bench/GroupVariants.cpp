@@ -1,6 +1,6 @@
 #include "bench/GroupVariants.h"
 
-#include "dsl/Simplify.h"
+#include "compiler/Plan.h"
 #include "dsl/ir/Builder.h"
 #include "lowering/ScheduleGroup.h"
 #include "lowering/TensorBuffers.h"
@@ -20,8 +20,13 @@ GroupVariant compile(const std::string &label, dsl::Graph g, const sched::GroupS
                      const Halide::Target &target) {
     GroupVariant v;
     v.label = label;
-    v.graph = std::make_unique<dsl::Graph>(dsl::simplify_graph(std::move(g)).graph);
-    const dsl::FusionPlan plan = dsl::plan_fusion(*v.graph, lower::fusion_options(target));
+    // Planned as every command plans it (compiler/Plan.h): layouts included, so a variant runs
+    // the nest `tessel run` ships for it.
+    PlanOptions po;
+    po.schedules.autoschedule = false;
+    PlannedProgram planned = plan(g, target, po);
+    v.graph = std::make_unique<dsl::Graph>(std::move(planned.graph));
+    const dsl::FusionPlan &plan = planned.fusion;
     for (const dsl::FusionGroup &fg : plan.groups) {
         if (fg.prepared) {
             const lower::LoweredGroup probe = lower::lower_group(*v.graph, fg);

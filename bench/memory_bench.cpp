@@ -15,6 +15,7 @@
 //        [--timings-only] [--layouts-only]   (T: e.g. x86-64-linux-avx-avx2-fma-f16c-sse41 for AVX2 on an AVX-512 host)
 #include "algorithms/MemoryExamples.h"
 #include "codegen/Compile.h"
+#include "compiler/Plan.h"
 #include "dsl/Pipeline.h"
 #include "dsl/analysis/MemoryTraffic.h"
 #include "dsl/interp/Interpreter.h"
@@ -39,15 +40,6 @@
 using namespace tessel;
 
 namespace {
-
-/** The library default of each group's kind: the same schedules for every program compared. */
-ScheduleChooser library_defaults(const Halide::Target &target) {
-    return [target](const dsl::FusionGroup &, const lower::LoweredGroup &g) -> std::optional<sched::ScheduleSpec> {
-        const std::string name = sched::default_library_schedule(g.kind, sched::Device::Cpu);
-        if (name.empty()) return std::nullopt;
-        return lower::library_schedule_for(name, g, target);
-    };
-}
 
 std::string mib(int64_t bytes) {
     char b[32];
@@ -79,21 +71,37 @@ std::map<std::string, dsl::Tensor> random_inputs(const dsl::Graph &g, const std:
     return in;
 }
 
+/** The graph planned through the front door (compiler/Plan.h) as every command plans it, at
+ * the sizes `symbols`, with library default schedules (the same for every program compared);
+ * `options` holds the alternative under test (no remat, a forced recompute, a layout choice). */
+PlannedProgram planned(const dsl::Graph &g, const Halide::Target &t, const std::map<std::string, int64_t> &symbols,
+                       PlanOptions options = {}) {
+    options.symbols = symbols;
+    options.schedules.autoschedule = false;
+    return plan(g, t, options);
+}
+
+PlanOptions without_remat() {
+    PlanOptions o;
+    o.remat = false;
+    return o;
+}
+
 /** A compiled program with its own arena (allocated once, as a caller's workspace). */
 struct Program {
     std::string label;
-    dsl::Graph graph;
+    PlannedProgram planned;
+    const dsl::Graph &graph;
     std::unique_ptr<CompiledGraph> compiled;
     ArenaOptions arena;
     std::vector<std::byte> workspace;
     int64_t peak = 0;
     std::vector<double> times, kernel_times;  ///< per call: wall; the kernels alone (RunStats)
 
-    Program(std::string l, dsl::Graph g, const Halide::Target &t, const std::map<std::string, int64_t> &symbols,
+    Program(std::string l, PlannedProgram p, const Halide::Target &t, const std::map<std::string, int64_t> &symbols,
             ArenaOptions a = {})
-        : label(std::move(l)), graph(std::move(g)), arena(a) {
-        const dsl::FusionPlan plan = dsl::plan_fusion(graph, lower::fusion_options(t, symbols));
-        compiled = std::make_unique<CompiledGraph>(graph, plan, t, library_defaults(t));
+        : label(std::move(l)), planned(std::move(p)), graph(planned.graph), arena(a) {
+        compiled = std::make_unique<CompiledGraph>(graph, planned.fusion, t, planned.chooser());
         peak = compiled->memory_plan(symbols, arena).planned_peak;
         workspace.resize((size_t)peak + 64);
         arena.workspace = workspace.data() + (64 - reinterpret_cast<uintptr_t>(workspace.data()) % 64) % 64;
@@ -141,14 +149,24 @@ void plan_quality_table(const Halide::Target &t) {
     for (const char *s : {"M", "K", "N", "H"}) sizes[s] = 512;
     sizes["S"] = 1024;
     for (const auto &f : files) {
-        const dsl::Graph g = simplified(dsl::parse_file(f.string()));
+        const dsl::Graph parsed = dsl::parse_file(f.string());
+        std::map<std::string, int64_t> bound;
+        for (const std::string &sym : graph_symbols(parsed)) bound[sym] = sizes.count(sym) ? sizes.at(sym) : 512;
         for (bool fused : {true, false}) {
-            dsl::FusionOptions fo = lower::fusion_options(t, sizes);
-            if (!fused) fo.policy = &dsl::unfused_policy();
-            const dsl::FusionPlan plan = dsl::plan_fusion(g, fo);
-            dsl::BufferAssignmentOptions separate;
+            PlanOptions po = without_remat();
+            if (!fused) po.fusion_policy = &dsl::unfused_policy();
+            const PlannedProgram p = planned(parsed, t, bound, po);
+            const dsl::Graph &g = p.graph;
+            const dsl::FusionPlan &plan = p.fusion;
+            dsl::BufferAssignmentOptions serial = {}, separate;
+            serial.schedule_reads_before_writes = separate.schedule_reads_before_writes = lower::in_place_check([&] {
+                std::vector<sched::ScheduleSpec> specs;
+                for (const auto &c : p.schedules) specs.push_back(c.spec);
+                return specs;
+            }());
             separate.policy = dsl::ReusePolicy::NoConcurrentReuse;
-            const dsl::BufferAssignment a = dsl::assign_buffers(g, plan, sizes), b = dsl::assign_buffers(g, plan, sizes, separate);
+            const dsl::BufferAssignment a = dsl::assign_buffers(g, plan, bound, serial),
+                                        b = dsl::assign_buffers(g, plan, bound, separate);
             std::printf("%-20s %-8s %6zu %8s %8s %8s %14.3f %20s\n", f.stem().c_str(), fused ? "fused" : "unfused",
                         plan.groups.size(), mib(a.naive_bytes).c_str(), mib(a.planned_peak).c_str(),
                         mib(a.lower_bound).c_str(), a.quality(), mib(b.planned_peak).c_str());
@@ -182,17 +200,13 @@ void attention_rows(const Halide::Target &t, const std::vector<int64_t> &sizes, 
               << "    S   P MiB  saved peak  recomputed peak  peak change   saved ms  recomputed ms  recomputed/saved  planner's pick  agree\n";
     for (int64_t S : sizes) {
         const std::map<std::string, int64_t> s = {{"S", S}};
-        dsl::Graph saved = simplified(attention_fwd_bwd()), recomputed = saved;
-        dsl::RematOptions ro;
-        ro.fusion = lower::fusion_options(t, s);
-        ro.symbols = s;
-        dsl::Graph planner = saved;
-        const dsl::RematResult pick = dsl::rematerialize(planner, ro);
+        const dsl::Graph graph = attention_fwd_bwd();
+        const PlannedProgram pick = planned(graph, t, s);
         bool planner_recomputes_p = false;
-        for (const auto &d : pick.decisions) planner_recomputes_p |= d.applied && d.value_name == "p";
-        ro.force = {"p"};
-        dsl::rematerialize(recomputed, ro);
-        Program a("saved", saved, t, s), b("recomputed", recomputed, t, s);
+        for (const auto &d : pick.remat->decisions) planner_recomputes_p |= d.applied && d.value_name == "p";
+        PlanOptions force_p;
+        force_p.recompute = {"p"};
+        Program a("saved", planned(graph, t, s, without_remat()), t, s), b("recomputed", planned(graph, t, s, force_p), t, s);
         const auto in = random_inputs(a.graph, s);
         const auto ra = a.run(in, s), rb = b.run(in, s);
         double agree = max_rel(ra, rb);
@@ -212,14 +226,10 @@ void attention_rows(const Halide::Target &t, const std::vector<int64_t> &sizes, 
 void mlp_and_concurrency(const Halide::Target &t, int rounds) {
     std::cout << "\n## MLP with a residual (M = 256, K = 512, H = 1024): %xn kept vs rematerialized\n";
     const std::map<std::string, int64_t> s = {{"M", 256}, {"K", 512}, {"H", 1024}};
-    dsl::Graph kept = simplified(mlp_residual()), remat = kept;
-    dsl::RematOptions ro;
-    ro.fusion = lower::fusion_options(t, s);
-    ro.symbols = s;
-    const dsl::RematResult r = dsl::rematerialize(remat, ro);
-    std::cout << r.to_string();
+    const dsl::Graph graph = mlp_residual();
     {
-        Program a("kept", kept, t, s), b("remat", remat, t, s);
+        Program a("kept", planned(graph, t, s, without_remat()), t, s), b("remat", planned(graph, t, s), t, s);
+        std::cout << b.planned.remat->to_string();
         const auto in = random_inputs(a.graph, s);
         const double agree = std::max(max_rel(a.run(in, s), b.run(in, s)), max_rel(a.run(in, s), dsl::interpret(a.graph, in, {}).outputs));
         alternate({&a, &b}, in, s, rounds);
@@ -233,8 +243,9 @@ void mlp_and_concurrency(const Halide::Target &t, int rounds) {
     waves.concurrent_groups = true;
     for (int64_t S : {256, 1024}) {
         const std::map<std::string, int64_t> sa = {{"S", S}};
-        const dsl::Graph g = simplified(attention_fwd_bwd());
-        Program a("serial", g, t, sa, serial), b("waves", g, t, sa, waves);
+        const dsl::Graph g = attention_fwd_bwd();
+        Program a("serial", planned(g, t, sa, without_remat()), t, sa, serial),
+            b("waves", planned(g, t, sa, without_remat()), t, sa, waves);
         const auto in = random_inputs(a.graph, sa);
         const double agree = max_rel(a.run(in, sa), b.run(in, sa));
         alternate({&a, &b}, in, sa, rounds);
@@ -258,7 +269,7 @@ void layout_read_costs(const Halide::Target &t, int rounds) {
     std::vector<std::unique_ptr<Program>> ps;
     auto add = [&](const std::string &label, const std::string &body) {
         const std::string text = "graph " + label + " mode=fast {\n  %a = input : f32[M, M]\n  %y = " + body + "\n  output %y\n}\n";
-        ps.push_back(std::make_unique<Program>(label, simplified(dsl::parse(text, label + ".tsl")), t, s));
+        ps.push_back(std::make_unique<Program>(label, planned(dsl::parse(text, label + ".tsl"), t, s, without_remat()), t, s));
     };
     const char *kinds[] = {"elementwise", "reduction", "softmax"};
     for (int k = 0; k < 3; k++) add(std::string(kinds[k]) + "_contiguous", bodies[k][0]), add(std::string(kinds[k]) + "_strided", bodies[k][1]);
@@ -288,16 +299,15 @@ void layout_chain_rows(const Halide::Target &t, int rounds) {
     for (const char *name : {"chain_convert", "chain_force"}) {
         for (const auto &[M, K, N] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{1024, 256, 1024}, {256, 1024, 4096}, {4096, 256, 256}}) {
             const std::map<std::string, int64_t> s = {{"M", M}, {"K", K}, {"N", N}};
-            const dsl::Graph g = simplified(dsl::parse_file(std::string(TESSEL_SOURCE_DIR) + "/algorithms/" + name + ".tsl"));
+            const dsl::Graph g = dsl::parse_file(std::string(TESSEL_SOURCE_DIR) + "/algorithms/" + name + ".tsl");
             std::vector<std::unique_ptr<Program>> ps;
             int chosen_copies = 0;
             for (C c : {C::Chosen, C::Never, C::EachReader}) {
-                dsl::Graph laid = g;
-                dsl::LayoutOptions o = lower::layout_options(t, {{s, 1.0}});
+                PlanOptions o = without_remat();
                 o.conversions = c;
-                const int copies = dsl::assign_layouts(laid, dsl::plan_fusion(laid, lower::fusion_options(t, s)), o).conversions;
-                if (c == C::Chosen) chosen_copies = copies;
-                ps.push_back(std::make_unique<Program>(name, std::move(laid), t, s));
+                PlannedProgram p = planned(g, t, s, o);
+                if (c == C::Chosen) chosen_copies = p.layouts.conversions;
+                ps.push_back(std::make_unique<Program>(name, std::move(p), t, s));
             }
             const auto in = random_inputs(ps[0]->graph, s);
             const auto r0 = ps[0]->run(in, s);

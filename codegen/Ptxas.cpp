@@ -1,5 +1,7 @@
 #include "codegen/Ptxas.h"
 
+#include "support/Subprocess.h"
+
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -79,17 +81,17 @@ PtxasReport assemble_ptx(const std::string &ptx, const std::string &arch) {
     if (!mkdtemp(dir_template)) throw std::runtime_error("cannot create a temporary directory for ptxas");
     fs::path dir(dir_template);
     std::ofstream(dir / "kernels.ptx") << ptx;
-    const std::string cmd = "'" + ptxas + "' -v -arch=" + arch + " '" + (dir / "kernels.ptx").string() + "' -o '" +
-                            (dir / "kernels.cubin").string() + "' 2>&1";
     PtxasReport r;
     r.arch = arch;
-    FILE *pipe = popen(cmd.c_str(), "r");
-    if (!pipe) throw std::runtime_error("cannot run " + ptxas);
-    std::array<char, 4096> buf;
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.log.append(buf.data(), n);
-    const int status = pclose(pipe);
-    r.ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    SubprocessResult run;
+    try {
+        run = run_subprocess({ptxas, "-v", "-arch=" + arch, (dir / "kernels.ptx").string(), "-o", (dir / "kernels.cubin").string()});
+    } catch (...) {
+        fs::remove_all(dir);
+        throw;
+    }
+    r.log = run.output;
+    r.ok = run.ok();
     r.kernels = parse_ptxas_log(r.log);
     fs::remove_all(dir);
     return r;

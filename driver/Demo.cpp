@@ -5,7 +5,7 @@
 #include "codegen/KernelCache.h"
 #include "codegen/Ptxas.h"
 #include "driver/GeluLayer.h"
-#include "driver/Tune.h"
+#include "compiler/Plan.h"
 #include "schedules/Library.h"
 #include "support/Random.h"
 #include "support/ProcessClock.h"
@@ -26,10 +26,15 @@ namespace {
 /** The CPU schedule: a library name, a JSON file, or "auto" (database hit / autoscheduler). */
 sched::ScheduleSpec demo_schedule(const DemoOptions &o, const Halide::Target &target, std::ostream &out) {
     if (o.cpu_schedule == "auto") {
-        const dsl::Graph g = dsl::simplify_graph(gelu_mlp_layer(o.form == GeluForm::Tanh, o.mode)).graph;
-        const auto r = autoschedule_group(g, gelu_layer_group(g, target), o.db, target,
-                                          {{"M", o.M}, {"K", o.K}, {"N", o.N}}, o.tune, &out);
-        if (r) return r->schedule;
+        // The one policy every command uses: a database hit, else the autoscheduler.
+        PlanOptions po;
+        po.symbols = {{"M", o.M}, {"K", o.K}, {"N", o.N}};
+        po.schedules.db = o.db;
+        po.schedules.measure = o.tune;
+        po.schedules.log = &out;
+        const PlannedProgram p = plan(gelu_mlp_layer(o.form == GeluForm::Tanh, o.mode), target, po);
+        if (p.fusion.groups.size() == 1 && p.schedules[0].provenance != ScheduleProvenance::LibraryDefault)
+            return p.schedules[0].spec;
     }
     return sched::resolve_schedule(o.cpu_schedule == "auto" ? "cpu_blocked" : o.cpu_schedule, target);
 }

@@ -1,23 +1,28 @@
 #include "driver/GeluLayer.h"
 
 #include "algorithms/GeluMlp.h"
+#include "compiler/Plan.h"
 #include "dsl/Simplify.h"
-#include "lowering/ScheduleGroup.h"
 
 #include <stdexcept>
 
 namespace tessel {
 
 dsl::FusionGroup gelu_layer_group(const dsl::Graph &g, const Halide::Target &target) {
-    const dsl::FusionPlan plan = dsl::plan_fusion(g, lower::fusion_options(target));
-    if (plan.groups.size() != 1 || plan.groups[0].kind != dsl::GroupKind::MatmulEpilogue)
-        throw std::logic_error("the GELU layer did not plan as one matmul+epilogue group:\n" + plan.to_string(g));
-    return plan.groups[0];
+    PlanOptions o;
+    o.simplify = false;  // the caller's graph is the layer's simplified graph
+    o.schedules.autoschedule = false;
+    const PlannedProgram p = plan(g, target, o);
+    if (p.fusion.groups.size() != 1 || p.fusion.groups[0].kind != dsl::GroupKind::MatmulEpilogue)
+        throw std::logic_error("the GELU layer did not plan as one matmul+epilogue group:\n" + p.fusion.to_string(p.graph));
+    return p.fusion.groups[0];
 }
 
 GeluLayer::GeluLayer(GeluForm form, dsl::NumericMode mode, const sched::ScheduleSpec &schedule,
                      const Halide::Target &target, KernelBackend backend)
     : graph_(std::make_unique<dsl::Graph>(dsl::simplify_graph(gelu_mlp_layer(form == GeluForm::Tanh, mode)).graph)) {
+    // Planned like every graph (compiler/Plan.h); the caller's schedule is compiled as given, so
+    // one that does not apply throws ScheduleError rather than falling back.
     kernel_ = std::make_unique<CompiledKernel>(*graph_, gelu_layer_group(*graph_, target), schedule, target, backend);
     const char *roles[] = {"x", "w", "bias", "y"};
     const auto &args = kernel_->arguments();

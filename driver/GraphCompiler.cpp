@@ -4,7 +4,7 @@
 #include "codegen/KernelCache.h"
 #include "codegen/Ptxas.h"
 #include "driver/MemoryPlanReport.h"
-#include "driver/PlannedGraph.h"
+#include "compiler/Plan.h"
 #include "driver/TextFile.h"
 #include "driver/Tune.h"
 #include "dsl/Simplify.h"
@@ -20,6 +20,7 @@
 #include "support/ErrorStats.h"
 #include "support/ProcessClock.h"
 #include "support/Interleaved.h"
+#include "support/Subprocess.h"
 
 #include <cmath>
 #include <filesystem>
@@ -37,93 +38,29 @@ const std::set<std::string> &graph_emit_kinds() {
 
 namespace {
 
-/** The graph's shape symbols (M, K, ...), sorted. */
-std::set<std::string> graph_symbols(const dsl::Graph &g) {
-    std::set<std::string> out;
-    for (dsl::ValueId v : g.order())
-        for (const dsl::Dim &d : g.node(v).type.dims)
-            if (d.kind == dsl::Dim::Kind::Symbol) out.insert(d.symbol);
-    return out;
+/** Where schedules come from for `compile` and `run`: the user's, else the database or the
+ * autoscheduler (groups whose sizes are all given), else the library default. */
+ScheduleSelectionOptions selection_options(const std::string &schedule, bool fallback, const std::string &db, bool tune,
+                                           std::ostream *log) {
+    ScheduleSelectionOptions s;
+    s.user_schedule = schedule;
+    s.user_fallback = fallback;
+    s.db = db;
+    s.measure = tune;
+    s.log = log;
+    return s;
 }
 
-/** Every --dim must name a symbol of the graph: `--dim m=512` for a graph of M is a typo, not
- * a size to ignore. */
-void check_dims(const dsl::Graph &g, const std::map<std::string, int64_t> &dims) {
-    const std::set<std::string> symbols = graph_symbols(g);
-    for (const auto &[name, size] : dims) {
-        if (symbols.count(name)) continue;
-        std::string list;
-        for (const auto &s : symbols) list += (list.empty() ? "" : ", ") + s;
-        throw std::invalid_argument("--dim " + name + "=" + std::to_string(size) + ": graph '" + g.name +
-                                    "' has no symbol '" + name + "' (" +
-                                    (symbols.empty() ? std::string("it has no symbols: every extent is static")
-                                                     : "its symbols: " + list) + ")");
-    }
-}
-
-/** A --schedule that did not apply to a group it was chosen for is an error unless the user
- * asked for the fallback. */
-void check_schedule_applied(const CompiledGraph &program, const std::string &schedule, const Halide::Target &target,
-                            bool fallback) {
-    if (schedule.empty() || fallback) return;
-    const dsl::GroupKind kind = sched::resolve_group_schedule(schedule, target).group;
-    for (const auto &cg : program.groups())
-        if (!cg.refused.empty() && cg.kernel->group().kind == kind)
-            throw std::invalid_argument("--schedule " + schedule + " does not apply to group " + cg.kernel->group().name +
-                                        " [" + dsl::to_string(cg.kernel->group().kind) + "]: " + cg.refused +
-                                        " (pass --schedule-fallback to use the default schedule for such groups)");
-}
-
-/** Where a group's schedule comes from when none is named: the tuning database or the
- * autoscheduler when every size is known, else the library default for the device. */
-struct AutoSchedule {
-    const dsl::Graph *graph;
-    std::string db;
-    std::map<std::string, int64_t> symbols;
-    bool tune = false;
-    std::ostream *log = nullptr;
-};
-
-/** --schedule NAME|FILE.json for groups of the kind it is for, the library default for every
- * other group; without it, `autos` (when given) for every group whose sizes are known, else the
- * library default. */
-ScheduleChooser make_chooser(const std::string &schedule, const Halide::Target &target,
-                                    std::optional<AutoSchedule> autos = std::nullopt) {
-    const sched::Device device = target.has_gpu_feature() ? sched::Device::Cuda : sched::Device::Cpu;
-    std::optional<sched::GroupScheduleChoice> user;
-    if (!schedule.empty()) {
-        try {
-            user = sched::resolve_group_schedule(schedule, target);
-        } catch (const sched::ScheduleJsonError &e) {
-            throw std::invalid_argument("--schedule " + schedule + ": " + e.what());
-        }
-        if (user->device != device)
-            throw std::invalid_argument("schedule '" + schedule + "' is for " + sched::to_string(user->device) +
-                                        " but target " + target.to_string() + " is " + sched::to_string(device));
-    }
-    return [user, device, target, autos](const dsl::FusionGroup &fg,
-                                         const lower::LoweredGroup &g) -> std::optional<sched::ScheduleSpec> {
-        if (user && g.kind == user->group) return user->for_group(lower::group_shape(g), target);
-        if (!user && autos) {
-            auto r = autoschedule_group(*autos->graph, fg, autos->db, target, autos->symbols, autos->tune, autos->log, &g);
-            if (r) {
-                sched::ScheduleSpec s = r->schedule;
-                s.name += " [" + r->source + "]";
-                return s;
-            }
-        }
-        const std::string name = sched::default_library_schedule(g.kind, device);
-        if (name.empty()) return std::nullopt;
-        return lower::library_schedule_for(name, g, target);
-    };
-}
-
-void print_groups(const CompiledGraph &program, std::ostream &out) {
-    for (const auto &cg : program.groups()) {
+void print_groups(const PlannedProgram &p, const CompiledGraph &program, std::ostream &out) {
+    for (size_t i = 0; i < program.groups().size(); i++) {
+        const CompiledGraph::Group &cg = program.groups()[i];
         const CompiledKernel &k = *cg.kernel;
-        out << "group " << k.group().name << " [" << dsl::to_string(k.group().kind) << "]: " << cg.schedule_note;
+        const ScheduleChoice &choice = p.schedules.at(i);
+        out << "group " << k.group().name << " [" << dsl::to_string(k.group().kind) << "]: "
+            << (choice.refused.empty() ? "" : "fell back to the default ") << choice.label();
         if (!k.schedule().variants.empty()) out << " (" << k.schedule().variants.size() << " guarded variants + fallback)";
-        out << "\n";
+        if (!choice.refused.empty()) out << ": " << choice.refused;
+        out << "\n  why: " << choice.reason << "\n";
         // What the nest is (e.g. panels read in place), so the choice can be seen, not guessed.
         if (!k.schedule().description.empty()) out << "  nest: " << k.schedule().description << "\n";
         for (const auto &note : k.notes()) out << "  note: " << note << "\n";
@@ -137,9 +74,13 @@ int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
         if (!graph_emit_kinds().count(e)) throw std::invalid_argument("unknown --emit kind '" + e + "'");
     const Halide::Target target = parse_target(o.target);
     const bool cuda = target.has_feature(Halide::Target::CUDA);
-    check_dims(dsl::parse_file(o.file), o.symbols);
-    PlannedGraph p = plan_graph(o.file, target, o.symbols, o.remat, o.memory_budget);
-    out << p.plan.to_string(p.graph) << "\n";
+    PlanOptions po;
+    po.symbols = o.symbols;
+    po.remat = o.remat;
+    po.memory_budget = o.memory_budget;
+    po.schedules = selection_options(o.schedule, o.schedule_fallback, o.db, o.tune, &out);
+    const PlannedProgram p = plan_file(o.file, target, po);
+    out << p.fusion.to_string(p.graph) << "\n";
     if (p.remat && (p.remat->changed || o.memory_budget || !p.remat->skipped.empty())) out << p.remat->to_string();
     if (!p.layouts.regions.empty()) out << p.layouts.to_string(p.graph) << "\n";
     out << "values with a layout:";
@@ -156,23 +97,20 @@ int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
     const std::string base = p.graph.name;
     if (o.emit.count("dot")) {
         const fs::path dot = fs::path(o.out_dir) / (base + ".dot");
-        std::ofstream(dot) << dsl::fusion_plan_to_dot(p.graph, p.plan);
+        std::ofstream(dot) << dsl::fusion_plan_to_dot(p.graph, p.fusion);
         out << "wrote " << dot.string() << "\n";
-        if (std::system("command -v dot >/dev/null 2>&1") == 0) {
+        if (const std::string graphviz = find_program("dot"); !graphviz.empty()) {
             const fs::path svg = fs::path(o.out_dir) / (base + ".svg");
-            const std::string cmd = "dot -Tsvg '" + dot.string() + "' -o '" + svg.string() + "'";
-            if (std::system(cmd.c_str()) == 0) out << "wrote " << svg.string() << "\n";
-            else out << "dot failed; no SVG written\n";
+            const SubprocessResult drawn = run_subprocess({graphviz, "-Tsvg", dot.string(), "-o", svg.string()}, {60});
+            if (drawn.ok()) out << "wrote " << svg.string() << "\n";
+            else out << "dot failed; no SVG written\n" << drawn.output;
         } else {
             out << "Graphviz 'dot' not found: SVG skipped\n";
         }
     }
 
-    const AutoSchedule autos{&p.graph, o.db, o.symbols, o.tune, &out};
-    const CompiledGraph program(p.graph, p.plan, target, make_chooser(o.schedule, target, autos),
-                                KernelBackend::AheadOfTime);
-    check_schedule_applied(program, o.schedule, target, o.schedule_fallback);
-    print_groups(program, out);
+    const CompiledGraph program(p.graph, p.fusion, target, p.chooser(), KernelBackend::AheadOfTime);
+    print_groups(p, program, out);
     std::set<AotOutput> outs;
     if (o.emit.count("lib")) outs.insert({AotOutput::StaticLibrary, AotOutput::Header});
     if (o.emit.count("obj")) outs.insert(AotOutput::Object);
@@ -218,7 +156,7 @@ int run_graph(const GraphRunOptions &o, std::ostream &out) {
     if (target.has_gpu_feature()) throw std::invalid_argument("tessel run executes on the CPU; use a CPU target");
     // The reference is the graph as the user wrote it, before any pass: a wrong rewrite shows.
     const dsl::Graph original = dsl::parse_file(o.file);
-    check_dims(original, o.symbols);
+    check_symbols(original, o.symbols);
     dsl::RunOptions ro;
     ro.random_missing_inputs = true;
     ro.input_seed = o.seed;
@@ -226,20 +164,23 @@ int run_graph(const GraphRunOptions &o, std::ostream &out) {
     ro.default_symbol_size = 64;
     const dsl::RunResult ref = dsl::interpret(original, {}, ro);
 
-    PlannedGraph p = plan_graph(o.file, target, ref.symbols, o.remat, o.memory_budget);
+    PlanOptions po;
+    po.symbols = ref.symbols;
+    po.remat = o.remat;
+    po.memory_budget = o.memory_budget;
+    po.schedules = selection_options(o.schedule, o.schedule_fallback, o.db, o.tune, &out);
+    const PlannedProgram p = plan(original, target, po);
     if (p.remat && (p.remat->changed || o.memory_budget || !p.remat->skipped.empty())) out << p.remat->to_string();
     if (!p.layouts.regions.empty()) out << p.layouts.to_string(p.graph);
     if (const std::string note = use_kernel_cache(o.kernel_cache, o.db); !note.empty()) out << note << "\n";
-    const AutoSchedule autos{&p.graph, o.db, ref.symbols, o.tune, &out};
-    const CompiledGraph program(p.graph, p.plan, target, make_chooser(o.schedule, target, autos));
-    check_schedule_applied(program, o.schedule, target, o.schedule_fallback);
+    const CompiledGraph program(p.graph, p.fusion, target, p.chooser());
     out << "graph " << p.graph.name << ": " << program.groups().size() << " fused group(s)";
-    if (!p.plan.outside_kernels.empty())
-        out << ", " << p.plan.outside_kernels.size() << " op(s) outside kernels (effects, shape code) run by the interpreter";
+    if (!p.fusion.outside_kernels.empty())
+        out << ", " << p.fusion.outside_kernels.size() << " op(s) outside kernels (effects, shape code) run by the interpreter";
     out << "; symbols";
     for (const auto &[s, v] : ref.symbols) out << " " << s << "=" << v;
     out << "\n";
-    print_groups(program, out);
+    print_groups(p, program, out);
 
     // The simplified graph: intermediates at their memory-plan offsets when every op is in a
     // kernel, else the interpreter runs the other ops (print, assert, state, random draws, shape

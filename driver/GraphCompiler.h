@@ -1,20 +1,21 @@
 /** \file
  * `tessel compile` and `tessel run`: a graph file through the whole pipeline.
  *
- *   parse + simplify (dsl/Simplify) -> rematerialize (dsl/passes/Rematerialize; after the last
- *   CSE) -> plan_fusion (dsl/passes/Fusion) -> one CompiledKernel per group (lowering/) with a
- *   schedule -> JIT (run, intermediates placed by the memory plan) or files (compile).
+ *   parse -> plan() (compiler/Plan.h: simplify, rematerialize, fusion, layouts, schedule
+ *   selection, memory plan) -> one CompiledKernel per group (lowering/) -> JIT (run,
+ *   intermediates placed by the memory plan) or files (compile).
  *
- * Schedules: `--schedule NAME|FILE.json` applies to every group of the kind it is for (a library
- * entry's group, e.g. cpu_rows to reduction groups; a file's "group" field, else matmul+epilogue);
- * every other group gets its kind's library default. Without `--schedule`, a matmul+epilogue group
- * whose sizes are all known gets a tuning-database hit, else the autoscheduler's model pick
- * (`--tune`: measured); otherwise each group gets the library default for its kind and device
- * (guarded variants or guarded tails cover every shape). A `--schedule` that cannot be read
- * (bad JSON, a field of the wrong type or out of range) or does not apply to a group of its kind
- * (a tile of 0, an unknown loop or func) is an error naming the group and the step, unless
- * `schedule_fallback` asks for the lowering's default there instead (the reason is then printed
- * with the group). Any other schedule that does not fit falls back the same way.
+ * Schedules (compiler/ScheduleSelection.h): `--schedule NAME|FILE.json` applies to every group of
+ * the kind it is for (a library entry's group, e.g. cpu_rows to reduction groups; a file's
+ * "group" field, else matmul+epilogue); every other group gets its kind's library default.
+ * Without `--schedule`, a group whose sizes are all given (--dim; `run` binds the rest to 64)
+ * gets a tuning-database hit, else the autoscheduler's model pick (`--tune`: measured);
+ * otherwise the library default for its kind and device (guarded variants or guarded tails
+ * cover every shape). A `--schedule` that cannot be read (bad JSON, a field of the wrong type or
+ * out of range) or does not apply to a group of its kind (a tile of 0, an unknown loop or func)
+ * is an error naming the group and the step, unless `schedule_fallback` asks for the default
+ * there instead (the reason is then printed with the group). Any other schedule that does not
+ * fit falls back the same way. Each group's line names where its schedule came from and why.
  *
  * `--dim NAME=N` must name a symbol of the graph; an unknown one is an error listing them.
  */

@@ -6,14 +6,18 @@
  * What the library holds:
  *  - every planned group's kernels (each guarded variant and the fallback) as objects compiled
  *    ahead of time without a runtime, and ONE Halide runtime object for the library;
- *  - a generated entry `int <name>(inputs..., outputs..., void *workspace, int64_t bytes)`
- *    (graph inputs in program order, then outputs by interface name). It checks every buffer
- *    (null, dimensions, type, each extent against the graph's static sizes and against the
- *    symbol it binds), places the intermediates in the caller's workspace or in one it allocates
- *    (the memory plan, dsl/analysis/BufferAssignment.h: live ranges, views and in-place updates
- *    are decided at generation and hold for every size; offsets are packed per call, best fit
- *    largest first over the plan's conflict table), dispatches each group to the first variant
- *    whose guards hold for its extents, and runs the groups in plan order;
+ *  - the C runtime (runtime/tessel_runtime.h, its sources compiled into the archive) and
+ *    generated tables over it (driver/LibraryTables.h): the generated C holds data and thin
+ *    entries only, every rule is the runtime's;
+ *  - the entry `int <name>(inputs..., outputs..., void *workspace, int64_t bytes)` (graph inputs
+ *    in program order, then outputs by interface name). It checks every buffer (null,
+ *    dimensions, type, each extent against the graph's static sizes and against the symbol it
+ *    binds), places the intermediates in the caller's workspace or in one it allocates (the
+ *    memory plan, dsl/analysis/BufferAssignment.h: live ranges, views and in-place updates are
+ *    decided at generation and hold for every size; offsets are packed per call by the same
+ *    best-fit packer, three orders, over the plan's conflict table, so at the planning sizes the
+ *    workspace is the plan's), dispatches each group to the first variant whose guards hold for
+ *    its extents (Guard::holds' rules: the runtime's evaluator), and runs the groups in plan order;
  *  - for a graph with values computed from weights alone (prepared groups, the `weight-prepare`
  *    rule of dsl/passes/Fusion.h: a transposed, narrowed or re-laid-out weight), the
  *    prepare-weights entries: `<name>_prepared_bytes(weights...)`, `<name>_prepare(weights...,
@@ -35,10 +39,10 @@
  * Targets: one, or several (a comma list, or `x86-multi` = AVX-512 Skylake set, AVX2 + FMA,
  * baseline x86-64): every group is compiled for each, kernels named `<group>_<isa>[_v<k>]`, and
  * the entry runs, from its first call on, the first target whose features the CPU reports
- * (__builtin_cpu_supports); TESSEL_LIB_ISA=avx2 (a target's suffix) restricts it to that one,
+ * (__builtin_cpu_supports; driver/LibraryTargets.h); TESSEL_LIB_ISA=avx2 (a target's suffix) restricts it to that one,
  * for tests and benchmarks. One runtime object, compiled for the least capable target.
  *
- * Specialization (`--profile FILE`, budgets): every group's guarded variants and fallback are
+ * Specialization (`--profile FILE`, budgets; driver/LibrarySpecialization.h): every group's guarded variants and fallback are
  * measured on the profiled shapes (driver/VariantCosts.h: on the best listed target this machine
  * runs; code bytes and ahead-of-time compile seconds for every listed target), the planner
  * (autoscheduler/SpecializationPlanner.h) chooses per group the variants to keep under the
@@ -76,7 +80,10 @@ struct KernelLibraryOptions {
     std::string out_dir = "tessel-lib";
     std::string name;                  ///< library and entry name; "" = the graph's name
     std::string target = "host";       ///< a target, a comma list, or "x86-multi"
-    std::string schedule;              ///< library schedule or FILE.json for its group kind; "" = each kind's default
+    std::string schedule;              ///< library schedule or FILE.json for its group kind; "" = database, else each kind's default
+    /** Tuning database: a group whose sizes are all given (symbols) gets its record there
+     * (compiler/ScheduleSelection.h); "" = none. */
+    std::string db = "tessel-tuning.db";
     std::map<std::string, int64_t> symbols;  ///< sizes for fusion estimates and rematerialization
     bool remat = true;
     /** Shape profile (bindings of the graph's symbols with calls): when given, every group's

@@ -1,6 +1,7 @@
 #include "driver/Tune.h"
 
-#include "driver/TextFile.h"
+#include "compiler/Plan.h"
+#include "dsl/ir/Parser.h"
 
 #include "autoscheduler/Coverage.h"
 #include "autoscheduler/GroupKindSpace.h"
@@ -89,22 +90,6 @@ autosched::TuneRequest make_request(const dsl::Graph &g, const dsl::FusionGroup 
     return r;
 }
 
-/** A database's lookups without its commits (a read-only database, or none at all). */
-class LookupOnlyCache : public autosched::TuningCache {
-public:
-    explicit LookupOnlyCache(autosched::TuningDatabase *db) : db_(db) {}
-    std::optional<autosched::TuningRecord> lookup(const autosched::TuningKey &key) override {
-        return db_ ? db_->lookup(key) : std::nullopt;
-    }
-    void commit(const autosched::TuningRecord &) override {}
-    std::vector<autosched::TuningRecord> top_k(const autosched::TuningKey &key, int k) override {
-        return db_ ? db_->top_k(key, k) : std::vector<autosched::TuningRecord>{};
-    }
-
-private:
-    autosched::TuningDatabase *db_;
-};
-
 void print_result(const autosched::TuneResult &r, const TuneOptions &o, std::ostream &out) {
     // A database hit carries the stored schedule, not the point it came from: name the nest.
     const std::string winner = r.params.nest.empty() ? r.schedule.description : r.params.to_string();
@@ -125,32 +110,6 @@ void print_result(const autosched::TuneResult &r, const TuneOptions &o, std::ost
         if (o.explain && i < o.explain_top) out << "       " << c.cost.explain() << "\n";
     }
 }
-
-/** The group's facts the search space needs beyond M, K, N: the epilogue's cost and how w is
- * stored (`rhs_panel_width`: the lowering's panel fact, lower_group(g, group).rhs_panel_width,
- * so the space offers nests that read those panels in place). */
-void add_group_facts(const dsl::Graph &g, const dsl::FusionGroup &group, int64_t rhs_panel_width, Workload &w) {
-    autosched::add_epilogue_cost(g, group.nodes, w);
-    w.rhs_panel_width = rhs_panel_width;
-}
-
-}  // namespace
-
-std::optional<Workload> group_workload(const dsl::Graph &g, const dsl::FusionGroup &group,
-                                       const std::map<std::string, int64_t> &symbols, const lower::LoweredGroup *lowered) {
-    const bool matmul = group.kind == dsl::GroupKind::MatmulEpilogue;
-    if (matmul && !group_dims(g, group)) return std::nullopt;
-    std::optional<lower::LoweredGroup> own;
-    if (!lowered) lowered = &own.emplace(lower::lower_group(g, group));
-    if (!matmul) return autosched::group_kind_workload(g, group, lower::group_shape(*lowered), symbols);
-    const auto e = dsl::group_extents(g, group).concrete(symbols);
-    if (!e) return std::nullopt;
-    Workload w{e->at("M"), e->at("K"), e->at("N")};
-    add_group_facts(g, group, lowered->rhs_panel_width, w);
-    return w;
-}
-
-namespace {
 
 /** Tunes `fg` at one shape: calibrations and budgets from the results so far, then the tuner,
  * the printed result and the --compare hook. */
@@ -177,35 +136,57 @@ void tune_one(const dsl::Graph &g, const dsl::FusionGroup &fg, const std::string
     workloads.push_back(w);
 }
 
-/** An elementwise or reduction group: its sizes are the graph's symbols, bound by --dim and, by
- * name, by each shape's M, K and N (so a softmax over [M, N] is tuned at the suite's M and N, and
- * the layernorm before a matmul at that matmul's M and K). Shapes that leave a size of the group
- * unbound, or repeat sizes already tuned, are skipped. */
-void tune_group_kind(const dsl::Graph &g, const dsl::FusionGroup &fg, const std::vector<std::pair<std::string, Workload>> &requested,
-                     const TuneOptions &o, const Halide::Target &target, autosched::AnalyticalCostModel &model,
-                     autosched::Measurer *measurer, autosched::TuningDatabase &db, autosched::TunerParams &params,
-                     std::vector<autosched::TuneResult> &results, std::vector<Workload> &workloads, int &failures,
-                     std::ostream &out) {
+/** The symbol bindings to tune at, each named: without --shapes, the graph's own (--dim and its
+ * static sizes), then, when that leaves a symbol unbound, the suite's shapes; with --shapes,
+ * each shape bound to every matmul+epilogue group's M, K, N (and, by name, to symbols called M,
+ * K and N: a softmax over [M, N] is tuned at the shape's M and N). A shape that conflicts with a
+ * static size is an error when asked for and skipped when it comes from the suite. */
+std::vector<std::pair<std::string, std::map<std::string, int64_t>>> tune_bindings(
+    const dsl::Graph &graph, const Halide::Target &target, const TuneOptions &o,
+    const std::vector<std::pair<std::string, Workload>> &requested) {
+    std::vector<std::pair<std::string, std::map<std::string, int64_t>>> out;
+    std::set<std::map<std::string, int64_t>> seen;
+    auto add = [&](const std::string &name, const std::map<std::string, int64_t> &symbols) {
+        if (seen.insert(symbols).second) out.push_back({name, symbols});
+    };
+    const std::set<std::string> symbols = graph_symbols(graph);
+    bool all_bound = true;
+    for (const auto &s : symbols) all_bound = all_bound && o.dims.count(s);
     std::vector<std::pair<std::string, Workload>> shapes = requested;
-    if (shapes.empty()) shapes.push_back({"graph", Workload{}});  // the graph's static sizes and --dim
-    if (requested.empty())
+    if (requested.empty()) {
+        add("graph", o.dims);
+        if (all_bound) return out;
         for (const auto &s : autosched::load_shape_suite(o.suite.empty() ? TESSEL_SHAPE_SUITE : o.suite))
             shapes.push_back({s.name, s.workload});
-    const sched::GroupShape shape = lower::group_shape(lower::lower_group(g, fg));
-    std::set<std::string> tuned;
-    for (const auto &[name, mkn] : shapes) {
-        std::map<std::string, int64_t> symbols = o.dims;
-        if (name != "graph")
-            for (const auto &[sym, size] : {std::pair<std::string, int64_t>{"M", mkn.M}, {"K", mkn.K}, {"N", mkn.N}})
-                symbols.insert({sym, size});
-        const auto w = autosched::group_kind_workload(g, fg, shape, symbols);
-        if (!w) {
-            if (!requested.empty()) out << "group " << fg.name << ": a size is not bound at " << name << "; skipped\n";
-            continue;
-        }
-        if (!tuned.insert(w->to_string()).second) continue;
-        tune_one(g, fg, name, symbols, *w, o, target, model, measurer, db, params, results, workloads, failures, out);
     }
+    // The matmul groups' M, K, N dims, from the graph planned at --dim (the groups do not change
+    // with the sizes; their extents name the symbols to bind).
+    PlanOptions probe;
+    probe.symbols = o.dims;
+    probe.schedules.autoschedule = false;
+    const PlannedProgram p = plan(graph, target, probe);
+    std::vector<GroupDims> dims;
+    for (const auto &fg : p.fusion.groups)
+        if (auto d = group_dims(p.graph, fg)) dims.push_back(*d);
+    for (const auto &[name, w] : shapes) {
+        std::map<std::string, int64_t> by_name = o.dims;
+        for (const auto &[sym, size] : {std::pair<std::string, int64_t>{"M", w.M}, {"K", w.K}, {"N", w.N}})
+            if (symbols.count(sym)) by_name.insert({sym, size});
+        bool any = false;
+        for (const GroupDims &d : dims) {
+            std::map<std::string, int64_t> bound = o.dims;
+            std::string why;
+            if (!bind_symbols(d, w, bound, &why)) {
+                if (!requested.empty()) throw std::invalid_argument("shape " + w.to_string() + ": " + why);
+                continue;
+            }
+            for (const auto &[sym, size] : by_name) bound.insert({sym, size});
+            add(name, bound);
+            any = true;
+        }
+        if (!any) add(name, by_name);
+    }
+    return out;
 }
 
 }  // namespace
@@ -217,10 +198,10 @@ int run_tune(const TuneOptions &o, std::ostream &out) {
     if (!(o.params.timeout_seconds > 0) || !std::isfinite(o.params.timeout_seconds))
         throw std::invalid_argument("--timeout " + std::to_string(o.params.timeout_seconds) +
                                     ": expected a positive number of seconds");
-    const std::string text = read_text_file(o.file);
-    const dsl::Graph g = dsl::simplify_text(text, o.file).graph;
+    const dsl::Graph graph = dsl::parse_file(o.file);
+    check_symbols(graph, o.dims);
     const Halide::Target target = parse_target(o.target);
-    const dsl::FusionPlan plan = dsl::plan_fusion(g, lower::fusion_options(target));
+    const auto bindings = tune_bindings(graph, target, o, requested);
 
     autosched::TuningDatabase db(o.db);
     // Every result is committed: refuse now, not after the measuring, when that cannot work.
@@ -251,35 +232,25 @@ int run_tune(const TuneOptions &o, std::ostream &out) {
     std::vector<autosched::TuneResult> results;
     std::vector<Workload> workloads;
     int failures = 0;
-    for (const auto &fg : plan.groups) {
-        if (fg.kind != dsl::GroupKind::MatmulEpilogue) {
-            tune_group_kind(g, fg, requested, o, target, model, measurer.get(), db, params, results, workloads, failures, out);
-            continue;
-        }
-        auto dims = group_dims(g, fg);
-        if (!dims) {
-            out << "group " << fg.name << ": not a 2-D matmul+epilogue group; skipped\n";
-            continue;
-        }
-        const int64_t rhs_panel_width = lower::lower_group(g, fg).rhs_panel_width;  // once per group
-        // Shapes: given, else the graph's own (all static), else the suite's that fit.
-        std::vector<std::pair<std::string, Workload>> shapes = requested;
-        if (shapes.empty() && dims->M.is_static() && dims->K.is_static() && dims->N.is_static())
-            shapes.push_back({"graph", Workload{dims->M.size, dims->K.size, dims->N.size}});
-        const bool from_suite = shapes.empty();
-        if (from_suite)
-            for (const auto &s : autosched::load_shape_suite(o.suite.empty() ? TESSEL_SHAPE_SUITE : o.suite))
-                shapes.push_back({s.name, s.workload});
-
-        for (auto [name, w] : shapes) {
-            add_group_facts(g, fg, rhs_panel_width, w);
-            std::map<std::string, int64_t> symbols = o.dims;
-            std::string why;
-            if (!bind_symbols(*dims, w, symbols, &why)) {
-                if (from_suite) continue;  // the suite covers graphs of every width; skip what does not fit
-                throw std::invalid_argument("shape " + w.to_string() + ": " + why);
+    // Each binding plans the graph as `tessel run` and `tessel lib` will at those sizes (the same
+    // front door: remat, layouts, prepared groups), so each tuned group is a group they compile.
+    std::set<std::string> tuned;
+    for (const auto &[name, symbols] : bindings) {
+        PlanOptions po;
+        po.symbols = symbols;
+        po.schedules.autoschedule = false;
+        const PlannedProgram p = plan(graph, target, po);
+        for (const auto &fg : p.fusion.groups) {
+            const auto w = group_workload(p.graph, fg, symbols);
+            if (!w) {
+                if (!requested.empty() || name == "graph")
+                    out << "group " << fg.name << " [" << dsl::to_string(fg.kind) << "]: a size is not bound at " << name
+                        << "; skipped\n";
+                continue;
             }
-            tune_one(g, fg, name, symbols, w, o, target, model, measurer.get(), db, params, results, workloads, failures, out);
+            if (!tuned.insert(fg.name + " " + w->to_string()).second) continue;
+            tune_one(p.graph, fg, name, symbols, *w, o, target, model, measurer.get(), db, params, results, workloads,
+                     failures, out);
         }
     }
     if (results.empty()) {
@@ -297,40 +268,6 @@ int run_tune(const TuneOptions &o, std::ostream &out) {
         }
     }
     return failures ? 1 : 0;
-}
-
-std::optional<autosched::TuneResult> autoschedule_group(const dsl::Graph &g, const dsl::FusionGroup &fg,
-                                                        const std::string &db_path, const Halide::Target &target,
-                                                        const std::map<std::string, int64_t> &symbols, bool measure,
-                                                        std::ostream *log, const lower::LoweredGroup *lowered) {
-    auto w = group_workload(g, fg, symbols, lowered);
-    if (!w) return std::nullopt;
-    // Lookups need only reading: a read-only database (or none) still serves, and then the
-    // pick is not stored; said once per process on stderr.
-    std::string note;
-    std::unique_ptr<autosched::TuningDatabase> db = autosched::TuningDatabase::open_for_reading(db_path, &note);
-    static bool noted = false;
-    if (!note.empty() && !noted) {
-        std::cerr << "tessel: " << note << "\n";
-        noted = true;
-    }
-    // This machine's numbers when stored (`tessel db probe`, `tessel tune`); nominal otherwise.
-    std::optional<autosched::MachineNumbers> numbers;
-    if (db && !target.has_gpu_feature()) numbers = db->machine_numbers(autosched::machine_identity(), autosched::probe_isa(target));
-    const autosched::TargetModel tm = autosched::TargetModel::for_target(target).with_numbers(numbers);
-    autosched::AnalyticalCostModel model(tm);
-    LookupOnlyCache lookup_only(db.get());
-    autosched::TuningCache *cache = db && db->writable() ? static_cast<autosched::TuningCache *>(db.get()) : &lookup_only;
-    autosched::TunerParams params;
-    params.machine = numbers;
-    params.measure = measure && tm.device == sched::Device::Cpu;
-    std::unique_ptr<autosched::IsolatedMeasurer> measurer;
-    if (params.measure) measurer = std::make_unique<autosched::IsolatedMeasurer>();
-    autosched::Tuner tuner(model, measurer.get(), cache, params);
-    auto r = tuner.tune(make_request(g, fg, symbols, *w, target), measure ? log : nullptr);
-    if (log) *log << "autoscheduler for " << fg.name << " at " << w->to_string() << ": " << r.decision << " ("
-                  << r.params.to_string() << ")\n";
-    return r;
 }
 
 }  // namespace tessel

@@ -102,9 +102,9 @@ dsl::BufferAssignment CompiledGraph::memory_plan(const std::map<std::string, int
     o.policy = options.policy;
     o.donated_inputs = options.donated_inputs;
     o.prepared_kept = options.keep_prepared;  // run(): prepared_values() keeps them between calls
-    o.schedule_reads_before_writes = [this](int group, std::string *why) {
-        return sched::writes_each_element_once(groups_[group].kernel->schedule(), why);
-    };
+    std::vector<sched::ScheduleSpec> specs;
+    for (const auto &cg : groups_) specs.push_back(cg.kernel->schedule());
+    o.schedule_reads_before_writes = lower::in_place_check(std::move(specs));
     return dsl::assign_buffers(graph_, plan_, symbols, o);
 }
 

@@ -64,6 +64,13 @@ dsl::TargetResources fusion_resources(const Halide::Target &target) {
     return dsl::TargetResources::host_avx2();
 }
 
+dsl::InPlaceCheck in_place_check(std::vector<sched::ScheduleSpec> specs) {
+    return [specs = std::move(specs)](int group, std::string *why) {
+        if (group < 0 || (size_t)group >= specs.size()) return false;
+        return sched::writes_each_element_once(specs[(size_t)group], why);
+    };
+}
+
 dsl::FusionOptions fusion_options(const Halide::Target &target, const std::map<std::string, int64_t> &symbols) {
     dsl::FusionOptions o;
     o.target = fusion_resources(target);

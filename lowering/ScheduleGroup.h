@@ -5,6 +5,7 @@
  */
 #pragma once
 
+#include "dsl/analysis/BufferAssignment.h"
 #include "dsl/passes/Fusion.h"
 #include "dsl/passes/LayoutAssignment.h"
 #include "lowering/LowerToHalide.h"
@@ -37,6 +38,11 @@ sched::ScheduleSpec default_group_schedule(const LoweredGroup &group, const Hali
 /** Applies `steps` to `group`'s Funcs for `target` (the Halide calls happen in ApplySchedule). */
 sched::AppliedResources apply_to_group(const std::vector<sched::Directive> &steps, LoweredGroup &group,
                                        const Halide::Target &target, const std::string &schedule_name);
+
+/** The in-place check of a memory plan whose group i runs schedule `specs[i]`
+ * (sched::writes_each_element_once: no split with a shifted tail). The one check
+ * rematerialization, plan() and CompiledGraph's plans use. */
+dsl::InPlaceCheck in_place_check(std::vector<sched::ScheduleSpec> specs);
 
 /** What the fusion planner may assume about one kernel of `target` — the target asked for, not
  * the machine Tessel runs on: CUDA targets get sm_90's limits; CPU targets AVX-512's 32 x 16

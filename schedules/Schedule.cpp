@@ -1,5 +1,7 @@
 #include "schedules/Schedule.h"
 
+#include "tessel_runtime.h"
+
 #include <sstream>
 #include <stdexcept>
 
@@ -119,11 +121,9 @@ std::string to_string(const ScheduleSpec &s) {
 bool Guard::holds(const std::map<std::string, long> &extents) const {
     auto it = extents.find(extent);
     if (it == extents.end()) return false;
-    const long x = it->second;
-    if (op == "==") return x == value;
-    if (op == "<=") return x <= value;
-    if (op == ">=") return x >= value;
-    if (op == "%") return value != 0 && x % value == 0;
+    // The runtime's evaluator (runtime/tessel_guard.c), which generated libraries dispatch with.
+    const int holds = tessel_guard_holds(tessel_guard_op_from_text(op.c_str()), value, it->second);
+    if (holds >= 0) return holds != 0;
     throw std::invalid_argument("guard '" + to_string() + "': unknown operator '" + op + "'");
 }
 

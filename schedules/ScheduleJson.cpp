@@ -1,5 +1,7 @@
 #include "schedules/ScheduleJson.h"
 
+#include "tessel_runtime.h"
+
 #include <climits>
 #include <cstdint>
 #include <fstream>
@@ -171,7 +173,7 @@ ScheduleSpec schedule_from_json(const json &j) {
                 throw ScheduleJsonError(vw + " guards: " + e.what());
             }
             for (const auto &g : v.guards)
-                if (g.op != "==" && g.op != "<=" && g.op != ">=" && g.op != "%")
+                if (tessel_guard_op_from_text(g.op.c_str()) == TESSEL_GUARD_UNKNOWN)  // the runtime's operators
                     throw ScheduleJsonError(vw + ": guard operator '" + g.op + "' is not one of ==, <=, >=, %");
             if (!vs[i].contains("steps")) throw ScheduleJsonError(vw + ": missing \"steps\"");
             v.steps = parse_steps(vs[i]["steps"], vw);

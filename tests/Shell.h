@@ -1,13 +1,11 @@
-// Running a shell command line from a test: its exit status (128 + signal when killed) and
-// everything it wrote to stdout and stderr. For tests that drive the built programs or a
-// compiler, the way a user's shell would.
+// Running a shell script from a test (pipelines, `unshare -m sh -c ...`): its exit status (128 +
+// signal when killed) and everything it wrote to stdout and stderr. Only for scripts that need a
+// shell; a single program runs through run_subprocess with its argument vector.
 #pragma once
 
-#include <doctest/doctest.h>
+#include "support/Subprocess.h"
 
-#include <cstdio>
 #include <string>
-#include <sys/wait.h>
 
 namespace tessel::testing {
 
@@ -16,16 +14,9 @@ struct ShellResult {
     std::string output;
 };
 
-inline ShellResult shell(const std::string &command) {
-    ShellResult r;
-    FILE *p = popen((command + " 2>&1").c_str(), "r");
-    REQUIRE(p);
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-    const int st = pclose(p);
-    r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    return r;
+inline ShellResult shell(const std::string &script) {
+    const SubprocessResult r = run_subprocess({"sh", "-c", script});
+    return {r.status, r.output};
 }
 
 }  // namespace tessel::testing

@@ -7,6 +7,7 @@
 #include "driver/GeluLayer.h"
 #include "schedules/MatmulCudaSchedules.h"
 #include "schedules/Library.h"
+#include "support/Subprocess.h"
 
 #include <cstdlib>
 #include <stdexcept>
@@ -104,8 +105,10 @@ int main(int argc, char **argv) {
         << "#include \"bench/gpu/GpuKernels.h\"\n\n"
         << decls << "\nconst std::vector<GpuKernelVariant> &gpu_kernel_variants() {\n"
         << "    static const std::vector<GpuKernelVariant> v = {\n" << table << "    };\n    return v;\n}\n";
-    std::string cmd = std::string("'") + argv[2] + "' rcs '" + (out / "libtessel_gpu_kernels.a").string() + "'";
-    for (const auto &o : objects) cmd += " '" + o + "'";
+    std::vector<std::string> ar = {argv[2], "rcs", (out / "libtessel_gpu_kernels.a").string()};
+    for (const auto &o : objects) ar.push_back(o);
     fs::remove(out / "libtessel_gpu_kernels.a");
-    return std::system(cmd.c_str()) == 0 ? 0 : 1;
+    const SubprocessResult archived = run_subprocess(ar);
+    if (!archived.ok()) std::cerr << format_command(ar) << " failed:\n" << archived.output;
+    return archived.ok() ? 0 : 1;
 }

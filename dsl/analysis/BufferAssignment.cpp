@@ -9,6 +9,7 @@
 
 #include "dsl/analysis/MemoryTraffic.h"
 #include "dsl/ir/TypeInference.h"
+#include "tessel_runtime.h"
 
 namespace tessel::dsl {
 
@@ -406,30 +407,6 @@ private:
         return false;
     }
 
-    /** Best-fit placement of the allocations in `order`; returns the offsets and the peak. */
-    std::pair<std::vector<int64_t>, int64_t> place(const std::vector<size_t> &order,
-                                                   const std::vector<std::vector<char>> &conflicts) const {
-        std::vector<int64_t> offset(a_.allocations.size(), 0);
-        std::vector<size_t> placed;
-        int64_t peak = 0;
-        for (size_t cur : order) {
-            std::vector<std::pair<int64_t, int64_t>> taken;  // [begin, end) of conflicting placed ones
-            for (size_t p : placed)
-                if (conflicts[cur][p]) taken.push_back({offset[p], offset[p] + a_.allocations[p].bytes});
-            std::sort(taken.begin(), taken.end());
-            const int64_t need = a_.allocations[cur].bytes;
-            int64_t cursor = 0, best = -1, best_gap = INT64_MAX;
-            for (const auto &[begin, end] : taken) {
-                if (begin - cursor >= need && begin - cursor < best_gap) best = cursor, best_gap = begin - cursor;
-                cursor = std::max(cursor, end);
-            }
-            offset[cur] = best >= 0 ? best : cursor;
-            placed.push_back(cur);
-            peak = std::max(peak, offset[cur] + need);
-        }
-        return {offset, peak};
-    }
-
     /** Large plans: allocations by first step, each into the best-fitting free range released by
      * allocations that died before it (coalesced), else on top. Serial policy only;
      * under NoConcurrentReuse without an exact group order, no reuse at all. */
@@ -487,31 +464,22 @@ private:
         }
         std::vector<std::vector<int>> touching(n);
         for (size_t i = 0; i < n; i++) touching[i] = touching_groups(a_.allocations[i]);
-        std::vector<std::vector<char>> conflicts(n, std::vector<char>(n, 0));
+        // Best fit in three orders, the lowest peak kept: the runtime's packer (runtime/tessel_pack.c),
+        // the same code a generated library packs its workspace with on every call.
+        std::vector<unsigned char> conflicts(n * n, 0);
         for (size_t i = 0; i < n; i++)
-            for (size_t j = 0; j < i; j++) conflicts[i][j] = conflicts[j][i] = conflict(i, j, touching);
-        // Three orders, as heap simulators try several: largest first, largest bytes x steps
-        // first, earliest first (then largest). The lowest peak wins; ties keep the earlier order.
-        auto ordered = [&](auto less) {
-            std::vector<size_t> v(n);
-            std::iota(v.begin(), v.end(), 0);
-            std::stable_sort(v.begin(), v.end(), less);
-            return v;
-        };
-        const auto &al = a_.allocations;
-        auto span = [&](size_t i) { return (int64_t)(al[i].last_step - al[i].first_step + 1); };
-        const std::vector<size_t> orders[] = {
-            ordered([&](size_t x, size_t y) { return al[x].bytes != al[y].bytes ? al[x].bytes > al[y].bytes : al[x].first_step < al[y].first_step; }),
-            ordered([&](size_t x, size_t y) { return al[x].bytes * span(x) > al[y].bytes * span(y); }),
-            ordered([&](size_t x, size_t y) { return al[x].first_step != al[y].first_step ? al[x].first_step < al[y].first_step : al[x].bytes > al[y].bytes; }),
-        };
-        std::pair<std::vector<int64_t>, int64_t> best{{}, -1};
-        for (const auto &order : orders) {
-            auto placed = place(order, conflicts);
-            if (best.second < 0 || placed.second < best.second) best = std::move(placed);
+            for (size_t j = 0; j < i; j++) conflicts[i * n + j] = conflicts[j * n + i] = conflict(i, j, touching);
+        std::vector<int64_t> bytes(n), offsets(n);
+        std::vector<int> first(n), last(n);
+        for (size_t i = 0; i < n; i++) {
+            bytes[i] = a_.allocations[i].bytes;
+            first[i] = a_.allocations[i].first_step;
+            last[i] = a_.allocations[i].last_step;
         }
-        for (size_t i = 0; i < n; i++) a_.allocations[i].offset = best.first[i];
-        a_.planned_peak = std::max<int64_t>(0, best.second);
+        std::vector<int64_t> scratch(TESSEL_PACK_SCRATCH_BYTES(n) / sizeof(int64_t) + 1);
+        a_.planned_peak = tessel_pack((int)n, bytes.data(), first.data(), last.data(), conflicts.data(), offsets.data(), scratch.data());
+        for (size_t i = 0; i < n; i++) a_.allocations[i].offset = offsets[i];
+        a_.conflicts = std::move(conflicts);
         if (o_.policy == ReusePolicy::Serial) list_added_edges(touching);
     }
 

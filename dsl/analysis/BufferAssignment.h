@@ -39,7 +39,8 @@
  * already placed allocations that *conflict* with it and that fits it (best fit), else on top.
  * Three orders are tried — largest first (ties: earlier first step), largest bytes x steps
  * first, earliest first step first — and the lowest peak is kept, as heap simulators try
- * several. Offsets and sizes are multiples of kArenaAlignment. Large plans (more than
+ * several. The packer is the C runtime's (runtime/tessel_pack.c: tessel_pack), which generated
+ * libraries run on every call over the same conflict table. Offsets and sizes are multiples of kArenaAlignment. Large plans (more than
  * kMaxBestFitAllocations allocations, or more than kMaxOrderedGroups groups) are packed by a
  * linear scan instead: allocations in first-step order, each into the best-fitting free range
  * of allocations already dead (coalesced), near-linear; past kMaxOrderedGroups no dependence
@@ -148,6 +149,9 @@ struct BufferAssignment {
     /** Bytes live at each step (allocations), whose maximum is lower_bound. */
     std::vector<int64_t> live_bytes;
     std::vector<std::string> notes;          ///< how the plan was made where it deviates (large graphs)
+    /** Which allocations may not share bytes (allocations^2, row-major, nonzero: conflict), as the
+     * best-fit packer saw it; empty for a plan packed by linear scan. */
+    std::vector<unsigned char> conflicts;
     std::unordered_map<ValueId, size_t> index;  ///< value -> position in `buffers`
 
     const LogicalBuffer *buffer(ValueId v) const;

@@ -68,7 +68,9 @@ Planned plan_and_assign(const Graph &g, const RematOptions &o) {
     f.symbol_sizes = o.symbols;
     Planned p;
     p.plan = plan_fusion(g, f);
-    p.buffers = assign_buffers(g, p.plan, o.symbols);
+    BufferAssignmentOptions b = o.buffers;
+    if (o.in_place_check) b.schedule_reads_before_writes = o.in_place_check(g, p.plan);
+    p.buffers = assign_buffers(g, p.plan, o.symbols, b);
     return p;
 }
 

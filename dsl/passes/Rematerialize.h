@@ -28,7 +28,7 @@
  * peak exceeds it, the candidate that lowers the peak at the least net time per byte of peak
  * saved is applied; when none lowers the peak, the result says by how much the plan misses.
  *
- * Phase order (driver/GraphCompiler and tests/dsl/passes/test_rematerialize.cpp): simplify
+ * Phase order (compiler/Plan.h, which passes the final plan's buffer options and in-place check): simplify
  * (fold, algebra, reassociate, CSE, DCE) -> rematerialize -> plan_fusion -> assign_buffers.
  * Rematerialization runs after the last CSE: CSE merges a node into an earlier identical one,
  * which would fold every clone back into the value it replaces.
@@ -36,6 +36,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -63,6 +64,12 @@ struct RematOptions {
     int max_rounds = 32;
     /** Values (by display name) to recompute whatever the costs, for measuring the choice. */
     std::set<std::string> force;
+    /** How the final memory plan is made (policy, prepared values kept, donated inputs), so each
+     * candidate is judged on the plan it would really get. */
+    BufferAssignmentOptions buffers;
+    /** The final plan's in-place check for a candidate graph and its fusion plan (the schedules
+     * its groups would get); unset: `buffers.schedule_reads_before_writes` as it is. */
+    std::function<InPlaceCheck(const Graph &, const FusionPlan &)> in_place_check;
 };
 
 struct RematDecision {

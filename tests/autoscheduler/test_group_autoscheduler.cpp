@@ -6,6 +6,7 @@
 #include "autoscheduler/GroupKindSpace.h"
 #include "autoscheduler/Tuner.h"
 #include "codegen/Compile.h"
+#include "compiler/ScheduleSelection.h"
 #include "driver/Tune.h"
 #include "dsl/Simplify.h"
 #include "dsl/passes/Fusion.h"

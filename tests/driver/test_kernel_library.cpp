@@ -8,6 +8,7 @@
 #include "tests/Shell.h"
 #include "tests/TempDir.h"
 #include "tests/TensorCompare.h"
+#include "support/Subprocess.h"
 
 #include <doctest/doctest.h>
 
@@ -143,8 +144,10 @@ BuiltLibrary build_library(const tessel::testing::TempDir &tmp, const std::strin
     REQUIRE(write_kernel_library(o, log) == 0);
     BuiltLibrary b{dsl::parse_file(o.file), tmp.file(graph + "_app"), log.str()};
     std::ofstream(tmp.file(graph + ".c")) << consumer(b.graph, b.graph.name, prepared);
-    REQUIRE(std::system(("cc -O1 '" + tmp.file(graph + ".c") + "' -I'" + o.out_dir + "' '" + o.out_dir + "/lib" + b.graph.name +
-                         ".a' -lgomp -lpthread -ldl -lm -o '" + b.app + "'").c_str()) == 0);
+    const SubprocessResult linked = run_subprocess({"cc", "-O1", tmp.file(graph + ".c"), "-I" + o.out_dir,
+                                                    o.out_dir + "/lib" + b.graph.name + ".a", "-lgomp", "-lpthread", "-ldl", "-lm",
+                                                    "-o", b.app});
+    REQUIRE_MESSAGE(linked.ok(), linked.output);
     CHECK(run("ldd '" + b.app + "' | grep -ci halide || true").find('1') == std::string::npos);
     // Parallel loops on OpenMP, as in the JIT: the entry hands Halide its own do_par_for.
     CHECK(run("nm '" + o.out_dir + "/lib" + b.graph.name + ".a' | grep -c ' U GOMP_parallel' || true").find('0') != 0);
@@ -271,7 +274,7 @@ TEST_CASE("tessel lib: weights prepared once (transposed, bf16, two layers), and
 }
 
 TEST_CASE("tessel lib: the same plan as the JIT, a layout conversion included") {
-    // chain_convert's softmax reads the matmul's output down its columns: the plan (PlannedGraph)
+    // chain_convert's softmax reads the matmul's output down its columns: the plan (compiler/Plan.h)
     // inserts a copy stored k-major, which the library describes in its workspace.
     const tessel::testing::TempDir tmp;
     const BuiltLibrary lib = build_library(tmp, "chain_convert");

@@ -3,6 +3,7 @@
 #include "codegen/ObjectCodeSize.h"
 #include "driver/Specialize.h"
 #include "tests/TempDir.h"
+#include "support/Subprocess.h"
 
 #include <doctest/doctest.h>
 
@@ -35,7 +36,7 @@ TEST_CASE("code size is read from the object's executable sections") {
     const tessel::testing::TempDir tmp;
     const std::string src = tmp.file("f.c"), obj = tmp.file("f.o");
     std::ofstream(src) << "int f(int x) { return x * 3 + 1; }\nint g(int x) { return f(x) - 2; }\n";
-    REQUIRE(std::system(("cc -O1 -c '" + src + "' -o '" + obj + "'").c_str()) == 0);
+    REQUIRE(run_subprocess({"cc", "-O1", "-c", src, "-o", obj}).ok());
     const int64_t bytes = executable_bytes(obj);
     CHECK(bytes > 4);
     CHECK(bytes < 256);

@@ -22,7 +22,7 @@
 #include "autoscheduler/CostModel.h"
 #include "autoscheduler/Tuner.h"
 #include "codegen/Compile.h"
-#include "driver/Tune.h"
+#include "compiler/ScheduleSelection.h"
 #include "dsl/Pipeline.h"
 #include "dsl/interp/Interpreter.h"
 #include "dsl/ir/Printer.h"

@@ -17,6 +17,7 @@
 #include "tests/Shell.h"
 
 #include "tests/GeluMlpText.h"
+#include "support/Subprocess.h"
 
 #include <doctest/doctest.h>
 
@@ -117,7 +118,7 @@ TEST_CASE("JIT kernel: wrong buffers are refused with the argument and both shap
 }
 
 TEST_CASE("ahead-of-time library: a too-small buffer is an error code and a message, and the caller survives" *
-          doctest::skip(std::system("command -v c++ >/dev/null 2>&1") != 0)) {
+          doctest::skip(find_program("c++").empty())) {
     const Halide::Target host = parse_target("host");
     const CompiledKernel k(planned().g, planned().group, default_schedule(host), host, KernelBackend::AheadOfTime);
     testing::TempDir tmp;

@@ -1,0 +1,170 @@
+#include "compiler/Plan.h"
+
+#include "dsl/Simplify.h"
+#include "dsl/ir/Parser.h"
+#include "dsl/ir/Printer.h"
+#include "lowering/ScheduleGroup.h"
+
+#include <sstream>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace tessel {
+
+std::set<std::string> graph_symbols(const dsl::Graph &g) {
+    std::set<std::string> out;
+    for (dsl::ValueId v : g.order())
+        for (const dsl::Dim &d : g.node(v).type.dims)
+            if (d.kind == dsl::Dim::Kind::Symbol) out.insert(d.symbol);
+    return out;
+}
+
+void check_symbols(const dsl::Graph &g, const std::map<std::string, int64_t> &sizes) {
+    const std::set<std::string> symbols = graph_symbols(g);
+    for (const auto &[name, size] : sizes) {
+        if (symbols.count(name)) continue;
+        std::string list;
+        for (const auto &s : symbols) list += (list.empty() ? "" : ", ") + s;
+        throw std::invalid_argument("--dim " + name + "=" + std::to_string(size) + ": graph '" + g.name +
+                                    "' has no symbol '" + name + "' (" +
+                                    (symbols.empty() ? std::string("it has no symbols: every extent is static")
+                                                     : "its symbols: " + list) + ")");
+    }
+}
+
+namespace {
+
+/** What a group is, for the selection cache: its kind, the nodes it holds and what it
+ * materializes (value names included, since schedules address stages by them). */
+std::string group_signature(const dsl::Graph &g, const dsl::FusionGroup &group) {
+    std::string s = std::string(dsl::to_string(group.kind)) + (group.prepared ? " prepared" : "");
+    for (dsl::ValueId v : group.nodes) s += "\n" + dsl::print_node(g, v);
+    for (dsl::ValueId v : group.outputs) s += "\n-> " + g.display_name(v);
+    return s;
+}
+
+/** Schedule choices for groups, memoized by signature: rematerialization asks for the groups of
+ * every candidate graph it weighs, and most of them are the groups of the graph as it is. */
+class CachedSelection {
+public:
+    CachedSelection(const ScheduleSelection &selection, const std::map<std::string, int64_t> &symbols)
+        : selection_(selection), symbols_(symbols) {}
+
+    const ScheduleChoice &choose(const dsl::Graph &g, const dsl::FusionGroup &group) {
+        const std::string key = group_signature(g, group);
+        auto it = cache_.find(key);
+        if (it == cache_.end()) {
+            const lower::LoweredGroup probe = lower::lower_group(g, group);
+            it = cache_.emplace(key, selection_.choose(g, group, symbols_, probe)).first;
+        }
+        return it->second;
+    }
+
+private:
+    const ScheduleSelection &selection_;
+    const std::map<std::string, int64_t> &symbols_;
+    std::unordered_map<std::string, ScheduleChoice> cache_;
+};
+
+std::vector<ScheduleChoice> choose_all(CachedSelection &selection, const dsl::Graph &g, const dsl::FusionPlan &fusion) {
+    std::vector<ScheduleChoice> out;
+    for (const auto &group : fusion.groups) out.push_back(selection.choose(g, group));
+    return out;
+}
+
+std::vector<sched::ScheduleSpec> specs_of(const std::vector<ScheduleChoice> &choices) {
+    std::vector<sched::ScheduleSpec> specs;
+    for (const auto &c : choices) specs.push_back(c.spec);
+    return specs;
+}
+
+/** The final memory plan's options: the JIT runner keeps prepared values between calls. */
+dsl::BufferAssignmentOptions final_buffer_options() {
+    dsl::BufferAssignmentOptions o;
+    o.prepared_kept = true;
+    return o;
+}
+
+}  // namespace
+
+PlannedProgram plan(const dsl::Graph &graph, const Halide::Target &target, const PlanOptions &options) {
+    check_symbols(graph, options.symbols);
+    PlannedProgram p{options.simplify ? dsl::simplify_graph(graph).graph : graph, {}, target, options.symbols, {}, {}, {}, {}, {}};
+    p.sizes = options.symbols;
+    for (const std::string &s : graph_symbols(p.graph)) p.sizes.emplace(s, dsl::kDefaultSymbolSize);
+
+    const ScheduleSelection selection(target, options.schedules);
+    CachedSelection cached(selection, options.symbols);
+    dsl::FusionOptions fusion = lower::fusion_options(target, options.symbols);
+    fusion.policy = options.fusion_policy;
+    if (options.remat || options.memory_budget || !options.recompute.empty()) {
+        dsl::RematOptions ro;
+        ro.fusion = fusion;
+        ro.symbols = p.sizes;
+        ro.memory_budget = options.memory_budget;
+        ro.force = options.recompute;
+        ro.buffers = final_buffer_options();
+        ro.in_place_check = [&cached](const dsl::Graph &g, const dsl::FusionPlan &fp) -> dsl::InPlaceCheck {
+            // Lazily: only the groups the packer asks about (in-place candidates) are selected.
+            return [&cached, &g, &fp](int group, std::string *why) {
+                return sched::writes_each_element_once(cached.choose(g, fp.groups.at((size_t)group)).spec, why);
+            };
+        };
+        p.remat = dsl::rematerialize(p.graph, ro);
+    }
+    p.fusion = dsl::plan_fusion(p.graph, fusion);
+    // Layouts last, for the groups as planned; the conversions they insert are groups of their own.
+    if (options.layouts && !target.has_gpu_feature()) {
+        dsl::LayoutOptions lo = lower::layout_options(target, options.layout_shapes);
+        lo.conversions = options.conversions;
+        p.layouts = dsl::assign_layouts(p.graph, p.fusion, lo);
+        if (p.layouts.conversions > 0) p.fusion = dsl::plan_fusion(p.graph, fusion);
+    }
+    p.schedules = choose_all(cached, p.graph, p.fusion);
+    dsl::BufferAssignmentOptions bo = final_buffer_options();
+    bo.schedule_reads_before_writes = lower::in_place_check(specs_of(p.schedules));
+    if (p.fusion.outside_kernels.empty()) p.memory = dsl::assign_buffers(p.graph, p.fusion, p.sizes, bo);
+    return p;
+}
+
+PlannedProgram plan_file(const std::string &path, const Halide::Target &target, const PlanOptions &options) {
+    return plan(dsl::parse_file(path), target, options);
+}
+
+std::vector<ScheduleChoice> select_schedules(const PlannedProgram &program, const Halide::Target &target,
+                                             const ScheduleSelectionOptions &options) {
+    const ScheduleSelection selection(target, options);
+    CachedSelection cached(selection, program.symbols);
+    return choose_all(cached, program.graph, program.fusion);
+}
+
+ScheduleChooser PlannedProgram::chooser() const {
+    std::map<std::string, sched::ScheduleSpec> by_group;
+    for (size_t i = 0; i < fusion.groups.size(); i++) by_group.emplace(fusion.groups[i].name, schedules[i].spec);
+    return [by_group = std::move(by_group)](const dsl::FusionGroup &fg,
+                                            const lower::LoweredGroup &) -> std::optional<sched::ScheduleSpec> {
+        auto it = by_group.find(fg.name);
+        if (it == by_group.end()) return std::nullopt;
+        return it->second;
+    };
+}
+
+const ScheduleChoice &PlannedProgram::schedule_of(const dsl::FusionGroup &group) const {
+    for (size_t i = 0; i < fusion.groups.size(); i++)
+        if (fusion.groups[i].name == group.name) return schedules[i];
+    throw std::logic_error("group " + group.name + " is not in the plan of " + graph.name);
+}
+
+std::string PlannedProgram::to_string() const {
+    std::ostringstream os;
+    os << fusion.to_string(graph) << "\n";
+    if (remat && (remat->changed || remat->budget || !remat->skipped.empty())) os << remat->to_string();
+    if (!layouts.regions.empty()) os << layouts.to_string(graph) << "\n";
+    for (size_t i = 0; i < fusion.groups.size(); i++) {
+        os << "schedule for " << fusion.groups[i].name << ": " << schedules[i].label() << ": " << schedules[i].reason << "\n";
+        if (!schedules[i].refused.empty()) os << "  refused: " << schedules[i].refused << "\n";
+    }
+    return os.str();
+}
+
+}  // namespace tessel

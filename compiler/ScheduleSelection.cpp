@@ -1,0 +1,227 @@
+#include "compiler/ScheduleSelection.h"
+
+#include "autoscheduler/GroupKindSpace.h"
+#include "autoscheduler/MachineProbes.h"
+#include "dsl/ir/Numerics.h"
+#include "dsl/passes/GroupExtents.h"
+#include "lowering/ScheduleGroup.h"
+#include "schedules/ScheduleJson.h"
+
+#include <iostream>
+#include <stdexcept>
+
+namespace tessel {
+
+namespace {
+
+struct ProvenanceName {
+    ScheduleProvenance provenance;
+    const char *text;
+};
+constexpr ProvenanceName kProvenanceNames[] = {
+    {ScheduleProvenance::User, "user"},         {ScheduleProvenance::Database, "database"},
+    {ScheduleProvenance::Measured, "measured"}, {ScheduleProvenance::Model, "model"},
+    {ScheduleProvenance::LibraryDefault, "library"},
+};
+
+/** The tuner's word for where its result came from, as a provenance. */
+ScheduleProvenance from_tuner_source(const std::string &source) {
+    if (source == "database") return ScheduleProvenance::Database;
+    if (source == "measured") return ScheduleProvenance::Measured;
+    return ScheduleProvenance::Model;  // "model", "model+ptxas"
+}
+
+sched::Device device_of(const Halide::Target &t) { return t.has_gpu_feature() ? sched::Device::Cuda : sched::Device::Cpu; }
+
+/** A database's lookups without its commits (a read-only database, or none at all). */
+class LookupOnlyCache : public autosched::TuningCache {
+public:
+    explicit LookupOnlyCache(autosched::TuningDatabase *db) : db_(db) {}
+    std::optional<autosched::TuningRecord> lookup(const autosched::TuningKey &key) override {
+        return db_ ? db_->lookup(key) : std::nullopt;
+    }
+    void commit(const autosched::TuningRecord &) override {}
+    std::vector<autosched::TuningRecord> top_k(const autosched::TuningKey &key, int k) override {
+        return db_ ? db_->top_k(key, k) : std::vector<autosched::TuningRecord>{};
+    }
+
+private:
+    autosched::TuningDatabase *db_;
+};
+
+}  // namespace
+
+const char *to_string(ScheduleProvenance p) {
+    for (const auto &n : kProvenanceNames)
+        if (n.provenance == p) return n.text;
+    return "?";
+}
+
+ScheduleProvenance parse_schedule_provenance(const std::string &text) {
+    std::string valid;
+    for (const auto &n : kProvenanceNames) {
+        if (text == n.text) return n.provenance;
+        valid += (valid.empty() ? "" : ", ") + std::string(n.text);
+    }
+    throw std::invalid_argument("unknown schedule provenance '" + text + "' (valid: " + valid + ")");
+}
+
+std::string ScheduleChoice::label() const {
+    return "schedule '" + spec.name + "' [" + to_string(provenance) + "]";
+}
+
+std::optional<autosched::Workload> group_workload(const dsl::Graph &g, const dsl::FusionGroup &group,
+                                                  const std::map<std::string, int64_t> &symbols,
+                                                  const lower::LoweredGroup *lowered) {
+    const bool matmul = group.kind == dsl::GroupKind::MatmulEpilogue;
+    const dsl::GroupExtents extents = dsl::group_extents(g, group);
+    if (matmul && !(extents.has("M") && extents.has("K") && extents.has("N"))) return std::nullopt;
+    std::optional<lower::LoweredGroup> own;
+    if (!lowered) lowered = &own.emplace(lower::lower_group(g, group));
+    if (!matmul) return autosched::group_kind_workload(g, group, lower::group_shape(*lowered), symbols);
+    const auto e = extents.concrete(symbols);
+    if (!e) return std::nullopt;
+    autosched::Workload w{e->at("M"), e->at("K"), e->at("N")};
+    autosched::add_epilogue_cost(g, group.nodes, w);
+    // How w is stored: the search space offers the nests that read its panels in place.
+    w.rhs_panel_width = lowered->rhs_panel_width;
+    return w;
+}
+
+std::string schedule_refusal(const dsl::Graph &g, const dsl::FusionGroup &group, const sched::ScheduleSpec &spec,
+                             const Halide::Target &target) {
+    // As CompiledKernel builds it: in exact mode the variants that split a reduction are left out.
+    const bool split_ok = dsl::allows_split_reductions(g.mode);
+    try {
+        for (size_t i = 0; i <= spec.variants.size(); i++) {
+            const bool fallback = i == spec.variants.size();
+            const auto &steps = fallback ? spec.steps : spec.variants[i].steps;
+            if (!fallback && !split_ok &&
+                std::any_of(steps.begin(), steps.end(), [](const sched::Directive &d) { return std::holds_alternative<sched::RFactor>(d); }))
+                continue;
+            lower::LoweredGroup fresh = lower::lower_group(g, group);
+            lower::apply_to_group(steps, fresh, target, spec.name);
+        }
+    } catch (const sched::ScheduleError &e) {
+        return e.what();
+    }
+    return "";
+}
+
+/** The database (read-only where it cannot be written), the machine's numbers and the cost
+ * model, opened once for every group the selection serves. */
+struct ScheduleSelection::Tuning {
+    std::unique_ptr<autosched::TuningDatabase> db;
+    std::unique_ptr<autosched::AnalyticalCostModel> model;
+    std::optional<autosched::MachineNumbers> numbers;
+    std::unique_ptr<LookupOnlyCache> lookup_only;
+    std::unique_ptr<autosched::IsolatedMeasurer> measurer;
+
+    Tuning(const std::string &path, const Halide::Target &target, bool measure) {
+        std::string note;
+        db = autosched::TuningDatabase::open_for_reading(path, &note);
+        // Said once per process: every command that looks schedules up opens the database.
+        static bool noted = false;
+        if (!note.empty() && !noted) {
+            std::cerr << "tessel: " << note << "\n";
+            noted = true;
+        }
+        // This machine's numbers when stored (`tessel db probe`, `tessel tune`); nominal otherwise.
+        if (db && !target.has_gpu_feature())
+            numbers = db->machine_numbers(autosched::machine_identity(), autosched::probe_isa(target));
+        model = std::make_unique<autosched::AnalyticalCostModel>(autosched::TargetModel::for_target(target).with_numbers(numbers));
+        lookup_only = std::make_unique<LookupOnlyCache>(db.get());
+        if (measure && !target.has_gpu_feature()) measurer = std::make_unique<autosched::IsolatedMeasurer>();
+    }
+    autosched::TuningCache *cache() const {
+        return db && db->writable() ? static_cast<autosched::TuningCache *>(db.get()) : lookup_only.get();
+    }
+};
+
+ScheduleSelection::ScheduleSelection(const Halide::Target &target, ScheduleSelectionOptions options)
+    : target_(target), options_(std::move(options)) {
+    if (!options_.user_schedule.empty()) {
+        try {
+            user_ = sched::resolve_group_schedule(options_.user_schedule, target_);
+        } catch (const sched::ScheduleJsonError &e) {
+            throw std::invalid_argument("--schedule " + options_.user_schedule + ": " + e.what());
+        }
+        if (user_->device != device_of(target_))
+            throw std::invalid_argument("schedule '" + options_.user_schedule + "' is for " + sched::to_string(user_->device) +
+                                        " but target " + target_.to_string() + " is " + sched::to_string(device_of(target_)));
+    }
+}
+
+ScheduleSelection::~ScheduleSelection() = default;
+ScheduleSelection::ScheduleSelection(ScheduleSelection &&) noexcept = default;
+
+std::optional<ScheduleChoice> ScheduleSelection::autoschedule(const dsl::Graph &g, const dsl::FusionGroup &group,
+                                                              const std::map<std::string, int64_t> &symbols,
+                                                              const lower::LoweredGroup &probe) const {
+    const auto w = group_workload(g, group, symbols, &probe);
+    if (!w) return std::nullopt;
+    if (!tuning_) tuning_ = std::make_unique<Tuning>(options_.db, target_, options_.measure);
+    autosched::TunerParams params;
+    params.machine = tuning_->numbers;
+    params.measure = tuning_->measurer != nullptr;
+    autosched::Tuner tuner(*tuning_->model, tuning_->measurer.get(), tuning_->cache(), params);
+    autosched::TuneRequest request;
+    request.graph = &g;
+    request.group = group;
+    request.symbols = symbols;
+    request.workload = *w;
+    request.target = target_;
+    autosched::TuneResult r = tuner.tune(request, params.measure ? options_.log : nullptr);
+    if (r.schedule.steps.empty()) return std::nullopt;
+    ScheduleChoice c;
+    c.spec = std::move(r.schedule);
+    c.provenance = from_tuner_source(r.source);
+    c.reason = r.decision.empty() ? r.source + " at " + w->to_string() : r.decision;
+    if (options_.log)
+        *options_.log << "autoscheduler for " << group.name << " at " << w->to_string() << ": " << r.decision
+                      << (r.params.nest.empty() ? "" : " (" + r.params.to_string() + ")") << "\n";
+    return c;
+}
+
+ScheduleChoice ScheduleSelection::choose(const dsl::Graph &g, const dsl::FusionGroup &group,
+                                         const std::map<std::string, int64_t> &symbols,
+                                         const lower::LoweredGroup &probe) const {
+    std::string refused;
+    auto accept = [&](ScheduleChoice c) -> std::optional<ScheduleChoice> {
+        const std::string why = schedule_refusal(g, group, c.spec, target_);
+        if (why.empty()) {
+            c.refused = refused;
+            return c;
+        }
+        refused = "schedule '" + c.spec.name + "': " + why;
+        return std::nullopt;
+    };
+
+    if (user_ && probe.kind == user_->group) {
+        ScheduleChoice c{user_->for_group(lower::group_shape(probe), target_), ScheduleProvenance::User,
+                         "--schedule " + options_.user_schedule, ""};
+        if (auto ok = accept(std::move(c))) return *ok;
+        if (!options_.user_fallback)
+            throw std::invalid_argument("--schedule " + options_.user_schedule + " does not apply to group " + group.name +
+                                        " [" + dsl::to_string(group.kind) + "]: " + refused +
+                                        " (pass --schedule-fallback to use the default schedule for such groups)");
+    } else if (!user_ && options_.autoschedule && !options_.db.empty()) {
+        if (auto c = autoschedule(g, group, symbols, probe))
+            if (auto ok = accept(std::move(*c))) return *ok;
+    }
+
+    ScheduleChoice c;
+    c.provenance = ScheduleProvenance::LibraryDefault;
+    c.refused = refused;
+    const std::string name = sched::default_library_schedule(group.kind, device_of(target_));
+    c.spec = name.empty() ? lower::default_group_schedule(probe, target_) : lower::library_schedule_for(name, probe, target_);
+    c.reason = "the library default for " + std::string(dsl::to_string(group.kind)) + " groups on " +
+               sched::to_string(device_of(target_));
+    if (!schedule_refusal(g, group, c.spec, target_).empty()) {
+        c.spec = lower::default_group_schedule(probe, target_);
+        c.reason = "the always-applicable group-generic default";
+    }
+    return c;
+}
+
+}  // namespace tessel
