@@ -7,8 +7,10 @@ CMAKE := $(VENV)/bin/cmake
 CTEST := $(VENV)/bin/ctest
 
 BUILD_ASAN ?= build-asan
+# Extra CMake options for the first configure, e.g. CMAKE_ARGS=-DTESSEL_WERROR=ON (what CI sets).
+CMAKE_ARGS ?=
 
-.PHONY: all setup configure build demo test test-asan bench bench-memory bench-peers install fuzz clean
+.PHONY: all setup configure build demo check test test-asan bench bench-memory bench-peers install fuzz clean
 
 all: build
 
@@ -18,7 +20,7 @@ setup:
 $(BUILD)/build.ninja: CMakeLists.txt | setup
 	@$(CMAKE) -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
 	  -DCMAKE_MAKE_PROGRAM=$(abspath $(VENV)/bin/ninja) \
-	  -DHalide_DIR=$$(./cmake/halide-prefix.sh) >/dev/null
+	  -DHalide_DIR=$$(./cmake/halide-prefix.sh) $(CMAKE_ARGS) >/dev/null
 
 configure: setup $(BUILD)/build.ninja
 
@@ -28,6 +30,11 @@ build: configure
 demo: build
 	@$(BUILD)/apps/tessel demo
 
+# The unit tier: quick tests of one concept each (under 3 minutes after a build).
+check: build
+	@$(CTEST) --test-dir $(BUILD) --output-on-failure -j $(JOBS) -L unit
+
+# Everything CI runs: the unit and integration tiers and the fuzz smoke runs (not perf).
 test: build
 	@$(CTEST) --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE perf
 

@@ -35,7 +35,12 @@ __attribute__((target("avx512f"), noinline)) float fma_loop_avx512(long iteratio
     }
     __m512 sum = acc[0];
     for (int i = 1; i < kAvx512Chains; i++) sum = _mm512_add_ps(sum, acc[i]);
-    return _mm512_reduce_add_ps(sum);
+    // Lanes summed from memory: GCC 12's _mm512_reduce_add_ps reads an uninitialised register.
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, sum);
+    float total = 0;
+    for (float l : lanes) total += l;
+    return total;
 }
 
 __attribute__((target("avx2,fma"), noinline)) float fma_loop_avx2(long iterations) {

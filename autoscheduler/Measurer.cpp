@@ -265,12 +265,7 @@ std::optional<Measurement> IsolatedMeasurer::exchange(const std::string &request
     const int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
     // A result is only a result when the child says it finished: exit status 0.
     if (code != 0) {
-        bool parsable = true;
-        try {
-            (void)nlohmann::json::parse(out);
-        } catch (const std::exception &e) {
-            parsable = false;
-        }
+        const bool parsable = nlohmann::json::accept(out);
         std::string msg = "exited with status " + std::to_string(code) +
                           (parsable ? " after printing a result; not trusted" : " without a result");
         const std::string t = tail_lines(err, 5);

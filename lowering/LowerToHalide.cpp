@@ -46,10 +46,8 @@ namespace {
 // polynomial's, bit for bit. Cost: integer and/compares and three selects per element, all
 // vector operations (to be benchmarked: exp is in softmax-free epilogues and the fast GELU).
 
-/** NaN and infinity tests on the bits of a float32. */
+/** The bits of a float32, for NaN and infinity tests. */
 Expr float_bits(const Expr &x) { return Halide::reinterpret(Halide::Int(32), x); }
-Expr is_nan_bits(const Expr &x) { return (float_bits(x) & 0x7fffffff) > 0x7f800000; }
-Expr is_inf_bits(const Expr &x) { return (float_bits(x) & 0x7fffffff) == 0x7f800000; }
 
 /** exp with IEEE special values: NaN stays NaN, past ln(FLT_MAX) (88.72284) the result is
  * +inf, below -104 (exp < half the smallest subnormal) it is 0; in between Halide's polynomial.
