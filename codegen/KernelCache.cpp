@@ -121,7 +121,7 @@ std::string KernelCache::executable_build_id() {
 KernelCache::Result KernelCache::get(const std::string &description, const Halide::Pipeline &pipeline,
                                      const std::vector<Halide::Argument> &args, const Halide::Target &target,
                                      const std::string &name) {
-    const auto t0 = std::chrono::steady_clock::now();
+    const tessel::SteadyClock::time_point t0 = tessel::SteadyClock::now();
     static const std::string build_id = executable_build_id();
     const std::string key = description + "\nfunction " + name + "\ntarget " + target.to_string() + "\nhalide " +
                             std::to_string(HALIDE_VERSION_MAJOR) + "." + std::to_string(HALIDE_VERSION_MINOR) + "." +
