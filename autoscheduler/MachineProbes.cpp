@@ -1,5 +1,7 @@
 #include "autoscheduler/MachineProbes.h"
 
+#include "support/Clock.h"
+
 #include <immintrin.h>
 #include <omp.h>
 
@@ -58,10 +60,6 @@ __attribute__((target("avx2,fma"), noinline)) float fma_loop_avx2(long iteration
 
 volatile float g_sink = 0;
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 }  // namespace
 
 VectorIsa host_vector_isa() { return __builtin_cpu_supports("avx512f") ? VectorIsa::Avx512 : VectorIsa::Avx2; }
@@ -82,7 +80,7 @@ double FmaPeakProbe::run() const {
     const bool wide = isa_ == VectorIsa::Avx512;
 #pragma omp parallel num_threads(threads_) reduction(+ : sink, rate)
     {
-        const auto t0 = std::chrono::steady_clock::now();
+        const tessel::SteadyClock::time_point t0 = tessel::SteadyClock::now();
         sink += wide ? fma_loop_avx512(iterations_) : fma_loop_avx2(iterations_);
         rate += iterations_ / seconds_since(t0);
     }
@@ -155,7 +153,7 @@ double TriadProbe::run() {
     {
         const int t = omp_get_thread_num(), nt = omp_get_num_threads();
         const long lo = n * t / nt, hi = n * (t + 1) / nt;
-        const auto t0 = std::chrono::steady_clock::now();
+        const tessel::SteadyClock::time_point t0 = tessel::SteadyClock::now();
 #pragma omp simd
         for (long i = lo; i < hi; i++) a[i] = b[i] + s * c[i];
         elements_per_second += (hi - lo) / seconds_since(t0);

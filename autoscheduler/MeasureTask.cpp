@@ -15,7 +15,8 @@
 #include "support/ErrorStats.h"
 #include "schedules/ApplySchedule.h"
 #include "schedules/ScheduleJson.h"
-#include "support/Statistics.h"
+#include "support/Clock.h"
+#include "support/Interleaved.h"
 
 #include <Halide.h>
 
@@ -67,8 +68,11 @@ Measurement failed(Status s, std::string message, double compile_seconds = 0) {
     return m;
 }
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+/** Evicts a kernel's inputs: touches every cache line of `buffer`, larger than the caches. */
+void flush_caches(std::vector<char> &buffer) {
+    static volatile char flush_sink = 0;
+    for (size_t b = 0; b < buffer.size(); b += 64) buffer[b] = (char)(buffer[b] + 1);
+    for (size_t b = 0; b < buffer.size(); b += 64) flush_sink = flush_sink + buffer[b];
 }
 
 /** The fault schedule: storing the contraction inside the loop it is computed at passes
@@ -295,7 +299,7 @@ public:
 
     /** Compiles, fills the inputs, honours the fault hooks, verifies. False: `result()` says why. */
     bool prepare() {
-        const auto t0 = std::chrono::steady_clock::now();
+        const auto t0 = SteadyClock::now();
         try {
             const sched::ScheduleSpec applied =
                 fault_ == Fault::HalideError ? halide_rejected_schedule(lower::lower_group(p_.graph, p_.group)) : schedule_;
@@ -336,18 +340,21 @@ public:
         return true;
     }
 
-    /** One timed call in ms (after the task's flush); NaN when it failed. */
-    double timed_call(std::vector<char> &flush_buffer) {
-        // Evict the inputs: touch every cache line of a buffer larger than the caches.
-        static volatile char flush_sink = 0;
-        for (size_t b = 0; b < flush_buffer.size(); b += 64) flush_buffer[b] = (char)(flush_buffer[b] + 1);
-        for (size_t b = 0; b < flush_buffer.size(); b += 64) flush_sink = flush_sink + flush_buffer[b];
-        const auto r0 = std::chrono::steady_clock::now();
-        if (!run_once()) return NAN;
-        return seconds_since(r0) * 1e3;
+    /** The candidate on the interleaved harness: warm-up calls run as they are; a timed call
+     * first evicts the inputs (`flush_buffer`, untimed), and a failed call drops the candidate. */
+    Contender contender(std::vector<char> &flush_buffer) {
+        return Contender(schedule_.name, [this, &flush_buffer](Call &call) {
+            if (!call.warming_up()) flush_caches(flush_buffer);
+            bool ok = true;
+            call.time([&] { ok = run_once(); });
+            if (!ok) call.fail(result_.message);
+        });
     }
 
-    void add_sample(double ms) { result_.samples.push_back(ms); }
+    /** Timed samples in seconds, stored in ms. */
+    void add_samples(const std::vector<double> &seconds) {
+        for (double s : seconds) result_.samples.push_back(s * 1e3);
+    }
 
     /** The Measurement: the failure, or the samples with their median (fault hooks applied). */
     Measurement result() const {
@@ -439,62 +446,43 @@ std::unique_ptr<ParsedTask> parse_task(const MeasureTask &task, Measurement *fai
     return p;
 }
 
-}  // namespace
-
-Measurement run_measurement(const MeasureTask &task, const sched::ScheduleSpec &schedule) {
-    Measurement failure;
-    const std::unique_ptr<ParsedTask> parsed = parse_task(task, &failure);
-    if (!parsed) return failure;
-    Candidate c(task, *parsed, schedule);
-    if (!c.prepare()) return c.result();
-    for (int i = 0; i < task.warmup; i++)
-        if (!c.run_once()) return c.result();
-    std::vector<char> flush_buffer((size_t)std::max<int64_t>(0, task.flush_bytes));
-    for (int i = 0; i < std::max(1, task.repeats); i++) {
-        const double ms = c.timed_call(flush_buffer);
-        if (!c.ok()) return c.result();
-        c.add_sample(ms);
-    }
-    return c.result();
-}
-
-std::vector<Measurement> run_interleaved_measurement(const MeasureTask &task, const std::vector<sched::ScheduleSpec> &schedules) {
+/** The candidates of `schedules` compiled and verified, then timed together on the harness
+ * (support/Interleaved.h) until `stop`; one Measurement per schedule. */
+std::vector<Measurement> measure_together(const MeasureTask &task, const std::vector<sched::ScheduleSpec> &schedules,
+                                          const StoppingRule &stop) {
     Measurement failure;
     const std::unique_ptr<ParsedTask> parsed = parse_task(task, &failure);
     if (!parsed) return std::vector<Measurement>(schedules.size(), failure);
     std::vector<std::unique_ptr<Candidate>> candidates;
+    std::vector<char> flush_buffer((size_t)std::max<int64_t>(0, task.flush_bytes));
+    std::vector<Contender> contenders;
+    std::vector<Candidate *> timed;
     for (const auto &s : schedules) {
         candidates.push_back(std::make_unique<Candidate>(task, *parsed, s));
-        if (candidates.back()->prepare())
-            for (int i = 0; i < task.warmup && candidates.back()->ok(); i++) candidates.back()->run_once();
+        if (!candidates.back()->prepare()) continue;
+        timed.push_back(candidates.back().get());
+        contenders.push_back(timed.back()->contender(flush_buffer));
     }
-    std::vector<char> flush_buffer((size_t)std::max<int64_t>(0, task.flush_bytes));
-    const int min_rounds = std::max(1, task.repeats), max_rounds = std::max(min_rounds, task.max_rounds);
-    std::vector<std::vector<double>> samples(candidates.size());
-    auto settled = [&] {
-        // The fastest by median, separated from every other running candidate.
-        size_t lead = candidates.size();
-        for (size_t i = 0; i < candidates.size(); i++)
-            if (candidates[i]->ok() && (lead == candidates.size() || median(samples[i]) < median(samples[lead]))) lead = i;
-        for (size_t i = 0; i < candidates.size(); i++)
-            if (i != lead && candidates[i]->ok() && !compare_paired(samples[lead], samples[i]).separated(task.confidence))
-                return false;
-        return true;
-    };
-    for (int round = 0; round < max_rounds; round++) {
-        for (const size_t i : round_order(candidates.size(), (uint64_t)round)) {
-            if (!candidates[i]->ok()) continue;
-            const double ms = candidates[i]->timed_call(flush_buffer);
-            if (candidates[i]->ok()) samples[i].push_back(ms);
-        }
-        if (round + 1 >= min_rounds && (round + 1 - min_rounds) % 5 == 0 && settled()) break;
-    }
+    InterleavedOptions o;
+    o.warmup_rounds = std::max(0, task.warmup);
+    o.stop = stop;
+    Interleaved harness(std::move(contenders), o);
+    const InterleavedResult &r = harness.run();
+    for (size_t k = 0; k < timed.size(); k++) timed[k]->add_samples(r.samples[k]);
     std::vector<Measurement> out;
-    for (size_t i = 0; i < candidates.size(); i++) {
-        for (double ms : samples[i]) candidates[i]->add_sample(ms);
-        out.push_back(candidates[i]->result());
-    }
+    for (const auto &c : candidates) out.push_back(c->result());
     return out;
+}
+
+}  // namespace
+
+Measurement run_measurement(const MeasureTask &task, const sched::ScheduleSpec &schedule) {
+    return measure_together(task, {schedule}, StoppingRule::fixed(task.repeats)).at(0);
+}
+
+std::vector<Measurement> run_interleaved_measurement(const MeasureTask &task, const std::vector<sched::ScheduleSpec> &schedules) {
+    const int min_rounds = std::max(1, task.repeats);
+    return measure_together(task, schedules, StoppingRule::until_separated(task.confidence, min_rounds, task.max_rounds, 5));
 }
 
 }  // namespace tessel::autosched

@@ -72,7 +72,7 @@ struct MeasureTask {
     int64_t flush_bytes = 0;
     /** Interleaved runs (run_interleaved_measurement): at least `repeats` rounds, then 5 more
      * at a time until the fastest candidate is separated from every other at `confidence`
-     * (paired sign test, support/Statistics.h) or `max_rounds` is reached (the rest tied). */
+     * (paired sign test: StoppingRule::until_separated, support/Interleaved.h) or `max_rounds` is reached (the rest tied). */
     int max_rounds = 40;
     double confidence = 0.95;
     Fault fault = Fault::None;              ///< test hook, every candidate; never set by the tuner
@@ -143,9 +143,9 @@ Measurement run_measurement(const MeasureTask &task, const sched::ScheduleSpec &
 
 /** Several candidates of one task in this process, timed call by call in turn: each is
  * compiled and verified as run_measurement does (a failure is that candidate's Measurement,
- * the others go on) and warmed up; then every round calls each candidate once (in an order
- * drawn afresh each round: round_order), flushing before each call when the task asks, until
- * the stopping rule of MeasureTask::max_rounds. Sample i of every Ok Measurement is from round i, so two of them
+ * the others go on); then the interleaved harness (support/Interleaved.h) warms them up and
+ * calls each candidate once a round, in an order drawn afresh each round, flushing before each
+ * timed call when the task asks, until the stopping rule of MeasureTask::max_rounds. Sample i of every Ok Measurement is from round i, so two of them
  * compare pairwise (compare_paired). One Measurement per schedule, in order. */
 std::vector<Measurement> run_interleaved_measurement(const MeasureTask &task, const std::vector<sched::ScheduleSpec> &schedules);
 

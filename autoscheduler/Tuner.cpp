@@ -1,16 +1,12 @@
 #include "autoscheduler/Tuner.h"
 
-#include "autoscheduler/GroupKindSpace.h"
+#include "autoscheduler/RecordReuse.h"
+#include "autoscheduler/SearchStrategy.h"
 #include "autoscheduler/TuningKey.h"
-#include "codegen/Compile.h"
-#include "codegen/Ptxas.h"
-#include "lowering/CompiledKernel.h"
-#include "schedules/ScheduleJson.h"
+#include "support/Clock.h"
 #include "support/Statistics.h"
 
 #include <algorithm>
-#include <chrono>
-#include <ctime>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -103,236 +99,36 @@ size_t Tuner::pick_final(const std::vector<RankedCandidate> &ranked, const std::
     return winner;
 }
 
-namespace {
-
-/** The candidate's variant for this shape, compiled ahead of time and judged by the one set of
- * PTX limits (codegen/PtxReport.h). */
-std::string check_with_ptxas(const TuneRequest &r, const sched::ScheduleSpec &s) {
-    const CompiledKernel k(*r.graph, r.group, s, r.target, KernelBackend::AheadOfTime,
-                           std::map<std::string, int64_t>{{"M", r.workload.M}, {"K", r.workload.K}, {"N", r.workload.N}});
-    return k.ptx_report("sm_90").verdict();
-}
-
-}  // namespace
-
 TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
-    const auto t0 = std::chrono::steady_clock::now();
+    const SteadyClock::time_point t0 = SteadyClock::now();
     TuneResult result;
     result.key = key_for(r);
-    const Halide::Target &target = r.target;
-    auto finish = [&] {
-        result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        return result;
-    };
-
-    const TargetModel tm = TargetModel::for_target(target).with_numbers(params_.machine);
+    const TargetModel tm = TargetModel::for_target(r.target).with_numbers(params_.machine);
+    const TuneContext ctx{r, tm, model_, measurer_, params_, log};
     // A measuring run takes only measured records as hits: a model-only record (what a command
     // without --tune stores) is a guess, measured over and outranked by the measured record.
     const bool measuring = params_.measure && measurer_ && tm.device == sched::Device::Cpu;
-    if (cache_) {
-        std::optional<TuningRecord> hit = cache_->lookup(result.key);
-        // An imported record is used only once its schedule has been checked here, on this
-        // group and shape, against the reference: the check's verdict is stored beside it
-        // (verified or refused), so it runs once per record, not once per lookup.
-        std::vector<nlohmann::json> refused_here;
-        while (hit && hit->measured_by == kImported && tm.device == sched::Device::Cpu) {
-            if (std::find(refused_here.begin(), refused_here.end(), hit->schedule) != refused_here.end()) {
-                hit.reset();  // refused, but the database could not store that (read-only)
-                break;
-            }
-            MeasureTask check = make_measure_task(*r.graph, r.group, r.symbols, r.target.to_string());
-            check.repeats = 1;
-            check.warmup = 0;
-            check.timeout_seconds = params_.timeout_seconds;
-            check.memory_limit_bytes = params_.memory_limit_bytes;
-            sched::ScheduleSpec imported;
-            Measurement m;
-            try {
-                imported = sched::schedule_from_json(hit->schedule);
-                if (measurer_) m = measurer_->measure(check, {imported}).at(0);
-                else if (const std::string child = find_measure_executable(); !child.empty())
-                    m = IsolatedMeasurer(child).measure_one(check, imported);
-                else
-                    m = validate_measurement(run_measurement(check, imported));
-            } catch (const std::exception &e) {
-                m = Measurement{Status::CompileError, 0, {}, e.what(), 0, 0};
-            }
-            TuningRecord verdict = *hit;
-            verdict.created_unix = (int64_t)std::time(nullptr);
-            if (m.ok()) {
-                verdict.measured_by = kVerified;
-                verdict.notes += "; verified here against the reference (max relative error " + std::to_string(m.max_error) + ")";
-                cache_->commit(verdict);
-                hit = verdict;
-                if (log) *log << "imported record verified against the reference on this shape\n";
-                break;
-            }
-            verdict.measured_by = kRefused;
-            verdict.notes += "; refused here: " + to_string(m.status) + ": " + m.message;
-            cache_->commit(verdict);
-            refused_here.push_back(hit->schedule);
-            std::cerr << "tessel: an imported tuning record for " << r.group.name << " at " << r.workload.to_string()
-                      << " was refused: " << to_string(m.status) << ": " << m.message << "\n";
-            hit = cache_->lookup(result.key);
-        }
-        if (hit) {
-            if (hit->measured_by == kMeasured || hit->measured_by == kVerified || !measuring) {
-                result.schedule = sched::schedule_from_json(hit->schedule);
-                result.source = "database";
-                result.time_ms = hit->median_ms;
-                result.decision = "database hit (" + hit->measured_by + ", " + hit->cost_model_version + "): " + hit->notes;
-                return finish();
-            }
-            if (log) *log << "database holds only the cost model's unmeasured pick (or an unverified import) for this key; measuring\n";
-        }
+    if (cache_ && reuse_record(ctx, *cache_, measuring, result)) {
+        result.seconds = seconds_since(t0);
+        return result;
     }
 
-    const std::vector<CandidateParams> space = enumerate_space(r.workload, tm);
-    std::vector<CandidateParams> survivors = prune(space, r.workload, tm, &result.prune);
-    if (survivors.empty()) {
-        // Tiny problems fail the parallel-work rule everywhere: keep the always-correct nest.
-        CandidateParams fallback;
-        fallback.nest = tm.device == sched::Device::Cuda ? "cuda_simple" : "general";
-        survivors.push_back(r.workload.kind == dsl::GroupKind::MatmulEpilogue ? fallback : group_library_point(r.workload));
-    }
-    const auto costs = model_.predict(r.workload, survivors);
-    std::vector<size_t> order(survivors.size());
-    for (size_t i = 0; i < order.size(); i++) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return costs[a].total_s() < costs[b].total_s(); });
-    for (size_t i : order) result.ranked.push_back({survivors[i], costs[i], std::nullopt, ""});
-    if (log) *log << result.prune.to_string() << "\n";
-
+    rank_candidates(ctx, result);
     size_t winner = 0;
-    if (tm.device == sched::Device::Cuda && r.workload.kind != dsl::GroupKind::MatmulEpilogue) {
-        result.source = "model";
-        result.decision = "no GPU here: the library's group schedule (the space has one point on CUDA)";
-        result.time_ms = result.ranked[0].cost.total_s() * 1e3;
-    } else if (tm.device == sched::Device::Cuda) {
-        result.source = "model+ptxas";
-        bool found = false;
-        for (int i = 0; i < (int)result.ranked.size() && i < params_.ptxas_checks && !found; i++) {
-            auto &c = result.ranked[i];
-            c.ptxas = find_ptxas().empty() ? "skipped (no ptxas)" : check_with_ptxas(r, make_schedule(c.params, r.workload, target));
-            if (c.ptxas.rfind("ok", 0) == 0 || c.ptxas.rfind("skipped", 0) == 0) {
-                winner = i;
-                found = true;
-            }
-        }
-        result.decision = "no GPU here: tuned by the cost model and the ptxas check alone; " +
-                          std::string(found ? "the best-ranked candidate that assembled cleanly" : "none assembled cleanly; the model's pick");
-        result.time_ms = result.ranked[winner].cost.total_s() * 1e3;
-    } else if (params_.measure && measurer_) {
-        int budget = params_.budget;
-        auto corr = params_.class_rank_correlation.find(r.workload.shape_class());
-        if (corr != params_.class_rank_correlation.end() && corr->second < params_.min_rank_correlation) budget *= 2;
-        budget = std::min<int>(budget, (int)result.ranked.size());
-        // Seed: the library's own point is always measured too (moved up to the budget's end).
-        size_t library_index = SIZE_MAX;
-        if (auto lib = library_point(r.workload, target)) {
-            auto it = std::find_if(result.ranked.begin(), result.ranked.end(),
-                                   [&](const RankedCandidate &c) { return c.params == *lib; });
-            if (it == result.ranked.end()) {
-                result.ranked.push_back({*lib, model_.predict(r.workload, std::vector<CandidateParams>{*lib})[0], std::nullopt, ""});
-                it = result.ranked.end() - 1;
-            }
-            library_index = it - result.ranked.begin();
-            if (library_index >= (size_t)budget) {
-                RankedCandidate seed = *it;
-                result.ranked.erase(it);
-                result.ranked.insert(result.ranked.begin() + budget, seed);
-                library_index = budget++;
-            }
-        }
-        MeasureTask task = make_measure_task(*r.graph, r.group, r.symbols, r.target.to_string());
-        task.repeats = params_.repeats;
-        task.warmup = params_.warmup;
-        task.timeout_seconds = params_.timeout_seconds;
-        task.verify = params_.verify;
-        task.memory_limit_bytes = params_.memory_limit_bytes;
-        // Memory-bound shapes are timed with cold caches, as they run (and as the benchmark
-        // measures them): 4x the last-level cache.
-        if (r.workload.shape_class() == "decode") task.flush_bytes = std::min<int64_t>(4 * tm.cpu.l3_bytes, 512 << 20);
-        std::vector<sched::ScheduleSpec> schedules;
-        for (int i = 0; i < budget; i++) {
-            schedules.push_back(make_schedule(result.ranked[i].params, r.workload, target));
-            schedules.back().name = "candidate_" + std::to_string(i + 1);
-        }
-        const auto measured = measurer_->measure(task, schedules, log ? progress_bar(*log) : ProgressFn{});
-        for (int i = 0; i < budget; i++)
-            result.ranked[i].measured = i < (int)measured.size()
-                                            ? validate_measurement(measured[i])
-                                            : Measurement{Status::InvalidResult, 0, {}, "the measurer returned no result", 0, 0};
-        result.measured_count = budget;
-        winner = pick_winner(result.ranked, params_.tie_tolerance, &result.decision);
-        // Final round: the screened front-runners timed together, call by call, so the machine's
-        // drift between their separate screenings cannot rank them.
-        if (winner < result.ranked.size() && params_.finalists >= 2) {
-            std::vector<std::pair<double, size_t>> ok;
-            for (int i = 0; i < budget; i++)
-                if (result.ranked[i].measured->ok()) ok.push_back({result.ranked[i].measured->median_ms, (size_t)i});
-            std::sort(ok.begin(), ok.end());
-            std::vector<size_t> finalists;
-            for (const auto &[ms, i] : ok)
-                if ((int)finalists.size() < params_.finalists && ms <= ok.front().first * (1 + params_.finalist_band))
-                    finalists.push_back(i);
-            // The library's point joins wherever it screened: separate screenings of one schedule
-            // have disagreed with --compare by 1.7x (a column sum on an Intel Xeon screened 38 %
-            // behind the fastest and ran 18 % ahead of it in the comparison).
-            if (library_index < (size_t)budget && result.ranked[library_index].measured->ok() &&
-                std::find(finalists.begin(), finalists.end(), library_index) == finalists.end())
-                finalists.push_back(library_index);
-            if (finalists.size() >= 2) {
-                MeasureTask final_task = task;
-                final_task.repeats = params_.final_rounds;
-                final_task.max_rounds = params_.final_max_rounds;
-                final_task.confidence = params_.confidence;
-                std::vector<sched::ScheduleSpec> final_schedules;
-                for (size_t i : finalists) final_schedules.push_back(schedules[i]);
-                if (log) *log << "final round: " << finalists.size() << " candidates within " << params_.finalist_band * 100
-                              << "% of the fastest and the library's point, timed together\n";
-                const auto final = measurer_->measure_interleaved(final_task, final_schedules);
-                std::vector<size_t> kept;
-                for (size_t k = 0; k < finalists.size() && k < final.size(); k++) {
-                    const Measurement m = validate_measurement(final[k]);
-                    if (!m.ok()) continue;
-                    result.ranked[finalists[k]].screened = result.ranked[finalists[k]].measured;
-                    result.ranked[finalists[k]].measured = m;
-                    kept.push_back(finalists[k]);
-                }
-                if (kept.size() >= 2)
-                    winner = pick_final(result.ranked, kept, params_.confidence, &result.decision, library_index);
-            }
-        }
-        if (winner == result.ranked.size()) {
-            winner = 0;
-            result.source = "model";
-            result.decision = "every measured candidate failed; the model's pick";
-            result.time_ms = result.ranked[0].cost.total_s() * 1e3;
-        } else {
-            result.source = "measured";
-            result.time_ms = result.ranked[winner].measured->median_ms;
-        }
-    } else {
-        result.source = "model";
-        result.decision = "the cost model's top pick (not measured)";
-        result.time_ms = result.ranked[0].cost.total_s() * 1e3;
-    }
+    if (tm.device == sched::Device::Cuda && r.workload.kind != dsl::GroupKind::MatmulEpilogue)
+        winner = model_pick(result, "no GPU here: the library's group schedule (the space has one point on CUDA)");
+    else if (tm.device == sched::Device::Cuda)
+        winner = search_by_ptxas(ctx, result);
+    else if (measuring)
+        winner = search_by_measurement(ctx, result);
+    else
+        winner = model_pick(result, "the cost model's top pick (not measured)");
     result.params = result.ranked[winner].params;
-    result.schedule = make_schedule(result.params, r.workload, target);
+    result.schedule = make_schedule(result.params, r.workload, r.target);
 
-    if (cache_) {
-        TuningRecord rec;
-        rec.key = result.key;
-        rec.schedule = sched::to_json(result.schedule);
-        rec.median_ms = result.time_ms;
-        if (result.ranked[winner].measured) rec.samples = result.ranked[winner].measured->samples;
-        rec.cost_model_version = model_.version();
-        rec.measured_by = result.source == "measured" ? kMeasured : kModel;
-        rec.created_unix = (int64_t)std::time(nullptr);
-        rec.notes = result.params.to_string() + "; " + result.decision;
-        cache_->commit(rec);
-    }
-    return finish();
+    if (cache_) commit_result(*cache_, result, winner, model_);
+    result.seconds = seconds_since(t0);
+    return result;
 }
 
 }  // namespace tessel::autosched

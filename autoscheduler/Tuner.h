@@ -104,6 +104,17 @@ struct TuneResult {
     std::string decision;      ///< why the winner won
 };
 
+/** What the tuner's roles (RecordReuse, SearchStrategy) see of one tune() call. */
+struct TuneContext {
+    const TuneRequest &request;
+    const TargetModel &target;  ///< the request's target with this machine's numbers
+    const CostModel &model;
+    Measurer *measurer;         ///< null: model only
+    const TunerParams &params;
+    std::ostream *log;          ///< null: quiet
+};
+
+/** The tuner: reuse a record (RecordReuse.h), else search (SearchStrategy.h), then commit. */
 class Tuner {
 public:
     /** `measurer` may be null (model only); `cache` may be null (no reuse). */

@@ -1,4 +1,5 @@
 #include "bench/GroupVariants.h"
+#include "support/Clock.h"
 
 #include "compiler/Plan.h"
 #include "dsl/ir/Builder.h"
@@ -45,7 +46,7 @@ GroupVariant compile(const std::string &label, dsl::Graph g, const sched::GroupS
 }  // namespace
 
 GroupVariant::Prepared GroupVariant::prepare_weights(std::map<std::string, Halide::Runtime::Buffer<float> *> &buffers) const {
-    const auto t0 = std::chrono::steady_clock::now();
+    const tessel::SteadyClock::time_point t0 = tessel::SteadyClock::now();
     const dsl::Graph &g = *graph;
     std::map<dsl::ValueId, Halide::Buffer<>> values;
     for (dsl::ValueId v : g.order()) {
@@ -87,7 +88,7 @@ GroupVariant::Prepared GroupVariant::prepare_weights(std::map<std::string, Halid
     for (const auto &a : kernel->arguments())
         if (auto it = values.find(a.value); it != values.end()) p.buffers[a.name] = it->second;
     for (const auto &[name, b] : p.buffers) p.read_bytes = std::max<int64_t>(p.read_bytes, (int64_t)b.size_in_bytes());
-    p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    p.seconds = tessel::seconds_since(t0);
     return p;
 }
 

@@ -28,11 +28,10 @@
 #include "lowering/ScheduleGroup.h"
 #include "schedules/Library.h"
 #include "support/ErrorStats.h"
-#include "support/Statistics.h"
+#include "support/Interleaved.h"
 #include "tests/dsl/RandomKernelGraphs.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -111,22 +110,27 @@ struct Program {
     std::vector<dsl::Tensor> run(const std::map<std::string, dsl::Tensor> &in, const std::map<std::string, int64_t> &s) {
         return compiled->run(in, s, arena);
     }
-    double timed(const std::map<std::string, dsl::Tensor> &in, const std::map<std::string, int64_t> &s) {
-        const auto t0 = std::chrono::steady_clock::now();
-        RunStats stats;
-        compiled->run(in, s, arena, &stats);
-        times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-        kernel_times.push_back(stats.kernel_seconds);
-        return times.back();
+    /** One call on the harness: the whole run is its sample; the kernels' share is kept too. */
+    Contender contender(const std::map<std::string, dsl::Tensor> &in, const std::map<std::string, int64_t> &s) {
+        return Contender(label, [this, &in, &s](Call &call) {
+            RunStats stats;
+            call.time([&] { compiled->run(in, s, arena, &stats); });
+            if (!call.warming_up()) kernel_times.push_back(stats.kernel_seconds);
+        });
     }
 };
 
-/** Runs the programs alternately, in an order drawn afresh each round (round_order). */
+/** Runs the programs on the interleaved harness: one warm-up round, then `rounds` rounds, each in
+ * an order drawn afresh. */
 void alternate(std::vector<Program *> ps, const std::map<std::string, dsl::Tensor> &in,
                const std::map<std::string, int64_t> &s, int rounds) {
-    for (Program *p : ps) p->run(in, s);  // warm up
-    for (int r = 0; r < rounds; r++)
-        for (const size_t i : round_order(ps.size(), (uint64_t)r)) ps[i]->timed(in, s);
+    std::vector<Contender> contenders;
+    for (Program *p : ps) contenders.push_back(p->contender(in, s));
+    InterleavedOptions o;
+    o.stop = StoppingRule::fixed(rounds);
+    Interleaved harness(std::move(contenders), o);
+    const InterleavedResult &r = harness.run();
+    for (size_t i = 0; i < ps.size(); i++) ps[i]->times.insert(ps[i]->times.end(), r.samples[i].begin(), r.samples[i].end());
 }
 
 dsl::Graph simplified(dsl::Graph g) {

@@ -1,4 +1,5 @@
 #include "codegen/Compile.h"
+#include "support/Clock.h"
 
 #include "codegen/KernelCache.h"
 #include "codegen/ParallelRuntime.h"
@@ -65,12 +66,12 @@ JitKernel compile_jit(const Halide::Pipeline &pipeline, const std::vector<Halide
         }
     }
     return with_halide_errors("JIT compiling '" + name + "' for " + target.to_string(), [&] {
-        auto t0 = std::chrono::steady_clock::now();
+        tessel::SteadyClock::time_point t0 = tessel::SteadyClock::now();
         Halide::Pipeline p = pipeline;
         p.jit_handlers().custom_error = capture_halide_error;
         use_openmp_parallel_runtime(p.jit_handlers());
         JitKernel k{p.compile_to_callable(args, target), 0};
-        k.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        k.compile_seconds = tessel::seconds_since(t0);
         return k;
     });
 }

@@ -5,6 +5,7 @@
 
 #include "codegen/Compile.h"
 #include "codegen/ParallelRuntime.h"
+#include "support/Clock.h"
 #include "support/Subprocess.h"
 
 #include <dlfcn.h>
@@ -43,10 +44,6 @@ std::string read_file(const fs::path &p) {
     std::stringstream s;
     s << in.rdbuf();
     return s.str();
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 void record_error(void *, const char *msg) { record_halide_error(msg); }
@@ -124,7 +121,7 @@ std::string KernelCache::executable_build_id() {
 KernelCache::Result KernelCache::get(const std::string &description, const Halide::Pipeline &pipeline,
                                      const std::vector<Halide::Argument> &args, const Halide::Target &target,
                                      const std::string &name) {
-    const auto t0 = std::chrono::steady_clock::now();
+    const tessel::SteadyClock::time_point t0 = tessel::SteadyClock::now();
     static const std::string build_id = executable_build_id();
     const std::string key = description + "\nfunction " + name + "\ntarget " + target.to_string() + "\nhalide " +
                             std::to_string(HALIDE_VERSION_MAJOR) + "." + std::to_string(HALIDE_VERSION_MINOR) + "." +

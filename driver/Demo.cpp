@@ -9,7 +9,7 @@
 #include "schedules/Library.h"
 #include "support/Random.h"
 #include "support/ProcessClock.h"
-#include "support/Statistics.h"
+#include "support/Interleaved.h"
 
 #include "algorithms/GeluMlp.h"
 #include "dsl/Simplify.h"

@@ -19,7 +19,7 @@
 #include "schedules/ScheduleJson.h"
 #include "support/ErrorStats.h"
 #include "support/ProcessClock.h"
-#include "support/Statistics.h"
+#include "support/Interleaved.h"
 #include "support/Subprocess.h"
 
 #include <cmath>

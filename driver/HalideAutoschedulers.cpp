@@ -12,8 +12,9 @@
 #include "lowering/ScheduleGroup.h"
 #include "schedules/Library.h"
 #include "support/ErrorStats.h"
+#include "support/Clock.h"
+#include "support/Interleaved.h"
 #include "support/Random.h"
-#include "support/Statistics.h"
 
 #include <HalideBuffer.h>
 
@@ -34,9 +35,6 @@ namespace fs = std::filesystem;
 using Halide::Runtime::Buffer;
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 std::string lower(std::string s) {
     for (char &c : s) c = (char)std::tolower((unsigned char)c);
@@ -81,16 +79,15 @@ std::string shape_text(const dsl::GroupExtents &e, const Symbols &symbols) {
 }
 
 /** A compiled contender: its result row and one call of it (0 on success, else `*error`). */
-struct Contender {
+struct CompiledContender {
     ContenderResult row;
     std::function<int(std::string *)> run;
 };
 
-/** Checks each contender's outputs against `want` (one call each), then times them together:
- * every round calls each contender once, in an order drawn afresh each round (round_order: no
- * contender always follows the same one, whose data it would find in the caches), after one
- * warm-up round, so the machine's drift falls on all of them alike. Fills the rows. */
-void verify_and_time(std::vector<Contender> &contenders, Buffers &b, const std::vector<std::vector<float>> &want,
+/** Checks each contender's outputs against `want` (one call each), then times them together on
+ * the interleaved harness (support/Interleaved.h: one warm-up round, then `repeats` rounds, each
+ * in an order drawn afresh), so the machine's drift falls on all of them alike. Fills the rows. */
+void verify_and_time(std::vector<CompiledContender> &contenders, Buffers &b, const std::vector<std::vector<float>> &want,
                      double flops, const CompareOptions &o) {
     for (auto &c : contenders) {
         if (!c.row.ok) continue;
@@ -108,19 +105,26 @@ void verify_and_time(std::vector<Contender> &contenders, Buffers &b, const std::
             c.row.message = "wrong result: max relative error " + std::to_string(c.row.max_rel_error) + " vs the reference kernel";
         }
     }
-    for (int round = 0; round <= std::max(1, o.repeats); round++)
-        for (const size_t k : round_order(contenders.size(), (uint64_t)round)) {
-            Contender &c = contenders[k];
-            if (!c.row.ok) continue;
+    std::vector<Contender> timed;
+    std::vector<CompiledContender *> ran;
+    for (auto &c : contenders) {
+        if (!c.row.ok) continue;
+        ran.push_back(&c);
+        timed.emplace_back(c.row.name, [&c](Call &call) {
             std::string error;
-            const auto t0 = Clock::now();
             if (c.run(&error) != 0) {
                 c.row.ok = false;
                 c.row.message = "run failed: " + error;
-                continue;
+                call.fail(c.row.message);
             }
-            if (round > 0) c.row.samples.push_back(seconds_since(t0) * 1e3);  // round 0 warms up
-        }
+        });
+    }
+    InterleavedOptions io;
+    io.stop = StoppingRule::fixed(o.repeats);
+    Interleaved harness(std::move(timed), io);
+    const InterleavedResult &r = harness.run();
+    for (size_t k = 0; k < ran.size(); k++)
+        for (double s : r.samples[k]) ran[k]->row.samples.push_back(s * 1e3);
     for (auto &c : contenders) {
         if (!c.row.ok) continue;
         c.row.median_ms = median(c.row.samples);
@@ -198,11 +202,11 @@ HalideScheduledGroup schedule_group_with_halide(const std::string &autoscheduler
             {"parallelism", std::to_string(std::max(1u, std::thread::hardware_concurrency()))}};
         for (const auto &[k, v] : extra) params[k] = v;
         Halide::Pipeline p = lg.pipeline();
-        auto t0 = Clock::now();
+        auto t0 = SteadyClock::now();
         Halide::AutoSchedulerResults results = p.apply_autoscheduler(target, {autoscheduler, params});
         r.search_seconds = seconds_since(t0);
         r.schedule_source = results.schedule_source;
-        t0 = Clock::now();
+        t0 = SteadyClock::now();
         r.callable = compile_jit(p, lg.arguments(), target, group.name + "_" + lower(autoscheduler)).callable;
         r.compile_seconds = seconds_since(t0);
         r.ok = true;
@@ -232,12 +236,12 @@ std::vector<ContenderResult> benchmark_contenders(const dsl::Graph &g, const dsl
     const std::string shape = shape_text(extents, symbols);
 
     // Every contender compiled first (kept alive here), then verified and timed together.
-    std::vector<Contender> contenders;
+    std::vector<CompiledContender> contenders;
     std::vector<std::unique_ptr<HalideScheduledGroup>> halide_kernels;
     std::vector<std::unique_ptr<CompiledKernel>> tessel_kernels;
     const std::vector<halide_buffer_t *> raw = buffers.raw();
     for (const std::string &name : o.autoschedulers.empty() ? halide_autoscheduler_names() : o.autoschedulers) {
-        Contender c;
+        CompiledContender c;
         c.row.name = name;
         c.row.shape = shape;
         halide_kernels.push_back(std::make_unique<HalideScheduledGroup>(schedule_group_with_halide(name, g, group, symbols, target)));
@@ -262,7 +266,7 @@ std::vector<ContenderResult> benchmark_contenders(const dsl::Graph &g, const dsl
         tessel.push_back({name, [&, name] { return lower::library_schedule_for(name, probe, target); }});
     for (const auto &[label, spec] : o.tessel_specs) tessel.push_back({label, [&spec] { return spec; }});
     for (const auto &[name, make] : tessel) {
-        Contender c;
+        CompiledContender c;
         c.row.name = "tessel:" + name;
         c.row.shape = shape;
         try {

@@ -1,5 +1,5 @@
 // Map: compile each variant (JIT to run, ahead of time for code bytes) -> per profiled shape:
-// random inputs, the variants that serve it, a checked first call, interleaved timed rounds.
+// random inputs, the variants that serve it, a checked first call, timed rounds interleaved in a fresh order each (support/Interleaved.h).
 #include "driver/VariantCosts.h"
 
 #include "codegen/ObjectCodeSize.h"
@@ -7,13 +7,13 @@
 #include "lowering/CompiledGraph.h"
 #include "lowering/CompiledKernel.h"
 #include "support/ErrorStats.h"
+#include "support/Clock.h"
+#include "support/Interleaved.h"
 #include "support/Random.h"
-#include "support/Statistics.h"
 
 #include <HalideBuffer.h>
 
 #include <atomic>
-#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <sstream>
@@ -28,12 +28,8 @@ using Halide::Runtime::Buffer;
 
 namespace {
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 /** One variant compiled to run, with its one-time costs. */
-struct Contender {
+struct CompiledVariant {
     VariantCosts costs;
     std::unique_ptr<CompiledKernel> kernel;
 };
@@ -50,7 +46,7 @@ int64_t code_bytes(const dsl::Graph &g, const dsl::FusionGroup &group, const sch
     *seconds = 0;
     try {
         for (const auto &t : targets) {
-            const auto t0 = std::chrono::steady_clock::now();
+            const auto t0 = SteadyClock::now();
             const CompiledKernel aot(g, group, s, t.with_feature(Halide::Target::NoRuntime), KernelBackend::AheadOfTime);
             const auto files = aot.write_files(dir, "variant", {AotOutput::Object});
             *seconds += seconds_since(t0);
@@ -64,9 +60,9 @@ int64_t code_bytes(const dsl::Graph &g, const dsl::FusionGroup &group, const sch
     return bytes;
 }
 
-Contender compile_contender(const dsl::Graph &g, const dsl::FusionGroup &group, const sched::ScheduleSpec &s,
+CompiledVariant compile_contender(const dsl::Graph &g, const dsl::FusionGroup &group, const sched::ScheduleSpec &s,
                             std::string name, std::vector<sched::Guard> guards, const VariantMeasureOptions &o) {
-    Contender c;
+    CompiledVariant c;
     c.costs.name = std::move(name);
     c.costs.guards = std::move(guards);
     c.kernel = std::make_unique<CompiledKernel>(g, group, s, o.measure_on, KernelBackend::Jit);
@@ -89,9 +85,9 @@ std::map<std::string, long> group_extents_at(const dsl::Graph &g, const dsl::Fus
 
 /** Times every contender on every profiled shape its guards admit (the last contender is the
  * reference, admitted everywhere), interleaved, after checking its outputs. */
-void measure_on_profile(const dsl::Graph &g, const autosched::ShapeProfile &profile, std::vector<Contender> &contenders,
+void measure_on_profile(const dsl::Graph &g, const autosched::ShapeProfile &profile, std::vector<CompiledVariant> &contenders,
                         const VariantMeasureOptions &o) {
-    const Contender &reference = contenders.back();
+    const CompiledVariant &reference = contenders.back();
     const auto &args = reference.kernel->arguments();
     for (const auto &entry : profile) {
         const std::map<std::string, long> extents = group_extents_at(g, reference.kernel->group(), entry.shape);
@@ -134,14 +130,14 @@ void measure_on_profile(const dsl::Graph &g, const autosched::ShapeProfile &prof
                     throw std::runtime_error(msg.str());
                 }
             }
-        std::vector<std::vector<double>> samples(contenders.size());
-        for (int round = 0; round <= std::max(1, o.repeats); round++)
-            for (size_t c : serving) {
-                const auto t0 = std::chrono::steady_clock::now();
-                contenders[c].kernel->run(raw[c]);
-                if (round > 0) samples[c].push_back(seconds_since(t0));  // round 0 warms up
-            }
-        for (size_t c : serving) contenders[c].costs.seconds_per_call[entry.shape] = median(samples[c]);
+        // Timed together after one warm-up round, in an order drawn afresh each round.
+        std::vector<Contender> timed;
+        for (size_t c : serving) timed.emplace_back(contenders[c].costs.name, [&, c] { contenders[c].kernel->run(raw[c]); });
+        InterleavedOptions io;
+        io.stop = StoppingRule::fixed(o.repeats);
+        Interleaved harness(std::move(timed), io);
+        const InterleavedResult &r = harness.run();
+        for (size_t k = 0; k < serving.size(); k++) contenders[serving[k]].costs.seconds_per_call[entry.shape] = r.median(k);
     }
 }
 
@@ -150,7 +146,7 @@ void measure_on_profile(const dsl::Graph &g, const autosched::ShapeProfile &prof
 GroupVariantCosts measure_group_variants(const dsl::Graph &g, const dsl::FusionGroup &group, const sched::ScheduleSpec &s,
                                          const autosched::ShapeProfile &profile, const VariantMeasureOptions &o,
                                          const std::string &prefix) {
-    std::vector<Contender> contenders;
+    std::vector<CompiledVariant> contenders;
     for (size_t i = 0; i < s.variants.size(); i++)
         contenders.push_back(compile_contender(g, group, s.variant_alone(i), prefix + "_v" + std::to_string(i + 1),
                                                s.variants[i].guards, o));
@@ -165,7 +161,7 @@ GroupVariantCosts measure_group_variants(const dsl::Graph &g, const dsl::FusionG
 std::vector<VariantCosts> measure_whole_kernels(const dsl::Graph &g, const dsl::FusionGroup &group,
                                                 const std::vector<std::pair<std::string, sched::ScheduleSpec>> &schedules,
                                                 const autosched::ShapeProfile &profile, const VariantMeasureOptions &o) {
-    std::vector<Contender> contenders;
+    std::vector<CompiledVariant> contenders;
     for (const auto &[name, s] : schedules) contenders.push_back(compile_contender(g, group, s, name, {}, o));
     measure_on_profile(g, profile, contenders, o);
     std::vector<VariantCosts> out;

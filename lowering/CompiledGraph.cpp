@@ -1,4 +1,5 @@
 #include "lowering/CompiledGraph.h"
+#include "support/Clock.h"
 
 #include "dsl/ir/Printer.h"
 #include "dsl/ir/TypeInference.h"
@@ -157,7 +158,7 @@ std::map<ValueId, Halide::Buffer<>> CompiledGraph::prepared_values(const std::ma
     }
     std::lock_guard<std::mutex> lock(prepared_lock_);
     if (prepared_ && prepared_->key == key) return prepared_->values;
-    const auto t0 = std::chrono::steady_clock::now();
+    const tessel::SteadyClock::time_point t0 = tessel::SteadyClock::now();
     Prepared p;
     p.key = std::move(key);
     for (ValueId v : weights_) p.values[v] = to_value_buffer(graph_, v, inputs.at(graph_.display_name(v)), graph_.display_name(v));
@@ -174,7 +175,7 @@ std::map<ValueId, Halide::Buffer<>> CompiledGraph::prepared_values(const std::ma
         }
         k.run(raw);
     }
-    p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    p.seconds = tessel::seconds_since(t0);
     stats.prepared_weights = true;
     stats.prepare_seconds = p.seconds;
     prepared_ = std::move(p);
@@ -267,7 +268,7 @@ std::vector<dsl::Tensor> CompiledGraph::run_planned(const std::map<std::string, 
         calls.push_back({gi, std::move(raw)});
     }
     // Every descriptor exists before any kernel runs (they depend on the plan, not on results).
-    const auto kernels_start = std::chrono::steady_clock::now();
+    const tessel::SteadyClock::time_point kernels_start = tessel::SteadyClock::now();
     if (!options.concurrent_groups) {
         for (const auto &c : calls) groups_[c.group].kernel->run(c.buffers);
     } else {
@@ -290,7 +291,7 @@ std::vector<dsl::Tensor> CompiledGraph::run_planned(const std::map<std::string, 
         }
     }
     stats.kernels_run = (int)calls.size();
-    stats.kernel_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - kernels_start).count();
+    stats.kernel_seconds = tessel::seconds_since(kernels_start);
     std::vector<dsl::Tensor> results;
     for (ValueId v : graph_.outputs) results.push_back(from_value_buffer(graph_, v, storage.at(v), concrete_shape(graph_, v, symbols)));
     return results;

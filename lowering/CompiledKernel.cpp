@@ -1,6 +1,7 @@
 // CompiledKernel: lower + schedule + compile per variant (constructor), dispatch by guard
 // (call_extents, pick_variant, run), ahead-of-time files and PTX (write_files, ptx, ptx_report).
 #include "lowering/CompiledKernel.h"
+#include "support/Clock.h"
 
 #include "dsl/ir/Printer.h"
 #include "dsl/ir/TypeInference.h"
@@ -38,7 +39,7 @@ CompiledKernel::CompiledKernel(const dsl::Graph &g, dsl::FusionGroup group, sche
                                std::optional<std::map<std::string, int64_t>> only_for)
     : graph_(&g), group_(std::move(group)), schedule_(std::move(schedule)), target_(target), backend_(backend),
       extents_(dsl::group_extents(g, group_)) {
-    const auto t0 = std::chrono::steady_clock::now();
+    const tessel::SteadyClock::time_point t0 = tessel::SteadyClock::now();
 
     // Exact mode: variants that split a reduction are left out before anything else looks at
     // the schedule, so dispatch, only_for and reports all see the schedule that runs.
@@ -135,7 +136,7 @@ CompiledKernel::CompiledKernel(const dsl::Graph &g, dsl::FusionGroup group, sche
         }
         extent_sources_.push_back(src);
     }
-    compile_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    compile_seconds_ = tessel::seconds_since(t0);
 }
 
 std::map<std::string, long> CompiledKernel::call_extents(const std::vector<halide_buffer_t *> &buffers) const {

@@ -6,15 +6,13 @@
  */
 #pragma once
 
-#include <chrono>
+#include "support/Clock.h"
 
 namespace tessel {
 
-inline const std::chrono::steady_clock::time_point kProcessStart = std::chrono::steady_clock::now();
+inline const SteadyClock::time_point kProcessStart = SteadyClock::now();
 
 /** Seconds since kProcessStart. */
-inline double seconds_since_process_start() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - kProcessStart).count();
-}
+inline double seconds_since_process_start() { return seconds_since(kProcessStart); }
 
 }  // namespace tessel

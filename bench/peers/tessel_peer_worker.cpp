@@ -26,6 +26,8 @@
 #include "codegen/Compile.h"
 #include "driver/GeluLayer.h"
 #include "schedules/Library.h"
+#include "support/Clock.h"
+#include "support/Interleaved.h"
 
 #include <omp.h>
 
@@ -49,7 +51,6 @@ namespace tessel::bench {
 namespace {
 
 using Halide::Runtime::Buffer;
-using Clock = std::chrono::steady_clock;
 
 struct Options {
     int threads = 2;
@@ -74,8 +75,6 @@ Options parse_options(int argc, char **argv) {
     if (o.threads < 1) throw std::invalid_argument("--threads must be >= 1");
     return o;
 }
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 /** Reads exactly count floats from path into data. */
 void read_floats(const std::string &path, float *data, size_t count) {
@@ -156,7 +155,7 @@ private:
 
     std::string prepare(const std::string &system) {
         Shape &s = shape();
-        const auto t0 = Clock::now();
+        const auto t0 = SteadyClock::now();
         Buffer<float> &y = s.y[system] = Buffer<float>(s.N, s.M);
         Shape *p = &s;
         if (system == "tessel") {
@@ -185,14 +184,16 @@ private:
         Shape &s = shape();
         auto it = s.call.find(system);
         if (it == s.call.end()) throw std::invalid_argument(system + " is not prepared for " + s.name);
+        // The one system on the harness: n timed calls, no warm-up (the caller warms up).
+        InterleavedOptions io;
+        io.warmup_rounds = 0;
+        io.stop = StoppingRule::fixed(n);
+        if (flush) io.before_call = [this](size_t) { flusher_.flush(o_.threads); };
+        Interleaved harness({Contender(system, it->second)}, io);
         std::string answer;
-        for (int i = 0; i < n; i++) {
-            if (flush) flusher_.flush(o_.threads);
-            const auto t0 = Clock::now();
-            it->second();
-            const double t = seconds_since(t0);
+        for (const double t : harness.run().samples[0]) {
             char buf[32];
-            std::snprintf(buf, sizeof buf, "%s%.9f", i ? " " : "", t);
+            std::snprintf(buf, sizeof buf, "%s%.9f", answer.empty() ? "" : " ", t);
             answer += buf;
         }
         return answer;

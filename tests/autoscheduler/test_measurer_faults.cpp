@@ -8,6 +8,7 @@
  * commit succeeds. Faults are the test hooks of MeasureTask.h, injected in the real child.
  */
 #include "autoscheduler/Measurer.h"
+#include "support/Clock.h"
 #include "autoscheduler/Tuner.h"
 #include "autoscheduler/TuningDatabase.h"
 #include "codegen/Compile.h"
@@ -108,9 +109,9 @@ TEST_CASE("faulty children: each fault is a recorded failure and the good candid
         task.fault_by_schedule[r.name] = r.fault;
         candidates.push_back(good(r.name));
     }
-    const auto t0 = std::chrono::steady_clock::now();
+    const tessel::SteadyClock::time_point t0 = tessel::SteadyClock::now();
     const std::vector<Measurement> got = m.measure(task, candidates);
-    MESSAGE(used.size() << " children in " << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s");
+    MESSAGE(used.size() << " children in " << tessel::seconds_since(t0) << " s");
     REQUIRE(got.size() == used.size());
     for (size_t i = 0; i < got.size(); i++) {
         CAPTURE(used[i].name);

@@ -16,6 +16,7 @@
  * (none lost, none duplicated).
  */
 #include "autoscheduler/TuningDatabase.h"
+#include "support/Clock.h"
 #include "schedules/ScheduleJson.h"
 
 #include "tests/TempDir.h"
@@ -260,9 +261,9 @@ TEST_CASE("database and command-line faults: exit status and message per case") 
         const std::string db_path = tmp.file("t.db");
         const bool existed = fs::exists(db_path);
         const std::string before = existed && fs::is_regular_file(db_path) ? file_bytes(db_path) : "";
-        const auto t0 = std::chrono::steady_clock::now();
+        const tessel::SteadyClock::time_point t0 = tessel::SteadyClock::now();
         const Result r = run_case(c, tmp);
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const double s = tessel::seconds_since(t0);
         CAPTURE(r.output);
         MESSAGE(name << ": exit " << r.rc << " in " << s << " s");
         CHECK(r.rc == c.rc);

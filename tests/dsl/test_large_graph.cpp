@@ -10,8 +10,10 @@
 #include "dsl/ir/Parser.h"
 #include "dsl/ir/Printer.h"
 #include "dsl/passes/Fusion.h"
+#include "support/Clock.h"
 
 using namespace tessel::dsl;
+using tessel::seconds_since;
 
 namespace {
 
@@ -36,27 +38,23 @@ std::string generate(int layers) {
     return s + "  output %h" + std::to_string(layers) + "\n}\n";
 }
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 }  // namespace
 
 TEST_CASE("100,000 ops parse, simplify and plan fusion within 10 s") {
     const int layers = 10000;
     const std::string text = generate(layers);
-    auto t0 = std::chrono::steady_clock::now();
+    tessel::SteadyClock::time_point t0 = tessel::SteadyClock::now();
     Graph g = parse(text, "big.tsl");
     const double parse_s = seconds_since(t0);
     CHECK(g.size() == size_t(layers) * 13 + 1);  // and the constants 1.0, 8 and 2 of each layer
 
-    auto t1 = std::chrono::steady_clock::now();
+    tessel::SteadyClock::time_point t1 = tessel::SteadyClock::now();
     PassRunResult r = default_pipeline().run(g, {}, nullptr);
     const double simplify_s = seconds_since(t1);
     CHECK(r.converged);
     CHECK(g.size() == size_t(layers) * 6 + 1);  // per layer: two inputs, matmul, add, gelu, relu
 
-    auto t2 = std::chrono::steady_clock::now();
+    tessel::SteadyClock::time_point t2 = tessel::SteadyClock::now();
     FusionPlan plan = plan_fusion(g);
     const double fusion_s = seconds_since(t2);
     CHECK(plan.groups.size() >= size_t(layers));

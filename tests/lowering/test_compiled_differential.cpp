@@ -20,6 +20,7 @@
  * (labels fuzz and perf, so not in `make test`) runs 10000 graphs.
  */
 #include "autoscheduler/CostModel.h"
+#include "support/Clock.h"
 #include "autoscheduler/Tuner.h"
 #include "codegen/Compile.h"
 #include "compiler/ScheduleSelection.h"
@@ -157,12 +158,12 @@ void check_graph(uint64_t seed, const Halide::Target &target, Counts &counts) {
 TEST_CASE("differential: compiled graphs match the interpreter, special values and awkward extents included") {
     const uint64_t iters = env_or("TESSEL_DIFF_ITERS", 120), base = env_or("TESSEL_DIFF_SEED", 0);
     const Halide::Target target = parse_target("host");
-    const auto t0 = std::chrono::steady_clock::now();
+    const tessel::SteadyClock::time_point t0 = tessel::SteadyClock::now();
     Counts counts;
     for (uint64_t i = 0; i < iters; i++)
         check_graph(base + i, target, counts);
     const int groups = counts.groups, model_picked = counts.model_picked, specials = counts.specials;
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double s = tessel::seconds_since(t0);
     MESSAGE(iters << " graphs, " << groups << " compiled groups (" << model_picked << " with the model's pick), "
                   << specials << " special input values, " << counts.conversions << " layout conversions inserted ("
                   << counts.panels << " weights in panels), in " << s << " s");
