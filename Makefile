@@ -10,7 +10,7 @@ BUILD_ASAN ?= build-asan
 # Extra CMake options for the first configure, e.g. CMAKE_ARGS=-DTESSEL_WERROR=ON (what CI sets).
 CMAKE_ARGS ?=
 
-.PHONY: all setup configure build demo check test test-asan bench bench-memory bench-peers install fuzz clean
+.PHONY: all setup configure build demo check format test test-asan bench bench-memory bench-peers install fuzz clean
 
 all: build
 
@@ -33,6 +33,10 @@ demo: build
 # The unit tier: quick tests of one concept each (under 3 minutes after a build).
 check: build
 	@$(CTEST) --test-dir $(BUILD) --output-on-failure -j $(JOBS) -L unit
+
+# The tree's C and C++ in .clang-format's style (third_party left as shipped).
+format:
+	@git ls-files '*.c' '*.cpp' '*.h' ':!third_party' | xargs clang-format -i
 
 # Everything CI runs: the unit and integration tiers and the fuzz smoke runs (not perf).
 test: build
