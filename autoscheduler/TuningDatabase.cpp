@@ -1,19 +1,18 @@
 /** \file
- * TuningDatabase (SQLite) and MemoryTuningCache.
+ * TuningDatabase: the tuning records in a SQLite file (TuningDatabase.h). The machines table is
+ * in TuningDatabaseMachines.cpp, the records' JSON form and order in TuningRecord.cpp.
  *
- * Map: Stmt (RAII prepared statement) -> TuningDatabase::TuningDatabase (a directory refused;
- * open_read_write: WAL, busy timeout, schema creation and version check in one IMMEDIATE
- * transaction, a file it created removed on failure; open_read_only: mode=ro, else immutable) ->
- * open_for_reading / check_writable / integrity_check -> commit / query / insert ->
- * export_json / parse_export / import_json -> MemoryTuningCache.
+ * Map: TuningDatabase::TuningDatabase (a directory refused; open_read_write: WAL, busy timeout,
+ * schema creation and version check in one IMMEDIATE transaction, a file it created removed on
+ * failure; open_read_only: mode=ro, else immutable) -> open_for_reading / check_writable /
+ * integrity_check -> commit / query / insert -> export_json / parse_export / import_json.
  *
  * File layout (schema version 1):
  *   tessel_schema(name TEXT PRIMARY KEY, version INTEGER)   -- one row: ('tuning', 1)
  *   records(id, key_json, <one column per key part>, schedule_json, median_ms, samples_json,
  *           cost_model_version, measured_by, created_unix, notes,
  *           UNIQUE over every field but id)
- *   machines(machine, isa, fma_gflops, read_gbps, threads, measured_unix,
- *            PRIMARY KEY (machine, isa))   -- MachineNumbers.h; added to version-1 files on open
+ *   machines(...)   -- TuningDatabaseMachines.cpp; added to version-1 files on open
  * key_json is TuningKey::to_json().dump() (sorted fields), so lookups compare one canonical
  * text; the per-part columns are for humans and for `sqlite3` queries.
  */
@@ -21,12 +20,11 @@
 
 #include <sqlite3.h>
 
-#include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <filesystem>
 #include <thread>
 
+#include "autoscheduler/SqliteStatement.h"
 #include "schedules/ScheduleJson.h"
 
 namespace tessel::autosched {
@@ -34,6 +32,8 @@ namespace tessel::autosched {
 namespace {
 
 using nlohmann::json;
+using sqlite::is_busy;
+using sqlite::Stmt;
 namespace fs = std::filesystem;
 
 constexpr const char *kExportFormat = "tessel-tuning-db";
@@ -64,18 +64,6 @@ CREATE TABLE records (
 CREATE INDEX records_by_key ON records (key_json, median_ms);
 )sql";
 
-/** Machine numbers (MachineNumbers.h): an additive table, so version-1 files gain it on open. */
-const char *kCreateMachines = R"sql(
-CREATE TABLE IF NOT EXISTS machines (
-  machine TEXT NOT NULL,
-  isa TEXT NOT NULL,
-  fma_gflops REAL NOT NULL,
-  read_gbps REAL NOT NULL,
-  threads INTEGER NOT NULL,
-  measured_unix INTEGER NOT NULL,
-  PRIMARY KEY (machine, isa));
-)sql";
-
 /** The best-first order of better_record(), in SQL (provenance_rank's order). */
 const char *kBestOrder =
     " ORDER BY CASE measured_by WHEN 'measured' THEN 0 WHEN 'verified' THEN 1 WHEN 'imported' THEN 2 ELSE 3 END,"
@@ -87,45 +75,6 @@ const char *kUsable =
 
 const char *kRecordColumns =
     "key_json, schedule_json, median_ms, samples_json, cost_model_version, measured_by, created_unix, notes";
-
-/** A prepared statement; finalized on destruction. */
-class Stmt {
-public:
-    Stmt(sqlite3 *db, const char *sql) : db_(db) { rc_ = sqlite3_prepare_v2(db, sql, -1, &s_, nullptr); }
-    ~Stmt() { sqlite3_finalize(s_); }
-    Stmt(const Stmt &) = delete;
-    Stmt &operator=(const Stmt &) = delete;
-    int prepare_rc() const { return rc_; }
-    void bind(int i, const std::string &v) { sqlite3_bind_text(s_, i, v.c_str(), (int)v.size(), SQLITE_TRANSIENT); }
-    void bind(int i, int64_t v) { sqlite3_bind_int64(s_, i, v); }
-    void bind(int i, double v) { sqlite3_bind_double(s_, i, v); }
-    int step() { return sqlite3_step(s_); }
-    std::string text(int i) const {
-        const unsigned char *p = sqlite3_column_text(s_, i);
-        return p ? std::string(reinterpret_cast<const char *>(p), sqlite3_column_bytes(s_, i)) : std::string();
-    }
-    int64_t int64(int i) const { return sqlite3_column_int64(s_, i); }
-    double real(int i) const { return sqlite3_column_double(s_, i); }
-
-private:
-    sqlite3 *db_;
-    sqlite3_stmt *s_ = nullptr;
-    int rc_;
-};
-
-bool is_busy(int rc) { return (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED; }
-
-/** Check the fields a record must have before it is stored. */
-void validate(const TuningRecord &r, const std::string &where) {
-    if (!std::isfinite(r.median_ms) || r.median_ms < 0)
-        throw TuningDatabaseError(where + ": median_ms must be a finite, non-negative time, got " +
-                                  std::to_string(r.median_ms));
-    if (provenance_rank(r.measured_by) < 0)
-        throw TuningDatabaseError(where + ": measured_by must be one of " + provenance_names() + ", got \"" +
-                                  r.measured_by + "\"");
-    for (double s : r.samples)
-        if (!std::isfinite(s)) throw TuningDatabaseError(where + ": a sample is not a finite time");
-}
 
 TuningRecord row_to_record(const Stmt &s) {
     TuningRecord r;
@@ -140,70 +89,7 @@ TuningRecord row_to_record(const Stmt &s) {
     return r;
 }
 
-template <typename T>
-T record_field(const json &j, const char *name) {
-    auto it = j.find(name);
-    if (it == j.end()) throw TuningKeyError(std::string("record: missing field '") + name + "'");
-    try {
-        return it->get<T>();
-    } catch (const json::exception &) {
-        throw TuningKeyError(std::string("record: field '") + name + "' has the wrong type");
-    }
-}
-
 }  // namespace
-
-// --- TuningRecord ---------------------------------------------------------------------------
-
-json TuningRecord::to_json() const {
-    return json{{"key", key.to_json()},
-                {"schedule", schedule},
-                {"median_ms", median_ms},
-                {"samples", samples},
-                {"cost_model_version", cost_model_version},
-                {"measured_by", measured_by},
-                {"created_unix", created_unix},
-                {"notes", notes}};
-}
-
-TuningRecord TuningRecord::from_json(const json &j) {
-    if (!j.is_object()) throw TuningKeyError("record: expected a JSON object");
-    TuningRecord r;
-    r.key = TuningKey::from_json(record_field<json>(j, "key"));
-    r.schedule = record_field<json>(j, "schedule");
-    r.median_ms = record_field<double>(j, "median_ms");
-    r.samples = record_field<std::vector<double>>(j, "samples");
-    r.cost_model_version = record_field<std::string>(j, "cost_model_version");
-    r.measured_by = record_field<std::string>(j, "measured_by");
-    r.created_unix = record_field<int64_t>(j, "created_unix");
-    r.notes = record_field<std::string>(j, "notes");
-    return r;
-}
-
-int provenance_rank(const std::string &measured_by) {
-    const char *order[] = {kMeasured, kVerified, kImported, kModel, kRefused};
-    for (int i = 0; i < 5; i++)
-        if (measured_by == order[i]) return i;
-    return -1;
-}
-
-std::string provenance_names() {
-    return std::string("\"") + kMeasured + "\", \"" + kVerified + "\", \"" + kImported + "\", \"" + kModel + "\", \"" +
-           kRefused + "\"";
-}
-
-bool better_record(const TuningRecord &a, const TuningRecord &b) {
-    const int ra = provenance_rank(a.measured_by), rb = provenance_rank(b.measured_by);
-    if (ra != rb) return ra < rb;
-    return a.median_ms < b.median_ms;
-}
-
-int64_t now_unix() {
-    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
-
-// --- TuningDatabase -------------------------------------------------------------------------
 
 void TuningDatabase::fail(const std::string &what, int rc) {
     std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
@@ -369,7 +255,7 @@ void TuningDatabase::check_schema(bool writable) {
                                       std::to_string(kTuningDatabaseSchemaVersion) +
                                       "); use a newer Tessel or another --db path");
         // Older versions: none exist yet. Migrations go here, inside the caller's transaction.
-        if (writable) exec(kCreateMachines);
+        if (writable) create_machines_table();
     } else if (any) {
         throw TuningDatabaseError("tuning database '" + path_ +
                                   "' is a SQLite database but not a Tessel tuning database; pass another --db path");
@@ -377,7 +263,7 @@ void TuningDatabase::check_schema(bool writable) {
         throw TuningDatabaseError("tuning database '" + path_ + "' is empty (no Tessel schema) and opened read-only");
     } else {
         exec(kCreateSchema);
-        exec(kCreateMachines);
+        create_machines_table();
         Stmt ins(db_, "INSERT INTO tessel_schema (name, version) VALUES ('tuning', ?)");
         ins.bind(1, (int64_t)kTuningDatabaseSchemaVersion);
         if ((rc = ins.step()) != SQLITE_DONE) fail("cannot write the schema version", rc);
@@ -471,7 +357,7 @@ bool TuningDatabase::insert(const TuningRecord &r) {
 
 void TuningDatabase::commit(const TuningRecord &record) {
     require_writable("commit a record");
-    validate(record, "tuning database '" + path_ + "': commit");
+    validate_record(record, "tuning database '" + path_ + "': commit");
     begin_immediate("cannot lock to commit");
     try {
         insert(record);
@@ -522,35 +408,6 @@ int64_t TuningDatabase::size() {
     return s.int64(0);
 }
 
-std::optional<MachineNumbers> TuningDatabase::machine_numbers(const std::string &machine, const std::string &isa) {
-    Stmt s(db_, "SELECT fma_gflops, read_gbps, threads, measured_unix FROM machines WHERE machine = ? AND isa = ?");
-    if (s.prepare_rc() != SQLITE_OK) return std::nullopt;  // a read-only file from before the table
-    s.bind(1, machine);
-    s.bind(2, isa);
-    if (s.step() != SQLITE_ROW) return std::nullopt;
-    MachineNumbers m;
-    m.machine = machine;
-    m.isa = isa;
-    m.fma_gflops = s.real(0);
-    m.read_gbps = s.real(1);
-    m.threads = (int)s.int64(2);
-    m.measured_unix = s.int64(3);
-    return m;
-}
-
-void TuningDatabase::store_machine_numbers(const MachineNumbers &m) {
-    require_writable("store machine numbers");
-    Stmt s(db_, "INSERT OR REPLACE INTO machines (machine, isa, fma_gflops, read_gbps, threads, measured_unix) VALUES (?, ?, ?, ?, ?, ?)");
-    if (s.prepare_rc() != SQLITE_OK) fail("cannot store machine numbers", s.prepare_rc());
-    s.bind(1, m.machine);
-    s.bind(2, m.isa);
-    s.bind(3, m.fma_gflops);
-    s.bind(4, m.read_gbps);
-    s.bind(5, (int64_t)m.threads);
-    s.bind(6, m.measured_unix);
-    if (const int rc = s.step(); rc != SQLITE_DONE) fail("cannot store machine numbers", rc);
-}
-
 json TuningDatabase::export_json() {
     json records = json::array();
     for (const TuningRecord &r : all()) records.push_back(r.to_json());
@@ -581,7 +438,7 @@ std::vector<TuningRecord> TuningDatabase::parse_export(const json &doc, const st
         } catch (const std::exception &e) {
             throw TuningDatabaseError(rw + ": " + e.what());
         }
-        validate(records.back(), rw);
+        validate_record(records.back(), rw);
     }
     return records;
 }
@@ -603,34 +460,6 @@ int64_t TuningDatabase::import_json(const json &doc) {
         throw;
     }
     return added;
-}
-
-// --- MemoryTuningCache ----------------------------------------------------------------------
-
-void MemoryTuningCache::commit(const TuningRecord &record) {
-    validate(record, "memory tuning cache: commit");
-    if (std::find(records_.begin(), records_.end(), record) == records_.end()) records_.push_back(record);
-}
-
-std::vector<TuningRecord> MemoryTuningCache::top_k(const TuningKey &key, int k) {
-    std::vector<TuningRecord> out;
-    auto refused = [&](const TuningRecord &r) {
-        return std::any_of(records_.begin(), records_.end(), [&](const TuningRecord &x) {
-            return x.key == r.key && x.schedule == r.schedule && x.measured_by == kRefused;
-        });
-    };
-    for (const TuningRecord &r : records_)
-        if (r.key == key && !refused(r)) out.push_back(r);
-    std::stable_sort(out.begin(), out.end(), better_record);
-    if (k < 0) k = 0;
-    if (out.size() > (size_t)k) out.resize(k);
-    return out;
-}
-
-std::optional<TuningRecord> MemoryTuningCache::lookup(const TuningKey &key) {
-    std::vector<TuningRecord> r = top_k(key, 1);
-    if (r.empty()) return std::nullopt;
-    return r.front();
 }
 
 }  // namespace tessel::autosched

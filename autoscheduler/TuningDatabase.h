@@ -3,12 +3,13 @@
  * TuningKey, so a later compile of the same fusion group, shapes, target and versions reuses them
  * without measuring.
  *
- * TuningCache is the narrow interface the tuner uses (lookup, commit, top_k). Two implementations:
- *  - TuningDatabase: a SQLite file in WAL mode. Several processes may open the same file and
- *    commit at once; a writer that finds the file locked waits (busy timeout) instead of failing,
- *    and each commit is one transaction, so no record is lost. The file carries a schema version;
- *    a file written by a newer Tessel is refused with a message saying so.
- *  - MemoryTuningCache: the same semantics in memory, for tests and dry runs.
+ * TuningCache (TuningCache.h) is the narrow interface the tuner uses (lookup, commit, top_k) and
+ * TuningRecord (TuningRecord.h) what it stores. Two implementations:
+ *  - TuningDatabase (this file): a SQLite file in WAL mode. Several processes may open the same
+ *    file and commit at once; a writer that finds the file locked waits (busy timeout) instead of
+ *    failing, and each commit is one transaction, so no record is lost. The file carries a schema
+ *    version; a file written by a newer Tessel is refused with a message saying so.
+ *  - MemoryTuningCache (TuningCache.h): the same semantics in memory, for tests and dry runs.
  *
  * Faults: a path that is a directory, a file that is not SQLite or is damaged, a SQLite file of
  * another program, a newer schema version and a malformed import each throw TuningDatabaseError
@@ -36,14 +37,15 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "autoscheduler/MachineNumbers.h"
+#include "autoscheduler/TuningCache.h"
 #include "autoscheduler/TuningKey.h"
+#include "autoscheduler/TuningRecord.h"
 
 struct sqlite3;
 
@@ -51,62 +53,6 @@ namespace tessel::autosched {
 
 /** Version of the database file layout (tables and columns). */
 constexpr int kTuningDatabaseSchemaVersion = 1;
-
-/** A database that cannot be opened, read or written (corrupt file, newer schema, bad import);
- * what() names the file and the cause. */
-class TuningDatabaseError : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
-};
-
-/** Where a record's schedule and time come from (TuningRecord::measured_by), best first:
- *  measured  timed by a tuner on this database (its results verified by the measuring child);
- *  verified  imported, then checked here against the group's reference on its shape;
- *  imported  measured elsewhere and brought in by `db import` (which turns measured and
- *            verified records into this): a lookup verifies it before use (Tuner);
- *  model     the cost model's estimate, not measured;
- *  refused   an imported schedule that failed the check here: never returned by a lookup, and
- *            neither is any record of the same key and schedule. */
-constexpr const char *kMeasured = "measured", *kVerified = "verified", *kImported = "imported", *kModel = "model",
-                     *kRefused = "refused";
-/** Index in the order above; -1 for anything else. */
-int provenance_rank(const std::string &measured_by);
-std::string provenance_names();
-
-struct TuningRecord {
-    TuningKey key;
-    nlohmann::json schedule;         ///< sched::to_json(ScheduleSpec)
-    double median_ms = 0;            ///< measured median, or the model's estimate
-    std::vector<double> samples;     ///< individual timings in ms (empty for model records)
-    std::string cost_model_version;  ///< model that ranked the candidate
-    std::string measured_by;         ///< a provenance above: kMeasured, kVerified, kImported, kModel, kRefused
-    int64_t created_unix = 0;        ///< seconds since the epoch
-    std::string notes;
-
-    nlohmann::json to_json() const;
-    /** Throws TuningKeyError naming the missing or mistyped field. */
-    static TuningRecord from_json(const nlohmann::json &j);
-    bool operator==(const TuningRecord &o) const = default;
-};
-
-/** True when a should be preferred to b: better provenance (the order above), then lower
- * median_ms. Records equal under this order keep their commit order. */
-bool better_record(const TuningRecord &a, const TuningRecord &b);
-
-/** Seconds since the epoch, for TuningRecord::created_unix. */
-int64_t now_unix();
-
-/** The tuner's view of a database. */
-class TuningCache {
-public:
-    virtual ~TuningCache() = default;
-    /** The best record whose key equals `key` in every part, or nullopt. */
-    virtual std::optional<TuningRecord> lookup(const TuningKey &key) = 0;
-    /** Store a record (kept alongside earlier ones; an identical record is stored once). */
-    virtual void commit(const TuningRecord &record) = 0;
-    /** Up to k records of `key`, best first. */
-    virtual std::vector<TuningRecord> top_k(const TuningKey &key, int k) = 0;
-};
 
 /** SQLite-backed TuningCache. Not copyable; one connection per object. Use one object per thread
  * (or process); separate objects on the same file are safe together. */
@@ -160,7 +106,8 @@ public:
     /** Number of records stored. */
     int64_t size();
 
-    /** The numbers measured on `machine` for vector ISA `isa` (MachineNumbers.h), if stored. */
+    /** The numbers measured on `machine` for vector ISA `isa` (MachineNumbers.h), if stored.
+     * This and store_machine_numbers() are in TuningDatabaseMachines.cpp. */
     std::optional<MachineNumbers> machine_numbers(const std::string &machine, const std::string &isa);
     /** Stores (or replaces) the numbers of m.machine and m.isa. */
     void store_machine_numbers(const MachineNumbers &m);
@@ -192,25 +139,14 @@ private:
     void open_read_only();
     /** The tessel_schema check (and, writable and new, the schema's creation). */
     void check_schema(bool writable);
+    /** The machines table, when missing (TuningDatabaseMachines.cpp). Call inside a transaction. */
+    void create_machines_table();
     void require_writable(const char *what) const;
 
     std::string path_;
     sqlite3 *db_ = nullptr;
     int busy_timeout_ms_ = 0;
     Access access_ = Access::ReadWrite;
-};
-
-/** In-memory TuningCache with TuningDatabase's semantics (best order, identical records once).
- * Not thread-safe. */
-class MemoryTuningCache : public TuningCache {
-public:
-    std::optional<TuningRecord> lookup(const TuningKey &key) override;
-    void commit(const TuningRecord &record) override;
-    std::vector<TuningRecord> top_k(const TuningKey &key, int k) override;
-    const std::vector<TuningRecord> &all() const { return records_; }
-
-private:
-    std::vector<TuningRecord> records_;
 };
 
 }  // namespace tessel::autosched

@@ -415,7 +415,7 @@ TEST_CASE("special values: fused groups and the running example on inputs with N
 TEST_CASE("special values: exp and the tanh GELU follow their formulas on NaN, infinities and overflow") {
     // Halide's exp is a polynomial with a float-to-int exponent conversion (exp(NaN) = exp(+inf)
     // = exp(1e30) = 0 unguarded); the lowering selects the IEEE results on the float's bits
-    // (LowerToHalide.cpp, ieee_exp), so NaN stays NaN, exp(+inf) = exp(1e30) = inf, and the fast
+    // (IeeeMath.cpp, ieee_exp), so NaN stays NaN, exp(+inf) = exp(1e30) = inf, and the fast
     // tanh-GELU v / (1 + exp(-2u)) gives gelu_tanh(-inf) = NaN as its formula does.
     dsl::Tensor a = dsl::Tensor::filled(dsl::DType::F32, {1, kNumSpecials + 1}, 1e30);
     for (int64_t i = 0; i < kNumSpecials; i++) a.data[(size_t)i] = kSpecials[i];
@@ -434,7 +434,7 @@ TEST_CASE("special values: exp and the tanh GELU follow their formulas on NaN, i
 }
 TEST_CASE("special values: the erf GELU follows its formula on NaN, infinities and huge values") {
     // Halide's erf divides infinities (erf(+inf) = erf(1e30) = NaN); ieee_erf selects +-1 from
-    // |x| >= 4 on the bits (LowerToHalide.cpp), so gelu(+inf) = inf, gelu(1e30) = 1e30 and
+    // |x| >= 4 on the bits (IeeeMath.cpp), so gelu(+inf) = inf, gelu(1e30) = 1e30 and
     // gelu(-inf) = NaN as the formula (and the interpreter) give.
     dsl::Tensor a = dsl::Tensor::filled(dsl::DType::F32, {1, kNumSpecials + 3}, 1e30);
     for (int64_t i = 0; i < kNumSpecials; i++) a.data[(size_t)i] = kSpecials[i];
@@ -452,7 +452,7 @@ TEST_CASE("special values: the erf GELU follows its formula on NaN, infinities a
     }
 }
 TEST_CASE("special values: the NaN-propagating max stays a vector integer max, with no library call") {
-    // max/min/relu/reduce_max/softmax_max run on order keys (LowerToHalide.cpp): the loops hold
+    // max/min/relu/reduce_max/softmax_max run on order keys (IeeeMath.cpp): the loops hold
     // vector int32 max/min (vpmaxsd on x86), and a reduction's vector partial results (rfactor
     // in cpu_rows) still apply, since Halide sees an integer max.
     const char *bodies[] = {"%y = relu(%a)", "%y = max(%a, %a * 2)", "%y = min(%a, 1)", "%y = reduce_max(%a, axes=[1])",

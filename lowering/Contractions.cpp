@@ -1,0 +1,96 @@
+/** \file
+ * Contractions (ExprBuilder.h): a matmul node becomes the Func "matmul" (pure vars n, m, b0...,
+ * RDom k over the shared axis), matmuls of one group sharing their left operand and result type
+ * become ONE Tuple Func (sibling fusion), and the first contraction's right operand read through
+ * a layout, a transpose or a widening cast becomes the view Func "w" in [K, N] orientation.
+ * Records the facts schedules need: input roles "x" and "w", the right operand's panel width,
+ * the number of contractions.
+ */
+#include "lowering/ExprBuilder.h"
+
+namespace tessel::lower {
+
+
+using dsl::Graph;
+using dsl::Node;
+using dsl::Op;
+using dsl::ValueId;
+using Halide::Expr;
+using Halide::Func;
+
+void ExprBuilder::define_matmul(const std::vector<ValueId> &siblings) {
+    const ValueId v = siblings[0];
+    const Node &n = g_.node(v);
+    const int rank = n.type.rank();
+    if (rank < 2) refuse(g_, v, "matmul lowering needs operands of rank >= 2");
+    const std::string name = unique_func_name("matmul");
+    Func f(name);
+    out_.funcs[name] = f;  // claim the name now: an operand may define further contractions
+    auto vs = vars(rank);
+    const ValueId a = n.inputs[0];
+    const int ra = g_.node(a).type.rank();
+    Halide::RDom k(0, extent(a, ra - 1), "k");
+    std::vector<Expr> idx;  // tensor order
+    for (auto it = vs.rbegin(); it != vs.rend(); ++it) idx.push_back(*it);
+    std::vector<Expr> lhs_idx = idx, rhs_idx = idx;
+    lhs_idx.back() = k;                 // a[..., m, k]
+    rhs_idx[rank - 2] = k;              // b[..., k, n]
+    std::vector<Expr> init, update;
+    std::vector<Halide::Var> args(vs.begin(), vs.end());
+    const bool first_contraction = !out_.input_roles.count("x") && !out_.funcs.count("w");
+    if (first_contraction) define_operand_view(n.inputs[1]);
+    for (size_t i = 0; i < siblings.size(); i++) {
+        const Node &s = g_.node(siblings[i]);
+        init.push_back(0.0f);
+        Expr prod = at(s.inputs[0], broadcast_index(s.inputs[0], lhs_idx)) *
+                    at(s.inputs[1], broadcast_index(s.inputs[1], rhs_idx));
+        update.push_back(prod);
+        tuple_of_[siblings[i]] = (int)i;
+        funcs_[siblings[i]] = f;
+    }
+    if (siblings.size() == 1) {
+        f(args) = init[0];
+        f(args) += update[0];
+    } else {
+        f(args) = Halide::Tuple(init);
+        std::vector<Expr> acc;
+        std::vector<Expr> call_args(args.begin(), args.end());
+        for (size_t i = 0; i < siblings.size(); i++) acc.push_back(f(call_args)[i] + update[i]);
+        f(args) = Halide::Tuple(acc);
+    }
+    out_.reduction_axes[name] = {false, true, true};
+    out_.matmul_count += (int)siblings.size();
+    if (first_contraction) {
+        if (auto p = params_.find(a); p != params_.end()) out_.input_roles["x"] = p->second;
+        if (auto p = params_.find(n.inputs[1]); p != params_.end() && !views_.count(n.inputs[1]))
+            out_.input_roles["w"] = p->second;
+    }
+}
+
+void ExprBuilder::define_operand_view(ValueId rhs) {
+    if (g_.node(rhs).type.rank() != 2) return;
+    ValueId v = rhs;
+    for (; !params_.count(v); v = g_.node(v).inputs[0]) {
+        const Node &t = g_.node(v);
+        if (!in_group_.count(v)) return;
+        const bool transpose = t.op == Op::Transpose && t.type.rank() == 2 &&
+                               (t.attrs.perm.empty() || t.attrs.perm == std::vector<int64_t>{1, 0});
+        const bool widen = t.op == Op::Cast && t.type.dtype == dsl::DType::F32;
+        if (!transpose && !widen) return;
+    }
+    // A row-major f32 input is the ImageParam itself (schedules wrap it); any layout or cast
+    // on the way gets the view, so schedules always see w as a [K, N] f32 Func.
+    const dsl::Layout &layout = g_.node(v).layout;
+    if (v == rhs && layout.empty()) return;
+    bool through_casts_only = true;
+    for (ValueId u = rhs; u != v; u = g_.node(u).inputs[0]) through_casts_only = through_casts_only && g_.node(u).op == Op::Cast;
+    if (through_casts_only && layout.order.empty() && layout.has_panels() && layout.panel_axis == 1)
+        out_.rhs_panel_width = layout.panel_width;
+    Halide::Var n0("_0"), k1("_1");
+    Func view("w");
+    view(n0, k1) = at(rhs, {Expr(k1), Expr(n0)});  // rhs[k][n], through every layout on the way
+    out_.funcs["w"] = view;
+    views_[rhs] = view;
+}
+
+}  // namespace tessel::lower

@@ -1,0 +1,83 @@
+/** \file
+ * IEEE special values in Halide expressions (IeeeMath.h): exp and erf with their special values,
+ * GELU, and IEEE maximum/minimum on order keys of the float's bits.
+ */
+#include "lowering/IeeeMath.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace tessel::lower {
+
+using Halide::Expr;
+
+// Special values of exp. Halide's exp is a vectorizable polynomial that is right for finite
+// arguments in range, but it converts the exponent to an integer (exp(NaN) = exp(+inf) =
+// exp(1e30) = 0). The cases are selected on the float's bits (fast-math flags cannot fold them
+// away), and only where the polynomial is wrong, so every finite result in range is the
+// polynomial's, bit for bit. Cost: integer and/compares and three selects per element, all
+// vector operations (to be benchmarked: exp is in softmax-free epilogues and the fast GELU).
+
+Expr float_bits(const Expr &x) { return Halide::reinterpret(Halide::Int(32), x); }
+
+Expr ieee_exp(const Expr &x) {
+    const Expr bits = float_bits(x);
+    const Expr magnitude = bits & 0x7fffffff;
+    const Expr nan = magnitude > 0x7f800000, over = bits > 0x42b17218 /* 88.72284f */,
+               under = bits < 0 && magnitude > 0x42d00000 /* -104.0f */;
+    // The polynomial sees only arguments in range (0 instead), so no flagged float op ever
+    // meets an infinity or NaN that LLVM may assume away.
+    const Expr in_range = Halide::select(nan || over || under, Expr(0.0f), x);
+    return Halide::select(nan, x, over, Expr(INFINITY), under, Expr(0.0f), Halide::exp(in_range));
+}
+
+Expr ieee_erf(const Expr &x) {
+    const Expr bits = float_bits(x);
+    const Expr magnitude = bits & 0x7fffffff;
+    const Expr nan = magnitude > 0x7f800000, saturated = magnitude >= 0x40800000 /* 4.0f */;
+    const Expr unit = Halide::reinterpret(Halide::Float(32), (bits & Halide::Int(32).min()) | 0x3f800000);  // +-1
+    const Expr in_range = Halide::select(nan || saturated, Expr(0.0f), x);
+    return Halide::select(nan, x, saturated, unit, Halide::erf(in_range));
+}
+
+Expr gelu_expr(const Expr &v, bool tanh_form, dsl::NumericMode mode) {
+    if (!tanh_form) return 0.5f * v * (1.0f + ieee_erf(v * 0.70710678118654752f));
+    const Expr u = 0.79788456080286536f * (v + 0.044715f * v * v * v);
+    if (mode == dsl::NumericMode::Fast) return v / (1.0f + ieee_exp(-2.0f * u));
+    return 0.5f * v * (1.0f + Halide::tanh(u));
+}
+
+// NaN and signed zeros (docs/TSL.md, "Special values"): max, min, relu, reduce_max and softmax
+// follow IEEE 754-2019 maximum/minimum, as the interpreter does. Halide's max/min on floats are
+// a compare and select (max(NaN, 0) = 0, max(-0, +0) depends on the operand order) and LLVM gets
+// fast-math flags that may assume no NaN, so they are computed on integers instead: the float's
+// bits mapped to a key whose signed order is the float order (-0 < +0), with NaN given the key
+// that wins. Integer max/min vectorizes (pmaxsd), no fast-math flag applies to it, and Halide
+// still sees max/min, so rfactor and vector partial results keep working on reductions.
+
+Expr order_key(const Expr &x, bool nan_wins_max) {
+    if (const auto c = Halide::Internal::as_const_float(x)) {  // constants: the key itself
+        const float f = (float)*c;
+        int32_t b;
+        std::memcpy(&b, &f, sizeof b);
+        if (std::isnan(f)) return nan_wins_max ? Halide::Int(32).max() : Halide::Int(32).min();
+        return Expr(b < 0 ? b ^ 0x7fffffff : b);
+    }
+    const Expr bits = Halide::reinterpret(Halide::Int(32), x);
+    const Expr key = bits ^ ((bits >> 31) & 0x7fffffff);  // negative floats: flip the magnitude
+    const Expr is_nan = (bits & 0x7fffffff) > 0x7f800000;    // on bits: immune to fast-math flags
+    return Halide::select(is_nan, nan_wins_max ? Halide::Int(32).max() : Halide::Int(32).min(), key);
+}
+
+Expr from_order_key(const Expr &k) { return Halide::reinterpret(Halide::Float(32), k ^ ((k >> 31) & 0x7fffffff)); }
+
+Expr is_finite_key(const Expr &k) { return k > order_key(Expr(-INFINITY), true) && k < order_key(Expr(INFINITY), true); }
+
+Expr ieee_maximum(const Expr &a, const Expr &b) {
+    return from_order_key(Halide::max(order_key(a, true), order_key(b, true)));
+}
+Expr ieee_minimum(const Expr &a, const Expr &b) {
+    return from_order_key(Halide::min(order_key(a, false), order_key(b, false)));
+}
+
+}  // namespace tessel::lower

@@ -1,0 +1,59 @@
+/** \file
+ * IEEE 754 special values in Halide expressions (docs/TSL.md "Special values"), for the lowering
+ * (ExprBuilder.h). Halide's exp and erf are vectorizable polynomials that are wrong for NaN,
+ * infinities and arguments out of range, and Halide's float max/min are a compare and select
+ * that fast-math flags may fold; these helpers select the special cases on the float's bits
+ * (integer operations no fast-math flag applies to), so NaN, +-inf and -0 come out as IEEE 754
+ * defines them and the interpreter computes them, and every finite result in range is Halide's.
+ *
+ * Legal on Float(32) Exprs; order keys are Int(32) Exprs. gelu_expr's fast mode rounds
+ * differently from the strict formula (see there).
+ */
+#pragma once
+
+#include <Halide.h>
+
+#include "dsl/ir/Graph.h"
+
+namespace tessel::lower {
+
+/** The bits of a float32, for NaN and infinity tests. */
+Halide::Expr float_bits(const Halide::Expr &x);
+
+/** exp with IEEE special values: NaN stays NaN, past ln(FLT_MAX) (88.72284) the result is
+ * +inf, below -104 (exp < half the smallest subnormal) it is 0; in between Halide's polynomial.
+ * The ranges are compared on the bits too (a positive float's bits order as the float). */
+Halide::Expr ieee_exp(const Halide::Expr &x);
+
+/** erf with IEEE special values. Halide's erf is a rational polynomial that divides
+ * infinities for large arguments (erf(+inf) = erf(1e30) = NaN): NaN stays NaN, from |x| >= 4
+ * (where float32 erf rounds to +-1: 1 - erf(4) = 1.5e-8) the result is +-1 with x's sign, in
+ * between the polynomial, which sees only in-range arguments (0 instead). Selected on the bits
+ * as in ieee_exp, so fast-math flags cannot fold the cases away. */
+Halide::Expr ieee_erf(const Halide::Expr &x);
+
+/** GELU of `v`: the exact (erf) form, or the tanh approximation. Strict mode evaluates the
+ * formula as written; fast mode turns 0.5 (1 + tanh u) into sigmoid(2u), exact in real
+ * arithmetic with different rounding, because Halide's exp vectorizes where tanh calls libm
+ * once per lane. Halide's erf is a vectorizable polynomial accurate to the last few bits
+ * (ieee_erf adds its special values: gelu(+inf) = inf, gelu(-inf) = -inf * 0 = NaN as the
+ * formula gives, gelu(-1e30) = -0). */
+Halide::Expr gelu_expr(const Halide::Expr &v, bool tanh_form, dsl::NumericMode mode);
+
+/** Key of a float32 whose int32 order is the float order on non-NaN values (-0 below +0); NaN
+ * maps to INT32_MAX if `nan_wins_max` (for max), else to INT32_MIN (for min). */
+Halide::Expr order_key(const Halide::Expr &x, bool nan_wins_max);
+
+/** Inverse of order_key (the NaN keys decode to NaN bit patterns). */
+Halide::Expr from_order_key(const Halide::Expr &k);
+
+/** Whether an order key (NaN wins max) is that of a finite float: strictly between -inf's and +inf's. */
+Halide::Expr is_finite_key(const Halide::Expr &k);
+
+/** IEEE 754-2019 maximum (NaN wins, -0 < +0), as integer max on order keys. */
+Halide::Expr ieee_maximum(const Halide::Expr &a, const Halide::Expr &b);
+
+/** IEEE 754-2019 minimum (NaN wins, -0 < +0), as integer min on order keys. */
+Halide::Expr ieee_minimum(const Halide::Expr &a, const Halide::Expr &b);
+
+}  // namespace tessel::lower
