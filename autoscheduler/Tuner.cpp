@@ -17,10 +17,14 @@
 
 namespace tessel::autosched {
 
+std::string TuneResult::source_text() const {
+    return std::string(to_string(source)) + (ptxas_checked ? "+ptxas" : "");
+}
+
 TuningKey Tuner::key_for(const TuneRequest &r) {
     TuningKey k = TuningKey::current();
     k.group_hash = structural_hash(*r.graph, r.group);
-    k.shape_class = r.workload.shape_class();
+    k.shape_class = to_string(r.workload.shape_class());
     k.shapes = r.workload.to_string();
     k.target = r.target.to_string();
     k.numeric_mode = to_key_string(r.graph->mode);
@@ -178,7 +182,7 @@ TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
         if (hit) {
             if (hit->measured_by == kMeasured || hit->measured_by == kVerified || !measuring) {
                 result.schedule = sched::schedule_from_json(hit->schedule);
-                result.source = "database";
+                result.source = ScheduleProvenance::Database;
                 result.time_ms = hit->median_ms;
                 result.decision = "database hit (" + hit->measured_by + ", " + hit->cost_model_version + "): " + hit->notes;
                 return finish();
@@ -192,7 +196,7 @@ TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
     if (survivors.empty()) {
         // Tiny problems fail the parallel-work rule everywhere: keep the always-correct nest.
         CandidateParams fallback;
-        fallback.nest = tm.device == sched::Device::Cuda ? "cuda_simple" : "general";
+        fallback.nest = tm.device == sched::Device::Cuda ? NestFamily::CudaSimple : NestFamily::General;
         survivors.push_back(r.workload.kind == dsl::GroupKind::MatmulEpilogue ? fallback : group_library_point(r.workload));
     }
     const auto costs = model_.predict(r.workload, survivors);
@@ -204,11 +208,11 @@ TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
 
     size_t winner = 0;
     if (tm.device == sched::Device::Cuda && r.workload.kind != dsl::GroupKind::MatmulEpilogue) {
-        result.source = "model";
+        result.source = ScheduleProvenance::Model;
         result.decision = "no GPU here: the library's group schedule (the space has one point on CUDA)";
         result.time_ms = result.ranked[0].cost.total_s() * 1e3;
     } else if (tm.device == sched::Device::Cuda) {
-        result.source = "model+ptxas";
+        result.source = ScheduleProvenance::Model, result.ptxas_checked = true;
         bool found = false;
         for (int i = 0; i < (int)result.ranked.size() && i < params_.ptxas_checks && !found; i++) {
             auto &c = result.ranked[i];
@@ -223,7 +227,7 @@ TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
         result.time_ms = result.ranked[winner].cost.total_s() * 1e3;
     } else if (params_.measure && measurer_) {
         int budget = params_.budget;
-        auto corr = params_.class_rank_correlation.find(r.workload.shape_class());
+        auto corr = params_.class_rank_correlation.find(to_string(r.workload.shape_class()));
         if (corr != params_.class_rank_correlation.end() && corr->second < params_.min_rank_correlation) budget *= 2;
         budget = std::min<int>(budget, (int)result.ranked.size());
         // Seed: the library's own point is always measured too (moved up to the budget's end).
@@ -251,7 +255,7 @@ TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
         task.memory_limit_bytes = params_.memory_limit_bytes;
         // Memory-bound shapes are timed with cold caches, as they run (and as the benchmark
         // measures them): 4x the last-level cache.
-        if (r.workload.shape_class() == "decode") task.flush_bytes = std::min<int64_t>(4 * tm.cpu.l3_bytes, 512 << 20);
+        if (r.workload.shape_class() == ShapeClass::Decode) task.flush_bytes = std::min<int64_t>(4 * tm.cpu.l3_bytes, 512 << 20);
         std::vector<sched::ScheduleSpec> schedules;
         for (int i = 0; i < budget; i++) {
             schedules.push_back(make_schedule(result.ranked[i].params, r.workload, target));
@@ -305,15 +309,15 @@ TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
         }
         if (winner == result.ranked.size()) {
             winner = 0;
-            result.source = "model";
+            result.source = ScheduleProvenance::Model;
             result.decision = "every measured candidate failed; the model's pick";
             result.time_ms = result.ranked[0].cost.total_s() * 1e3;
         } else {
-            result.source = "measured";
+            result.source = ScheduleProvenance::Measured;
             result.time_ms = result.ranked[winner].measured->median_ms;
         }
     } else {
-        result.source = "model";
+        result.source = ScheduleProvenance::Model;
         result.decision = "the cost model's top pick (not measured)";
         result.time_ms = result.ranked[0].cost.total_s() * 1e3;
     }
@@ -327,7 +331,7 @@ TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
         rec.median_ms = result.time_ms;
         if (result.ranked[winner].measured) rec.samples = result.ranked[winner].measured->samples;
         rec.cost_model_version = model_.version();
-        rec.measured_by = result.source == "measured" ? kMeasured : kModel;
+        rec.measured_by = result.source == ScheduleProvenance::Measured ? kMeasured : kModel;
         rec.created_unix = (int64_t)std::time(nullptr);
         rec.notes = result.params.to_string() + "; " + result.decision;
         cache_->commit(rec);

@@ -30,6 +30,7 @@
 #include "autoscheduler/TuningDatabase.h"
 #include "dsl/ir/Graph.h"
 #include "dsl/passes/Fusion.h"
+#include "schedules/ScheduleProvenance.h"
 
 #include <Halide.h>
 
@@ -95,7 +96,11 @@ struct TuneResult {
     TuningKey key;
     sched::ScheduleSpec schedule;
     CandidateParams params;
-    std::string source;        ///< "database", "measured", "model", "model+ptxas"
+    /** Database, Measured or Model (never User or LibraryDefault). */
+    ScheduleProvenance source = ScheduleProvenance::Model;
+    bool ptxas_checked = false;  ///< CUDA: the model's pick was checked with ptxas
+    /** "database", "measured", "model", or "model+ptxas" when ptxas_checked. */
+    std::string source_text() const;
     double time_ms = 0;        ///< measured median, or the model's estimate
     PruneReport prune;
     std::vector<RankedCandidate> ranked;  ///< every survivor in model order (measured ones filled)

@@ -272,7 +272,7 @@ std::vector<ScheduleSpec::Variant> matmul_cpu_panel_variants(const CpuBlocking &
     // Row blocks of mr, mr / 2, ... 2 for the M that have at least that many rows; M = 1 takes
     // the one-row nest, the fallback, so no M reads the panels through index arithmetic.
     std::vector<ScheduleSpec::Variant> v;
-    for (int rows = b.mr; rows >= 2; rows /= 2) v.push_back({{{"M", ">=", rows}}, matmul_cpu_panel_steps(b, rows)});
+    for (int rows = b.mr; rows >= 2; rows /= 2) v.push_back({{{"M", GuardOp::Ge, rows}}, matmul_cpu_panel_steps(b, rows)});
     return v;
 }
 
@@ -319,16 +319,16 @@ ScheduleSpec matmul_cpu_blocked(const Halide::Target &target, int64_t rhs_panel_
                     ", split-K gemv streams for M == 1, split-K decode nest for other M < " +
                     std::to_string(b.mr);
     if (b.k_block > 0)
-        s.variants.push_back({{{"M", ">=", b.mr}, {"M", "<=", b.k_block_max_m}, {"N", ">=", b.nr}}, matmul_cpu_splitk_gemm_steps(b)});
+        s.variants.push_back({{{"M", GuardOp::Ge, b.mr}, {"M", GuardOp::Le, b.k_block_max_m}, {"N", GuardOp::Ge, b.nr}}, matmul_cpu_splitk_gemm_steps(b)});
     if (b.k_block_max_m < b.decode_max_m) {
         CpuBlocking in_place = b;
         in_place.k_block = 0;
         s.variants.push_back(
-            {{{"M", ">=", b.mr}, {"M", "<=", b.decode_max_m}, {"N", ">=", b.nr}}, matmul_cpu_splitk_gemm_steps(in_place)});
+            {{{"M", GuardOp::Ge, b.mr}, {"M", GuardOp::Le, b.decode_max_m}, {"N", GuardOp::Ge, b.nr}}, matmul_cpu_splitk_gemm_steps(in_place)});
     }
-    s.variants.push_back({{{"M", "==", 1}}, matmul_cpu_gemv_steps(b)});
-    s.variants.push_back({{{"M", "<=", b.decode_max_m}}, matmul_cpu_decode_steps(b)});
-    s.variants.push_back({{{"M", ">=", b.mr}, {"N", ">=", b.nr}}, matmul_cpu_gemm_steps(b, b.panel_blocks)});
+    s.variants.push_back({{{"M", GuardOp::Eq, 1}}, matmul_cpu_gemv_steps(b)});
+    s.variants.push_back({{{"M", GuardOp::Le, b.decode_max_m}}, matmul_cpu_decode_steps(b)});
+    s.variants.push_back({{{"M", GuardOp::Ge, b.mr}, {"N", GuardOp::Ge, b.nr}}, matmul_cpu_gemm_steps(b, b.panel_blocks)});
     s.steps = matmul_cpu_general_steps(b);
     return s;
 }
