@@ -114,7 +114,7 @@ namespace {
 std::string check_with_ptxas(const TuneRequest &r, const sched::ScheduleSpec &s) {
     const CompiledKernel k(*r.graph, r.group, s, r.target, KernelBackend::AheadOfTime,
                            std::map<std::string, int64_t>{{"M", r.workload.M}, {"K", r.workload.K}, {"N", r.workload.N}});
-    return k.ptx_report("sm_90").verdict();
+    return k.ptx_report().verdict(k.ptx_limits());
 }
 
 }  // namespace

@@ -10,7 +10,8 @@
  *                     near-tie rule below
  *   CPU, model only:  the model's top pick
  *   CUDA (no GPU):    the model's best candidates in order, each assembled with ptxas -v for
- *                     sm_90; the first without spills and within limits wins
+ *                     the target's architecture (sched::TargetFacts); the first without spills
+ *                     and within limits wins
  *   -> commit the winner to the cache
  *
  * Every measurement is validated (validate_measurement: a finite, non-negative time) whichever

@@ -222,7 +222,7 @@ int run_tune(const TuneOptions &o, std::ostream &out) {
     std::unique_ptr<autosched::IsolatedMeasurer> measurer;
     if (tm.device == sched::Device::Cuda) {
         out << "target has CUDA and no GPU is used here: candidates are ranked by the cost model and checked with "
-               "ptxas -v for sm_90, not measured\n";
+               "ptxas -v for " << tm.cuda.ptx_arch() << ", not measured\n";
         params.measure = false;
     } else if (params.measure) {
         measurer = std::make_unique<autosched::IsolatedMeasurer>();

@@ -3,6 +3,8 @@
 // nests with the guards under which each is valid.
 #include "schedules/MatmulCpuSchedules.h"
 
+#include "schedules/TargetFacts.h"
+
 #include <algorithm>
 
 namespace tessel::sched {
@@ -17,11 +19,12 @@ const char *const kWrapperN = "_0";
 }  // namespace
 
 CpuBlocking CpuBlocking::for_target(const Halide::Target &target) {
+    const TargetFacts facts = TargetFacts::for_target(target);
     CpuBlocking b;
-    b.lanes = std::max(4, target.natural_vector_size<float>());
+    b.lanes = facts.cpu.f32_lanes;
     // Register budget: MR x 3 accumulators + 3 vectors of w + 1 broadcast of x.
     // AVX-512 has 32 vector registers (8 x 3 + 4 = 28), AVX2 has 16 (4 x 3 + 4 = 16).
-    b.mr = target.has_feature(Halide::Target::AVX512) ? 8 : 4;
+    b.mr = facts.cpu.vector_registers >= 32 ? 8 : 4;
     b.nr = 3 * b.lanes;
     b.panel_blocks = 1;
     // The gemm's k loop unrolled by 2: the loop's counter, compare and branch (which share
@@ -334,7 +337,7 @@ ScheduleSpec matmul_cpu_blocked(const Halide::Target &target, int64_t rhs_panel_
 }
 
 ScheduleSpec matmul_cpu_tiled(const Halide::Target &target) {
-    const int lanes = std::max(4, target.natural_vector_size<float>());
+    const int lanes = TargetFacts::for_target(target).cpu.f32_lanes;
     const StageRef y{"y"}, init{"matmul"}, update{"matmul", 0};
     ScheduleSpec s("cpu_tiled", Device::Cpu);
     s.description = "2 vectors x 8 rows register tile, epilogue fused per tile, parallel row tiles";

@@ -7,6 +7,9 @@
 
 #include <doctest/doctest.h>
 
+#include <stdexcept>
+#include <string>
+
 using namespace tessel::sched;
 
 TEST_CASE("Guard::holds is the runtime's guard evaluator") {
