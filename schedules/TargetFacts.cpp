@@ -51,7 +51,7 @@ int cuda_capability(const Halide::Target &target) {
         const Halide::Target::Feature f = Halide::Target::feature_from_name("cuda_capability_" + std::to_string(cc));
         if (f != Halide::Target::FeatureEnd && target.has_feature(f)) return cc;
     }
-    return target.get_cuda_capability_lower_bound();
+    return kNominalCudaCapability;
 }
 
 TargetFacts TargetFacts::for_target(const Halide::Target &target) {

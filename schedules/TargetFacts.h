@@ -11,8 +11,9 @@
  * cuda.ptx_limits()).
  *
  * The CUDA architecture is the target's CUDA capability feature: "host-cuda" (which adds
- * cuda_capability_86, the newest Halide 21 knows) is sm_86. A CUDA target without a capability
- * feature is Halide's lower bound for it (what Halide generates PTX for).
+ * cuda_capability_86, the newest Halide 21 knows) is sm_86. A CUDA target naming no capability
+ * gets generic PTX from Halide (".target sm_20", which current ptxas no longer assembles for);
+ * it is checked on the chip the nominal numbers below describe, sm_90 (kNominalCudaCapability).
  *
  *   const TargetFacts f = TargetFacts::for_target(parse_target("host-cuda"));
  *   f.cuda.ptx_arch() == "sm_86";  f.device == Device::Cuda
@@ -38,10 +39,14 @@ struct CpuFacts {
     int64_t l1_bytes = 32 << 10, l2_bytes = 1 << 20, l3_bytes = 32 << 20;  ///< this host's data caches
 };
 
+/** The chip a CUDA target naming no capability is checked on: the H100/H200 that CudaFacts'
+ * nominal numbers describe. */
+constexpr int kNominalCudaCapability = 90;
+
 /** A CUDA target's chip: the architecture from the capability feature, limits and nominal
  * throughput of an sm_80/sm_90-class part (H100/H200 numbers). */
 struct CudaFacts {
-    int capability = 0;  ///< 86 for cuda_capability_86; 0 on a CPU target
+    int capability = 0;  ///< 86 for cuda_capability_86; kNominalCudaCapability if none; 0 on a CPU target
     int sms = 132;
     int max_threads_per_block = 1024;
     int max_threads_per_sm = 2048;
@@ -67,7 +72,7 @@ struct TargetFacts {
 };
 
 /** The CUDA capability of `target` as a number (86), from its highest cuda_capability_NN
- * feature; Halide's lower bound when it has none; 0 without CUDA. */
+ * feature; kNominalCudaCapability when it names none; 0 without CUDA. */
 int cuda_capability(const Halide::Target &target);
 
 }  // namespace tessel::sched
