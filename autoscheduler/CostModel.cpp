@@ -50,7 +50,7 @@ CostBreakdown AnalyticalCostModel::estimate_cpu(const Workload &w, const Candida
     const double peak = c.peak_gflops() * 1e9 / c.cores;  // per core, flop/s
     double M_exec = M, N_exec = N;
     double pipe = 1, dram = 0, cache = 0;
-    if (p.nest == "gemm" || p.nest == "splitk" || p.nest == "panel") {
+    if (p.nest == NestFamily::Gemm || p.nest == NestFamily::Splitk || p.nest == NestFamily::Panel) {
         const double nr = p.nr_vectors * L;
         // Shifted-inward tails recompute a partial tile.
         M_exec = ceil_div(M, p.mr) * p.mr;
@@ -61,13 +61,13 @@ CostBreakdown AnalyticalCostModel::estimate_cpu(const Workload &w, const Candida
         const double cycles = std::max(fmas / c.fma_units, loads / c.load_ports) + 0.5;
         pipe = (fmas / c.fma_units) / cycles;
         pipe *= std::min(1.0, fmas / (c.fma_latency * c.fma_units));
-        if (p.nest == "panel") {
+        if (p.nest == NestFamily::Panel) {
             // w is already in panels: streamed once from DRAM (padding included), re-read from
             // cache by every further block of mr rows; x re-read once per panel from cache.
             b.tasks = (int64_t)ceil_div(N, nr);
             dram = K * N_exec * 4 + M * N * 4 + M * K * 4;
             cache = M * K * 4 * std::max(0.0, (double)b.tasks - 1) + K * N_exec * 4 * std::max(0.0, ceil_div(M, p.mr) - 1);
-        } else if (p.nest == "gemm") {
+        } else if (p.nest == NestFamily::Gemm) {
             b.tasks = (int64_t)ceil_div(N, nr * p.panel_blocks);
             // w is packed once per panel (read, written, read back from cache); x is re-read
             // once per panel from cache.
@@ -91,7 +91,7 @@ CostBreakdown AnalyticalCostModel::estimate_cpu(const Workload &w, const Candida
             else
                 cache += 2.0 * M * N * 4 * ceil_div(K, sched::CpuBlocking::kSumsBlock);
         }
-    } else if (p.nest == "decode" || p.nest == "gemv") {
+    } else if (p.nest == NestFamily::Decode || p.nest == NestFamily::Gemv) {
         // (gemv is the same work for M = 1, its k_unroll far-apart streams instead of adjacent
         // rows; the model does not tell the two apart, measurement does.)
         // Per row of x and 4 vectors of partial sums: k_unroll x 4 FMAs against as many loads
@@ -132,7 +132,7 @@ CostBreakdown AnalyticalCostModel::estimate_cuda(const Workload &w, const Candid
     CostBreakdown b;
     const double M = w.M, K = w.K, N = w.N;
     double M_exec = M, N_exec = N, pipe = 1, dram = 0;
-    if (p.nest == "cuda_tiled") {
+    if (p.nest == NestFamily::CudaTiled) {
         M_exec = ceil_div(M, p.BM) * p.BM;
         N_exec = ceil_div(N, p.BN) * p.BN;
         const double threads = (double)(p.BN / p.TN) * (p.BM / p.TM);
@@ -148,7 +148,7 @@ CostBreakdown AnalyticalCostModel::estimate_cuda(const Workload &w, const Candid
         b.tasks = (int64_t)(ceil_div(N, p.BN) * ceil_div(M, p.BM));
         // Each block reads its BM rows of x and BN columns of w over all K.
         dram = 4 * K * (M_exec * ceil_div(N, p.BN) + N_exec * ceil_div(M, p.BM)) * 0.25 /* L2 hits */ + M * N * 4;
-    } else if (p.nest == "cuda_decode") {
+    } else if (p.nest == NestFamily::CudaDecode) {
         b.tasks = (int64_t)ceil_div(N, p.NB);
         pipe = 0.25;
         const double coalescing = std::min(1.0, p.NB / 32.0);
@@ -172,7 +172,7 @@ CostBreakdown AnalyticalCostModel::estimate_cuda(const Workload &w, const Candid
 
 std::vector<CostBreakdown> AnalyticalCostModel::predict(const Workload &w,
                                                         std::span<const CandidateParams> candidates) const {
-    const Calibration cal = calibration(w.shape_class());
+    const Calibration cal = calibration(to_string(w.shape_class()));
     std::vector<CostBreakdown> out;
     for (const auto &p : candidates) {
         CostBreakdown b = model_.device == sched::Device::Cuda ? estimate_cuda(w, p)

@@ -96,7 +96,7 @@ double spearman(const std::vector<double> &a, const std::vector<double> &b) {
 std::vector<ClassCoverage> coverage_by_class(const std::vector<TuneResult> &results) {
     std::map<std::string, ClassCoverage> by;
     for (const auto &r : results) {
-        if (r.source != "measured") continue;
+        if (r.source != ScheduleProvenance::Measured) continue;
         const Pairs p = measured_pairs(r);
         if (p.measured.empty()) continue;
         ClassCoverage &c = by[r.key.shape_class];
@@ -124,11 +124,11 @@ std::map<std::string, Calibration> fit_calibrations(const TargetModel &model, co
     AnalyticalCostModel raw(model);
     std::map<std::string, std::vector<std::pair<CostBreakdown, double>>> samples;
     for (size_t i = 0; i < results.size(); i++) {
-        if (results[i].source != "measured") continue;
+        if (results[i].source != ScheduleProvenance::Measured) continue;
         const Pairs p = measured_pairs(results[i]);
         const auto costs = raw.predict(workloads[i], p.params);
         for (size_t j = 0; j < p.params.size(); j++)
-            samples[workloads[i].shape_class()].push_back({costs[j], p.measured[j] * 1e-3});
+            samples[to_string(workloads[i].shape_class())].push_back({costs[j], p.measured[j] * 1e-3});
     }
     std::map<std::string, Calibration> out;
     for (const auto &[cls, s] : samples) out[cls] = AnalyticalCostModel::fit(s);
@@ -149,14 +149,14 @@ std::vector<CalibrationRow> calibration_experiment(const TargetModel &model, con
         std::map<std::string, std::pair<double, double>> sums;  // class -> (rho, regret)
         std::map<std::string, int> counts;
         for (size_t i = 0; i < results.size(); i++) {
-            if (results[i].source != "measured") continue;
+            if (results[i].source != ScheduleProvenance::Measured) continue;
             const Pairs p = measured_pairs(results[i]);
             if (p.measured.size() < 2) continue;
             const auto costs = m.predict(workloads[i], p.params);
             std::vector<double> predicted;
             for (const auto &c : costs) predicted.push_back(c.total_s());
             const size_t top = std::min_element(predicted.begin(), predicted.end()) - predicted.begin();
-            const std::string cls = workloads[i].shape_class();
+            const std::string cls = to_string(workloads[i].shape_class());
             sums[cls].first += spearman(predicted, p.measured);
             sums[cls].second += regret_of(p.measured, top);
             counts[cls]++;

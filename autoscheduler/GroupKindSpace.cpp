@@ -62,11 +62,11 @@ int64_t tasks_of(const Workload &w, const CandidateParams &p) {
 
 }  // namespace
 
-std::string group_shape_class(const sched::GroupShape &s) {
-    if (s.reductions.empty()) return "elementwise";
+ShapeClass group_shape_class(const sched::GroupShape &s) {
+    if (s.reductions.empty()) return ShapeClass::Elementwise;
     const bool rows = std::all_of(s.reductions.begin(), s.reductions.end(),
                                   [](const sched::GroupReduction &r) { return r.row_local && r.along_n; });
-    return rows ? "rows" : "columns";
+    return rows ? ShapeClass::Rows : ShapeClass::Columns;
 }
 
 std::optional<Workload> group_kind_workload(const dsl::Graph &g, const dsl::FusionGroup &group, const sched::GroupShape &shape,
@@ -153,7 +153,7 @@ std::vector<CandidateParams> enumerate_group_space(const Workload &w, const Targ
                     for (int rv : reduce_vectors) {
                         if (kept_n && rv > 1 && !ln) continue;  // only the vectorized kept-n reduction has them
                         CandidateParams p;
-                        p.nest = "group";
+                        p.nest = NestFamily::Group;
                         p.group = t;
                         p.group.vectors = v;
                         p.group.reductions_per_row = pr;
@@ -166,7 +166,7 @@ std::vector<CandidateParams> enumerate_group_space(const Workload &w, const Targ
 
 CandidateParams group_library_point(const Workload &w) {
     CandidateParams p;
-    p.nest = "group";
+    p.nest = NestFamily::Group;
     p.group = sched::CpuGroupParams::library(/*vectorize_reductions=*/w.kind != dsl::GroupKind::Elementwise);
     return p;
 }

@@ -46,8 +46,8 @@
 
 namespace tessel::autosched {
 
-/** "elementwise", "rows" or "columns" (Workload::shape_class). */
-std::string group_shape_class(const sched::GroupShape &shape);
+/** Elementwise, Rows or Columns (Workload::shape_class). */
+ShapeClass group_shape_class(const sched::GroupShape &shape);
 
 /** The workload of an elementwise or reduction `group` of `g` at `symbols`: `shape` from the
  * lowering (lower::group_shape), sizes, bytes and the op cost table. nullopt when a size of a

@@ -64,7 +64,7 @@ bool reuse_record(const TuneContext &ctx, TuningCache &cache, bool measuring, Tu
     if (!hit) return false;
     if (hit->measured_by == kMeasured || hit->measured_by == kVerified || !measuring) {
         result.schedule = sched::schedule_from_json(hit->schedule);
-        result.source = "database";
+        result.source = ScheduleProvenance::Database;
         result.time_ms = hit->median_ms;
         result.decision = "database hit (" + hit->measured_by + ", " + hit->cost_model_version + "): " + hit->notes;
         return true;
@@ -80,7 +80,7 @@ void commit_result(TuningCache &cache, const TuneResult &result, size_t winner, 
     rec.median_ms = result.time_ms;
     if (result.ranked[winner].measured) rec.samples = result.ranked[winner].measured->samples;
     rec.cost_model_version = model.version();
-    rec.measured_by = result.source == "measured" ? kMeasured : kModel;
+    rec.measured_by = result.source == ScheduleProvenance::Measured ? kMeasured : kModel;
     rec.created_unix = (int64_t)std::time(nullptr);
     rec.notes = result.params.to_string() + "; " + result.decision;
     cache.commit(rec);

@@ -9,11 +9,11 @@
 
 namespace tessel::autosched {
 
-std::string Workload::shape_class() const {
+ShapeClass Workload::shape_class() const {
     if (kind != dsl::GroupKind::MatmulEpilogue) return group_shape_class(group.shape);
-    if (M <= 16) return "decode";
+    if (M <= 16) return ShapeClass::Decode;
     const int64_t lo = std::min({M, K, N}), hi = std::max({M, K, N});
-    return hi <= 2 * lo ? "square" : "mlp";
+    return hi <= 2 * lo ? ShapeClass::Square : ShapeClass::Mlp;
 }
 
 std::string Workload::to_string() const {
@@ -43,27 +43,27 @@ void add_epilogue_cost(const dsl::Graph &g, const std::vector<dsl::ValueId> &nod
 
 std::string CandidateParams::to_string() const {
     std::ostringstream os;
-    os << nest;
-    if (nest == "gemm") os << " mr=" << mr << " nr=" << nr_vectors << "v panel=" << panel_blocks;
-    if (nest == "panel") os << " mr=" << mr << " nr=" << nr_vectors << "v";
-    if (nest == "splitk") os << " mr=" << mr << " nr=" << nr_vectors << "v kchunk=" << k_chunk << (k_block ? " kblock=" + std::to_string(k_block) : "");
-    if (nest == "decode") os << " kchunk=" << k_chunk << " kunroll=" << k_unroll;
-    if (nest == "gemv") os << " kchunk=" << k_chunk << " streams=" << k_unroll;
-    if (nest == "cuda_tiled") os << " block=" << BN << "x" << BM << " thread=" << TN << "x" << TM << " kt=" << KT;
-    if (nest == "cuda_decode") os << " nb=" << NB << " ks=" << KS << " mb=" << MB;
-    if (nest == "group") os << " " << group.to_string();
+    os << autosched::to_string(nest);
+    if (nest == NestFamily::Gemm) os << " mr=" << mr << " nr=" << nr_vectors << "v panel=" << panel_blocks;
+    if (nest == NestFamily::Panel) os << " mr=" << mr << " nr=" << nr_vectors << "v";
+    if (nest == NestFamily::Splitk) os << " mr=" << mr << " nr=" << nr_vectors << "v kchunk=" << k_chunk << (k_block ? " kblock=" + std::to_string(k_block) : "");
+    if (nest == NestFamily::Decode) os << " kchunk=" << k_chunk << " kunroll=" << k_unroll;
+    if (nest == NestFamily::Gemv) os << " kchunk=" << k_chunk << " streams=" << k_unroll;
+    if (nest == NestFamily::CudaTiled) os << " block=" << BN << "x" << BM << " thread=" << TN << "x" << TM << " kt=" << KT;
+    if (nest == NestFamily::CudaDecode) os << " nb=" << NB << " ks=" << KS << " mb=" << MB;
+    if (nest == NestFamily::Group) os << " " << group.to_string();
     return os.str();
 }
 
 nlohmann::json CandidateParams::to_json() const {
-    nlohmann::json j{{"nest", nest}};
+    nlohmann::json j{{"nest", autosched::to_string(nest)}};
     auto put = [&](const char *k, int v) {
         if (v) j[k] = v;
     };
     put("mr", mr), put("nr_vectors", nr_vectors), put("panel_blocks", panel_blocks), put("k_unroll", k_unroll);
     put("k_chunk", k_chunk), put("k_block", k_block), put("BN", BN), put("BM", BM), put("TN", TN), put("TM", TM);
     put("KT", KT), put("NB", NB), put("KS", KS), put("MB", MB);
-    if (nest == "group")
+    if (nest == NestFamily::Group)
         j["group"] = {{"vectors", group.vectors},         {"rows_per_task", group.rows_per_task},
                       {"block", group.block},             {"parallel", group.parallel},
                       {"reductions_per_row", group.reductions_per_row},
@@ -82,7 +82,7 @@ bool enumerate_panels(const Workload &w, const CpuModel &cpu, std::vector<Candid
     for (int mr : {1, 2, 4, 6, 8, 12, 16}) {
         if (mr * nv > cpu.vector_registers) continue;
         CandidateParams p;
-        p.nest = "panel", p.mr = mr, p.nr_vectors = nv;
+        p.nest = NestFamily::Panel, p.mr = mr, p.nr_vectors = nv;
         out.push_back(p);
     }
     return true;
@@ -96,7 +96,7 @@ void enumerate_row_major(const Workload &w, const CpuModel &cpu, std::vector<Can
             for (int pb : {1, 2, 4, 8}) {
                 if (mr * nv > cpu.vector_registers) continue;  // not even the accumulators fit
                 CandidateParams p;
-                p.nest = "gemm", p.mr = mr, p.nr_vectors = nv, p.panel_blocks = pb;
+                p.nest = NestFamily::Gemm, p.mr = mr, p.nr_vectors = nv, p.panel_blocks = pb;
                 out.push_back(p);
             }
     // Split-K with the register block: chunks of rows of w per task, each chunk's partial sums
@@ -108,7 +108,7 @@ void enumerate_row_major(const Workload &w, const CpuModel &cpu, std::vector<Can
                 for (int k_block : {0, 32, 64}) {
                     if (mr * nv > cpu.vector_registers || chunk > std::max<int64_t>(w.K, 256) || k_block >= chunk) continue;
                     CandidateParams p;
-                    p.nest = "splitk", p.mr = mr, p.nr_vectors = nv, p.k_chunk = chunk, p.k_block = k_block;
+                    p.nest = NestFamily::Splitk, p.mr = mr, p.nr_vectors = nv, p.k_chunk = chunk, p.k_block = k_block;
                     out.push_back(p);
                 }
     // Split-K gemv (M = 1): chunks of rows per task, read as k_unroll far-apart row streams.
@@ -116,7 +116,7 @@ void enumerate_row_major(const Workload &w, const CpuModel &cpu, std::vector<Can
         for (int streams : {4, 8}) {
             if (chunk > std::max<int64_t>(w.K, 256)) continue;
             CandidateParams p;
-            p.nest = "gemv", p.k_chunk = chunk, p.k_unroll = streams;
+            p.nest = NestFamily::Gemv, p.k_chunk = chunk, p.k_unroll = streams;
             out.push_back(p);
         }
     // Split-K streaming nest: chunks of rows of w per task, from a few vectors' worth up to K.
@@ -124,7 +124,7 @@ void enumerate_row_major(const Workload &w, const CpuModel &cpu, std::vector<Can
         for (int ku : {1, 2, 4, 8}) {
             if (chunk > std::max<int64_t>(w.K, 64)) continue;
             CandidateParams p;
-            p.nest = "decode", p.k_chunk = chunk, p.k_unroll = ku;
+            p.nest = NestFamily::Decode, p.k_chunk = chunk, p.k_unroll = ku;
             out.push_back(p);
         }
 }
@@ -132,7 +132,7 @@ void enumerate_row_major(const Workload &w, const CpuModel &cpu, std::vector<Can
 void enumerate_cpu(const Workload &w, const CpuModel &cpu, std::vector<CandidateParams> &out) {
     if (!enumerate_panels(w, cpu, out)) enumerate_row_major(w, cpu, out);
     CandidateParams general;  // always correct, whatever w's layout
-    general.nest = "general";
+    general.nest = NestFamily::General;
     out.push_back(general);
 }
 
@@ -144,17 +144,17 @@ void enumerate_cuda(const Workload &, const CudaModel &, std::vector<CandidatePa
                     for (int KT : {8, 16, 32}) {
                         if (TN > BN || TM > BM) continue;
                         CandidateParams p;
-                        p.nest = "cuda_tiled", p.BN = BN, p.BM = BM, p.TN = TN, p.TM = TM, p.KT = KT;
+                        p.nest = NestFamily::CudaTiled, p.BN = BN, p.BM = BM, p.TN = TN, p.TM = TM, p.KT = KT;
                         out.push_back(p);
                     }
     for (int NB : {16, 32, 64})
         for (int KS : {4, 8, 16, 32}) {
             CandidateParams p;
-            p.nest = "cuda_decode", p.NB = NB, p.KS = KS, p.MB = 16;
+            p.nest = NestFamily::CudaDecode, p.NB = NB, p.KS = KS, p.MB = 16;
             out.push_back(p);
         }
     CandidateParams simple;
-    simple.nest = "cuda_simple";
+    simple.nest = NestFamily::CudaSimple;
     out.push_back(simple);
 }
 
@@ -174,39 +174,40 @@ std::optional<CandidateParams> library_point(const Workload &w, const Halide::Ta
     const sched::CpuBlocking b = sched::CpuBlocking::for_target(target);
     CandidateParams p;
     if (w.rhs_panel_width == b.nr) {  // cpu_blocked's panel nests: the most rows M fills
-        p.nest = "panel", p.nr_vectors = b.nr / b.lanes;
+        p.nest = NestFamily::Panel, p.nr_vectors = b.nr / b.lanes;
         for (p.mr = b.mr; p.mr > 1 && p.mr > w.M; p.mr /= 2) {}
     } else if (w.ordered_reductions) {  // cpu_blocked's variants that keep the k sum in order
-        if (w.M >= b.mr && w.N >= b.nr) p.nest = "gemm", p.mr = b.mr, p.nr_vectors = b.nr / b.lanes, p.panel_blocks = b.panel_blocks;
-        else p.nest = "general";
+        if (w.M >= b.mr && w.N >= b.nr) p.nest = NestFamily::Gemm, p.mr = b.mr, p.nr_vectors = b.nr / b.lanes, p.panel_blocks = b.panel_blocks;
+        else p.nest = NestFamily::General;
     } else if (w.M >= b.mr && w.M <= b.decode_max_m && w.N >= b.nr) {
-        p.nest = "splitk", p.mr = b.mr, p.nr_vectors = b.nr / b.lanes, p.k_chunk = b.k_chunk;
+        p.nest = NestFamily::Splitk, p.mr = b.mr, p.nr_vectors = b.nr / b.lanes, p.k_chunk = b.k_chunk;
         p.k_block = w.M <= b.k_block_max_m ? b.k_block : 0;
     } else if (w.M == 1) {
-        p.nest = "gemv", p.k_chunk = b.k_chunk, p.k_unroll = b.gemv_streams;
+        p.nest = NestFamily::Gemv, p.k_chunk = b.k_chunk, p.k_unroll = b.gemv_streams;
     } else if (w.M <= b.decode_max_m) {
-        p.nest = "decode", p.k_chunk = b.k_chunk, p.k_unroll = b.k_unroll;
+        p.nest = NestFamily::Decode, p.k_chunk = b.k_chunk, p.k_unroll = b.k_unroll;
     } else if (w.M >= b.mr && w.N >= b.nr) {
-        p.nest = "gemm", p.mr = b.mr, p.nr_vectors = b.nr / b.lanes, p.panel_blocks = b.panel_blocks;
+        p.nest = NestFamily::Gemm, p.mr = b.mr, p.nr_vectors = b.nr / b.lanes, p.panel_blocks = b.panel_blocks;
     } else {
-        p.nest = "general";
+        p.nest = NestFamily::General;
     }
     return p;
 }
 
 sched::ScheduleSpec make_schedule(const CandidateParams &p, const Halide::Target &target) {
     using sched::Guard;
-    sched::ScheduleSpec s("tuned_" + p.nest, target.has_feature(Halide::Target::CUDA) ? sched::Device::Cuda
+    using sched::GuardOp;
+    sched::ScheduleSpec s("tuned_" + std::string(to_string(p.nest)), target.has_feature(Halide::Target::CUDA) ? sched::Device::Cuda
                                                                                        : sched::Device::Cpu);
     s.description = "autoscheduled: " + p.to_string();
     if (s.device == sched::Device::Cuda) {
         s.steps = sched::matmul_cuda_simple(target).steps;
-        if (p.nest == "cuda_tiled") {
+        if (p.nest == NestFamily::CudaTiled) {
             const sched::CudaTileParams t{p.BN, p.BM, p.TN, p.TM, p.KT};
             s.variants.push_back({sched::matmul_cuda_tiled_guards(t), sched::matmul_cuda_tiled_steps(t)});
-        } else if (p.nest == "cuda_decode") {
+        } else if (p.nest == NestFamily::CudaDecode) {
             const sched::CudaDecodeParams d{p.NB, p.KS, p.MB};
-            s.variants.push_back({{Guard{"M", "<=", p.MB}}, sched::matmul_cuda_decode_steps(d)});
+            s.variants.push_back({{Guard{"M", GuardOp::Le, p.MB}}, sched::matmul_cuda_decode_steps(d)});
         }
         return s;
     }
@@ -218,19 +219,19 @@ sched::ScheduleSpec make_schedule(const CandidateParams &p, const Halide::Target
     if (p.k_chunk) b.k_chunk = p.k_chunk;
     b.k_block = p.k_block;  // the point says in place (0) or the block: not the library's default
     s.steps = sched::matmul_cpu_general_steps(b);
-    if (p.nest == "panel") {
+    if (p.nest == NestFamily::Panel) {
         // The one-row panel nest is correct for every M (and reads the panels in place).
         s.steps = sched::matmul_cpu_panel_steps(b, 1);
-        if (b.mr > 1) s.variants.push_back({{Guard{"M", ">=", b.mr}}, sched::matmul_cpu_panel_steps(b, b.mr)});
-    } else if (p.nest == "gemm") {
-        s.variants.push_back({{Guard{"M", ">=", b.mr}, Guard{"N", ">=", b.nr}}, sched::matmul_cpu_gemm_steps(b, b.panel_blocks)});
-    } else if (p.nest == "splitk") {
-        s.variants.push_back({{Guard{"M", ">=", b.mr}, Guard{"N", ">=", b.nr}}, sched::matmul_cpu_splitk_gemm_steps(b)});
-    } else if (p.nest == "gemv") {
-        s.variants.push_back({{Guard{"M", "==", 1}}, sched::matmul_cpu_gemv_steps(b)});
-    } else if (p.nest == "decode") {
+        if (b.mr > 1) s.variants.push_back({{Guard{"M", GuardOp::Ge, b.mr}}, sched::matmul_cpu_panel_steps(b, b.mr)});
+    } else if (p.nest == NestFamily::Gemm) {
+        s.variants.push_back({{Guard{"M", GuardOp::Ge, b.mr}, Guard{"N", GuardOp::Ge, b.nr}}, sched::matmul_cpu_gemm_steps(b, b.panel_blocks)});
+    } else if (p.nest == NestFamily::Splitk) {
+        s.variants.push_back({{Guard{"M", GuardOp::Ge, b.mr}, Guard{"N", GuardOp::Ge, b.nr}}, sched::matmul_cpu_splitk_gemm_steps(b)});
+    } else if (p.nest == NestFamily::Gemv) {
+        s.variants.push_back({{Guard{"M", GuardOp::Eq, 1}}, sched::matmul_cpu_gemv_steps(b)});
+    } else if (p.nest == NestFamily::Decode) {
         // The decode nest guards every tail itself: valid for any shape, fast for small M.
-        s.variants.push_back({{Guard{"M", "<=", b.decode_max_m}}, sched::matmul_cpu_decode_steps(b)});
+        s.variants.push_back({{Guard{"M", GuardOp::Le, b.decode_max_m}}, sched::matmul_cpu_decode_steps(b)});
     }
     return s;
 }

@@ -13,6 +13,8 @@
  */
 #pragma once
 
+#include "autoscheduler/NestFamily.h"
+#include "autoscheduler/ShapeClass.h"
 #include "autoscheduler/TargetModel.h"
 #include "dsl/ir/Graph.h"
 #include "schedules/GroupSchedules.h"
@@ -62,16 +64,16 @@ struct Workload {
      * panels in place (and the general nest), never a row-major nest reading them through index
      * arithmetic. */
     int64_t rhs_panel_width = 0;
-    /** Matmul groups: "decode" (M <= 16), "square" (M, K, N within 2x of each other), else
-     * "mlp". Others: "elementwise" (no reduction), "rows" (every reduction along the rows:
-     * softmax, layernorm, row sums), else "columns" (column sums, totals). */
-    std::string shape_class() const;
+    /** Matmul groups: Decode (M <= 16), Square (M, K, N within 2x of each other), else Mlp.
+     * Others: Elementwise (no reduction), Rows (every reduction along the rows: softmax,
+     * layernorm, row sums), else Columns (column sums, totals). */
+    ShapeClass shape_class() const;
     std::string to_string() const;  ///< "M=1,K=4096,N=4096"; other kinds: group.sizes
     double flops() const { return 2.0 * M * K * N; }
 };
 
 struct CandidateParams {
-    std::string nest;  ///< cpu: gemm, splitk, gemv, decode, panel, general, group; cuda: cuda_tiled, cuda_decode, cuda_simple
+    NestFamily nest = NestFamily::None;  ///< which nest (NestFamilies.def); None: no point
     // CPU nests.
     int mr = 0, nr_vectors = 0, panel_blocks = 0, k_unroll = 0, k_chunk = 0;
     int k_block = 0;  ///< splitk: rows of w copied per K block (0: strips read in place)

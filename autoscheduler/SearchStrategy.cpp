@@ -15,7 +15,7 @@ namespace {
 std::string check_with_ptxas(const TuneRequest &r, const sched::ScheduleSpec &s) {
     const CompiledKernel k(*r.graph, r.group, s, r.target, KernelBackend::AheadOfTime,
                            std::map<std::string, int64_t>{{"M", r.workload.M}, {"K", r.workload.K}, {"N", r.workload.N}});
-    return k.ptx_report("sm_90").verdict();
+    return k.ptx_report().verdict(k.ptx_limits());
 }
 
 /** Moves the library's own point for the shape into the first `budget` candidates (adding it
@@ -66,7 +66,7 @@ void rank_candidates(const TuneContext &ctx, TuneResult &result) {
     if (survivors.empty()) {
         // Tiny problems fail the parallel-work rule everywhere: keep the always-correct nest.
         CandidateParams fallback;
-        fallback.nest = ctx.target.device == sched::Device::Cuda ? "cuda_simple" : "general";
+        fallback.nest = ctx.target.device == sched::Device::Cuda ? NestFamily::CudaSimple : NestFamily::General;
         survivors.push_back(w.kind == dsl::GroupKind::MatmulEpilogue ? fallback : group_library_point(w));
     }
     const auto costs = ctx.model.predict(w, survivors);
@@ -78,14 +78,15 @@ void rank_candidates(const TuneContext &ctx, TuneResult &result) {
 }
 
 size_t model_pick(TuneResult &result, std::string decision) {
-    result.source = "model";
+    result.source = ScheduleProvenance::Model;
     result.decision = std::move(decision);
     result.time_ms = result.ranked[0].cost.total_s() * 1e3;
     return 0;
 }
 
 size_t search_by_ptxas(const TuneContext &ctx, TuneResult &result) {
-    result.source = "model+ptxas";
+    result.source = ScheduleProvenance::Model;
+    result.ptxas_checked = true;
     size_t winner = 0;
     bool found = false;
     for (int i = 0; i < (int)result.ranked.size() && i < ctx.params.ptxas_checks && !found; i++) {
@@ -107,7 +108,7 @@ size_t search_by_measurement(const TuneContext &ctx, TuneResult &result) {
     const TuneRequest &r = ctx.request;
     const TunerParams &params = ctx.params;
     int budget = params.budget;
-    auto corr = params.class_rank_correlation.find(r.workload.shape_class());
+    auto corr = params.class_rank_correlation.find(to_string(r.workload.shape_class()));
     if (corr != params.class_rank_correlation.end() && corr->second < params.min_rank_correlation) budget *= 2;
     budget = std::min<int>(budget, (int)result.ranked.size());
     const size_t library_index = seed_library_point(ctx, result, budget);
@@ -120,7 +121,7 @@ size_t search_by_measurement(const TuneContext &ctx, TuneResult &result) {
     task.memory_limit_bytes = params.memory_limit_bytes;
     // Memory-bound shapes are timed with cold caches, as they run (and as the benchmark
     // measures them): 4x the last-level cache.
-    if (r.workload.shape_class() == "decode") task.flush_bytes = std::min<int64_t>(4 * ctx.target.cpu.l3_bytes, 512 << 20);
+    if (r.workload.shape_class() == ShapeClass::Decode) task.flush_bytes = std::min<int64_t>(4 * ctx.target.cpu.l3_bytes, 512 << 20);
     std::vector<sched::ScheduleSpec> schedules;
     for (int i = 0; i < budget; i++) {
         schedules.push_back(make_schedule(result.ranked[i].params, r.workload, r.target));
@@ -161,7 +162,7 @@ size_t search_by_measurement(const TuneContext &ctx, TuneResult &result) {
         }
     }
     if (winner == result.ranked.size()) return model_pick(result, "every measured candidate failed; the model's pick");
-    result.source = "measured";
+    result.source = ScheduleProvenance::Measured;
     result.time_ms = result.ranked[winner].measured->median_ms;
     return winner;
 }

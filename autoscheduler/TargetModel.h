@@ -3,15 +3,16 @@
  * space, the pruning rules and the cost model read their limits from here instead of from
  * hard-coded lists.
  *
- * CPU: cores, f32 lanes and vector registers (from the Halide target), cache sizes (from
- * sysconf, with documented defaults when the OS does not say), and FMA throughput and memory
- * bandwidth: this machine's measured numbers when the tuning database has them
- * (MachineNumbers.h, with_numbers), else nominal defaults for this machine class.
- * CUDA: SMs, thread/register/shared-memory limits and bandwidth of an sm_90 part (H100/H200).
+ * CPU: cores, f32 lanes, vector registers and cache sizes (sched::TargetFacts), and FMA
+ * throughput and memory bandwidth: this machine's measured numbers when the tuning database has
+ * them (MachineNumbers.h, with_numbers), else nominal defaults for this machine class.
+ * CUDA: the target's sched::CudaFacts (architecture from its capability feature; SMs,
+ * thread/register/shared-memory limits and bandwidth).
  */
 #pragma once
 
 #include "schedules/Schedule.h"
+#include "schedules/TargetFacts.h"
 
 #include <Halide.h>
 
@@ -43,18 +44,8 @@ struct CpuModel {
     double peak_gflops() const { return 2.0 * lanes * fma_units * ghz * cores; }
 };
 
-struct CudaModel {
-    int sms = 132;
-    int max_threads_per_block = 1024;
-    int max_threads_per_sm = 2048;
-    int registers_per_sm = 65536;
-    int max_registers_per_thread = 255;
-    int64_t shared_per_block = 48 << 10;
-    int64_t shared_per_sm = 228 << 10;
-    double dram_gbps = 4800;
-    double fp32_tflops = 67;
-    double launch_overhead_us = 4;
-};
+/** The CUDA chip the model schedules for: the target facts themselves. */
+using CudaModel = sched::CudaFacts;
 
 struct TargetModel {
     sched::Device device = sched::Device::Cpu;
@@ -63,6 +54,8 @@ struct TargetModel {
     CudaModel cuda;
     /** The model for a Halide target: CUDA when the target has CUDA, else this CPU. */
     static TargetModel for_target(const Halide::Target &target);
+    /** The model of `facts`: the same as for_target of the facts' target. */
+    static TargetModel for_facts(const sched::TargetFacts &facts);
     /** The model with this machine's measured FMA peak (as the clock that gives it) and cold read
      * bandwidth in place of the nominal ones; unchanged for CUDA or numbers of another ISA. */
     TargetModel with_numbers(const std::optional<MachineNumbers> &numbers) const;

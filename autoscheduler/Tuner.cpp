@@ -16,7 +16,7 @@ namespace tessel::autosched {
 TuningKey Tuner::key_for(const TuneRequest &r) {
     TuningKey k = TuningKey::current();
     k.group_hash = structural_hash(*r.graph, r.group);
-    k.shape_class = r.workload.shape_class();
+    k.shape_class = to_string(r.workload.shape_class());
     k.shapes = r.workload.to_string();
     k.target = r.target.to_string();
     k.numeric_mode = to_key_string(r.graph->mode);
@@ -97,6 +97,10 @@ size_t Tuner::pick_final(const std::vector<RankedCandidate> &ranked, const std::
     }
     if (why) *why = os.str();
     return winner;
+}
+
+std::string TuneResult::source_text() const {
+    return std::string(to_string(source)) + (ptxas_checked ? "+ptxas" : "");
 }
 
 TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {

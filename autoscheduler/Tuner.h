@@ -10,7 +10,8 @@
  *                     near-tie rule below
  *   CPU, model only:  the model's top pick
  *   CUDA (no GPU):    the model's best candidates in order, each assembled with ptxas -v for
- *                     sm_90; the first without spills and within limits wins
+ *                     the target's architecture (sched::TargetFacts); the first without spills
+ *                     and within limits wins
  *   -> commit the winner to the cache
  *
  * Every measurement is validated (validate_measurement: a finite, non-negative time) whichever
@@ -30,6 +31,7 @@
 #include "autoscheduler/TuningDatabase.h"
 #include "dsl/ir/Graph.h"
 #include "dsl/passes/Fusion.h"
+#include "schedules/ScheduleProvenance.h"
 
 #include <Halide.h>
 
@@ -95,7 +97,11 @@ struct TuneResult {
     TuningKey key;
     sched::ScheduleSpec schedule;
     CandidateParams params;
-    std::string source;        ///< "database", "measured", "model", "model+ptxas"
+    /** Database, Measured or Model (never User or LibraryDefault). */
+    ScheduleProvenance source = ScheduleProvenance::Model;
+    bool ptxas_checked = false;  ///< CUDA: the model's pick was checked with ptxas
+    /** "database", "measured", "model", or "model+ptxas" when ptxas_checked. */
+    std::string source_text() const;
     double time_ms = 0;        ///< measured median, or the model's estimate
     PruneReport prune;
     std::vector<RankedCandidate> ranked;  ///< every survivor in model order (measured ones filled)

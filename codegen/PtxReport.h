@@ -10,8 +10,8 @@
  * CUDA check and the tests all ask violations().
  *
  * Built by CompiledKernel::ptx_report (lowering/CompiledKernel.h). Example:
- *   PtxScheduleReport r = kernel.ptx_report("sm_90");
- *   std::cout << r.to_string();  if (!r.within_limits()) return 1;
+ *   PtxScheduleReport r = kernel.ptx_report();  // the target's architecture, e.g. sm_86
+ *   std::cout << r.to_string();  if (!r.within_limits(kernel.ptx_limits())) return 1;
  */
 #pragma once
 
@@ -22,7 +22,8 @@
 
 namespace tessel {
 
-/** Limits a kernel must respect on the target chip (sm_90 defaults). */
+/** Limits a kernel must respect on the target chip (defaults: sm_80 and sm_90 alike;
+ * CompiledKernel::ptx_limits fills them from the target's sched::CudaFacts). */
 struct PtxLimits {
     int max_registers = 255;           ///< per thread
     long max_shared_bytes = 48 * 1024; ///< static + dynamic shared memory per block without opt-in

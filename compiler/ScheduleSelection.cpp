@@ -14,23 +14,6 @@ namespace tessel {
 
 namespace {
 
-struct ProvenanceName {
-    ScheduleProvenance provenance;
-    const char *text;
-};
-constexpr ProvenanceName kProvenanceNames[] = {
-    {ScheduleProvenance::User, "user"},         {ScheduleProvenance::Database, "database"},
-    {ScheduleProvenance::Measured, "measured"}, {ScheduleProvenance::Model, "model"},
-    {ScheduleProvenance::LibraryDefault, "library"},
-};
-
-/** The tuner's word for where its result came from, as a provenance. */
-ScheduleProvenance from_tuner_source(const std::string &source) {
-    if (source == "database") return ScheduleProvenance::Database;
-    if (source == "measured") return ScheduleProvenance::Measured;
-    return ScheduleProvenance::Model;  // "model", "model+ptxas"
-}
-
 sched::Device device_of(const Halide::Target &t) { return t.has_gpu_feature() ? sched::Device::Cuda : sched::Device::Cpu; }
 
 /** A database's lookups without its commits (a read-only database, or none at all). */
@@ -50,21 +33,6 @@ private:
 };
 
 }  // namespace
-
-const char *to_string(ScheduleProvenance p) {
-    for (const auto &n : kProvenanceNames)
-        if (n.provenance == p) return n.text;
-    return "?";
-}
-
-ScheduleProvenance parse_schedule_provenance(const std::string &text) {
-    std::string valid;
-    for (const auto &n : kProvenanceNames) {
-        if (text == n.text) return n.provenance;
-        valid += (valid.empty() ? "" : ", ") + std::string(n.text);
-    }
-    throw std::invalid_argument("unknown schedule provenance '" + text + "' (valid: " + valid + ")");
-}
 
 std::string ScheduleChoice::label() const {
     return "schedule '" + spec.name + "' [" + to_string(provenance) + "]";
@@ -175,11 +143,11 @@ std::optional<ScheduleChoice> ScheduleSelection::autoschedule(const dsl::Graph &
     if (r.schedule.steps.empty()) return std::nullopt;
     ScheduleChoice c;
     c.spec = std::move(r.schedule);
-    c.provenance = from_tuner_source(r.source);
-    c.reason = r.decision.empty() ? r.source + " at " + w->to_string() : r.decision;
+    c.provenance = r.source;
+    c.reason = r.decision.empty() ? std::string(to_string(r.source)) + " at " + w->to_string() : r.decision;
     if (options_.log)
         *options_.log << "autoscheduler for " << group.name << " at " << w->to_string() << ": " << r.decision
-                      << (r.params.nest.empty() ? "" : " (" + r.params.to_string() + ")") << "\n";
+                      << (r.params.nest == autosched::NestFamily::None ? "" : " (" + r.params.to_string() + ")") << "\n";
     return c;
 }
 

@@ -23,6 +23,7 @@
 #include "lowering/LowerToHalide.h"
 #include "schedules/Library.h"
 #include "schedules/Schedule.h"
+#include "schedules/ScheduleProvenance.h"
 
 #include <Halide.h>
 
@@ -34,19 +35,6 @@
 #include <string>
 
 namespace tessel {
-
-/** Where a group's schedule came from. */
-enum class ScheduleProvenance {
-    User,            ///< --schedule (a library name or a JSON file)
-    Database,        ///< a tuning-database record
-    Measured,        ///< measured now (--tune on a database miss)
-    Model,           ///< the autoscheduler's cost-model pick
-    LibraryDefault,  ///< the library default for the group's kind
-};
-const char *to_string(ScheduleProvenance p);
-/** "user", "database", "measured", "model", "library"; throws std::invalid_argument naming the
- * word and the valid ones. */
-ScheduleProvenance parse_schedule_provenance(const std::string &text);
 
 struct ScheduleChoice {
     sched::ScheduleSpec spec;

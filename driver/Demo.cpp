@@ -133,8 +133,8 @@ int run_demo(const DemoOptions &o, std::ostream &out) {
             const Halide::Target cuda = parse_target("host-cuda");
             const GeluLayer layer(o.form, o.mode, sched::library_schedule(o.cuda_schedule, cuda), cuda,
                                   KernelBackend::AheadOfTime);
-            const PtxScheduleReport r = layer.kernel().ptx_report("sm_90");
-            cuda_ok = r.within_limits();
+            const PtxScheduleReport r = layer.kernel().ptx_report();
+            cuda_ok = r.within_limits(layer.kernel().ptx_limits());
             out << "CUDA (ahead of time, host-cuda): " << r.to_string();
         }
     }

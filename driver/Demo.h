@@ -3,7 +3,8 @@
  * path (driver/GeluLayer.h), as `tessel compile` would ship it — with the tuning database's or the
  * autoscheduler's schedule (or a named one), runs it on random inputs, checks it against the
  * float64 reference and OpenBLAS, and times it; with the CUDA toolkit present it also compiles
- * the CUDA schedule ahead of time and assembles every variant's PTX for sm_90.
+ * the CUDA schedule ahead of time and assembles every variant's PTX for the target's
+ * architecture (host-cuda: sm_86).
  */
 #pragma once
 

@@ -142,10 +142,10 @@ int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
                 out << "ptx-report: skipped (ptxas not found)\n";
                 continue;
             }
-            const PtxScheduleReport r = k.ptx_report("sm_90");
+            const PtxScheduleReport r = k.ptx_report();
             out << k.group().name << ": " << r.to_string();
-            for (const auto &v : r.violations()) out << "  violation: " << v << "\n";
-            ptx_ok = ptx_ok && r.within_limits();
+            for (const auto &v : r.violations(k.ptx_limits())) out << "  violation: " << v << "\n";
+            ptx_ok = ptx_ok && r.within_limits(k.ptx_limits());
         }
     }
     return ptx_ok ? 0 : 1;

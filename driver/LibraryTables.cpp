@@ -249,14 +249,9 @@ std::string LibraryTables::write_groups(std::ostream &s, size_t t) const {
             variants.push_back("{" + fn + ", " + quoted(v.label) + "}");
             counts.push_back(std::to_string(v.guards.size()));
             for (const auto &gd : v.guards) {
-                const int op = tessel_guard_op_from_text(gd.op.c_str());
-                if (op == TESSEL_GUARD_UNKNOWN)
-                    throw std::invalid_argument("tessel lib: guard '" + gd.to_string() + "' of " + k.group().name + ": unknown operator '" + gd.op + "'");
                 const auto at = std::find(names.begin(), names.end(), gd.extent);
                 const int extent = at == names.end() ? -1 : (int)(at - names.begin());
-                const char *op_name = op == TESSEL_GUARD_EQ ? "TESSEL_GUARD_EQ" : op == TESSEL_GUARD_LE ? "TESSEL_GUARD_LE"
-                                      : op == TESSEL_GUARD_GE ? "TESSEL_GUARD_GE" : "TESSEL_GUARD_DIVISIBLE";
-                guards.push_back("{" + std::to_string(extent) + ", " + op_name + ", " + std::to_string(gd.value) + "LL}");
+                guards.push_back("{" + std::to_string(extent) + ", " + sched::runtime_name(gd.op) + ", " + std::to_string(gd.value) + "LL}");
             }
         }
         if (extents.size() > 64) throw std::invalid_argument("tessel lib: group " + k.group().name + " has more than 64 extents");

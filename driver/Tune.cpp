@@ -92,10 +92,10 @@ autosched::TuneRequest make_request(const dsl::Graph &g, const dsl::FusionGroup 
 
 void print_result(const autosched::TuneResult &r, const TuneOptions &o, std::ostream &out) {
     // A database hit carries the stored schedule, not the point it came from: name the nest.
-    const std::string winner = r.params.nest.empty() ? r.schedule.description : r.params.to_string();
+    const std::string winner = r.params.nest == autosched::NestFamily::None ? r.schedule.description : r.params.to_string();
     out << "  " << r.decision << "\n  winner: " << winner << " -> " << std::fixed << std::setprecision(3)
-        << r.time_ms << " ms (" << r.source << "), tuned in " << std::setprecision(1) << r.seconds << " s\n";
-    if (r.source == "database") return;
+        << r.time_ms << " ms (" << r.source_text() << "), tuned in " << std::setprecision(1) << r.seconds << " s\n";
+    if (r.source == ScheduleProvenance::Database) return;
     out << "  " << r.prune.to_string() << "\n";
     const int show = std::max(o.explain ? o.explain_top : 0, r.measured_count);
     for (int i = 0; i < show && i < (int)r.ranked.size(); i++) {
@@ -126,7 +126,7 @@ void tune_one(const dsl::Graph &g, const dsl::FusionGroup &fg, const std::string
         if (!row.within_noise()) params.class_rank_correlation[row.shape_class] = row.rank_correlation;
     autosched::Tuner tuner(model, measurer, &db, params);
     out << "\ngroup " << fg.name << " [" << dsl::to_string(fg.kind) << "] shape " << name << " (" << w.to_string() << ", "
-        << w.shape_class() << ")\n";
+        << autosched::to_string(w.shape_class()) << ")\n";
     autosched::TuneResult r = tuner.tune(make_request(g, fg, symbols, w, target), &out);
     out << "\n";
     print_result(r, o, out);
@@ -222,7 +222,7 @@ int run_tune(const TuneOptions &o, std::ostream &out) {
     std::unique_ptr<autosched::IsolatedMeasurer> measurer;
     if (tm.device == sched::Device::Cuda) {
         out << "target has CUDA and no GPU is used here: candidates are ranked by the cost model and checked with "
-               "ptxas -v for sm_90, not measured\n";
+               "ptxas -v for " << tm.cuda.ptx_arch() << ", not measured\n";
         params.measure = false;
     } else if (params.measure) {
         measurer = std::make_unique<autosched::IsolatedMeasurer>();

@@ -8,6 +8,7 @@
 #include "codegen/KernelCache.h"
 #include "lowering/ScheduleGroup.h"
 #include "schedules/ScheduleJson.h"
+#include "schedules/TargetFacts.h"
 
 #include <algorithm>
 #include <chrono>
@@ -292,6 +293,19 @@ std::vector<fs::path> CompiledKernel::write_files(const fs::path &dir, const std
 std::string CompiledKernel::ptx(size_t i) const {
     const auto &lg = variants_.at(i).lowered;
     return generate_ptx(lg.pipeline(), lg.arguments(), target_, group_.name);
+}
+
+PtxScheduleReport CompiledKernel::ptx_report() const {
+    return ptx_report(sched::TargetFacts::for_target(target_).cuda.ptx_arch());
+}
+
+PtxLimits CompiledKernel::ptx_limits() const {
+    const sched::CudaFacts cuda = sched::TargetFacts::for_target(target_).cuda;
+    PtxLimits l;
+    l.max_registers = cuda.max_registers_per_thread;
+    l.max_shared_bytes = (long)cuda.shared_per_block;
+    l.max_threads_per_block = cuda.max_threads_per_block;
+    return l;
 }
 
 PtxScheduleReport CompiledKernel::ptx_report(const std::string &arch) const {

@@ -121,8 +121,12 @@ public:
                                                    const std::set<AotOutput> &outputs) const;
     /** PTX of variant `i` (CUDA targets). */
     std::string ptx(size_t i) const;
-    /** Every variant assembled by ptxas for `arch` (needs ptxas: check find_ptxas()). */
-    PtxScheduleReport ptx_report(const std::string &arch = "sm_90") const;
+    /** Every variant assembled by ptxas for the target's architecture (sched::TargetFacts:
+     * "host-cuda" is sm_86), or for `arch` (needs ptxas: check find_ptxas()). */
+    PtxScheduleReport ptx_report() const;
+    PtxScheduleReport ptx_report(const std::string &arch) const;
+    /** The limits the target's chip sets (sched::CudaFacts), for PtxScheduleReport::verdict. */
+    PtxLimits ptx_limits() const;
 
 private:
     /** Where an extent of a call comes from: a constant, or a buffer's dimension. */

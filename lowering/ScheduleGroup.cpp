@@ -2,6 +2,7 @@
 
 #include "schedules/Library.h"
 #include "schedules/MatmulCpuSchedules.h"
+#include "schedules/TargetFacts.h"
 
 namespace tessel::lower {
 
@@ -59,9 +60,19 @@ sched::AppliedResources apply_to_group(const std::vector<sched::Directive> &step
 }
 
 dsl::TargetResources fusion_resources(const Halide::Target &target) {
-    if (target.has_gpu_feature()) return dsl::TargetResources::cuda_sm90();
-    if (target.has_feature(Halide::Target::AVX512)) return dsl::TargetResources::host_avx512();
-    return dsl::TargetResources::host_avx2();
+    const sched::TargetFacts facts = sched::TargetFacts::for_target(target);
+    if (facts.device == sched::Device::Cuda) {
+        dsl::TargetResources r = dsl::TargetResources::cuda_sm90();
+        r.name = "cuda-" + facts.cuda.ptx_arch();
+        r.vector_registers = facts.cuda.max_registers_per_thread;
+        r.shared_memory_bytes = facts.cuda.shared_per_block;
+        r.l2_cache_bytes = facts.cuda.l2_bytes;
+        return r;
+    }
+    // The CPU presets' nominal L2 (not this host's): the plan depends on the target alone.
+    dsl::TargetResources r = facts.cpu.avx512 ? dsl::TargetResources::host_avx512() : dsl::TargetResources::host_avx2();
+    r.vector_registers = facts.cpu.vector_registers;
+    return r;
 }
 
 dsl::InPlaceCheck in_place_check(std::vector<sched::ScheduleSpec> specs) {

@@ -45,8 +45,9 @@ sched::AppliedResources apply_to_group(const std::vector<sched::Directive> &step
 dsl::InPlaceCheck in_place_check(std::vector<sched::ScheduleSpec> specs);
 
 /** What the fusion planner may assume about one kernel of `target` — the target asked for, not
- * the machine Tessel runs on: CUDA targets get sm_90's limits; CPU targets AVX-512's 32 x 16
- * lanes when the target has AVX-512, else AVX2's 16 x 8. */
+ * the machine Tessel runs on (sched::TargetFacts): CUDA targets get the chip's registers per
+ * thread, shared memory per block and L2; CPU targets AVX-512's 32 x 16 lanes when the target
+ * has AVX-512, else AVX2's 16 x 8. */
 dsl::TargetResources fusion_resources(const Halide::Target &target);
 
 /** Fusion options for `target` with estimates at `symbols`. */

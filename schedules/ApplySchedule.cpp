@@ -2,6 +2,8 @@
 // apply_schedule(), which drives the Applier and converts Halide errors.
 #include "schedules/ApplySchedule.h"
 
+#include "schedules/TargetFacts.h"
+
 #include <algorithm>
 #include <set>
 #include <sstream>
@@ -13,8 +15,11 @@ using Halide::Stage;
 using Halide::VarOrRVar;
 
 TargetLimits TargetLimits::for_target(const Halide::Target &t) {
+    const TargetFacts facts = TargetFacts::for_target(t);
     TargetLimits l;
-    l.natural_f32_lanes = std::max(1, t.natural_vector_size<float>());
+    l.natural_f32_lanes = facts.cpu.natural_f32_lanes;
+    l.max_threads_per_block = facts.cuda.max_threads_per_block;
+    l.max_shared_bytes = (int)facts.cuda.shared_per_block;
     l.max_vector_lanes = 4 * l.natural_f32_lanes;
     if (t.has_gpu_feature()) l.max_vector_lanes = std::max(l.max_vector_lanes, 8);
     return l;

@@ -1,5 +1,7 @@
 #include "schedules/GroupSchedules.h"
 
+#include "schedules/TargetFacts.h"
+
 #include <algorithm>
 
 namespace tessel::sched {
@@ -16,7 +18,7 @@ std::string axis(int axis, int rank) {
     return "b" + std::to_string(from_end - 2);
 }
 
-int cpu_lanes(const Halide::Target &t) { return std::max(4, t.natural_vector_size<float>()); }
+int cpu_lanes(const Halide::Target &t) { return TargetFacts::for_target(t).cpu.f32_lanes; }
 
 /** `p.vectors` vectors of n per iteration, unrolled; parallel over tasks of `p.rows_per_task`
  * outermost indices (rank 1: blocks of `p.block` elements), or serial. Returns the loop per-row

@@ -3,6 +3,8 @@
 // nests with the guards under which each is valid.
 #include "schedules/MatmulCpuSchedules.h"
 
+#include "schedules/TargetFacts.h"
+
 #include <algorithm>
 
 namespace tessel::sched {
@@ -17,11 +19,12 @@ const char *const kWrapperN = "_0";
 }  // namespace
 
 CpuBlocking CpuBlocking::for_target(const Halide::Target &target) {
+    const TargetFacts facts = TargetFacts::for_target(target);
     CpuBlocking b;
-    b.lanes = std::max(4, target.natural_vector_size<float>());
+    b.lanes = facts.cpu.f32_lanes;
     // Register budget: MR x 3 accumulators + 3 vectors of w + 1 broadcast of x.
     // AVX-512 has 32 vector registers (8 x 3 + 4 = 28), AVX2 has 16 (4 x 3 + 4 = 16).
-    b.mr = target.has_feature(Halide::Target::AVX512) ? 8 : 4;
+    b.mr = facts.cpu.vector_registers >= 32 ? 8 : 4;
     b.nr = 3 * b.lanes;
     b.panel_blocks = 1;
     // The gemm's k loop unrolled by 2: the loop's counter, compare and branch (which share
@@ -269,7 +272,7 @@ std::vector<ScheduleSpec::Variant> matmul_cpu_panel_variants(const CpuBlocking &
     // Row blocks of mr, mr / 2, ... 2 for the M that have at least that many rows; M = 1 takes
     // the one-row nest, the fallback, so no M reads the panels through index arithmetic.
     std::vector<ScheduleSpec::Variant> v;
-    for (int rows = b.mr; rows >= 2; rows /= 2) v.push_back({{{"M", ">=", rows}}, matmul_cpu_panel_steps(b, rows)});
+    for (int rows = b.mr; rows >= 2; rows /= 2) v.push_back({{{"M", GuardOp::Ge, rows}}, matmul_cpu_panel_steps(b, rows)});
     return v;
 }
 
@@ -316,22 +319,22 @@ ScheduleSpec matmul_cpu_blocked(const Halide::Target &target, int64_t rhs_panel_
                     ", split-K gemv streams for M == 1, split-K decode nest for other M < " +
                     std::to_string(b.mr);
     if (b.k_block > 0)
-        s.variants.push_back({{{"M", ">=", b.mr}, {"M", "<=", b.k_block_max_m}, {"N", ">=", b.nr}}, matmul_cpu_splitk_gemm_steps(b)});
+        s.variants.push_back({{{"M", GuardOp::Ge, b.mr}, {"M", GuardOp::Le, b.k_block_max_m}, {"N", GuardOp::Ge, b.nr}}, matmul_cpu_splitk_gemm_steps(b)});
     if (b.k_block_max_m < b.decode_max_m) {
         CpuBlocking in_place = b;
         in_place.k_block = 0;
         s.variants.push_back(
-            {{{"M", ">=", b.mr}, {"M", "<=", b.decode_max_m}, {"N", ">=", b.nr}}, matmul_cpu_splitk_gemm_steps(in_place)});
+            {{{"M", GuardOp::Ge, b.mr}, {"M", GuardOp::Le, b.decode_max_m}, {"N", GuardOp::Ge, b.nr}}, matmul_cpu_splitk_gemm_steps(in_place)});
     }
-    s.variants.push_back({{{"M", "==", 1}}, matmul_cpu_gemv_steps(b)});
-    s.variants.push_back({{{"M", "<=", b.decode_max_m}}, matmul_cpu_decode_steps(b)});
-    s.variants.push_back({{{"M", ">=", b.mr}, {"N", ">=", b.nr}}, matmul_cpu_gemm_steps(b, b.panel_blocks)});
+    s.variants.push_back({{{"M", GuardOp::Eq, 1}}, matmul_cpu_gemv_steps(b)});
+    s.variants.push_back({{{"M", GuardOp::Le, b.decode_max_m}}, matmul_cpu_decode_steps(b)});
+    s.variants.push_back({{{"M", GuardOp::Ge, b.mr}, {"N", GuardOp::Ge, b.nr}}, matmul_cpu_gemm_steps(b, b.panel_blocks)});
     s.steps = matmul_cpu_general_steps(b);
     return s;
 }
 
 ScheduleSpec matmul_cpu_tiled(const Halide::Target &target) {
-    const int lanes = std::max(4, target.natural_vector_size<float>());
+    const int lanes = TargetFacts::for_target(target).cpu.f32_lanes;
     const StageRef y{"y"}, init{"matmul"}, update{"matmul", 0};
     ScheduleSpec s("cpu_tiled", Device::Cpu);
     s.description = "2 vectors x 8 rows register tile, epilogue fused per tile, parallel row tiles";

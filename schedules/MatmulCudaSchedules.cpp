@@ -263,17 +263,17 @@ std::vector<Directive> matmul_cuda_gemv_steps(const CudaGemvParams &p) {
 }
 
 std::vector<Guard> matmul_cuda_gemv_guards(const CudaGemvParams &p) {
-    std::vector<Guard> g{Guard{"M", "<=", p.MAXM}, Guard{"N", ">=", p.NB}, Guard{"N", "%", kVec}};
-    if (p.MB > 1) g.insert(g.begin() + 1, Guard{"M", "%", p.MB});
+    std::vector<Guard> g{Guard{"M", GuardOp::Le, p.MAXM}, Guard{"N", GuardOp::Ge, p.NB}, Guard{"N", GuardOp::Divisible, kVec}};
+    if (p.MB > 1) g.insert(g.begin() + 1, Guard{"M", GuardOp::Divisible, p.MB});
     return g;
 }
 
 std::vector<Guard> matmul_cuda_regtile_guards(const CudaRegTileParams &p) {
-    return {Guard{"N", ">=", p.BN}, Guard{"M", ">=", p.BM}, Guard{"N", "%", kVec}, Guard{"K", "%", p.KU}};
+    return {Guard{"N", GuardOp::Ge, p.BN}, Guard{"M", GuardOp::Ge, p.BM}, Guard{"N", GuardOp::Divisible, kVec}, Guard{"K", GuardOp::Divisible, p.KU}};
 }
 
 std::vector<Guard> matmul_cuda_tiled_guards(const CudaTileParams &p) {
-    return {Guard{"N", ">=", p.BN}, Guard{"M", ">=", p.BM}, Guard{"K", "%", p.KT}};
+    return {Guard{"N", GuardOp::Ge, p.BN}, Guard{"M", GuardOp::Ge, p.BM}, Guard{"K", GuardOp::Divisible, p.KT}};
 }
 
 std::vector<ScheduleSpec::Variant> matmul_cuda_gemv_variants() {
@@ -299,7 +299,7 @@ ScheduleSpec matmul_cuda_tiled_shared(const Halide::Target &target) {
     ScheduleSpec s("cuda_tiled_shared", Device::Cuda);
     s.description = "the first design: block sums in shared memory (128x64 block, 4x8 thread tiles, x and w "
                     "k-tiles of 16 in shared memory); split-K decode for M <= 16; cuda_simple elsewhere";
-    s.variants.push_back({{Guard{"M", "<=", d.MB}}, matmul_cuda_decode_steps(d)});
+    s.variants.push_back({{Guard{"M", GuardOp::Le, d.MB}}, matmul_cuda_decode_steps(d)});
     s.variants.push_back({matmul_cuda_tiled_guards(p), matmul_cuda_tiled_steps(p)});
     s.steps = matmul_cuda_simple(target).steps;
     return s;

@@ -122,14 +122,14 @@ bool Guard::holds(const std::map<std::string, long> &extents) const {
     auto it = extents.find(extent);
     if (it == extents.end()) return false;
     // The runtime's evaluator (runtime/tessel_guard.c), which generated libraries dispatch with.
-    const int holds = tessel_guard_holds(tessel_guard_op_from_text(op.c_str()), value, it->second);
+    const int holds = tessel_guard_holds((int)op, value, it->second);
     if (holds >= 0) return holds != 0;
-    throw std::invalid_argument("guard '" + to_string() + "': unknown operator '" + op + "'");
+    throw std::invalid_argument("guard on " + extent + ": unknown operator " + std::to_string((int)op));
 }
 
 std::string Guard::to_string() const {
-    if (op == "%") return extent + " % " + std::to_string(value) + " == 0";
-    return extent + " " + op + " " + std::to_string(value);
+    if (op == GuardOp::Divisible) return extent + " % " + std::to_string(value) + " == 0";
+    return extent + " " + sched::to_string(op) + " " + std::to_string(value);
 }
 
 ScheduleSpec ScheduleSpec::keeping_variants(const std::vector<size_t> &indices) const {

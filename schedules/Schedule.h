@@ -22,6 +22,7 @@
 #pragma once
 
 #include "dsl/passes/GroupKind.h"
+#include "schedules/GuardOp.h"
 
 #include <map>
 #include <optional>
@@ -85,11 +86,11 @@ using Directive = std::variant<Split, Fuse, Reorder, Vectorize, Unroll, Parallel
                                StoreIn, StageInput, RFactor, Bound, Prefetch, BoundExtent,
                                AssumeAligned>;
 
-/** A runtime guard over the extents of the pipeline's inputs, e.g. {"M", "==", 1}
- * or {"N", "%", 16} (divisible). Extents are named by the algorithm (M, K, N). */
+/** A runtime guard over the extents of the pipeline's inputs, e.g. {"M", GuardOp::Eq, 1}
+ * or {"N", GuardOp::Divisible, 16}. Extents are named by the algorithm (M, K, N). */
 struct Guard {
     std::string extent;
-    std::string op;  ///< "==", "<=", ">=", "%"
+    GuardOp op = GuardOp::Eq;
     long value = 0;
     bool holds(const std::map<std::string, long> &extents) const;
     bool operator==(const Guard &) const = default;

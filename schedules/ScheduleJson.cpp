@@ -42,6 +42,15 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Bound, func, var, min, extent)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Prefetch, stage, input, var, distance)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(BoundExtent, func, var, extent)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(AssumeAligned, buffer, lanes)
+void to_json(nlohmann::json &j, GuardOp op) { j = to_string(op); }
+void from_json(const nlohmann::json &j, GuardOp &op) {
+    const std::string text = j.get<std::string>();
+    try {
+        op = parse_guard_op(text);
+    } catch (const std::invalid_argument &) {
+        throw ScheduleJsonError("guard operator '" + text + "' is not one of ==, <=, >=, %");
+    }
+}
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Guard, extent, op, value)
 
 namespace {
@@ -171,10 +180,9 @@ ScheduleSpec schedule_from_json(const json &j) {
                 v.guards = vs[i].at("guards").get<std::vector<Guard>>();
             } catch (const json::exception &e) {
                 throw ScheduleJsonError(vw + " guards: " + e.what());
+            } catch (const ScheduleJsonError &e) {  // an operator GuardOp does not name
+                throw ScheduleJsonError(vw + ": " + e.what());
             }
-            for (const auto &g : v.guards)
-                if (tessel_guard_op_from_text(g.op.c_str()) == TESSEL_GUARD_UNKNOWN)  // the runtime's operators
-                    throw ScheduleJsonError(vw + ": guard operator '" + g.op + "' is not one of ==, <=, >=, %");
             if (!vs[i].contains("steps")) throw ScheduleJsonError(vw + ": missing \"steps\"");
             v.steps = parse_steps(vs[i]["steps"], vw);
             s.variants.push_back(std::move(v));

@@ -23,8 +23,9 @@ namespace {
 std::string guard_expr(const std::vector<sched::Guard> &guards) {
     std::string e;
     for (const auto &g : guards) {
-        std::string t = g.op == "%" ? "(" + g.extent + " % " + std::to_string(g.value) + " == 0)"
-                                    : "(" + g.extent + " " + g.op + " " + std::to_string(g.value) + ")";
+        std::string t = g.op == sched::GuardOp::Divisible
+                            ? "(" + g.extent + " % " + std::to_string(g.value) + " == 0)"
+                            : "(" + g.extent + " " + sched::to_string(g.op) + " " + std::to_string(g.value) + ")";
         e += (e.empty() ? "" : " && ") + t;
     }
     return e.empty() ? "true" : e;

@@ -99,7 +99,7 @@ TEST_CASE("group-kind space: shape classes, the library's point, and the pruning
     const Planned softmax = plan_file("softmax_rows.tsl");
     const dsl::FusionGroup &fg = first_of_kind(softmax, dsl::GroupKind::Reduction);
     const Workload w = workload_of(softmax, fg, {{"M", 512}, {"N", 1024}});
-    CHECK(w.shape_class() == "rows");
+    CHECK(w.shape_class() == ShapeClass::Rows);
     CHECK(w.to_string() == "M=512,N=1024");
     CHECK(w.group.rows == 512);
     CHECK(w.group.cols == 1024);
@@ -139,7 +139,7 @@ TEST_CASE("group-kind space: shape classes, the library's point, and the pruning
     const Planned cols = plan_text(kColumnsAndRank1);
     REQUIRE(cols.plan.groups.size() == 1);
     const Workload wc = workload_of(cols, cols.plan.groups[0], {{"M", 300}, {"N", 70000}});
-    CHECK(wc.shape_class() == "columns");
+    CHECK(wc.shape_class() == ShapeClass::Columns);
     CHECK(wc.group.rows == 1);
     CHECK(wc.group.cols == 70000);
     bool blocks = false, accumulators = false;
@@ -229,13 +229,13 @@ TEST_CASE("tuner on a reduction group: the measured winner is stored under its c
     params.budget = 3;
     Tuner tuner(model, &fake, &cache, params);
     const TuneResult first = tuner.tune(r);
-    CHECK(first.source == "measured");
+    CHECK(first.source == ScheduleProvenance::Measured);
     CHECK(first.key.shape_class == "rows");
     CHECK(first.key.shapes == "M=512,N=1024");
     CHECK(first.params == first.ranked[1].params);
     CHECK(first.schedule.group == dsl::GroupKind::Reduction);
     const TuneResult second = tuner.tune(r);
-    CHECK(second.source == "database");
+    CHECK(second.source == ScheduleProvenance::Database);
     CHECK(second.schedule == first.schedule);
     const auto cov = coverage_by_class({first});
     REQUIRE(cov.size() == 1);

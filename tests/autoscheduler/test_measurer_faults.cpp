@@ -250,7 +250,7 @@ TEST_CASE("the tuner never picks an invalid measurement and its database commit 
     r.workload = Workload{64, 256, 512};
     r.symbols = {{"M", 64}, {"K", 256}, {"N", 512}};
     const TuneResult res = tuner.tune(r);
-    CHECK(res.source == "measured");
+    CHECK(res.source == ScheduleProvenance::Measured);
     CHECK(res.time_ms == doctest::Approx(3.0));
     CHECK(res.ranked[0].measured->status == Status::InvalidResult);
     CHECK(res.ranked[1].measured->status == Status::InvalidResult);

@@ -30,10 +30,10 @@ VariantCosts fallback() {
 }
 
 std::vector<VariantCosts> candidates() {
-    VariantCosts gemv{"gemv", {{"M", "==", 1, }}, {{m(1), 4e-4}}, 0.6, 5, 40000};
-    VariantCosts decode{"decode", {{"M", "<=", 16}}, {}, 0.8, 2, 60000};
+    VariantCosts gemv{"gemv", {{"M", sched::GuardOp::Eq, 1, }}, {{m(1), 4e-4}}, 0.6, 5, 40000};
+    VariantCosts decode{"decode", {{"M", sched::GuardOp::Le, 16}}, {}, 0.8, 2, 60000};
     for (long M : {1, 4, 16}) decode.seconds_per_call[m(M)] = 5e-4 + M * 3e-5;
-    VariantCosts big{"gemm_m256", {{"M", "==", 256}}, {{m(256), 4.2e-3}}, 1.2, 30, 250000};
+    VariantCosts big{"gemm_m256", {{"M", sched::GuardOp::Eq, 256}}, {{m(256), 4.2e-3}}, 1.2, 30, 250000};
     return {gemv, decode, big};
 }
 
@@ -114,7 +114,7 @@ TEST_CASE("planner: greedy search past the exhaustive limit finds the same plan 
     for (long M = 1; M <= (long)kExhaustiveCandidates + 3; M++) {
         profile.push_back({m(M), M % 2 ? 1000.0 : 1.0});
         f.seconds_per_call[m(M)] = 1e-3;
-        per_shape.push_back({"m" + std::to_string(M), {{"M", "==", M}}, {{m(M), 1e-4}}, 0.05, 0, 100});
+        per_shape.push_back({"m" + std::to_string(M), {{"M", sched::GuardOp::Eq, M}}, {{m(M), 1e-4}}, 0.05, 0, 100});
     }
     const SpecializationPlan p = plan_specializations(profile, one(per_shape, f));
     CHECK(p.search.find("greedy") == 0);
@@ -130,7 +130,7 @@ TEST_CASE("planner: kernels of one library share the budgets; each call runs eve
     auto kernel = [](const std::string &name, double fast) {
         KernelChoices k{name, {}, fallback()};
         k.fallback.name = name + "_gemm";
-        k.candidates.push_back({name + "_gemv", {{"M", "==", 1}}, {{m(1), fast}}, 0.1, 0, 40000});
+        k.candidates.push_back({name + "_gemv", {{"M", sched::GuardOp::Eq, 1}}, {{m(1), fast}}, 0.1, 0, 40000});
         return k;
     };
     const std::vector<KernelChoices> lib = {kernel("g0", 1.0e-3), kernel("g1", 0.5e-3)};

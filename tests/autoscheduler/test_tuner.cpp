@@ -55,10 +55,10 @@ TEST_CASE("the search space follows the target: vector width and register file")
     CHECK(!space512.empty());
     // With 16 registers (AVX2) no block of more than 16 accumulators is generated.
     for (const auto &p : space2)
-        if (p.nest == "gemm") CHECK(p.mr * p.nr_vectors <= 16);
+        if (p.nest == NestFamily::Gemm) CHECK(p.mr * p.nr_vectors <= 16);
     CHECK(space512.size() > space2.size());
     auto cuda = enumerate_space(w, TargetModel::for_target(parse_target("host-cuda")));
-    CHECK(std::all_of(cuda.begin(), cuda.end(), [](const CandidateParams &p) { return p.nest.rfind("cuda", 0) == 0; }));
+    CHECK(std::all_of(cuda.begin(), cuda.end(), [](const CandidateParams &p) { return nest_device(p.nest) == sched::Device::Cuda; }));
 }
 
 TEST_CASE("pruning rules each remove what they state, and report counts") {
@@ -72,18 +72,18 @@ TEST_CASE("pruning rules each remove what they state, and report counts") {
     for (const auto &[rule, n] : report.removed_by_rule) removed += n;
     CHECK(removed + kept.size() == report.generated);
     for (const auto &p : kept) {
-        CHECK(p.nest != "decode");  // decode only for M <= 16
-        if (p.nest == "gemm") {
+        CHECK(p.nest != NestFamily::Decode);  // decode only for M <= 16
+        if (p.nest == NestFamily::Gemm) {
             CHECK(p.mr * p.nr_vectors + p.nr_vectors + 1 <= 32);
             CHECK(p.mr * p.nr_vectors >= 8);
         }
     }
     auto decode_kept = prune(enumerate_space(decode, m), decode, m);
-    CHECK(std::none_of(decode_kept.begin(), decode_kept.end(), [](const CandidateParams &p) { return p.nest == "gemm" && p.mr > 1; }));
-    CHECK(std::any_of(decode_kept.begin(), decode_kept.end(), [](const CandidateParams &p) { return p.nest == "decode"; }));
+    CHECK(std::none_of(decode_kept.begin(), decode_kept.end(), [](const CandidateParams &p) { return p.nest == NestFamily::Gemm && p.mr > 1; }));
+    CHECK(std::any_of(decode_kept.begin(), decode_kept.end(), [](const CandidateParams &p) { return p.nest == NestFamily::Decode; }));
     // A rule's reason names the numbers.
     CandidateParams big;
-    big.nest = "gemm", big.mr = 16, big.nr_vectors = 2, big.panel_blocks = 1;
+    big.nest = NestFamily::Gemm, big.mr = 16, big.nr_vectors = 2, big.panel_blocks = 1;
     CHECK(pruning_rules(sched::Device::Cpu)[1].violation(big, square, m) == "35 vector registers needed, 32 available");
 }
 
@@ -92,23 +92,23 @@ TEST_CASE("split-K register-block nest for 8 <= M <= 16, gemv nest for M = 1; th
     const Workload decode16{16, 4096, 4096}, decode1{1, 4096, 4096};
     auto kept16 = prune(enumerate_space(decode16, m), decode16, m);
     auto kept1 = prune(enumerate_space(decode1, m), decode1, m);
-    CHECK(std::any_of(kept16.begin(), kept16.end(), [](const CandidateParams &p) { return p.nest == "splitk"; }));
-    CHECK(std::none_of(kept1.begin(), kept1.end(), [](const CandidateParams &p) { return p.nest == "splitk"; }));
+    CHECK(std::any_of(kept16.begin(), kept16.end(), [](const CandidateParams &p) { return p.nest == NestFamily::Splitk; }));
+    CHECK(std::none_of(kept1.begin(), kept1.end(), [](const CandidateParams &p) { return p.nest == NestFamily::Splitk; }));
     // The library point at M = 16 is cpu_blocked's split-K nest, and it builds a schedule.
     const auto lib = library_point(decode16, Halide::Target("x86-64-linux-avx512-avx512_skylake-avx2-fma"));
     REQUIRE(lib);
-    CHECK(lib->nest == "splitk");
+    CHECK(lib->nest == NestFamily::Splitk);
     CHECK(make_schedule(*lib, Halide::Target("x86-64-linux-avx512-avx512_skylake-avx2-fma")).variants.size() == 1);
     // At M = 1 it is the gemv nest, which only M = 1 keeps.
     const auto lib1 = library_point(decode1, Halide::Target("x86-64-linux-avx512-avx512_skylake-avx2-fma"));
     REQUIRE(lib1);
-    CHECK(lib1->nest == "gemv");
-    CHECK(std::any_of(kept1.begin(), kept1.end(), [](const CandidateParams &p) { return p.nest == "gemv"; }));
-    CHECK(std::none_of(kept16.begin(), kept16.end(), [](const CandidateParams &p) { return p.nest == "gemv"; }));
+    CHECK(lib1->nest == NestFamily::Gemv);
+    CHECK(std::any_of(kept1.begin(), kept1.end(), [](const CandidateParams &p) { return p.nest == NestFamily::Gemv; }));
+    CHECK(std::none_of(kept16.begin(), kept16.end(), [](const CandidateParams &p) { return p.nest == NestFamily::Gemv; }));
     AnalyticalCostModel model(m);
     CandidateParams splitk, dec;
-    splitk.nest = "splitk", splitk.mr = 8, splitk.nr_vectors = 3, splitk.k_chunk = 512;
-    dec.nest = "decode", dec.k_chunk = 512, dec.k_unroll = 8;
+    splitk.nest = NestFamily::Splitk, splitk.mr = 8, splitk.nr_vectors = 3, splitk.k_chunk = 512;
+    dec.nest = NestFamily::Decode, dec.k_chunk = 512, dec.k_unroll = 8;
     auto c = model.predict(decode16, std::vector<CandidateParams>{splitk, dec});
     CHECK(c[0].total_s() < c[1].total_s());  // measured: 4.96 vs 6.98 ms on the 2-core Zen4 VM
 }
@@ -139,7 +139,7 @@ TEST_CASE("K-blocked split-K: the library point is in place on every target, the
     const auto kept = prune(enumerate_space(w8, m), w8, m);
     auto find = [&](int k_block) {
         return std::find_if(kept.begin(), kept.end(), [&](const CandidateParams &p) {
-            return p.nest == "splitk" && p.mr == 8 && p.nr_vectors == 3 && p.k_chunk == 512 && p.k_block == k_block;
+            return p.nest == NestFamily::Splitk && p.mr == 8 && p.nr_vectors == 3 && p.k_chunk == 512 && p.k_block == k_block;
         });
     };
     REQUIRE(find(0) != kept.end());
@@ -155,7 +155,7 @@ TEST_CASE("cost model: terms respond to what they model") {
     const TargetModel m = avx512_model();
     AnalyticalCostModel model(m);
     CandidateParams small, big;
-    small.nest = big.nest = "gemm";
+    small.nest = big.nest = NestFamily::Gemm;
     small.mr = 2, small.nr_vectors = 4, small.panel_blocks = 1;
     big.mr = 8, big.nr_vectors = 3, big.panel_blocks = 1;
     const Workload square{2048, 2048, 2048};
@@ -164,7 +164,7 @@ TEST_CASE("cost model: terms respond to what they model") {
     CHECK(c[1].total_s() < c[0].total_s());
     // Decode is memory-bound: memory dominates compute.
     CandidateParams dec;
-    dec.nest = "decode", dec.k_chunk = 512, dec.k_unroll = 4;
+    dec.nest = NestFamily::Decode, dec.k_chunk = 512, dec.k_unroll = 4;
     auto d = model.predict(Workload{1, 4096, 4096}, std::vector<CandidateParams>{dec});
     CHECK(d[0].memory_s > d[0].compute_s);
     CHECK(d[0].explain().find("memory") != std::string::npos);
@@ -321,11 +321,11 @@ TEST_CASE("coverage: the candidates' measured range beside their measurement spr
     // One shape per class; the model ranks candidates 0, 1, 2 in that order.
     auto result = [](const std::string &cls, std::vector<std::vector<double>> samples) {
         TuneResult r;
-        r.source = "measured";
+        r.source = ScheduleProvenance::Measured;
         r.key.shape_class = cls;
         for (size_t i = 0; i < samples.size(); i++) {
             RankedCandidate c;
-            c.params.nest = "group";
+            c.params.nest = NestFamily::Group;
             c.params.group.vectors = (int)i + 1;
             c.cost.compute_s = 1e-3 * (double)(i + 1);
             Measurement m;
@@ -370,7 +370,7 @@ TEST_CASE("tuner: measures the model's top K, commits the winner, and a second r
     params.budget = 4;
     Tuner tuner(model, &fake, &cache, params);
     TuneResult first = tuner.tune(r);
-    CHECK(first.source == "measured");
+    CHECK(first.source == ScheduleProvenance::Measured);
     // The model's top 4, plus the library's own point when the model did not rank it there.
     const auto lib = library_point(r.workload, parse_target("host"));
     REQUIRE(lib);
@@ -384,7 +384,7 @@ TEST_CASE("tuner: measures the model's top K, commits the winner, and a second r
     CHECK(first.params == first.ranked[2].params);
     CHECK(first.time_ms == 1.0);
     TuneResult second = tuner.tune(r);
-    CHECK(second.source == "database");
+    CHECK(second.source == ScheduleProvenance::Database);
     CHECK(fake.calls == calls);  // nothing measured again
     CHECK(second.schedule == first.schedule);
     // Model-only tuning measures nothing and still returns a schedule.
@@ -392,7 +392,7 @@ TEST_CASE("tuner: measures the model's top K, commits the winner, and a second r
     params.measure = false;
     Tuner model_only(model, &fake, &empty, params);
     TuneResult m = model_only.tune(r);
-    CHECK(m.source == "model");
+    CHECK(m.source == ScheduleProvenance::Model);
     CHECK(fake.calls == calls);
     CHECK(m.params == m.ranked[0].params);
 }
@@ -407,7 +407,7 @@ TEST_CASE("tuned schedules are correct on shapes they were not tuned for") {
     auto costs = model.predict(tuned_for, kept);
     const size_t best = std::min_element(costs.begin(), costs.end(), [](auto &a, auto &b) { return a.total_s() < b.total_s(); }) - costs.begin();
     CandidateParams dec;
-    dec.nest = "decode", dec.k_chunk = 64, dec.k_unroll = 4;
+    dec.nest = NestFamily::Decode, dec.k_chunk = 64, dec.k_unroll = 4;
     for (const CandidateParams &p : {kept[best], dec}) {
         CAPTURE(p.to_string());
         GeluLayer k(GeluForm::Erf, dsl::NumericMode::Strict, make_schedule(p, host), host);
@@ -433,22 +433,22 @@ TEST_CASE("a model-only record is a miss for a measuring tuner, which replaces i
     TunerParams model_only;
     model_only.measure = false;
     const TuneResult guess = Tuner(model, &fake, &cache, model_only).tune(r);
-    CHECK(guess.source == "model");
+    CHECK(guess.source == ScheduleProvenance::Model);
     REQUIRE(cache.lookup(Tuner::key_for(r)));
     CHECK(cache.lookup(Tuner::key_for(r))->measured_by == "model");
     CHECK(fake.calls == 0);
 
     // A model-only reader still takes the stored guess (nothing to measure with).
-    CHECK(Tuner(model, &fake, &cache, model_only).tune(r).source == "database");
+    CHECK(Tuner(model, &fake, &cache, model_only).tune(r).source == ScheduleProvenance::Database);
 
     TunerParams measuring;
     measuring.budget = 2;
     const TuneResult tuned = Tuner(model, &fake, &cache, measuring).tune(r);
-    CHECK(tuned.source == "measured");
+    CHECK(tuned.source == ScheduleProvenance::Measured);
     CHECK(fake.calls > 0);
     CHECK(cache.lookup(Tuner::key_for(r))->measured_by == "measured");  // the measured record wins lookups
     const int calls = fake.calls;
-    CHECK(Tuner(model, &fake, &cache, measuring).tune(r).source == "database");  // now a real hit
+    CHECK(Tuner(model, &fake, &cache, measuring).tune(r).source == ScheduleProvenance::Database);  // now a real hit
     CHECK(fake.calls == calls);
 }
 
@@ -478,17 +478,17 @@ TEST_CASE("tuner: an imported record is checked before use; a wrong one is refus
     wrong.bound("y", "n", 0, 8);
     import(wrong, 0.001);
     const TuneResult first = tuner.tune(r);
-    CHECK(first.source == "model");
+    CHECK(first.source == ScheduleProvenance::Model);
     CHECK(count(kRefused) == 1);
     const TuneResult again = tuner.tune(r);  // the model's pick, stored by the first call, now hits
-    CHECK(again.source == "database");
+    CHECK(again.source == ScheduleProvenance::Database);
     CHECK(again.schedule != wrong);
     CHECK(count(kRefused) == 1);  // not checked again
 
     // A correct import is verified once, then used as a hit.
     import(sched::library_schedule("cpu_blocked", host), 0.0005);
     const TuneResult verified = tuner.tune(r);
-    CHECK(verified.source == "database");
+    CHECK(verified.source == ScheduleProvenance::Database);
     CHECK(verified.decision.find("verified here against the reference") != std::string::npos);
     CHECK(count(kVerified) == 1);
     tuner.tune(r);

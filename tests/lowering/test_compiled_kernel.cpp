@@ -156,7 +156,7 @@ TEST_CASE("numeric mode exact: the tuning space prunes the nests that split the 
         CHECK(any_split == !exact);
         const auto lib = autosched::library_point(w, host);
         REQUIRE(lib);
-        CHECK((lib->nest == "general" || lib->nest == "gemm") == exact);
+        CHECK((lib->nest == autosched::NestFamily::General || lib->nest == autosched::NestFamily::Gemm) == exact);
     }
 }
 

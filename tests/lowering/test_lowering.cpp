@@ -529,3 +529,19 @@ TEST_CASE("special values: CUDA row reductions on order keys assemble, with inte
         CHECK(r.within_limits());
     }
 }
+
+TEST_CASE("the PTX check assembles for the target's CUDA capability, not a fixed architecture" *
+          doctest::skip(find_ptxas().empty())) {
+    const dsl::Graph g =
+        dsl::simplify_text("graph c {\n %a = input : f32[M, N]\n %y = relu(%a)\n output %y\n}", "<test>").graph;
+    for (const auto &[target, arch] : {std::pair<const char *, const char *>{"host-cuda", "sm_86"},
+                                       {"x86-64-linux-avx2-fma-cuda-cuda_capability_80", "sm_80"}}) {
+        INFO(target);
+        CompiledGraph program(g, whole_graph_group(g), parse_target(target), {}, KernelBackend::AheadOfTime);
+        const CompiledKernel &k = *program.groups()[0].kernel;
+        const PtxScheduleReport r = k.ptx_report();
+        INFO(r.to_string());
+        CHECK(r.arch == arch);
+        CHECK(r.within_limits(k.ptx_limits()));
+    }
+}

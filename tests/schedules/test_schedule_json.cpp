@@ -25,8 +25,8 @@ TEST_CASE("JSON round trip of every library schedule, for AVX2, AVX-512 and CUDA
 TEST_CASE("guarded variants round-trip and are picked by shape") {
     ScheduleSpec s("guarded");
     s.split({"y"}, "n", "no", "ni", 16).vectorize({"y"}, "ni");
-    s.variants.push_back({{{"M", "==", 1}}, {Parallel{{"y"}, "n"}}});
-    s.variants.push_back({{{"N", "%", 16}, {"M", ">=", 8}}, {Unroll{{"y"}, "m"}}});
+    s.variants.push_back({{{"M", GuardOp::Eq, 1}}, {Parallel{{"y"}, "n"}}});
+    s.variants.push_back({{{"N", GuardOp::Divisible, 16}, {"M", GuardOp::Ge, 8}}, {Unroll{{"y"}, "m"}}});
     CHECK(schedule_from_json(to_json(s)) == s);
     CHECK(s.pick_variant({{"M", 1}, {"N", 3}}) == 0);
     CHECK(s.pick_variant({{"M", 9}, {"N", 32}}) == 1);
