@@ -84,8 +84,8 @@ CostBreakdown AnalyticalCostModel::estimate_cpu(const Workload &w, const Candida
             // are written, read and added into the chunk's. In place: after every sums_block
             // rows the register tiles are added into the chunk's M x N sums (read and written).
             // Whether the sequential copy reads DRAM faster than the rows in place depends on
-            // the prefetchers: measured, not modelled (the copy was 1.25-1.7x on AVX2 at
-            // M = 4..12 on Zen 4; in place was 1.17-1.36x the copy on an Intel Xeon).
+            // the prefetchers and differs between machines: measured, not modelled
+            // (docs/results/measurement_notes.md, cpu-blocking).
             if (p.k_block > 0)
                 cache += 2.0 * K * N * 4 + 3.0 * M * N * 4 * ceil_div(K, p.k_block);
             else
