@@ -77,8 +77,17 @@ Expr ExprBuilder::at(ValueId v, const std::vector<Expr> &idx) {
         if (n.attrs.value.size() == 1) return Expr((float)n.attrs.value[0]);
         return constant_buffer(v)(reversed(idx));
     }
-    case Op::Add: return ieee(operand(0) + operand(1));
-    case Op::Sub: return ieee(operand(0) - operand(1));
+    case Op::CausalMask: {
+        const int r = n.type.rank();
+        const Expr s = extent(v, r - 2), l = extent(v, r - 1);
+        return Halide::select(idx[r - 1] <= idx[r - 2] + (l - s), 0.0f, Expr(-INFINITY));
+    }
+    // A causal mask's -inf is its meaning, not an overflow fast mode may ignore: arithmetic on it
+    // is kept as written in every mode.
+    case Op::Add:
+        return reads_causal_mask(n) ? Halide::strict_float(operand(0) + operand(1)) : ieee(operand(0) + operand(1));
+    case Op::Sub:
+        return reads_causal_mask(n) ? Halide::strict_float(operand(0) - operand(1)) : ieee(operand(0) - operand(1));
     case Op::Mul: return ieee(operand(0) * operand(1));
     case Op::Div: return ieee(operand(0) / operand(1));
     case Op::Max: return ieee_maximum(operand(0), operand(1));
@@ -106,6 +115,10 @@ Expr ExprBuilder::at(ValueId v, const std::vector<Expr> &idx) {
     default: break;
     }
     refuse(g_, v, std::string("op '") + dsl::to_string(n.op) + "' has no Halide lowering inside a group");
+}
+
+bool ExprBuilder::reads_causal_mask(const Node &n) const {
+    return std::any_of(n.inputs.begin(), n.inputs.end(), [&](ValueId in) { return g_.node(in).op == Op::CausalMask; });
 }
 
 Expr ExprBuilder::extent(ValueId v, int axis) {

@@ -7,7 +7,8 @@
  *   ExprBuilder.cpp   inputs, values at an index through layouts, broadcasting, reshapes,
  *                     constants, outputs in a layout;
  *   Contractions.cpp  matmuls (sibling matmuls as one Tuple Func) and the right operand's view "w";
- *   Reductions.cpp    reduce_sum/mean/max and softmax.
+ *   Reductions.cpp    reduce_sum/mean/max and softmax;
+ *   Attention.cpp     an attention group's online-softmax nest.
  * The IEEE special-value helpers they call are in IeeeMath.h.
  *
  * Legal for one FusionGroup of a Graph whose ops are pure; anything it cannot lower (integer
@@ -16,6 +17,7 @@
  */
 #pragma once
 
+#include "dsl/passes/AttentionFusion.h"
 #include "lowering/LowerToHalide.h"
 
 #include <Halide.h>
@@ -44,6 +46,9 @@ public:
      * LLVM, for this op only: contractions and reductions keep their fast-math code. */
     Halide::Expr ieee(const Halide::Expr &e) const { return mode_ == dsl::NumericMode::Fast ? e : Halide::strict_float(e); }
 
+    /** Whether an operand of `n` is a causal_mask (its -inf must survive fast mode). */
+    bool reads_causal_mask(const dsl::Node &n) const;
+
     /** Extent of `axis` of value `v` as an Expr (static, or a bound symbol). */
     Halide::Expr extent(dsl::ValueId v, int axis);
 
@@ -54,6 +59,11 @@ public:
     Halide::Func laid_out(dsl::ValueId v, const std::string &name);
 
     std::vector<Halide::Var> vars(int rank);
+
+    /** Attention.cpp: the attention group's output Func "y", computed by the online-softmax
+     * nest over blocks of `kv_block` keys (stages: kblock, matmul, scores, block_max, probs, block_sum,
+     * block_pv, state). */
+    Halide::Func attention(const dsl::AttentionPattern &a, int64_t kv_block);
 
 private:
     const dsl::Graph &g_;

@@ -51,6 +51,19 @@ LoweredGroup lower_group(const Graph &g, const dsl::FusionGroup &group) {
     }
     try {
         ExprBuilder b(g, group, out);
+        if (group.kind == dsl::GroupKind::Attention) {
+            std::string why_not;
+            const auto a = dsl::match_attention(g, group.outputs.back(), &why_not);
+            if (!a || group.outputs.size() != 1)
+                refuse(g, group.outputs.back(), "an attention group's output is softmax(q @ k^T) @ v" + (why_not.empty() ? "" : ": " + why_not));
+            Func y = b.attention(*a, group.kv_block > 0 ? group.kv_block : dsl::kAttentionKvBlock);
+            out.funcs["y"] = y;
+            out.output_names.push_back("y");
+            out.outputs.push_back(y);
+            out.output_values.push_back(group.outputs[0]);
+            out.output_func.push_back(0);
+            return out;
+        }
         for (ValueId v : group.outputs)
             if (g.node(v).type.rank() == 0) refuse(g, v, "scalar outputs are not lowered");
         // A matmul group's outputs of one shape (an epilogue whose intermediate is exported too,

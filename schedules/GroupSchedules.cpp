@@ -1,5 +1,7 @@
 #include "schedules/GroupSchedules.h"
 
+#include "schedules/AttentionSchedules.h"
+
 #include "schedules/TargetFacts.h"
 
 #include <algorithm>
@@ -234,6 +236,7 @@ ScheduleSpec cuda_rows(const GroupShape &g, const Halide::Target &target) {
 }
 
 ScheduleSpec fallback_group_schedule(const GroupShape &g, const Halide::Target &target) {
+    if (g.kind == dsl::GroupKind::Attention && !target.has_gpu_feature()) return cpu_attention(g, target);
     const bool elementwise = g.kind == dsl::GroupKind::Elementwise;
     ScheduleSpec s = target.has_gpu_feature() ? (elementwise ? cuda_elementwise(g, target) : cuda_rows(g, target))
                                               : (elementwise ? cpu_elementwise(g, target) : cpu_rows(g, target));

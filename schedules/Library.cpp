@@ -2,6 +2,7 @@
 
 #include "schedules/ScheduleJson.h"
 
+#include "schedules/AttentionSchedules.h"
 #include "schedules/MatmulCpuSchedules.h"
 #include "schedules/MatmulCudaSchedules.h"
 
@@ -35,6 +36,10 @@ const std::vector<LibraryEntry> &schedule_library() {
         {"cpu_rows", Device::Cpu, dsl::GroupKind::Reduction,
          "reductions per output row, vector partial sums (rfactor) along the row; outputs as cpu_elementwise", {},
          cpu_rows},
+        {"cpu_attention", Device::Cpu, dsl::GroupKind::Attention,
+         "online softmax over blocks of keys: per task a block of query rows, scores and probs V in register tiles, "
+         "no S x L buffer",
+         {}, cpu_attention},
         {"cuda_elementwise", Device::Cuda, dsl::GroupKind::Elementwise,
          "outputs in 32x8 thread tiles; reductions per thread in registers, or own kernels for several outputs "
          "(ptxas-checked; not yet run on a GPU)",
@@ -55,6 +60,7 @@ std::string default_library_schedule(dsl::GroupKind kind, Device device) {
     case dsl::GroupKind::MatmulEpilogue: return cuda ? "cuda_tiled_shared" : "cpu_blocked";
     case dsl::GroupKind::Elementwise: return cuda ? "cuda_elementwise" : "cpu_elementwise";
     case dsl::GroupKind::Reduction: return cuda ? "cuda_rows" : "cpu_rows";
+    case dsl::GroupKind::Attention: return cuda ? "" : "cpu_attention";
     }
     return "";
 }

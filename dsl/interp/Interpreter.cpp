@@ -270,6 +270,15 @@ Tensor evaluate_pure(const Node &n, const std::vector<const Tensor *> &in,
         round_all(r);
         return r;
     }
+    case Op::CausalMask: {
+        Tensor r = make(dt, shape);
+        const int64_t s = shape[shape.size() - 2], l = shape.back();
+        for (size_t e = 0; e < r.data.size(); e++) {
+            const int64_t j = (int64_t)e % l, i = ((int64_t)e / l) % s;
+            r.data[e] = j <= i + (l - s) ? 0.0 : -INFINITY;
+        }
+        return r;
+    }
     case Op::ShapeOf: return Tensor::scalar(DType::I64, (double)in[0]->shape[(size_t)n.attrs.axis]);
     case Op::MatMul: return matmul(*in[0], *in[1], shape);
     case Op::Transpose: return transpose(*in[0], n.attrs.perm, shape);

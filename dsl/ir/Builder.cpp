@@ -247,6 +247,10 @@ Value GraphBuilder::literal(double value, const Value &like) {
     return constant(value, like.dtype());
 }
 
+Value GraphBuilder::causal_mask(DType dtype, const Shape &dims) {
+    return add_op(Op::CausalMask, {}, Attrs{}, make_type(dtype, dims));
+}
+
 Value GraphBuilder::random_uniform(DType dtype, const Shape &dims, uint64_t seed) {
     Attrs a;
     a.seed = seed;

@@ -127,6 +127,8 @@ public:
     Value shape_const(int64_t value, DType dtype = DType::I64);
 
     /** Effects that make a value. Each call is a separate draw / read, in program order. */
+    /** causal_mask() : dtype[..., S, L]: 0 where j <= i + L - S, else -inf (docs/TSL.md). */
+    Value causal_mask(DType dtype, const Shape &dims);
     Value random_uniform(DType dtype, const Shape &dims, uint64_t seed);
     Value random_normal(DType dtype, const Shape &dims, uint64_t seed);
     Value state_read(const std::string &var, DType dtype, const Shape &dims);

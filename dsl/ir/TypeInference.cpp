@@ -230,6 +230,10 @@ TensorType infer_type(const Graph &g, const Node &n) {
         if ((n.op == Op::RandomUniform || n.op == Op::RandomNormal) && !is_float(n.type.dtype))
             fail(n, "random draws produce floating-point values, not " + print_type(g, n.type));
         return n.type;
+    case Op::CausalMask:
+        if (!is_float(n.type.dtype) || n.type.rank() < 2)
+            fail(n, "a causal mask is a float tensor of rank >= 2 ([..., S, L]), not " + print_type(g, n.type));
+        return n.type;
     case Op::Constant: {
         size_t k = n.attrs.value.size();
         if (k == 0) fail(n, "constant needs a value");

@@ -45,7 +45,9 @@ Tensor constant_tensor(const Graph &g, const Node &c) {
 }
 
 bool foldable(const Graph &g, const Node &n, std::vector<int64_t> *shape) {
-    if (!n.is_pure() || n.op == Op::Input || n.op == Op::Constant || !n.has_result()) return false;
+    // An op without operands is a leaf already (an input, a constant, an index function such as
+    // causal_mask, which kernels compute inline: folded, it would become S x L stored values).
+    if (!n.is_pure() || n.inputs.empty() || !n.has_result()) return false;
     for (ValueId v : n.inputs)
         if (g.node(v).op != Op::Constant) return false;
     int64_t numel = 1;

@@ -15,6 +15,7 @@
 
 #include "dsl/analysis/MemoryTraffic.h"
 #include "dsl/analysis/WeightDerived.h"
+#include "dsl/passes/AttentionFusion.h"
 #include "dsl/ir/Printer.h"
 #include "dsl/ir/TypeInference.h"
 #include "dsl/passes/FusionPolicy.h"
@@ -23,7 +24,7 @@ namespace tessel::dsl {
 
 TargetResources TargetResources::host_avx2() { return {"host-avx2", 16, 8, 0, 256 * 1024}; }
 TargetResources TargetResources::host_avx512() { return {"host-avx512", 32, 16, 0, 1 << 20}; }
-TargetResources TargetResources::cuda_sm90() { return {"cuda-sm90", 255, 1, 48 * 1024, int64_t(50) << 20}; }
+TargetResources TargetResources::cuda_sm90() { return {"cuda-sm90", 255, 1, 48 * 1024, int64_t(50) << 20, true}; }
 
 std::string ResourceEstimate::to_string() const {
     std::string s = "registers " + std::to_string(registers_f32) + " f32";
@@ -64,6 +65,7 @@ public:
             });
         outputs_.insert(g.outputs.begin(), g.outputs.end());
         derived_ = weight_derived(g);
+        match_attention_groups();
     }
 
     FusionPlan run() {
@@ -74,6 +76,15 @@ public:
                 continue;
             }
             if (cls == FusionClass::Constant) continue;
+            if (auto a = attention_root_.find(c); a != attention_root_.end()) {
+                // A member of a matched attention pattern: the group is formed whole, sealed.
+                root_[c] = a->second;
+                members_[a->second].insert(c);
+                planned_.push_back(c);
+                if (auto d = attention_decision_.find(c); d != attention_decision_.end()) plan_.decisions.push_back(d->second);
+                continue;
+            }
+            if (auto d = attention_decision_.find(c); d != attention_decision_.end()) plan_.decisions.push_back(d->second);
             root_[c] = c;
             members_[c] = {c};
             // (1) producer -> consumer, one decision per distinct planned operand.
@@ -85,6 +96,9 @@ public:
                 if (root_[p] == root_[c]) {
                     // The policy judged all of c's reads from this group when c joined it.
                     d = FusionDecision::yes("epilogue", nm(g_, p) + " is already in the group of " + nm(g_, c) + " (joined through another operand)");
+                } else if (sealed_.count(root_[p])) {
+                    d = FusionDecision::no("attention", nm(g_, p) + " is written by the online-softmax nest of an attention group; " +
+                                                            nm(g_, c) + " reads it from memory");
                 } else if (derived(p) != derived(c)) {
                     d = FusionDecision::no("weight-prepare", nm(g_, p) + " is computed from weights alone and prepared once; " +
                                                                  nm(g_, c) + " runs on every call and reads the prepared value");
@@ -105,7 +119,7 @@ public:
             const std::optional<std::vector<ValueId>> keys = policy_.sibling_keys(g_, c);
             if (opts_.sibling_fusion && (cls == FusionClass::Contraction || cls == FusionClass::Reduction)) {
                 for (ValueId s : sibling_candidates(c, keys)) {
-                    if (!root_.count(s) || root_[s] == root_[c] || derived(s) != derived(c)) continue;
+                    if (!root_.count(s) || root_[s] == root_[c] || derived(s) != derived(c) || sealed_.count(root_[s])) continue;
                     auto d = policy_.sibling(g_, s, c);
                     if (!d) continue;
                     if (d->fused) *d = try_merge(root_[c], root_[s], *d);
@@ -137,6 +151,43 @@ private:
         std::string why;
     };
     std::vector<Cut> cut_;
+    /** Attention patterns (AttentionFusion.h): member -> the group's root (its pv matmul), the
+     * roots, the pattern of each root, and the decision logged when the pv matmul is visited. */
+    std::map<ValueId, ValueId> attention_root_;
+    std::set<ValueId> sealed_;
+    std::map<ValueId, AttentionPattern> attention_of_;
+    std::map<ValueId, FusionDecision> attention_decision_;
+
+    void match_attention_groups() {
+        for (ValueId v : g_.order()) {
+            if (g_.node(v).op != Op::MatMul || fusion_class(g_, v) != FusionClass::Contraction) continue;
+            std::string why_not;
+            const std::optional<AttentionPattern> a = match_attention(g_, v, &why_not);
+            FusionDecision d;
+            if (a) {
+                const ResourceEstimate e = attention_estimate(g_, *a, opts_);
+                if (!e.fits) why_not = "the blocks would not fit: " + e.to_string();
+                if (opts_.target.gpu) why_not = "the GPU target " + opts_.target.name + " has no attention schedule yet";
+            }
+            if (a && why_not.empty() && std::none_of(a->nodes.begin(), a->nodes.end(), [&](ValueId n) { return attention_root_.count(n) || derived(n); })) {
+                for (ValueId n : a->nodes) attention_root_[n] = v;
+                sealed_.insert(v);
+                attention_of_[v] = *a;
+                d = FusionDecision::yes("attention", "softmax(" + std::string(a->scale != 1.0 ? "scale * " : "") + nm(g_, a->q) +
+                                                         " @ " + nm(g_, a->kt) + (a->mask != kNoValue ? " + " + nm(g_, a->mask) : "") +
+                                                         ") @ " + nm(g_, a->v) + " is one online-softmax nest over blocks of " +
+                                                         std::to_string(kAttentionKvBlock) + " keys: no [S, L] matrix in memory");
+            } else if (!why_not.empty()) {
+                d = FusionDecision::no("attention", why_not + "; planned unfused");
+            } else {
+                continue;
+            }
+            d.producer = g_.node(v).inputs[0];
+            d.consumer = v;
+            attention_decision_[v] = d;
+        }
+    }
+
     /** node -> indices into cut_ of the cut edges it is an end of. */
     std::map<ValueId, std::vector<size_t>> cuts_of_;
     std::set<ValueId> outputs_;
@@ -220,6 +271,8 @@ private:
      * returns `ok` (the rule's decision) when merged, else the refusal. */
     FusionDecision try_merge(ValueId a, ValueId b, const FusionDecision &ok) {
         const std::set<ValueId> &A = members_[a], &B = members_[b];
+        if (sealed_.count(a) || sealed_.count(b))
+            return FusionDecision::no("attention", "an attention group is sealed: its nest computes nothing else");
         FusionDecision m = policy_.merge(g_, sorted(A), sorted(B));
         if (!m) return m;
         if (!opts_.sibling_fusion && contains(A, FusionClass::Contraction) && contains(B, FusionClass::Contraction))
@@ -313,11 +366,13 @@ private:
                 for (ValueId u : users_[v]) out |= !nodes.count(u);
                 if (out) grp.outputs.push_back(v);
             }
-            grp.kind = group_kind(g_, grp.nodes);
+            grp.kind = sealed_.count(r) ? GroupKind::Attention : group_kind(g_, grp.nodes);
+            if (grp.kind == GroupKind::Attention) grp.kv_block = kAttentionKvBlock;
             grp.prepared = std::all_of(members_[r].begin(), members_[r].end(), [&](ValueId v) { return derived(v); });
             grp.name = "g" + std::to_string(grp.id) + "_" +
                        sanitize(grp.outputs.empty() ? g_.display_name(grp.nodes.back()) : g_.display_name(grp.outputs[0]));
-            grp.estimate = policy_.estimate(g_, grp.nodes, opts_);
+            grp.estimate = grp.kind == GroupKind::Attention ? attention_estimate(g_, attention_of_.at(r), opts_)
+                                                             : policy_.estimate(g_, grp.nodes, opts_);
             plan_.groups.push_back(std::move(grp));
         }
         // Values with several readers: recomputed / computed once inside one group, or materialized.

@@ -19,6 +19,10 @@
  * fit the target. Every candidate edge gets one FusionDecision with the rule and the reason.
  *
  * The rules (the default policy, FusionPolicy.h; rule names as they appear in decisions):
+ *  - `attention`: softmax(scale * q @ k^T [+ mask]) @ v, in fast mode, is one group of kind
+ *                 attention (the pattern and its legality: AttentionFusion.h). It is matched
+ *                 before the other rules and sealed: no other op joins it, and readers of its
+ *                 output read it from memory.
  *  - `epilogue`:  an elementwise or broadcast consumer (add bias, gelu, cast...) joins the group of
  *                 a contraction, elementwise or reduction producer; it is computed inline at the
  *                 producer's output index. Running example: matmul -> add -> gelu is one group.
@@ -114,6 +118,8 @@ struct FusionGroup {
     /** Computed from weights alone (dsl/analysis/WeightDerived.h): run once when the weights
      * are prepared, its outputs kept for every later call. */
     bool prepared = false;
+    /** Attention groups: keys per block of the online softmax (AttentionFusion.h); 0 otherwise. */
+    int64_t kv_block = 0;
 };
 
 /** Bytes moved through memory. */
@@ -145,6 +151,7 @@ struct TargetResources {
     int vector_lanes = 16;                    ///< f32 lanes per vector register
     int64_t shared_memory_bytes = 48 * 1024;
     int64_t l2_cache_bytes = 1 << 20;
+    bool gpu = false;                         ///< a GPU target (attention groups are CPU-only so far)
 
     static TargetResources host_avx2();       ///< 16 x 8 lanes, no shared memory, 256 KiB L2
     static TargetResources host_avx512();     ///< 32 x 16 lanes, no shared memory, 1 MiB L2

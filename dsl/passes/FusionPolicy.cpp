@@ -28,7 +28,7 @@ FusionClass fusion_class(const Graph &g, ValueId v) {
     case IterSpace::Permutation: return FusionClass::Permutation;
     case IterSpace::Opaque: break;
     }
-    if (n.op == Op::Constant) return FusionClass::Constant;
+    if (n.op == Op::Constant || n.op == Op::CausalMask) return FusionClass::Constant;
     if (n.op == Op::Reshape) return FusionClass::Reshape;
     return FusionClass::Outside;
 }

@@ -7,6 +7,7 @@ constexpr std::pair<GroupKind, const char *> kKinds[] = {
     {GroupKind::MatmulEpilogue, "matmul+epilogue"},
     {GroupKind::Reduction, "reduction"},
     {GroupKind::Elementwise, "elementwise"},
+    {GroupKind::Attention, "attention"},
 };
 }  // namespace
 

@@ -1,0 +1,131 @@
+// Map: helpers (one-element constants, readers inside a set) -> match_attention(): walk up from
+// pv through softmax, the mask add, the scale and the scores matmul, then the legality checks.
+#include "dsl/passes/AttentionFusion.h"
+
+#include <algorithm>
+#include <set>
+
+#include "dsl/analysis/MemoryTraffic.h"
+
+namespace tessel::dsl {
+
+namespace {
+
+std::string nm(const Graph &g, ValueId v) { return "%" + g.display_name(v); }
+
+/** A constant holding one value (a scalar or a splat of any shape). */
+bool one_value_constant(const Graph &g, ValueId v, double *value) {
+    const Node &n = g.node(v);
+    if (n.op != Op::Constant || n.attrs.value.size() != 1) return false;
+    *value = n.attrs.value[0];
+    return true;
+}
+
+}  // namespace
+
+std::optional<AttentionPattern> match_attention(const Graph &g, ValueId pv, std::string *why_not) {
+    why_not->clear();
+    AttentionPattern a;
+    const Node &out = g.node(pv);
+    if (out.op != Op::MatMul) return std::nullopt;
+    a.output = pv;
+    a.softmax = out.inputs[0];
+    a.v = out.inputs[1];
+    const Node &sm = g.node(a.softmax);
+    if (sm.op != Op::Softmax) return std::nullopt;
+    const int rank = sm.type.rank();
+    if (rank < 2 || (sm.attrs.axis != -1 && sm.attrs.axis != rank - 1)) return std::nullopt;
+    std::vector<ValueId> chain = {a.softmax};  // the pattern's values between scores and pv
+
+    // t = u + mask | u, and u = s * c | c * s | s / c | s with s the scores matmul.
+    auto scaled_scores = [&](ValueId u, AttentionPattern *into) {
+        const Node &n = g.node(u);
+        if (n.op == Op::MatMul) return u;
+        double c = 0;
+        for (int side = 0; side < 2; side++) {
+            const ValueId value = n.inputs.size() == 2 ? n.inputs[side] : kNoValue;
+            const ValueId factor = n.inputs.size() == 2 ? n.inputs[1 - side] : kNoValue;
+            const bool legal = (n.op == Op::Mul || (n.op == Op::Div && side == 0)) && value != kNoValue;
+            if (legal && g.node(value).op == Op::MatMul && one_value_constant(g, factor, &c)) {
+                if (into) into->scale_node = factor, into->scale = n.op == Op::Div ? 1.0 / c : c, into->scale_divides = n.op == Op::Div;
+                return value;
+            }
+        }
+        return kNoValue;
+    };
+    const ValueId t = sm.inputs[0];
+    ValueId u = t;
+    if (const Node &tn = g.node(t); tn.op == Op::Add && scaled_scores(t, nullptr) == kNoValue) {
+        const int side = scaled_scores(tn.inputs[0], nullptr) != kNoValue ? 0 : 1;
+        u = tn.inputs[side];
+        a.mask = tn.inputs[1 - side];
+        chain.push_back(t);
+    }
+    const ValueId s = scaled_scores(u, &a);
+    if (s == kNoValue) return std::nullopt;
+    if (u != s) chain.push_back(u);
+    a.scores = s;
+    chain.push_back(s);
+    a.q = g.node(s).inputs[0];
+    a.kt = g.node(s).inputs[1];
+    if (const Node &kt = g.node(a.kt); kt.op == Op::Transpose) {
+        const int r = kt.type.rank();
+        std::vector<int64_t> swap_last(r);
+        for (int i = 0; i < r; i++) swap_last[i] = i;
+        if (r >= 2) std::swap(swap_last[r - 1], swap_last[r - 2]);
+        if (r >= 2 && kt.attrs.perm == swap_last) a.k = kt.inputs[0];
+    }
+
+    // The shape is attention; now whether fusing it is legal.
+    if (g.mode != NumericMode::Fast) {
+        *why_not = "the online softmax sums the denominator and P·V block by block, rescaling as the row maximum "
+                   "grows: a reassociation, which " + std::string(to_string(g.mode)) +
+                   " mode forbids (declare `graph " + g.name + " mode=fast` to allow it)";
+        return std::nullopt;
+    }
+    std::set<ValueId> inside(chain.begin(), chain.end());
+    inside.insert(pv);
+    if (a.k != kNoValue) inside.insert(a.kt), chain.push_back(a.kt);
+    for (ValueId v : chain) {
+        if (g.is_output(v)) {
+            *why_not = nm(g, v) + " is a graph output, so the [S, L] matrix would have to exist in memory";
+            return std::nullopt;
+        }
+        for (ValueId user : g.users(v))
+            if (!inside.count(user)) {
+                *why_not = nm(g, v) + " is also read by " + nm(g, user) +
+                           " outside the pattern, so it would have to exist in memory (the backward pass is not fused yet)";
+                return std::nullopt;
+            }
+    }
+    for (ValueId v : {pv, a.softmax, s, a.q, a.kt, a.v})
+        if (g.node(v).type.dtype != DType::F32 || g.node(v).type.rank() < 2) {
+            *why_not = nm(g, v) + " is " + to_string(g.node(v).type.dtype) + " of rank " +
+                       std::to_string(g.node(v).type.rank()) + "; the fused group reads f32 operands of rank >= 2";
+            return std::nullopt;
+        }
+    if (a.mask != kNoValue && g.node(a.mask).type.dtype != DType::F32) {
+        *why_not = "the mask " + nm(g, a.mask) + " is not f32";
+        return std::nullopt;
+    }
+    a.nodes.assign(inside.begin(), inside.end());
+    std::sort(a.nodes.begin(), a.nodes.end(), [&](ValueId x, ValueId y) { return g.position(x) < g.position(y); });
+    return a;
+}
+
+ResourceEstimate attention_estimate(const Graph &g, const AttentionPattern &a, const FusionOptions &opts) {
+    auto last = [&](ValueId v) { return dim_size(g, g.node(v).type.dims.back(), opts.symbol_sizes); };
+    const int64_t d = last(a.q), dv = last(a.v), bq = kAttentionQueryBlock, bk = kAttentionKvBlock;
+    ResourceEstimate e;
+    const int64_t lanes = opts.target.vector_lanes;
+    e.registers_f32 = 4 * 2 * lanes + 2 * lanes + lanes;  // a 4 x 2L score or output tile, its operands
+    e.cache_bytes = 4 * (bq * d + bk * d + bk * dv + bq * bk + bq * dv);
+    e.fits = (opts.target.l2_cache_bytes == 0 || e.cache_bytes <= opts.target.l2_cache_bytes) &&
+             e.registers_f32 <= int64_t(opts.target.vector_registers) * lanes;
+    e.detail = "query block " + std::to_string(bq) + " x key block " + std::to_string(bk) + ", D " + std::to_string(d) +
+               ", Dv " + std::to_string(dv) + ": q, K, V, score and accumulator blocks " + format_bytes(e.cache_bytes) +
+               " of L2 " + format_bytes(opts.target.l2_cache_bytes);
+    return e;
+}
+
+}  // namespace tessel::dsl

@@ -1,0 +1,76 @@
+/** \file
+ * Attention fusion: the tile-level fusion rule that turns
+ *
+ *     o = softmax(scale · (q @ kᵀ) [+ mask], axis=-1) @ v
+ *
+ * into ONE group of kind `attention`, which the lowering computes FlashAttention-style (one block
+ * of query rows against blocks of keys, a running row maximum and sum, the output rescaled as the
+ * maximum grows: lowering/Attention.cpp), so no [S, L] score or probability matrix exists in
+ * memory. Plain producer-consumer fusion cannot reach this: a contraction, a row reduction and a
+ * second contraction never share a traversal (Fusion.h's `reduce-input` and `matmul-operand`).
+ *
+ * The rule is a graph pattern with legality conditions; plan_fusion() asks it for every matmul
+ * before its ordinary rules run, and every attempt is logged as a FusionDecision with rule
+ * `attention` (fused or cut, with the reason), like every other fusion decision.
+ *
+ * The pattern (operands may be in either order where the op commutes):
+ *   pv      = matmul(p, v)                      v: [..., L, Dv]
+ *   p       = softmax(t, axis = last)
+ *   t       = u + mask | u                      mask: broadcasts to [..., S, L]
+ *   u       = s * c | c * s | s / c | s         c: a constant of one element (the scale)
+ *   s       = matmul(q, kt)                     q: [..., S, D]; kt: transpose(k) of k [..., L, D],
+ *                                               or any [..., D, L] value
+ * Legal when:
+ *   - the graph's numeric mode is `fast`: the online softmax sums the denominator and P·V block by
+ *     block, rescaled as the running maximum grows, which reassociates both sums (a refused
+ *     pattern says so and names `mode=fast`);
+ *   - s, u, t, p (and kt when it is a transpose) are read only inside the pattern and are no graph
+ *     outputs: fused, they never exist in memory;
+ *   - every value is f32, q, kt and v have rank >= 2, and the softmax runs over the last axis.
+ * Batch axes follow matmul's broadcasting, so [B, H, S, D] heads and a mask of [S, L] or
+ * [B, 1, S, L] work unchanged.
+ */
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dsl/ir/Graph.h"
+#include "dsl/passes/Fusion.h"
+
+namespace tessel::dsl {
+
+/** One matched attention pattern: its roles and its member nodes. */
+struct AttentionPattern {
+    ValueId output = kNoValue;   ///< pv = matmul(p, v): the group's one output
+    ValueId softmax = kNoValue;  ///< p
+    ValueId scores = kNoValue;   ///< s = matmul(q, kt)
+    ValueId q = kNoValue, kt = kNoValue, v = kNoValue;
+    ValueId k = kNoValue;        ///< kt's operand when kt is a transpose in the pattern, else kNoValue
+    ValueId mask = kNoValue;     ///< the additive mask, or kNoValue
+    ValueId scale_node = kNoValue;  ///< the constant c, or kNoValue
+    double scale = 1.0;          ///< the factor applied to s (1/c for a division)
+    bool scale_divides = false;  ///< u = s / c (the lowering divides as written)
+    /** Every member in program order (constants excluded: fusion clones them into the group). */
+    std::vector<ValueId> nodes;
+};
+
+/** The pattern rooted at matmul `pv`, or nullopt. When the shape of the pattern is there but it is
+ * illegal (mode, a second reader, a dtype), *why_not says which and why; when `pv` is no
+ * attention at all, *why_not is left empty. */
+std::optional<AttentionPattern> match_attention(const Graph &g, ValueId pv, std::string *why_not);
+
+/** Keys per block of the online softmax: the number of score columns a query-row block holds at
+ * once. The lowering defines the blocks (the running maximum is rescaled once per block), so it
+ * is part of the algorithm, chosen with the group. */
+constexpr int64_t kAttentionKvBlock = 128;
+/** Query rows per block in the resource estimate (the schedule picks its own, near this). */
+constexpr int64_t kAttentionQueryBlock = 32;
+
+/** The working set of one query block against one key block: the q rows, the K and V blocks,
+ * the score block and the output accumulators (f32), against the target's L2. */
+ResourceEstimate attention_estimate(const Graph &g, const AttentionPattern &a, const FusionOptions &opts);
+
+}  // namespace tessel::dsl

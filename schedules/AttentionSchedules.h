@@ -1,0 +1,45 @@
+/** \file
+ * Library schedules for attention groups (dsl/passes/AttentionFusion.h), whose stages the
+ * lowering names (lowering/Attention.cpp): kblock, matmul, scores, block_max, probs, block_sum,
+ * block_pv, state and the output y, with loops n (output column), m (query row), jb (key block),
+ * lj (key within a block), d, the batch axes b0, b1..., and the reductions k (over D), r (over a
+ * block's keys) and rj (over the blocks).
+ *
+ *   cpu_attention   FlashAttention-2's forward on the CPU: one task per block of `query_block`
+ *                   query rows of one batch entry (tasks over query blocks and batch axes in
+ *                   parallel). Inside a task, for each key block: K's block copied transposed
+ *                   (keys innermost), scores = q Kᵀ in register tiles of `row_tile` rows x
+ *                   `col_vectors` vectors, the block's row maximum and sum as vector partial
+ *                   results (rfactor by the vector width), probs vectorized along the keys, and
+ *                   probs V in register tiles; the running state rescaled once per block. Every
+ *                   block lives in L1/L2 (a few tens of KiB); nothing of size S x L is stored.
+ *                   Legal for any attention group: reads are clamped, so tiles that round up
+ *                   past the last row, column or key compute values that are never stored.
+ */
+#pragma once
+
+#include "schedules/GroupSchedules.h"
+
+#include <Halide.h>
+
+#include <string>
+
+namespace tessel::sched {
+
+/** The knobs of the CPU attention nest. */
+struct CpuAttentionParams {
+    int query_block = 32;  ///< query rows per parallel task (a multiple of row_tile)
+    int row_tile = 4;      ///< rows of the register tiles of scores and block_pv
+    int col_vectors = 2;   ///< vectors of columns in those tiles (keys for scores, n for block_pv)
+    std::string to_string() const;
+    bool operator==(const CpuAttentionParams &) const = default;
+};
+
+/** The CPU attention nest of `p` for the attention group `g`, named `name`. */
+ScheduleSpec cpu_attention_schedule(const std::string &name, const GroupShape &g, const Halide::Target &target,
+                                    const CpuAttentionParams &p);
+
+/** The library point: cpu_attention_schedule("cpu_attention", g, target, {}). */
+ScheduleSpec cpu_attention(const GroupShape &g, const Halide::Target &target);
+
+}  // namespace tessel::sched
