@@ -6,9 +6,10 @@
  *   kblock(lj, d, jb)   = k[jb*Bk + lj, d]          (the block of K, key index innermost)
  *   matmul(lj, i, jb)   = sum_d q[i, d] kblock(lj, d, jb)
  *   scores(lj, i, jb)   = matmul * scale [+ mask]   (-inf past the last key)
- *   block_max(i, jb)    = max_lj score              (an IEEE order key, as softmax_max)
+ *   block_max(i, jb)    = max_lj score              (an IEEE order key, as softmax_max; through
+ *                                                    lane_max, kAttentionLanes partial results)
  *   probs(lj, i, jb)    = exp(score - block_max)    (0 where the block is all -inf)
- *   block_sum(i, jb)    = sum_lj probs
+ *   block_sum(i, jb)    = sum_lj probs              (through lane_sum, likewise)
  *   block_pv(n, i, jb)  = sum_lj probs v[jb*Bk + lj, n]
  *   state(n, i)         = {acc, max key, sum}, updated for jb = 0, 1, ...:
  *                         m' = max(m, block_max), acc' = acc e^(m - m') + block_pv e^(block_max - m'),
@@ -98,10 +99,17 @@ Func ExprBuilder::attention(const dsl::AttentionPattern &a, int64_t kv_block) {
     scores(args({lj, i, jb})) = Halide::strict_float(Halide::select(in_range, score, Expr(-INFINITY)));
     score = call(scores, {lj, i, jb});
 
-    Halide::RDom rl(0, bk, "r");
+    // Row maximum and sum of a block as kLanes partial results along the keys (a fixed tree,
+    // like a vectorized row sum), then the lanes combined: the partial results are contiguous.
+    const int lanes = dsl::kAttentionLanes;
+    const Var u("u");
+    Halide::RDom rl(0, bk, "r"), ro(0, bk / lanes, "ro"), ru(0, lanes, "ru");
+    Func lane_max(name("lane_max"));
+    lane_max(args({u, i, jb})) = order_key(Expr(-INFINITY), true);
+    lane_max(args({u, i, jb})) = Halide::max(lane_max(args({u, i, jb})), order_key(call(scores, {ro * lanes + u, i, jb}), true));
     Func block_max(name("block_max"));
     block_max(args({i, jb})) = order_key(Expr(-INFINITY), true);
-    block_max(args({i, jb})) = Halide::max(block_max(args({i, jb})), order_key(call(scores, {rl, i, jb}), true));
+    block_max(args({i, jb})) = Halide::max(block_max(args({i, jb})), call(lane_max, {ru, i, jb}));
     const Expr bmax_key = call(block_max, {i, jb});
 
     Func probs(name("probs"));
@@ -109,9 +117,12 @@ Func ExprBuilder::attention(const dsl::AttentionPattern &a, int64_t kv_block) {
     // that need not return 0 for -inf, and its simplifier may fold a constant -inf into it.
     const Expr masked = order_key(score, true) == order_key(Expr(-INFINITY), true);
     probs(args({lj, i, jb})) = Halide::select(in_range && is_finite_key(bmax_key) && !masked, Halide::exp(score - from_order_key(bmax_key)), 0.0f);
+    Func lane_sum(name("lane_sum"));
+    lane_sum(args({u, i, jb})) = 0.0f;
+    lane_sum(args({u, i, jb})) += call(probs, {ro * lanes + u, i, jb});
     Func block_sum(name("block_sum"));
     block_sum(args({i, jb})) = 0.0f;
-    block_sum(args({i, jb})) += call(probs, {rl, i, jb});
+    block_sum(args({i, jb})) += call(lane_sum, {ru, i, jb});
     Func block_pv(name("block_pv"));
     block_pv(args({n, i, jb})) = 0.0f;
     block_pv(args({n, i, jb})) += call(probs, {rl, i, jb}) * read(a.v, Halide::clamp(jb * bk + rl, 0, keys - 1), column_in);
@@ -133,12 +144,8 @@ Func ExprBuilder::attention(const dsl::AttentionPattern &a, int64_t kv_block) {
     y(args({n, i})) = Halide::select(is_finite_key(call(state, {n, i})[1]), call(state, {n, i})[0] / call(state, {n, i})[2],
                                      from_order_key(Halide::Int(32).max()));
 
-    const Func funcs[] = {kblock, qk, scores, block_max, probs, block_sum, block_pv, state};
+    const Func funcs[] = {kblock, qk, scores, lane_max, block_max, probs, lane_sum, block_sum, block_pv, state};
     for (size_t f = 0; f < named.size(); f++) out_.funcs[named[f].first] = funcs[f];
-    out_.reduction_axes[named[1].first] = {false, true, true};  // matmul
-    out_.reduction_axes[named[3].first] = {true, false, true};  // block_max
-    out_.reduction_axes[named[5].first] = {true, false, true};  // block_sum
-    out_.reduction_axes[named[6].first] = {false, true, true};  // block_pv
     auto role = [&](const char *r, ValueId v) {
         if (auto p = params_.find(v); p != params_.end()) out_.input_roles[r] = p->second;
     };

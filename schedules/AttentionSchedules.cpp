@@ -2,6 +2,7 @@
 // consumer's tile, a row reduction by vector partial results) -> cpu_attention_schedule.
 #include "schedules/AttentionSchedules.h"
 
+#include "dsl/passes/AttentionFusion.h"
 #include "schedules/TargetFacts.h"
 
 namespace tessel::sched {
@@ -30,7 +31,8 @@ void register_tiles(ScheduleSpec &s, const std::string &tile_func, const std::st
     const StageRef t{tile_func}, pure{func}, upd{func, 0};
     s.split(t, tcol, "co", "ci", cols).split(t, trow, "ro", "ri", rows).reorder(t, {"ci", "ri", "co", "ro"});
     s.vectorize(t, "ci").unroll(t, "ri");
-    s.compute_at(func, tile_func, "co");
+    // A tile of constant size (reads are clamped, so growing a region is safe): on the stack.
+    s.compute_at(func, tile_func, "co").bound_extent(func, col, cols).bound_extent(func, row, rows).store_in(func, MemoryLevel::Stack);
     // Split by the tile's own sizes: loops of constant extent, vectorized and unrolled whole.
     for (const StageRef &st : {pure, upd}) {
         s.split(st, col, col + "o", col + "i", cols).split(st, row, row + "o", row + "i", rows);
@@ -39,18 +41,24 @@ void register_tiles(ScheduleSpec &s, const std::string &tile_func, const std::st
     s.reorder(upd, {col + "i", row + "i", rvar, col + "o", row + "o"});
 }
 
-/** A row reduction over a block's keys (update loop "r") as `lanes` partial results along the
- * keys (contiguous in the block), then the lanes combined; computed at `at`'s loop `var`. */
-void lane_reduction(ScheduleSpec &s, const std::string &func, int lanes, const std::string &at, const std::string &var) {
-    const StageRef upd{func, 0};
-    const std::string lanes_func = func + "_lanes";
-    s.split(upd, "r", "ro", "ri", lanes).rfactor(upd, "ri", "u", lanes_func);
-    s.compute_at(func, at, var).compute_at(lanes_func, at, var);
-    s.vectorize(StageRef{lanes_func}, "u");
-    s.reorder(StageRef{lanes_func, 0}, {"u", "ro", "m"}).vectorize(StageRef{lanes_func, 0}, "u");
+/** A block's row reduction: its kAttentionLanes partial results `lanes_func` (pure loop u,
+ * update loop ro) vectorized along u, then combined; both computed at `at`'s loop `var`. */
+void lane_reduction(ScheduleSpec &s, const std::string &func, const std::string &lanes_func, const std::string &at,
+                    const std::string &var) {
+    s.compute_at(lanes_func, at, var).compute_at(func, at, var);
+    for (const StageRef &st : {StageRef{lanes_func}, StageRef{lanes_func, 0}})
+        s.split(st, "u", "uo", "ui", dsl::kAttentionLanes).vectorize(st, "ui");
+    s.reorder(StageRef{lanes_func, 0}, {"ui", "ro"});
 }
 
 }  // namespace
+
+CpuAttentionParams CpuAttentionParams::library(const Halide::Target &target) {
+    CpuAttentionParams p;
+    // 8 x 2 vector accumulators fill half of AVX-512's 32 registers; AVX2 has 16, so 4 x 2.
+    p.row_tile = TargetFacts::for_target(target).cpu.vector_registers >= 32 ? 8 : 4;
+    return p;
+}
 
 std::string CpuAttentionParams::to_string() const {
     return "query block " + std::to_string(query_block) + ", tiles " + std::to_string(row_tile) + " x " +
@@ -79,23 +87,31 @@ ScheduleSpec cpu_attention_schedule(const std::string &name, const GroupShape &g
     s.split(state, "n", "no", "ni", lanes, kGuard).vectorize(state, "ni");
     s.split(state_upd, "n", "no", "ni", lanes, kGuard).reorder(state_upd, {"ni", "no", "m", "rj"}).vectorize(state_upd, "ni");
 
-    // Per key block: K's block transposed, the scores in register tiles, the block's maximum.
-    s.compute_at("kblock", "state", "rj").split(StageRef{"kblock"}, "lj", "ljo", "lji", lanes).vectorize(StageRef{"kblock"}, "lji");
-    s.compute_at("scores", "state", "rj");
-    register_tiles(s, "scores", "lj", "m", "matmul", "lj", "m", "k", cols, p.row_tile);
-    lane_reduction(s, "block_max", lanes, "state", "rj");
-    // probs (read by block_sum and block_pv), vectorized along the keys.
-    s.compute_at("probs", "state", "rj").split(StageRef{"probs"}, "lj", "ljo", "lji", lanes).vectorize(StageRef{"probs"}, "lji");
-    lane_reduction(s, "block_sum", lanes, "state", "rj");
-    // probs V in register tiles, through a wrapper the state reads (a Func's wrapper keeps its loop names).
+    // K transposed once per call (keys innermost), in parallel over blocks: every query block
+    // of a batch entry reads the same K blocks.
+    const StageRef kb{"kblock"};
+    s.compute_root("kblock").split(kb, "lj", "ljo", "lji", lanes).vectorize(kb, "lji");
+    s.parallel(kb, fuse_with_batch(s, kb, "jb", rank));
+    // Per key block, inside a task (storage once per task): the scores in register tiles, the
+    // block's maximum, probs (read by the sum and by probs V), the sum, probs V in register tiles.
     s.stage_input("block_pv", "pv_tile", "state");
+    for (const char *f : {"scores", "lane_max", "block_max", "probs", "lane_sum", "block_sum", "pv_tile"})
+        s.store_at(f, "y", task);
+    // A block is kAttentionKvBlock keys (the lowering's blocks): said, so tiles divide it exactly.
+    const int bk = (int)dsl::kAttentionKvBlock;
+    s.compute_at("scores", "state", "rj").bound("scores", "lj", 0, bk).bound("probs", "lj", 0, bk);
+    register_tiles(s, "scores", "lj", "m", "matmul", "lj", "m", "k", cols, p.row_tile);
+    lane_reduction(s, "block_max", "lane_max", "state", "rj");
+    s.compute_at("probs", "state", "rj").split(StageRef{"probs"}, "lj", "ljo", "lji", lanes).vectorize(StageRef{"probs"}, "lji");
+    lane_reduction(s, "block_sum", "lane_sum", "state", "rj");
+    // probs V through its wrapper pv_tile (a Func's wrapper keeps its loop names).
     s.compute_at("pv_tile", "state", "rj");
     register_tiles(s, "pv_tile", "n", "m", "block_pv", "n", "m", "r", cols, p.row_tile);
     return s;
 }
 
 ScheduleSpec cpu_attention(const GroupShape &g, const Halide::Target &target) {
-    return cpu_attention_schedule("cpu_attention", g, target, {});
+    return cpu_attention_schedule("cpu_attention", g, target, CpuAttentionParams::library(target));
 }
 
 }  // namespace tessel::sched

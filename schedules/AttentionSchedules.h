@@ -31,6 +31,8 @@ struct CpuAttentionParams {
     int query_block = 32;  ///< query rows per parallel task (a multiple of row_tile)
     int row_tile = 4;      ///< rows of the register tiles of scores and block_pv
     int col_vectors = 2;   ///< vectors of columns in those tiles (keys for scores, n for block_pv)
+    /** The library's point for `target`: row tiles of 8 with 32 vector registers, else 4. */
+    static CpuAttentionParams library(const Halide::Target &target);
     std::string to_string() const;
     bool operator==(const CpuAttentionParams &) const = default;
 };
@@ -39,7 +41,7 @@ struct CpuAttentionParams {
 ScheduleSpec cpu_attention_schedule(const std::string &name, const GroupShape &g, const Halide::Target &target,
                                     const CpuAttentionParams &p);
 
-/** The library point: cpu_attention_schedule("cpu_attention", g, target, {}). */
+/** The library point: cpu_attention_schedule("cpu_attention", g, target, CpuAttentionParams::library(target)). */
 ScheduleSpec cpu_attention(const GroupShape &g, const Halide::Target &target);
 
 }  // namespace tessel::sched

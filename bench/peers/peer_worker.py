@@ -7,10 +7,15 @@ protocol as tessel_peer_worker.cpp:
                         "ok <seconds from the command to the first result>"
   time SYSTEM N FLUSH   N calls (each after a cache flush when FLUSH is 1): "ok t1 ... tN" seconds
   dump SYSTEM PATH      write SYSTEM's latest output [M,N] (row-major f32) to PATH
+  load_attention NAME B S L D CAUSAL DIR
+                        read DIR/q.f32 [B,S,D], DIR/k.f32 [B,L,D], DIR/v.f32 [B,L,D]; the attention
+                        systems compute o = softmax(q k^T / sqrt(D) [causal]) v, [B,S,D]
   quit
 
-Systems: torch -> torch_eager, torch_compile (mode max-autotune), torch_compile_default;
-jax -> jax_jit; numpy -> numpy. The thread settings that must precede the imports (OMP, MKL,
+Systems: torch -> torch_eager, torch_compile (mode max-autotune), torch_compile_default, and for
+attention torch_sdpa (F.scaled_dot_product_attention, eager) and torch_compile_sdpa (the same
+function under torch.compile); jax -> jax_jit, and jax_attention (jax.nn.dot_product_attention
+under jax.jit); numpy -> numpy. The thread settings that must precede the imports (OMP, MKL,
 OpenBLAS, XLA_FLAGS) come from run_peers.py's environment; this file sets torch's in-process
 count. A runtime that fails to import still answers, with "error not installed: <reason>".
 """
@@ -44,7 +49,7 @@ def gelu_tanh_numpy(v):
 
 
 class TorchRuntime:
-    systems = ("torch_eager", "torch_compile", "torch_compile_default")
+    systems = ("torch_eager", "torch_compile", "torch_compile_default", "torch_sdpa", "torch_compile_sdpa")
 
     def __init__(self, threads):
         import torch
@@ -57,7 +62,21 @@ class TorchRuntime:
     def new_shape(self):
         self.torch._dynamo.reset()  # each shape compiles from scratch (the cold start is a real one)
 
-    def build(self, system, x, w, b):
+    def build(self, system, *inputs):
+        if system.endswith("_sdpa"):
+            return self.build_attention(system, *inputs)
+        return self.build_gelu(system, *inputs)
+
+    def build_attention(self, system, q, k, v, causal):
+        torch = self.torch
+        F = torch.nn.functional
+        qt, kt, vt = torch.from_numpy(q), torch.from_numpy(k), torch.from_numpy(v)
+        fn = lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=causal)
+        if system == "torch_compile_sdpa":
+            fn = torch.compile(fn, dynamic=False)
+        return lambda: fn(qt, kt, vt)
+
+    def build_gelu(self, system, x, w, b):
         torch = self.torch
         F = torch.nn.functional
         xt, wt, bt = torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b)
@@ -86,7 +105,7 @@ class TorchRuntime:
 
 
 class JaxRuntime:
-    systems = ("jax_jit",)
+    systems = ("jax_jit", "jax_attention")
 
     def __init__(self, threads):
         import jax
@@ -97,8 +116,15 @@ class JaxRuntime:
     def new_shape(self):
         pass
 
-    def build(self, system, x, w, b):
+    def build(self, system, *inputs):
         jax = self.jax
+        if system == "jax_attention":
+            q, k, v, causal = inputs
+            # [B, T, D] as [B, T, 1 head, D], the layout dot_product_attention takes.
+            fn = jax.jit(lambda a, b, c: jax.nn.dot_product_attention(a, b, c, is_causal=causal))
+            qj, kj, vj = (jax.device_put(t[:, :, None, :]) for t in (q, k, v))
+            return lambda: fn(qj, kj, vj).block_until_ready()
+        x, w, b = inputs
         fn = jax.jit(lambda v, wv, bv: jax.nn.gelu(v @ wv + bv, approximate=True))  # a fresh jit per shape
         xj, wj, bj = jax.device_put(x), jax.device_put(w), jax.device_put(b)
         return lambda: fn(xj, wj, bj).block_until_ready()
@@ -148,6 +174,14 @@ class Worker:
         self.calls, self.outputs, self.inputs = {}, {}, None
         read = lambda what, shape: np.fromfile(os.path.join(folder, what + ".f32"), np.float32).reshape(shape)
         self.inputs = (read("x", (m, k)), read("w", (k, n)), read("bias", (n,)))
+        self.runtime.new_shape()
+        return name
+
+    def load_attention(self, name, b, s, l, d, causal, folder):
+        b, s, l, d = int(b), int(s), int(l), int(d)
+        self.calls, self.outputs, self.inputs = {}, {}, None
+        read = lambda what, shape: np.fromfile(os.path.join(folder, what + ".f32"), np.float32).reshape(shape)
+        self.inputs = (read("q", (b, s, d)), read("k", (b, l, d)), read("v", (b, l, d)), int(causal) != 0)
         self.runtime.new_shape()
         return name
 
@@ -214,7 +248,7 @@ def main():
             print("error " + unavailable, flush=True)
             continue
         try:
-            handler = {"load": worker.load, "prepare": worker.prepare, "time": worker.time, "dump": worker.dump}.get(words[0])
+            handler = {"load": worker.load, "load_attention": worker.load_attention, "prepare": worker.prepare, "time": worker.time, "dump": worker.dump}.get(words[0])
             if handler is None:
                 raise ValueError(f"unknown command '{words[0]}'")
             answer = "ok " + handler(*words[1:])

@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 import report
-from workers import (DEFAULT_SYSTEMS, FALLBACK, SYSTEMS, CommandError, Worker, WorkerError, jax_cpus, worker_argv,
+from workers import (DEFAULT_SYSTEMS, FALLBACK, PROBES, SYSTEMS, CommandError, Worker, WorkerError, jax_cpus, worker_argv,
                      worker_env)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -128,16 +128,21 @@ class Bench:
             progress(f"  {system}: {row['status']}")
         return c["ok"]
 
-    def run_shape(self, shape, index):
+    def inputs(self, shape, index, folder):
+        """Writes the shape's input files into `folder`; returns the float64 reference, the
+        workers' load command and whether every call is timed after a cache flush (1 or 0)."""
         name, kind, m, k, n = shape
-        flush = 1 if kind == "decode" else 0
+        return write_inputs(shape, index, folder), f"load {name} {m} {k} {n} {folder}", 1 if kind == "decode" else 0
+
+    def run_shape(self, shape, index):
+        name = shape[0]
         progress(f"{name}: writing inputs and the float64 reference")
         folder = tempfile.mkdtemp(prefix=name + "-", dir=self.scratch)
-        ref = write_inputs(shape, index, folder)
+        ref, load, flush = self.inputs(shape, index, folder)
         rows = {}
         for runtime in {SYSTEMS[s][0] for s in self.a.systems}:
             try:
-                self.workers[runtime].ask(f"load {name} {m} {k} {n} {folder}")
+                self.workers[runtime].ask(load)
             except (WorkerError, CommandError) as e:
                 self.workers[runtime].dead = self.workers[runtime].dead or str(e)
         shutil.rmtree(folder)
@@ -149,8 +154,12 @@ class Bench:
             row = rows[system] = {"checks": [], "samples": [], "calls": []}
             progress(f"{name}: preparing {system} (compile and first call)")
             try:
-                row["cold"] = float(self.worker(system).ask(f"prepare {system}", timeout=self.a.prepare_timeout))
-                if self.dump_and_check(system, row, ref, "first result"):
+                answer = self.worker(system).ask(f"prepare {system}", timeout=self.a.prepare_timeout).split()
+                row["cold"] = float(answer[0])
+                if system in PROBES:
+                    row["flops"] = float(answer[1])  # a probe: its work per call, nothing to check
+                    active.append(system)
+                elif self.dump_and_check(system, row, ref, "first result"):
                     active.append(system)
             except (WorkerError, CommandError) as e:
                 row["status"] = str(e)
@@ -189,6 +198,9 @@ class Bench:
         for system in active:
             row = rows[system]
             if row.get("status"):
+                continue
+            if system in PROBES:
+                row["median"] = statistics.median(row["samples"])
                 continue
             try:
                 if self.dump_and_check(system, row, ref, "last timed call"):

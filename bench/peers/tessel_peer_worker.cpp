@@ -8,11 +8,17 @@
 //             register block's width (bench/GroupVariants.h "w_panels", what the layout pass
 //             chooses for small M); preparing is part of its cold start, as freezing is of
 //             torch.compile's;
-//   openblas  sgemm (sgemv for M = 1) + the vectorized bias+GELU pass of baselines/OpenBlasGelu.cpp.
+//   openblas  sgemm (sgemv for M = 1) + the vectorized bias+GELU pass of baselines/OpenBlasGelu.cpp;
+//   tessel_attention  scaled dot-product attention (driver/AttentionLayer.h): the fused attention
+//             group `tessel compile` plans for algorithms/Attention.h's graph, in fast mode;
+//   fma_probe the FMA-peak probe (autoscheduler/MachineProbes.h) at the target's ISA, timed like a
+//             system so each round has the machine's peak beside the kernels ("dump" writes nothing).
 //
 // Protocol: one command per line; each answer is one line, "ok ..." or "error <message>".
 //   load NAME M K N DIR   read DIR/x.f32 [M,K], DIR/w.f32 [K,N], DIR/bias.f32 [N] (row-major
 //                         float32) and drop the previous shape's buffers and kernels
+//   load_attention NAME B S L D CAUSAL DIR   read DIR/q.f32 [B,S,D], DIR/k.f32 [B,L,D],
+//                         DIR/v.f32 [B,L,D]; the output is o [B,S,D] (CAUSAL: 0 or 1)
 //   prepare SYSTEM        build SYSTEM for the loaded shape (tessel: a fresh GeluLayer, JIT, every
 //                         guarded variant) and run it once: "ok <seconds from command to first result>"
 //   time SYSTEM N FLUSH   N calls, each after a cache flush of every core when FLUSH is 1 (outside
@@ -24,6 +30,7 @@
 #include "baselines/GeluReference.h"
 #include "bench/GroupVariants.h"
 #include "codegen/Compile.h"
+#include "driver/AttentionLayer.h"
 #include "driver/GeluLayer.h"
 #include "schedules/Library.h"
 #include "support/Clock.h"
@@ -92,6 +99,9 @@ struct Shape {
     std::unique_ptr<GroupVariant> panels;   ///< tessel_panels
     GroupVariant::Prepared prepared;        ///< its weights, prepared once
     std::map<std::string, Buffer<float> *> panel_buffers;
+    AttentionShape attention{.batch = 0};  ///< load_attention: its sizes (batch 0: a GELU shape)
+    Buffer<float> q, k, v;
+    std::unique_ptr<AttentionLayer> attention_layer;
     std::map<std::string, Buffer<float>> y;
     std::map<std::string, std::function<void()>> call;
 };
@@ -107,6 +117,7 @@ public:
         std::string cmd;
         in >> cmd;
         if (cmd == "load") return load(in);
+        if (cmd == "load_attention") return load_attention(in);
         if (cmd == "prepare") return prepare(word(in));
         if (cmd == "time") {
             const std::string system = word(in);
@@ -148,6 +159,26 @@ private:
         return shape_->name;
     }
 
+    std::string load_attention(std::istringstream &in) {
+        auto s = std::make_unique<Shape>();
+        AttentionShape &a = s->attention;
+        int causal = 0;
+        std::string dir;
+        if (!(in >> s->name >> a.batch >> a.queries >> a.keys >> a.depth >> causal >> dir) || a.batch < 1 || a.queries < 1 ||
+            a.keys < 1 || a.depth < 1)
+            throw std::invalid_argument("usage: load_attention NAME B S L D CAUSAL DIR");
+        a.causal = causal != 0;
+        shape_.reset();
+        s->q = Buffer<float>((int)a.depth, (int)a.queries, (int)a.batch);
+        s->k = Buffer<float>((int)a.depth, (int)a.keys, (int)a.batch);
+        s->v = Buffer<float>((int)a.depth, (int)a.keys, (int)a.batch);
+        read_floats(dir + "/q.f32", s->q.data(), s->q.number_of_elements());
+        read_floats(dir + "/k.f32", s->k.data(), s->k.number_of_elements());
+        read_floats(dir + "/v.f32", s->v.data(), s->v.number_of_elements());
+        shape_ = std::move(s);
+        return shape_->name;
+    }
+
     Shape &shape() {
         if (!shape_) throw std::invalid_argument("no shape loaded");
         return *shape_;
@@ -156,9 +187,27 @@ private:
     std::string prepare(const std::string &system) {
         Shape &s = shape();
         const auto t0 = SteadyClock::now();
-        Buffer<float> &y = s.y[system] = Buffer<float>(s.N, s.M);
+        Buffer<float> &y = s.y[system] = s.attention.batch > 0 && system == "tessel_attention"
+                                             ? Buffer<float>((int)s.attention.depth, (int)s.attention.queries, (int)s.attention.batch)
+                                             : Buffer<float>(s.N, s.M);
         Shape *p = &s;
-        if (system == "tessel") {
+        if (system == "fma_probe") {
+            if (!probe_)
+                probe_ = std::make_unique<autosched::FmaPeakProbe>(o_.threads, 0.02,
+                                                                  target_.has_feature(Halide::Target::AVX512)
+                                                                      ? autosched::VectorIsa::Avx512
+                                                                      : autosched::VectorIsa::Avx2);
+            s.call[system] = [this] { probe_->run(); };
+            s.call[system]();
+            char buf[96];
+            std::snprintf(buf, sizeof buf, "%.6f %.0f", seconds_since(t0), probe_->flops());
+            return buf;
+        }
+        if (system == "tessel_attention") {
+            if (s.attention.batch < 1) throw std::invalid_argument("tessel_attention needs load_attention");
+            s.attention_layer = std::make_unique<AttentionLayer>(s.attention, target_);
+            s.call[system] = [p, &y] { p->attention_layer->run(p->q, p->k, p->v, y); };
+        } else if (system == "tessel") {
             s.layer = std::make_unique<GeluLayer>(GeluForm::Tanh, dsl::NumericMode::Fast, schedule_, target_);
             s.call[system] = [p, &y] { p->layer->run(p->x, p->w, p->bias, y); };
         } else if (system == "tessel_panels") {
@@ -172,7 +221,7 @@ private:
                 gelu_mlp_openblas(p->x.data(), p->w.data(), p->bias.data(), y.data(), p->M, p->K, p->N, GeluForm::Tanh);
             };
         } else {
-            throw std::invalid_argument("unknown system '" + system + "' (tessel, tessel_panels, openblas)");
+            throw std::invalid_argument("unknown system '" + system + "' (tessel, tessel_panels, openblas, tessel_attention)");
         }
         s.call[system]();
         char buf[64];
@@ -211,6 +260,7 @@ private:
     sched::ScheduleSpec schedule_;
     autosched::CacheFlusher flusher_;  // 256 MiB, as tessel_bench's
     std::unique_ptr<Shape> shape_;
+    std::unique_ptr<autosched::FmaPeakProbe> probe_;  // calibrated once
 };
 
 int run(int argc, char **argv) {

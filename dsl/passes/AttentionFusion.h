@@ -66,6 +66,8 @@ std::optional<AttentionPattern> match_attention(const Graph &g, ValueId pv, std:
  * once. The lowering defines the blocks (the running maximum is rescaled once per block), so it
  * is part of the algorithm, chosen with the group. */
 constexpr int64_t kAttentionKvBlock = 128;
+/** Partial results per row of a block's maximum and sum (kAttentionKvBlock is a multiple). */
+constexpr int kAttentionLanes = 16;
 /** Query rows per block in the resource estimate (the schedule picks its own, near this). */
 constexpr int64_t kAttentionQueryBlock = 32;
 

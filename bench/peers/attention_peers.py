@@ -1,0 +1,166 @@
+"""make bench-peers, attention: o = softmax(q k^T / sqrt(D) [causal]) v in float32, timed in Tessel
+(the fused attention group, driver/AttentionLayer.h), torch's scaled_dot_product_attention (eager
+and under torch.compile) and jax.nn.dot_product_attention under jax.jit, with the FMA-peak probe as
+one more contender, all in the same rounds in an order drawn afresh per round (run_peers.Bench).
+
+Per shape: median ms, GFLOP/s (4 B S L D, half that when causal: the work a causal kernel must
+do), the share of the FMA peak as the median over rounds of (rate / the probe's rate in the same
+round), the ratio to Tessel, the cold start and the check against float64 numpy.
+
+Usage: attention_peers.py [--build BUILD] [--shapes FILE] [--only a,b] [--rounds N] ...
+"""
+import argparse
+import math
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+import report
+from run_peers import Bench, host_isa, progress
+from workers import PROBES, SYSTEMS, Worker, jax_cpus, worker_argv, worker_env
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEFAULT = ["tessel_attention", "fma_probe", "torch_sdpa", "torch_compile_sdpa", "jax_attention"]
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(prog="attention_peers.py", description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--shapes", default=os.path.join(ROOT, "bench", "attention_shapes.txt"))
+    ap.add_argument("--only", default="", help="comma-separated shape names (default: every shape)")
+    ap.add_argument("--systems", default=",".join(DEFAULT))
+    ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--seconds", type=float, default=0.2)
+    ap.add_argument("--min-calls", type=int, default=3)
+    ap.add_argument("--gap", type=float, default=0.1)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--target", default="host", help="Halide target of Tessel's kernel (and the probe's ISA)")
+    ap.add_argument("--prepare-timeout", type=float, default=3600)
+    ap.add_argument("--out", default="")
+    a = ap.parse_args(argv)
+    a.systems = [s for s in a.systems.split(",") if s]
+    if any(s not in SYSTEMS for s in a.systems) or a.rounds < 1:
+        ap.error(f"systems must be among {', '.join(SYSTEMS)}; --rounds >= 1")
+    a.schedule = "cpu_blocked"  # the GELU systems' schedule; unused here
+    a.out = a.out or os.path.join(a.build, "bench-peers-attention")
+    return a
+
+
+def load_shapes(path, only):
+    shapes = []
+    for line in open(path):
+        words = line.split("#")[0].split()
+        if words:
+            shapes.append((words[0], *(int(w) for w in words[1:6])))
+    wanted = [s for s in only.split(",") if s]
+    return [s for s in shapes if not wanted or s[0] in wanted]
+
+
+def reference(q, k, v, causal):
+    """float64 softmax(q k^T / sqrt(D)) v, one batch entry at a time (S x L at a time in memory)."""
+    out = np.empty(q.shape, np.float64)
+    s, l = q.shape[1], k.shape[1]
+    mask = np.triu(np.ones((s, l), bool), 1) if causal else None
+    for b in range(q.shape[0]):
+        z = (q[b].astype(np.float64) @ k[b].astype(np.float64).T) / math.sqrt(q.shape[2])
+        if causal:
+            z[mask] = -np.inf
+        z = np.exp(z - z.max(axis=1, keepdims=True))
+        out[b] = (z / z.sum(axis=1, keepdims=True)) @ v[b].astype(np.float64)
+    return out
+
+
+class AttentionBench(Bench):
+    def inputs(self, shape, index, folder):
+        name, b, s, l, d, causal = shape
+        if causal and s != l:
+            sys.exit(f"attention_peers: {name}: causal shapes need S == L (torch and jax align the mask top-left)")
+        rng = np.random.default_rng(2000 + index)
+        data = {}
+        for what, rows in (("q", s), ("k", l), ("v", l)):
+            data[what] = rng.uniform(-1, 1, (b, rows, d)).astype(np.float32)
+            data[what].tofile(os.path.join(folder, what + ".f32"))
+        return reference(data["q"], data["k"], data["v"], causal), f"load_attention {name} {b} {s} {l} {d} {causal} {folder}", 0
+
+
+def flops(shape):
+    _, b, s, l, d, causal = shape
+    return 4.0 * b * s * l * d / (2 if causal else 1)
+
+
+def peak_share(rows, system, work):
+    """Median over rounds of (system's rate / the probe's rate in the same round)."""
+    p, r = rows.get("fma_probe"), rows.get(system)
+    if not p or not r or p.get("median") is None or r.get("median") is None or not p.get("flops"):
+        return None
+    n = min(len(p["samples"]), len(r["samples"]))
+    return statistics.median((work / r["samples"][i]) / (p["flops"] / p["samples"][i]) for i in range(n))
+
+
+def print_shape(shape, rows, out):
+    name, b, s, l, d, causal = shape
+    work = flops(shape)
+    print(f"\n{name} (B {b}, S {s}, L {l}, D {d}{', causal' if causal else ''}; {work / 1e9:.2f} GFLOP per call)", file=out)
+    print(f"  {'system':<36} {'median ms':>10} {'spread':>7} {'GFLOP/s':>8} {'% peak':>7} {'vs Tessel':>10} {'cold s':>8}  check",
+          file=out)
+    for system, row in rows.items():
+        if system in PROBES:
+            continue
+        label = SYSTEMS[system][1]
+        cold = f"{row['cold']:8.3f}" if row.get("cold") is not None else f"{'-':>8}"
+        if row.get("median") is None:
+            print(f"  {label:<36} {'-':>10} {'-':>7} {'-':>8} {'-':>7} {'-':>10} {cold}  {report.check_text(row)}  "
+                  f"{row.get('status', '')}", file=out)
+            continue
+        share = peak_share(rows, system, work)
+        ratio = report.ratio_to_tessel(rows, system, "tessel_attention")
+        print(f"  {label:<36} {row['median'] * 1e3:10.3f} {report.spread(row['samples']):6.0f}% {work / row['median'] / 1e9:8.1f} "
+              + (f"{100 * share:6.1f}%" if share is not None else f"{'-':>7}")
+              + (f" {ratio:9.2f}x" if ratio is not None else f" {'-':>10}") + f" {cold}  {report.check_text(row)}", file=out)
+    p = rows.get("fma_probe", {})
+    if p.get("median"):
+        print(f"  FMA-peak probe: {p['flops'] / p['median'] / 1e9:.1f} GFLOP/s (median over rounds)", file=out)
+
+
+def main(argv):
+    args = parse_args(argv)
+    shapes = load_shapes(args.shapes, args.only)
+    os.makedirs(args.out, exist_ok=True)
+    scratch = tempfile.mkdtemp(prefix="run-", dir=args.out)
+    isa, model = host_isa()
+    started = time.perf_counter()
+    workers = {}
+    for runtime in dict.fromkeys(SYSTEMS[s][0] for s in args.systems):
+        progress(f"starting the {runtime} worker")
+        w = workers[runtime] = Worker(runtime, worker_argv(runtime, args.build, args.threads, args.target, args.schedule),
+                                      worker_env(runtime, args.threads, scratch),
+                                      os.path.join(args.out, f"{runtime}-worker.log"),
+                                      jax_cpus(args.threads) if runtime == "jax" else None)
+        if w.dead:
+            progress(f"  {w.dead}")
+    bench = AttentionBench(args, workers, scratch)
+    results = []
+    try:
+        for index, shape in enumerate(shapes):
+            results.append({"shape": shape, "rows": bench.run_shape(shape, index)})
+    finally:
+        for w in workers.values():
+            w.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+    t = workers.get("tessel")
+    print(f"== make bench-peers, attention: float32, {args.threads} threads, medians over {args.rounds} rounds ==")
+    print(f"CPU: {model}; ISA: {isa} (lscpu flags); Tessel target {t.info.get('target', args.target) if t else '?'}")
+    print("Peers: " + "; ".join(w.info.get("version", f"{rt}: {w.dead or 'unknown'}") for rt, w in workers.items() if rt != "tessel"))
+    print("Rounds time every system once, in an order drawn afresh per round; the FMA-peak probe is one of them.")
+    for entry in results:
+        print_shape(entry["shape"], entry["rows"], sys.stdout)
+    print(f"\nWhole run {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

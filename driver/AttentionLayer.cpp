@@ -1,0 +1,42 @@
+#include "driver/AttentionLayer.h"
+
+#include "compiler/Plan.h"
+
+#include <stdexcept>
+
+namespace tessel {
+
+AttentionLayer::AttentionLayer(const AttentionShape &shape, const Halide::Target &target) {
+    PlanOptions o;
+    o.schedules.autoschedule = false;
+    PlannedProgram p = plan(attention_graph(shape), target, o);
+    if (p.fusion.groups.size() != 1 || p.fusion.groups[0].kind != dsl::GroupKind::Attention)
+        throw std::logic_error("attention did not plan as one attention group:\n" + p.fusion.to_string(p.graph));
+    graph_ = std::make_unique<dsl::Graph>(std::move(p.graph));
+    kernel_ = std::make_unique<CompiledKernel>(*graph_, p.fusion.groups[0], p.schedules[0].spec, target);
+    const char *roles[] = {"q", "k", "v", "o"};
+    const auto &args = kernel_->arguments();
+    for (size_t r = 0; r < 4; r++) {
+        size_t i = 0;
+        while (i < args.size() && args[i].name != roles[r]) i++;
+        if (i == args.size() || args.size() != 4)
+            throw std::logic_error(std::string("the attention kernel has no argument '") + roles[r] + "'");
+        slot_[r] = i;
+    }
+}
+
+void AttentionLayer::run(Halide::Runtime::Buffer<float> &q, Halide::Runtime::Buffer<float> &k,
+                         Halide::Runtime::Buffer<float> &v, Halide::Runtime::Buffer<float> &o) const {
+    std::vector<halide_buffer_t *> buffers(4);
+    buffers[slot_[0]] = q.raw_buffer();
+    buffers[slot_[1]] = k.raw_buffer();
+    buffers[slot_[2]] = v.raw_buffer();
+    buffers[slot_[3]] = o.raw_buffer();
+    kernel_->run(buffers);
+}
+
+std::string AttentionLayer::schedule_summary() const {
+    return kernel_->schedule().name + " (" + kernel_->schedule().description + ")";
+}
+
+}  // namespace tessel
