@@ -4,6 +4,7 @@
  * blocks of `kv_block`; for query row i and block jb:
  *
  *   kblock(lj, d, jb)   = k[jb*Bk + lj, d]          (the block of K, key index innermost)
+ *   vblock(n, lj, jb)   = v[jb*Bk + lj, n]          (V in blocks: reads past an edge are clamped here)
  *   matmul(lj, i, jb)   = sum_d q[i, d] kblock(lj, d, jb)
  *   scores(lj, i, jb)   = matmul * scale [+ mask]   (-inf past the last key)
  *   block_max(i, jb)    = max_lj score              (an IEEE order key, as softmax_max; through
@@ -72,16 +73,20 @@ Func ExprBuilder::attention(const dsl::AttentionPattern &a, int64_t kv_block) {
 
     // Reads are clamped to the tensors: a schedule may round a tile up past the last query row,
     // output column or key, and those lanes compute values nobody stores (keys past the end are
-    // also masked to -inf, so they add nothing).
+    // also masked to -inf, so they add nothing). K and V are read through kblock and vblock, which
+    // schedules copy once so the clamps (gathers when vectorized) stay out of the inner loops.
     const int q_rank = g_.node(a.q).type.rank(), v_rank = g_.node(a.v).type.rank();
     const Expr rows = extent(a.q, q_rank - 2), columns = extent(a.v, v_rank - 1);
-    const Expr row_in = Halide::clamp(i, 0, rows - 1), column_in = Halide::clamp(n, 0, columns - 1);
+    // likely(): loops over the middle of a tensor run without the clamps (Halide partitions them).
+    const Expr row_in = Halide::clamp(i, 0, rows - 1), column_in = Halide::clamp(Halide::likely(n), 0, columns - 1);
     const Expr key = jb * bk + lj;                       // the key this block column holds
-    const Expr key_in = Halide::clamp(key, 0, keys - 1);
+    const Expr key_in = Halide::clamp(Halide::likely(key), 0, keys - 1);
     const Expr in_range = key < keys;
 
     Func kblock(name("kblock"));
     kblock(args({lj, d, jb})) = read(a.kt, d, key_in);
+    Func vblock(name("vblock"));
+    vblock(args({n, lj, jb})) = read(a.v, key_in, column_in);
     Func qk(name("matmul"));
     Halide::RDom rd(0, depth, "k");
     qk(args({lj, i, jb})) = 0.0f;
@@ -125,7 +130,7 @@ Func ExprBuilder::attention(const dsl::AttentionPattern &a, int64_t kv_block) {
     block_sum(args({i, jb})) += call(lane_sum, {ru, i, jb});
     Func block_pv(name("block_pv"));
     block_pv(args({n, i, jb})) = 0.0f;
-    block_pv(args({n, i, jb})) += call(probs, {rl, i, jb}) * read(a.v, Halide::clamp(jb * bk + rl, 0, keys - 1), column_in);
+    block_pv(args({n, i, jb})) += call(probs, {rl, i, jb}) * call(vblock, {n, rl, jb});
 
     Func state(name("state"));
     Halide::RDom rj(0, blocks, "rj");
@@ -144,7 +149,7 @@ Func ExprBuilder::attention(const dsl::AttentionPattern &a, int64_t kv_block) {
     y(args({n, i})) = Halide::select(is_finite_key(call(state, {n, i})[1]), call(state, {n, i})[0] / call(state, {n, i})[2],
                                      from_order_key(Halide::Int(32).max()));
 
-    const Func funcs[] = {kblock, qk, scores, lane_max, block_max, probs, lane_sum, block_sum, block_pv, state};
+    const Func funcs[] = {kblock, vblock, qk, scores, lane_max, block_max, probs, lane_sum, block_sum, block_pv, state};
     for (size_t f = 0; f < named.size(); f++) out_.funcs[named[f].first] = funcs[f];
     auto role = [&](const char *r, ValueId v) {
         if (auto p = params_.find(v); p != params_.end()) out_.input_roles[r] = p->second;

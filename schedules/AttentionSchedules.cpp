@@ -22,23 +22,18 @@ std::string fuse_with_batch(ScheduleSpec &s, const StageRef &st, const std::stri
     return cur;
 }
 
-/** `func` (a contraction with update loop `rvar`, pure loops `col` and `row`) accumulated in
- * register tiles: its consumer `tile_func` is split into row_tile x cols tiles over (tcol,
- * trow), and `func` is computed per tile, columns vectorized, rows unrolled, `rvar` outermost. */
-void register_tiles(ScheduleSpec &s, const std::string &tile_func, const std::string &tcol, const std::string &trow,
-                    const std::string &func, const std::string &col, const std::string &row, const std::string &rvar,
-                    int cols, int rows) {
-    const StageRef t{tile_func}, pure{func}, upd{func, 0};
-    s.split(t, tcol, "co", "ci", cols).split(t, trow, "ro", "ri", rows).reorder(t, {"ci", "ri", "co", "ro"});
-    s.vectorize(t, "ci").unroll(t, "ri");
-    // A tile of constant size (reads are clamped, so growing a region is safe): on the stack.
-    s.compute_at(func, tile_func, "co").bound_extent(func, col, cols).bound_extent(func, row, rows).store_in(func, MemoryLevel::Stack);
-    // Split by the tile's own sizes: loops of constant extent, vectorized and unrolled whole.
-    for (const StageRef &st : {pure, upd}) {
+/** `func` (a contraction: pure loops `col` and `row`, update loop `rvar`) computed at `at`'s
+ * loop `var` as ONE register tile of cols x rows: a constant size on the stack (reads are
+ * clamped, so growing a region to the tile is safe), columns vectorized, rows unrolled, `rvar`
+ * outermost, so the accumulators stay in registers. */
+void register_tile(ScheduleSpec &s, const std::string &func, const std::string &col, const std::string &row,
+                   const std::string &rvar, int cols, int rows, const std::string &at, const std::string &var) {
+    s.compute_at(func, at, var).bound_extent(func, col, cols).bound_extent(func, row, rows).store_in(func, MemoryLevel::Stack);
+    for (const StageRef &st : {StageRef{func}, StageRef{func, 0}}) {
         s.split(st, col, col + "o", col + "i", cols).split(st, row, row + "o", row + "i", rows);
         s.vectorize(st, col + "i").unroll(st, row + "i");
     }
-    s.reorder(upd, {col + "i", row + "i", rvar, col + "o", row + "o"});
+    s.reorder(StageRef{func, 0}, {col + "i", row + "i", rvar, col + "o", row + "o"});
 }
 
 /** A block's row reduction: its kAttentionLanes partial results `lanes_func` (pure loop u,
@@ -57,12 +52,22 @@ CpuAttentionParams CpuAttentionParams::library(const Halide::Target &target) {
     CpuAttentionParams p;
     // 8 x 2 vector accumulators fill half of AVX-512's 32 registers; AVX2 has 16, so 4 x 2.
     p.row_tile = TargetFacts::for_target(target).cpu.vector_registers >= 32 ? 8 : 4;
+    p.query_block = 64;
+    return p;
+}
+
+CpuAttentionParams CpuAttentionParams::decode(const Halide::Target &target) {
+    CpuAttentionParams p;
+    p.query_block = kAttentionDecodeRows;
+    p.row_tile = 1;
+    p.col_vectors = TargetFacts::for_target(target).cpu.vector_registers >= 32 ? 4 : 2;
+    p.copy_kv_once = false;
     return p;
 }
 
 std::string CpuAttentionParams::to_string() const {
     return "query block " + std::to_string(query_block) + ", tiles " + std::to_string(row_tile) + " x " +
-           std::to_string(col_vectors) + " vectors";
+           std::to_string(col_vectors) + " vectors, K and V copied " + (copy_kv_once ? "once" : "per block");
 }
 
 ScheduleSpec cpu_attention_schedule(const std::string &name, const GroupShape &g, const Halide::Target &target,
@@ -81,37 +86,53 @@ ScheduleSpec cpu_attention_schedule(const std::string &name, const GroupShape &g
     const std::string task = fuse_with_batch(s, y, "mo", rank);
     s.parallel(y, task);
 
-    // The running state of the task's rows, updated once per key block (rj outermost).
+    // The running state of the task's rows, updated once per key block (rj outermost), in tiles
+    // of row_tile rows x cols columns: probs V is accumulated per tile in registers (block_pv at
+    // the tile) and added into the state right there.
     const StageRef state{"state"}, state_upd{"state", 0};
     s.compute_at("state", "y", task);
     s.split(state, "n", "no", "ni", lanes, kGuard).vectorize(state, "ni");
-    s.split(state_upd, "n", "no", "ni", lanes, kGuard).reorder(state_upd, {"ni", "no", "m", "rj"}).vectorize(state_upd, "ni");
+    s.split(state_upd, "n", "sno", "sni", cols).split(state_upd, "m", "smo", "smi", p.row_tile);
+    s.reorder(state_upd, {"sni", "smi", "smo", "sno", "rj"}).vectorize(state_upd, "sni").unroll(state_upd, "smi");
 
     // K transposed once per call (keys innermost), in parallel over blocks: every query block
     // of a batch entry reads the same K blocks.
-    const StageRef kb{"kblock"};
-    s.compute_root("kblock").split(kb, "lj", "ljo", "lji", lanes).vectorize(kb, "lji");
-    s.parallel(kb, fuse_with_batch(s, kb, "jb", rank));
+    const StageRef kb{"kblock"}, vb{"vblock"};
+    s.split(kb, "lj", "ljo", "lji", lanes).vectorize(kb, "lji").split(vb, "n", "no", "ni", lanes).vectorize(vb, "ni");
+    if (p.copy_kv_once) {
+        // V in blocks likewise (not transposed): its clamps at the edges stay out of probs V's tiles.
+        s.compute_root("kblock").parallel(kb, fuse_with_batch(s, kb, "jb", rank));
+        s.compute_root("vblock").parallel(vb, fuse_with_batch(s, vb, "jb", rank));
+    } else {
+        // One query block per batch entry (decode): a copy per call would read K and V three
+        // times; each block is copied where it is used instead.
+        s.compute_at("kblock", "state", "rj").compute_at("vblock", "state", "rj");
+    }
     // Per key block, inside a task (storage once per task): the scores in register tiles, the
     // block's maximum, probs (read by the sum and by probs V), the sum, probs V in register tiles.
-    s.stage_input("block_pv", "pv_tile", "state");
-    for (const char *f : {"scores", "lane_max", "block_max", "probs", "lane_sum", "block_sum", "pv_tile"})
+    for (const char *f : {"scores", "lane_max", "block_max", "probs", "lane_sum", "block_sum"})
         s.store_at(f, "y", task);
     // A block is kAttentionKvBlock keys (the lowering's blocks): said, so tiles divide it exactly.
     const int bk = (int)dsl::kAttentionKvBlock;
     s.compute_at("scores", "state", "rj").bound("scores", "lj", 0, bk).bound("probs", "lj", 0, bk);
-    register_tiles(s, "scores", "lj", "m", "matmul", "lj", "m", "k", cols, p.row_tile);
+    const StageRef sc{"scores"};
+    s.split(sc, "lj", "tco", "tci", cols).split(sc, "m", "tro", "tri", p.row_tile).reorder(sc, {"tci", "tri", "tro", "tco"});
+    s.vectorize(sc, "tci").unroll(sc, "tri");
+    register_tile(s, "matmul", "lj", "m", "k", cols, p.row_tile, "scores", "tro");
     lane_reduction(s, "block_max", "lane_max", "state", "rj");
     s.compute_at("probs", "state", "rj").split(StageRef{"probs"}, "lj", "ljo", "lji", lanes).vectorize(StageRef{"probs"}, "lji");
     lane_reduction(s, "block_sum", "lane_sum", "state", "rj");
-    // probs V through its wrapper pv_tile (a Func's wrapper keeps its loop names).
-    s.compute_at("pv_tile", "state", "rj");
-    register_tiles(s, "pv_tile", "n", "m", "block_pv", "n", "m", "r", cols, p.row_tile);
+    // probs V per state tile, in registers.
+    register_tile(s, "block_pv", "n", "m", "r", cols, p.row_tile, "state", "smo");
     return s;
 }
 
 ScheduleSpec cpu_attention(const GroupShape &g, const Halide::Target &target) {
-    return cpu_attention_schedule("cpu_attention", g, target, CpuAttentionParams::library(target));
+    ScheduleSpec s = cpu_attention_schedule("cpu_attention", g, target, CpuAttentionParams::library(target));
+    ScheduleSpec decode = cpu_attention_schedule("cpu_attention", g, target, CpuAttentionParams::decode(target));
+    s.variants.push_back({{Guard{"M", GuardOp::Le, kAttentionDecodeRows}}, decode.steps});
+    s.description += "; M <= " + std::to_string(kAttentionDecodeRows) + ": " + CpuAttentionParams::decode(target).to_string();
+    return s;
 }
 
 }  // namespace tessel::sched

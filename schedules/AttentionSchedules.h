@@ -15,6 +15,10 @@
  *                   block lives in L1/L2 (a few tens of KiB); nothing of size S x L is stored.
  *                   Legal for any attention group: reads are clamped, so tiles that round up
  *                   past the last row, column or key compute values that are never stored.
+ *                   A guarded variant serves M <= kAttentionDecodeRows (decode): one row per
+ *                   tile, and K and V copied block by block where they are used rather than
+ *                   once per call (with one query block per batch entry, the copy would triple
+ *                   the bytes read).
  */
 #pragma once
 
@@ -26,13 +30,21 @@
 
 namespace tessel::sched {
 
+/** Query rows (M) up to which cpu_attention runs its decode variant. */
+constexpr int kAttentionDecodeRows = 8;
+
 /** The knobs of the CPU attention nest. */
 struct CpuAttentionParams {
     int query_block = 32;  ///< query rows per parallel task (a multiple of row_tile)
     int row_tile = 4;      ///< rows of the register tiles of scores and block_pv
     int col_vectors = 2;   ///< vectors of columns in those tiles (keys for scores, n for block_pv)
+    /** K (transposed) and V copied into blocks once per call and shared by every query block; else
+     * each block is copied where a task uses it (decode: one query block per batch entry). */
+    bool copy_kv_once = true;
     /** The library's point for `target`: row tiles of 8 with 32 vector registers, else 4. */
     static CpuAttentionParams library(const Halide::Target &target);
+    /** The decode variant's point: one row per tile, wider column tiles, blocks copied per task. */
+    static CpuAttentionParams decode(const Halide::Target &target);
     std::string to_string() const;
     bool operator==(const CpuAttentionParams &) const = default;
 };
