@@ -21,6 +21,32 @@ bool one_value_constant(const Graph &g, ValueId v, double *value) {
     return true;
 }
 
+/** softmax written out along the last axis: exp(t - reduce_max(t)) / reduce_sum(of that exp),
+ * both reductions over the last axis with keepdims. */
+struct WrittenSoftmax {
+    ValueId logits = kNoValue;
+    std::vector<ValueId> values;  ///< p, the exp, the difference, the max, the sum
+};
+
+bool last_axis_reduction(const Graph &g, ValueId v, Op op, ValueId operand) {
+    const Node &n = g.node(v);
+    const int rank = g.node(operand).type.rank();
+    return n.op == op && n.inputs[0] == operand && n.attrs.keepdims && n.attrs.axes.size() == 1 &&
+           (n.attrs.axes[0] == rank - 1 || n.attrs.axes[0] == -1);
+}
+
+std::optional<WrittenSoftmax> written_softmax(const Graph &g, ValueId p) {
+    const Node &div = g.node(p);
+    if (div.op != Op::Div || g.node(p).type.rank() < 2) return std::nullopt;
+    const ValueId e = div.inputs[0], sum = div.inputs[1];
+    if (g.node(e).op != Op::Exp || !last_axis_reduction(g, sum, Op::ReduceSum, e)) return std::nullopt;
+    const ValueId d = g.node(e).inputs[0];
+    if (g.node(d).op != Op::Sub) return std::nullopt;
+    const ValueId t = g.node(d).inputs[0], m = g.node(d).inputs[1];
+    if (!last_axis_reduction(g, m, Op::ReduceMax, t)) return std::nullopt;
+    return WrittenSoftmax{t, {p, e, d, m, sum}};
+}
+
 }  // namespace
 
 std::optional<AttentionPattern> match_attention(const Graph &g, ValueId pv, std::string *why_not) {
@@ -31,11 +57,19 @@ std::optional<AttentionPattern> match_attention(const Graph &g, ValueId pv, std:
     a.output = pv;
     a.softmax = out.inputs[0];
     a.v = out.inputs[1];
-    const Node &sm = g.node(a.softmax);
-    if (sm.op != Op::Softmax) return std::nullopt;
-    const int rank = sm.type.rank();
-    if (rank < 2 || (sm.attrs.axis != -1 && sm.attrs.axis != rank - 1)) return std::nullopt;
-    std::vector<ValueId> chain = {a.softmax};  // the pattern's values between scores and pv
+    std::vector<ValueId> chain;  // the pattern's values between scores and pv
+    ValueId t = kNoValue;        // the softmax's input
+    if (const Node &sm = g.node(a.softmax); sm.op == Op::Softmax) {
+        const int rank = sm.type.rank();
+        if (rank < 2 || (sm.attrs.axis != -1 && sm.attrs.axis != rank - 1)) return std::nullopt;
+        t = sm.inputs[0];
+        chain = {a.softmax};
+    } else if (const std::optional<WrittenSoftmax> w = written_softmax(g, a.softmax)) {
+        t = w->logits;
+        chain = w->values;
+    } else {
+        return std::nullopt;
+    }
 
     // t = u + mask | u, and u = s * c | c * s | s / c | s with s the scores matmul.
     auto scaled_scores = [&](ValueId u, AttentionPattern *into) {
@@ -53,7 +87,6 @@ std::optional<AttentionPattern> match_attention(const Graph &g, ValueId pv, std:
         }
         return kNoValue;
     };
-    const ValueId t = sm.inputs[0];
     ValueId u = t;
     if (const Node &tn = g.node(t); tn.op == Op::Add && scaled_scores(t, nullptr) == kNoValue) {
         const int side = scaled_scores(tn.inputs[0], nullptr) != kNoValue ? 0 : 1;

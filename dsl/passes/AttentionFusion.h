@@ -16,6 +16,7 @@
  * The pattern (operands may be in either order where the op commutes):
  *   pv      = matmul(p, v)                      v: [..., L, Dv]
  *   p       = softmax(t, axis = last)
+ *           | e / reduce_sum(e, last, keepdims) with e = exp(t - reduce_max(t, last, keepdims))
  *   t       = u + mask | u                      mask: broadcasts to [..., S, L]
  *   u       = s * c | c * s | s / c | s         c: a constant of one element (the scale)
  *   s       = matmul(q, kt)                     q: [..., S, D]; kt: transpose(k) of k [..., L, D],
@@ -45,7 +46,7 @@ namespace tessel::dsl {
 /** One matched attention pattern: its roles and its member nodes. */
 struct AttentionPattern {
     ValueId output = kNoValue;   ///< pv = matmul(p, v): the group's one output
-    ValueId softmax = kNoValue;  ///< p
+    ValueId softmax = kNoValue;  ///< p (a softmax, or the division of the written-out form)
     ValueId scores = kNoValue;   ///< s = matmul(q, kt)
     ValueId q = kNoValue, kt = kNoValue, v = kNoValue;
     ValueId k = kNoValue;        ///< kt's operand when kt is a transpose in the pattern, else kNoValue

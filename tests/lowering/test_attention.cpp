@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <sstream>
 
 #include "codegen/Compile.h"
@@ -188,4 +189,62 @@ TEST_CASE("causal_mask: an index function the interpreter and the fused nest agr
     const dsl::Tensor m = dsl::interpret(g).outputs[0];
     const std::vector<double> want = {0, 0, -INFINITY, -INFINITY, 0, 0, 0, -INFINITY, 0, 0, 0, 0};
     CHECK(m.data == want);
+}
+
+TEST_CASE("attention fusion: softmax written out as exp(s - max) / sum is the same pattern") {
+    dsl::Graph g = dsl::parse("graph a mode=fast {\n  %q = input : f32[2, S, 16]\n  %k = input : f32[2, L, 16]\n"
+                              "  %v = input : f32[2, L, 8]\n  %s = matmul(%q, transpose(%k, perm=[0, 2, 1])) * 0.25\n"
+                              "  %e = exp(%s - reduce_max(%s, axes=[2], keepdims=true))\n"
+                              "  %p = %e / reduce_sum(%e, axes=[2], keepdims=true)\n  %o = matmul(%p, %v)\n  output %o\n}\n");
+    const std::map<std::string, int64_t> sym = {{"S", 37}, {"L", 150}};
+    const dsl::FusionPlan p = planned(g, sym);
+    REQUIRE(attention_groups(p) == 1);
+    CHECK(p.groups.size() == 1);
+    CHECK(error_against_interpreter(g, p, sym) < 1e-4);
+}
+
+TEST_CASE("random attention graphs: shapes, scales, masks and softmax forms, special values, against the interpreter") {
+    std::mt19937_64 rng(33);
+    auto pick = [&](std::initializer_list<int64_t> xs) { return *(xs.begin() + (int64_t)(rng() % xs.size())); };
+    for (int trial = 0; trial < 16; trial++) {
+        const int batch_rank = (int)(rng() % 3);
+        std::string batch;
+        for (int b = 0; b < batch_rank; b++) batch += std::to_string(pick({1, 2, 3})) + ", ";
+        const int64_t d = pick({1, 5, 16, 24}), dv = pick({1, 7, 16, 33});
+        const int64_t s = pick({1, 3, 8, 17}), l = pick({1, 5, 17, 130, 257});
+        const int mask = (int)(rng() % 3);  // none, input, causal
+        const bool written = rng() % 2;
+        const int rank = batch_rank + 2;
+        std::string perm = "perm=[";
+        for (int a = 0; a < rank; a++) perm += (a ? ", " : "") + std::to_string(a < rank - 2 ? a : a == rank - 2 ? rank - 1 : rank - 2);
+        std::ostringstream t;
+        t << "graph r mode=fast {\n  %q = input : f32[" << batch << "S, " << d << "]\n  %k = input : f32[" << batch << "L, " << d
+          << "]\n  %v = input : f32[" << batch << "L, " << dv << "]\n";
+        if (mask == 1) t << "  %mask = input : f32[S, L]\n";
+        if (mask == 2) t << "  %mask = causal_mask() : f32[S, L]\n";
+        const char *scales[] = {" * 0.3", " / 2.0", ""};
+        t << "  %s = matmul(%q, transpose(%k, " << perm << "]))" << scales[rng() % 3] << (mask ? " + %mask" : "") << "\n";
+        if (written)
+            t << "  %e = exp(%s - reduce_max(%s, axes=[" << rank - 1 << "], keepdims=true))\n  %p = %e / reduce_sum(%e, axes=["
+              << rank - 1 << "], keepdims=true)\n";
+        else
+            t << "  %p = softmax(%s, axis=" << rank - 1 << ")\n";
+        t << "  %o = matmul(%p, %v)\n  output %o\n}\n";
+        INFO(t.str());
+        dsl::Graph g = dsl::parse(t.str());
+        const std::map<std::string, int64_t> sym = {{"S", s}, {"L", l}};
+        const dsl::FusionPlan plan = planned(g, sym);
+        REQUIRE(attention_groups(plan) == 1);
+        dsl::RunOptions ro;
+        ro.random_missing_inputs = true;
+        ro.input_seed = 500 + (uint64_t)trial;
+        ro.symbol_sizes = sym;
+        std::map<std::string, dsl::Tensor> in = dsl::interpret(g, {}, ro).inputs;
+        const double corner[] = {NAN, INFINITY, -INFINITY, -0.0};
+        if (trial % 2)
+            for (auto &[name, tensor] : in)
+                for (double &x : tensor.data)
+                    if (rng() % 64 == 0) x = corner[rng() % 4];
+        CHECK(error_against_interpreter(g, plan, sym, in) < 1e-4);
+    }
 }
