@@ -2,6 +2,7 @@
 // shape class's calibration) -> fit (least squares for the two scales).
 #include "autoscheduler/CostModel.h"
 
+#include "autoscheduler/AttentionSpace.h"
 #include "autoscheduler/GroupKindSpace.h"
 #include "schedules/MatmulCpuSchedules.h"
 
@@ -177,6 +178,7 @@ std::vector<CostBreakdown> AnalyticalCostModel::predict(const Workload &w,
     for (const auto &p : candidates) {
         CostBreakdown b = model_.device == sched::Device::Cuda ? estimate_cuda(w, p)
                           : w.kind == dsl::GroupKind::MatmulEpilogue ? estimate_cpu(w, p)
+                          : w.kind == dsl::GroupKind::Attention      ? estimate_attention_cpu(w, p, model_.cpu)
                                                                      : estimate_group_cpu(w, p, model_.cpu);
         b.compute_s *= cal.compute_scale;
         b.memory_s *= cal.memory_scale;

@@ -1,5 +1,6 @@
 #include "autoscheduler/Pruning.h"
 
+#include "autoscheduler/AttentionSpace.h"
 #include "autoscheduler/GroupKindSpace.h"
 
 #include <sstream>
@@ -153,7 +154,9 @@ std::string PruneReport::to_string() const {
 
 std::vector<CandidateParams> prune(const std::vector<CandidateParams> &points, const Workload &w,
                                    const TargetModel &model, PruneReport *report) {
-    const auto &rules = w.kind == dsl::GroupKind::MatmulEpilogue ? pruning_rules(model.device) : group_pruning_rules();
+    const auto &rules = w.kind == dsl::GroupKind::MatmulEpilogue ? pruning_rules(model.device)
+                        : w.kind == dsl::GroupKind::Attention    ? attention_pruning_rules()
+                                                                 : group_pruning_rules();
     std::vector<size_t> removed(rules.size(), 0);
     std::vector<CandidateParams> kept;
     for (const auto &p : points) {

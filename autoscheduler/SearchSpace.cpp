@@ -1,5 +1,6 @@
 #include "autoscheduler/SearchSpace.h"
 
+#include "autoscheduler/AttentionSpace.h"
 #include "autoscheduler/GroupKindSpace.h"
 #include "schedules/MatmulCpuSchedules.h"
 #include "schedules/MatmulCudaSchedules.h"
@@ -10,6 +11,7 @@
 namespace tessel::autosched {
 
 ShapeClass Workload::shape_class() const {
+    if (kind == dsl::GroupKind::Attention) return attention_shape_class(attention);
     if (kind != dsl::GroupKind::MatmulEpilogue) return group_shape_class(group.shape);
     if (M <= 16) return ShapeClass::Decode;
     const int64_t lo = std::min({M, K, N}), hi = std::max({M, K, N});
@@ -52,6 +54,7 @@ std::string CandidateParams::to_string() const {
     if (nest == NestFamily::CudaTiled) os << " block=" << BN << "x" << BM << " thread=" << TN << "x" << TM << " kt=" << KT;
     if (nest == NestFamily::CudaDecode) os << " nb=" << NB << " ks=" << KS << " mb=" << MB;
     if (nest == NestFamily::Group) os << " " << group.to_string();
+    if (nest == NestFamily::Attention) os << " " << attention.to_string();
     return os.str();
 }
 
@@ -69,6 +72,9 @@ nlohmann::json CandidateParams::to_json() const {
                       {"reductions_per_row", group.reductions_per_row},
                       {"vectorize_reductions", group.vectorize_reductions},
                       {"reduction_vectors", group.reduction_vectors}};
+    if (nest == NestFamily::Attention)
+        j["attention"] = {{"query_block", attention.query_block}, {"row_tile", attention.row_tile},
+                          {"col_vectors", attention.col_vectors}, {"copy_kv_once", attention.copy_kv_once}};
     return j;
 }
 
@@ -161,6 +167,7 @@ void enumerate_cuda(const Workload &, const CudaModel &, std::vector<CandidatePa
 }  // namespace
 
 std::vector<CandidateParams> enumerate_space(const Workload &w, const TargetModel &model) {
+    if (w.kind == dsl::GroupKind::Attention) return enumerate_attention_space(w, model);
     if (w.kind != dsl::GroupKind::MatmulEpilogue) return enumerate_group_space(w, model);
     std::vector<CandidateParams> out;
     if (model.device == sched::Device::Cuda) enumerate_cuda(w, model.cuda, out);
@@ -170,6 +177,7 @@ std::vector<CandidateParams> enumerate_space(const Workload &w, const TargetMode
 
 std::optional<CandidateParams> library_point(const Workload &w, const Halide::Target &target) {
     if (target.has_feature(Halide::Target::CUDA)) return std::nullopt;
+    if (w.kind == dsl::GroupKind::Attention) return attention_library_point(w, target);
     if (w.kind != dsl::GroupKind::MatmulEpilogue) return group_library_point(w);
     const sched::CpuBlocking b = sched::CpuBlocking::for_target(target);
     CandidateParams p;
@@ -237,6 +245,7 @@ sched::ScheduleSpec make_schedule(const CandidateParams &p, const Halide::Target
 }
 
 sched::ScheduleSpec make_schedule(const CandidateParams &p, const Workload &w, const Halide::Target &target) {
+    if (w.kind == dsl::GroupKind::Attention) return make_attention_schedule(p, w, target);
     if (w.kind != dsl::GroupKind::MatmulEpilogue) return make_group_schedule(p, w, target);
     return make_schedule(p, target);
 }

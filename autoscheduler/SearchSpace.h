@@ -17,6 +17,7 @@
 #include "autoscheduler/ShapeClass.h"
 #include "autoscheduler/TargetModel.h"
 #include "dsl/ir/Graph.h"
+#include "schedules/AttentionSchedules.h"
 #include "schedules/GroupSchedules.h"
 #include "schedules/Schedule.h"
 
@@ -29,7 +30,7 @@
 namespace tessel::autosched {
 
 /** Bump when the space or make_schedule changes: it is part of every tuning key. */
-constexpr int kSearchSpaceVersion = 8;  // 2: split-K register-block nest ("splitk"); 3: "gemv"; 4: ordered-sum rule (exact mode); 5: "panel" nests; 6: elementwise and reduction groups; 7: column-sum vectors; 8: K-blocked splitk (k_block)
+constexpr int kSearchSpaceVersion = 9;  // 2: split-K register-block nest ("splitk"); 3: "gemv"; 4: ordered-sum rule (exact mode); 5: "panel" nests; 6: elementwise and reduction groups; 7: column-sum vectors; 8: K-blocked splitk (k_block); 9: attention groups
 
 /** An elementwise or reduction group at concrete sizes: what its space, rules and cost terms
  * read (GroupKindSpace.h). Filled by group_kind_workload. */
@@ -46,6 +47,13 @@ struct GroupWork {
     double scalar_calls_per_element = 0;  ///< libm calls per output element (strict-mode tanh)
 };
 
+/** An attention group at concrete sizes (AttentionSpace.h): o [batch..., S, Dv] from q [.., S, D]
+ * and k, v [.., L, D / Dv]. */
+struct AttentionWork {
+    int64_t batch = 1, queries = 1, keys = 1, depth = 1, dv = 1;
+    bool masked = false;  ///< an additive or causal mask is added to the scores
+};
+
 /** The extents of one matmul+epilogue problem: y[M,N] = epilogue(x[M,K] @ w[K,N]); or, for
  * any other group kind, its GroupWork. */
 struct Workload {
@@ -53,6 +61,7 @@ struct Workload {
     /** MatmulEpilogue: M, K, N and the epilogue facts below; Elementwise or Reduction: `group`. */
     dsl::GroupKind kind = dsl::GroupKind::MatmulEpilogue;
     GroupWork group;
+    AttentionWork attention;  ///< Attention groups (group.sizes is still their key's sizes)
     /** The fused epilogue's cost per output element: vectorizable flops, and calls to scalar
      * library functions (strict-mode tanh is one), which do not vectorize. */
     double epilogue_flops = 0, epilogue_scalar_calls = 0;
@@ -78,6 +87,7 @@ struct CandidateParams {
     int mr = 0, nr_vectors = 0, panel_blocks = 0, k_unroll = 0, k_chunk = 0;
     int k_block = 0;  ///< splitk: rows of w copied per K block (0: strips read in place)
     sched::CpuGroupParams group;  ///< nest "group": elementwise and reduction groups
+    sched::CpuAttentionParams attention;  ///< nest "attention": attention groups
     // CUDA nests.
     int BN = 0, BM = 0, TN = 0, TM = 0, KT = 0, NB = 0, KS = 0, MB = 0;
 

@@ -1,5 +1,6 @@
 #include "autoscheduler/SearchStrategy.h"
 
+#include "autoscheduler/AttentionSpace.h"
 #include "autoscheduler/GroupKindSpace.h"
 #include "codegen/Ptxas.h"
 #include "lowering/CompiledKernel.h"
@@ -67,7 +68,9 @@ void rank_candidates(const TuneContext &ctx, TuneResult &result) {
         // Tiny problems fail the parallel-work rule everywhere: keep the always-correct nest.
         CandidateParams fallback;
         fallback.nest = ctx.target.device == sched::Device::Cuda ? NestFamily::CudaSimple : NestFamily::General;
-        survivors.push_back(w.kind == dsl::GroupKind::MatmulEpilogue ? fallback : group_library_point(w));
+        survivors.push_back(w.kind == dsl::GroupKind::MatmulEpilogue ? fallback
+                            : w.kind == dsl::GroupKind::Attention    ? attention_library_point(w, ctx.request.target)
+                                                                     : group_library_point(w));
     }
     const auto costs = ctx.model.predict(w, survivors);
     std::vector<size_t> order(survivors.size());

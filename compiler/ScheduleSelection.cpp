@@ -1,5 +1,6 @@
 #include "compiler/ScheduleSelection.h"
 
+#include "autoscheduler/AttentionSpace.h"
 #include "autoscheduler/GroupKindSpace.h"
 #include "autoscheduler/MachineProbes.h"
 #include "dsl/ir/Numerics.h"
@@ -41,13 +42,13 @@ std::string ScheduleChoice::label() const {
 std::optional<autosched::Workload> group_workload(const dsl::Graph &g, const dsl::FusionGroup &group,
                                                   const std::map<std::string, int64_t> &symbols,
                                                   const lower::LoweredGroup *lowered) {
-    // Attention groups have no search space yet: the library's nest serves them.
-    if (group.kind == dsl::GroupKind::Attention) return std::nullopt;
     const bool matmul = group.kind == dsl::GroupKind::MatmulEpilogue;
     const dsl::GroupExtents extents = dsl::group_extents(g, group);
     if (matmul && !(extents.has("M") && extents.has("K") && extents.has("N"))) return std::nullopt;
     std::optional<lower::LoweredGroup> own;
     if (!lowered) lowered = &own.emplace(lower::lower_group(g, group));
+    if (group.kind == dsl::GroupKind::Attention)
+        return autosched::attention_workload(g, group, lower::group_shape(*lowered), symbols);
     if (!matmul) return autosched::group_kind_workload(g, group, lower::group_shape(*lowered), symbols);
     const auto e = extents.concrete(symbols);
     if (!e) return std::nullopt;
