@@ -134,6 +134,10 @@ Func ExprBuilder::attention(const dsl::AttentionPattern &a, int64_t kv_block) {
 
     Func state(name("state"));
     Halide::RDom rj(0, blocks, "rj");
+    // A causal mask hides every key past i + L - S: blocks that start past it are skipped (the
+    // row's update would add nothing), which Halide turns into a shorter block loop per task.
+    if (a.mask != dsl::kNoValue && g_.node(a.mask).op == dsl::Op::CausalMask)
+        rj.where(rj * bk <= Halide::min(i, rows - 1) + (keys - rows));
     state(args({n, i})) = Halide::Tuple(0.0f, order_key(Expr(-INFINITY), true), 0.0f);
     {
         const Expr acc = call(state, {n, i})[0], m_key = call(state, {n, i})[1], sum = call(state, {n, i})[2];
