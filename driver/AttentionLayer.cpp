@@ -2,6 +2,7 @@
 
 #include "compiler/Plan.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace tessel {
@@ -14,15 +15,8 @@ AttentionLayer::AttentionLayer(const AttentionShape &shape, const Halide::Target
         throw std::logic_error("attention did not plan as one attention group:\n" + p.fusion.to_string(p.graph));
     graph_ = std::make_unique<dsl::Graph>(std::move(p.graph));
     kernel_ = std::make_unique<CompiledKernel>(*graph_, p.fusion.groups[0], p.schedules[0].spec, target);
-    const char *roles[] = {"q", "k", "v", "o"};
-    const auto &args = kernel_->arguments();
-    for (size_t r = 0; r < 4; r++) {
-        size_t i = 0;
-        while (i < args.size() && args[i].name != roles[r]) i++;
-        if (i == args.size() || args.size() != 4)
-            throw std::logic_error(std::string("the attention kernel has no argument '") + roles[r] + "'");
-        slot_[r] = i;
-    }
+    const std::vector<size_t> slots = kernel_->argument_positions({"q", "k", "v", "o"});
+    std::copy(slots.begin(), slots.end(), slot_.begin());
 }
 
 void AttentionLayer::run(Halide::Runtime::Buffer<float> &q, Halide::Runtime::Buffer<float> &k,

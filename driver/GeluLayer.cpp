@@ -4,6 +4,7 @@
 #include "compiler/Plan.h"
 #include "dsl/Simplify.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace tessel {
@@ -24,15 +25,8 @@ GeluLayer::GeluLayer(GeluForm form, dsl::NumericMode mode, const sched::Schedule
     // Planned like every graph (compiler/Plan.h); the caller's schedule is compiled as given, so
     // one that does not apply throws ScheduleError rather than falling back.
     kernel_ = std::make_unique<CompiledKernel>(*graph_, gelu_layer_group(*graph_, target), schedule, target, backend);
-    const char *roles[] = {"x", "w", "bias", "y"};
-    const auto &args = kernel_->arguments();
-    for (size_t r = 0; r < 4; r++) {
-        size_t i = 0;
-        while (i < args.size() && args[i].name != roles[r]) i++;
-        if (i == args.size() || args.size() != 4)
-            throw std::logic_error(std::string("the GELU layer's kernel has no argument '") + roles[r] + "'");
-        slot_[r] = i;
-    }
+    const std::vector<size_t> slots = kernel_->argument_positions({"x", "w", "bias", "y"});
+    std::copy(slots.begin(), slots.end(), slot_.begin());
 }
 
 void GeluLayer::run(Halide::Runtime::Buffer<float> &x, Halide::Runtime::Buffer<float> &w,

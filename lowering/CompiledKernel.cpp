@@ -176,6 +176,21 @@ std::string CompiledKernel::describe_call(const std::vector<halide_buffer_t *> &
     return s;
 }
 
+std::vector<size_t> CompiledKernel::argument_positions(const std::vector<std::string> &names) const {
+    std::vector<size_t> out;
+    for (const std::string &name : names) {
+        size_t i = 0;
+        while (i < arguments_.size() && arguments_[i].name != name) i++;
+        if (i == arguments_.size())
+            throw std::logic_error("kernel '" + group_.name + "' has no argument '" + name + "'");
+        out.push_back(i);
+    }
+    if (out.size() != arguments_.size())
+        throw std::logic_error("kernel '" + group_.name + "' has " + std::to_string(arguments_.size()) + " arguments, not " +
+                               std::to_string(names.size()));
+    return out;
+}
+
 std::string CompiledKernel::check_buffers(const std::vector<halide_buffer_t *> &buffers) const {
     if (buffers.size() != arguments_.size())
         return "takes " + std::to_string(arguments_.size()) + " buffers (" + describe_call({}) + "), got " +

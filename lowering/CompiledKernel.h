@@ -92,6 +92,11 @@ public:
     /** Lowering + scheduling + JIT compilation of every variant. */
     double compile_seconds() const { return compile_seconds_; }
 
+    /** The position in arguments() of each of `names` (a layer's buffers by role, in the caller's
+     * order). Throws std::logic_error naming the kernel and the argument when one is missing or
+     * the kernel has arguments the names do not cover. */
+    std::vector<size_t> argument_positions(const std::vector<std::string> &names) const;
+
     /** M, K, N of one call, read from its buffers (in arguments() order). */
     std::map<std::string, long> call_extents(const std::vector<halide_buffer_t *> &buffers) const;
     /** Index in variants() of the variant serving `extents`: the first whose guards hold. */

@@ -12,7 +12,6 @@ Usage: attention_peers.py [--build BUILD] [--shapes FILE] [--only a,b] [--rounds
 import argparse
 import math
 import os
-import shutil
 import statistics
 import sys
 import tempfile
@@ -21,8 +20,8 @@ import time
 import numpy as np
 
 import report
-from run_peers import Bench, host_isa, progress
-from workers import PROBES, SYSTEMS, Worker, jax_cpus, worker_argv, worker_env
+from run_peers import Bench, host_isa, run_all, start_workers
+from workers import PROBES, SYSTEMS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT = ["tessel_attention", "fma_probe", "torch_sdpa", "torch_compile_sdpa", "jax_attention"]
@@ -136,24 +135,8 @@ def main(argv):
     scratch = tempfile.mkdtemp(prefix="run-", dir=args.out)
     isa, model = host_isa()
     started = time.perf_counter()
-    workers = {}
-    for runtime in dict.fromkeys(SYSTEMS[s][0] for s in args.systems):
-        progress(f"starting the {runtime} worker")
-        w = workers[runtime] = Worker(runtime, worker_argv(runtime, args.build, args.threads, args.target, args.schedule),
-                                      worker_env(runtime, args.threads, scratch),
-                                      os.path.join(args.out, f"{runtime}-worker.log"),
-                                      jax_cpus(args.threads) if runtime == "jax" else None)
-        if w.dead:
-            progress(f"  {w.dead}")
-    bench = AttentionBench(args, workers, scratch)
-    results = []
-    try:
-        for index, shape in enumerate(shapes):
-            results.append({"shape": shape, "rows": bench.run_shape(shape, index)})
-    finally:
-        for w in workers.values():
-            w.close()
-        shutil.rmtree(scratch, ignore_errors=True)
+    workers = start_workers(args, scratch)
+    results = run_all(AttentionBench(args, workers, scratch), shapes, workers, scratch)
     t = workers.get("tessel")
     print(f"== make bench-peers, attention: float32, {args.threads} threads, medians over {args.rounds} rounds ==")
     print(f"CPU: {model}; ISA: {isa} (lscpu flags); Tessel target {t.info.get('target', args.target) if t else '?'}")

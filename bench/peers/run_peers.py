@@ -243,13 +243,9 @@ def print_header(args, workers, isa, model, out):
           "  over rounds. Rounds alternate every system, in an order drawn afresh each round.", file=out)
 
 
-def main(argv):
-    args = parse_args(argv)
-    shapes = load_shapes(args.shapes, args.only)
-    os.makedirs(args.out, exist_ok=True)
-    scratch = tempfile.mkdtemp(prefix="run-", dir=args.out)
-    isa, model = host_isa()
-    started = time.perf_counter()
+def start_workers(args, scratch):
+    """One worker per runtime the systems need, by runtime; a worker that cannot start is kept,
+    dead, with its reason (its systems then report it)."""
     workers = {}
     for runtime in dict.fromkeys(SYSTEMS[s][0] for s in args.systems):
         progress(f"starting the {runtime} worker")
@@ -259,7 +255,11 @@ def main(argv):
                                       os.path.join(args.out, f"{runtime}-worker.log"), cpus)
         if w.dead:
             progress(f"  {w.dead}")
-    bench = Bench(args, workers, scratch)
+    return workers
+
+
+def run_all(bench, shapes, workers, scratch):
+    """Every shape in turn; the workers are closed and the scratch folder removed at the end."""
     results = []
     try:
         for index, shape in enumerate(shapes):
@@ -268,6 +268,18 @@ def main(argv):
         for w in workers.values():
             w.close()
         shutil.rmtree(scratch, ignore_errors=True)
+    return results
+
+
+def main(argv):
+    args = parse_args(argv)
+    shapes = load_shapes(args.shapes, args.only)
+    os.makedirs(args.out, exist_ok=True)
+    scratch = tempfile.mkdtemp(prefix="run-", dir=args.out)
+    isa, model = host_isa()
+    started = time.perf_counter()
+    workers = start_workers(args, scratch)
+    results = run_all(Bench(args, workers, scratch), shapes, workers, scratch)
     print_header(args, workers, isa, model, sys.stdout)
     for entry in results:
         report.print_shape(entry["shape"], entry["rows"], sys.stdout)
