@@ -119,7 +119,7 @@ TEST_CASE("fused attention matches the interpreter at awkward shapes") {
     };
     const std::vector<Case> cases = {
         {"", 1, 1, 24, 24},        {"", 37, 37, 80, 80},       {"", 1, 300, 64, 64},    {"", 37, 129, 24, 40},
-        {"2, 3, ", 37, 37, 24, 24}, {"2, 3, ", 5, 257, 128, 128}, {"1, 1, ", 1000, 1000, 128, 128},
+        {"2, 3, ", 37, 37, 24, 24}, {"2, 3, ", 5, 257, 128, 128}, {"1, 1, ", 1000, 1000, 24, 24},
     };
     for (const Case &c : cases) {
         INFO("batch [" << c.batch << "] S=" << c.s << " L=" << c.l << " D=" << c.d << " Dv=" << c.dv);
@@ -206,7 +206,7 @@ TEST_CASE("attention fusion: softmax written out as exp(s - max) / sum is the sa
 TEST_CASE("random attention graphs: shapes, scales, masks and softmax forms, special values, against the interpreter") {
     std::mt19937_64 rng(33);
     auto pick = [&](std::initializer_list<int64_t> xs) { return *(xs.begin() + (int64_t)(rng() % xs.size())); };
-    for (int trial = 0; trial < 16; trial++) {
+    for (int trial = 0; trial < 8; trial++) {
         const int batch_rank = (int)(rng() % 3);
         std::string batch;
         for (int b = 0; b < batch_rank; b++) batch += std::to_string(pick({1, 2, 3})) + ", ";
