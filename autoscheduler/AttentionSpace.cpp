@@ -50,7 +50,8 @@ std::optional<Workload> attention_workload(const dsl::Graph &g, const dsl::Fusio
         if (!b) return std::nullopt;
         at.batch *= *b;
     }
-    for (const std::string &sym : used) w.group.sizes += (w.group.sizes.empty() ? "" : ",") + sym + "=" + std::to_string(symbols.at(sym));
+    for (const std::string &sym : used)
+        w.group.sizes += (w.group.sizes.empty() ? "" : ",") + sym + "=" + std::to_string(symbols.at(sym));
     if (w.group.sizes.empty()) w.group.sizes = "static";
     w.group.rows = at.batch * at.queries;
     w.group.cols = at.dv;

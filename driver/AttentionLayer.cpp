@@ -19,8 +19,8 @@ AttentionLayer::AttentionLayer(const AttentionShape &shape, const Halide::Target
     std::copy(slots.begin(), slots.end(), slot_.begin());
 }
 
-void AttentionLayer::run(Halide::Runtime::Buffer<float> &q, Halide::Runtime::Buffer<float> &k,
-                         Halide::Runtime::Buffer<float> &v, Halide::Runtime::Buffer<float> &o) const {
+void AttentionLayer::run(Halide::Runtime::Buffer<float> &q, Halide::Runtime::Buffer<float> &k, Halide::Runtime::Buffer<float> &v,
+                         Halide::Runtime::Buffer<float> &o) const {
     std::vector<halide_buffer_t *> buffers(4);
     buffers[slot_[0]] = q.raw_buffer();
     buffers[slot_[1]] = k.raw_buffer();

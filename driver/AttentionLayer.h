@@ -36,7 +36,7 @@ public:
 private:
     std::unique_ptr<dsl::Graph> graph_;  // the kernel points into it
     std::unique_ptr<CompiledKernel> kernel_;
-    std::array<size_t, 4> slot_{};      // q, k, v, o -> position in kernel_->arguments()
+    std::array<size_t, 4> slot_{};  // q, k, v, o -> position in kernel_->arguments()
 };
 
 }  // namespace tessel

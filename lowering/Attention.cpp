@@ -59,7 +59,9 @@ Func ExprBuilder::attention(const dsl::AttentionPattern &a, int64_t kv_block) {
         idx.push_back(last);
         return idx;
     };
-    auto read = [&](ValueId v, const Expr &second_last, const Expr &last) { return at(v, broadcast_index(v, index(second_last, last))); };
+    auto read = [&](ValueId v, const Expr &second_last, const Expr &last) {
+        return at(v, broadcast_index(v, index(second_last, last)));
+    };
     auto call = [&](const Func &f, std::vector<Expr> inner) {
         for (const Var &b : batch) inner.push_back(b);
         return f(inner);
@@ -79,7 +81,7 @@ Func ExprBuilder::attention(const dsl::AttentionPattern &a, int64_t kv_block) {
     const Expr rows = extent(a.q, q_rank - 2), columns = extent(a.v, v_rank - 1);
     // likely(): loops over the middle of a tensor run without the clamps (Halide partitions them).
     const Expr row_in = Halide::clamp(i, 0, rows - 1), column_in = Halide::clamp(Halide::likely(n), 0, columns - 1);
-    const Expr key = jb * bk + lj;                       // the key this block column holds
+    const Expr key = jb * bk + lj;  // the key this block column holds
     const Expr key_in = Halide::clamp(Halide::likely(key), 0, keys - 1);
     const Expr in_range = key < keys;
 
@@ -121,7 +123,8 @@ Func ExprBuilder::attention(const dsl::AttentionPattern &a, int64_t kv_block) {
     // A -inf score (masked) gives exactly 0, decided on the order key: Halide's exp is a polynomial
     // that need not return 0 for -inf, and its simplifier may fold a constant -inf into it.
     const Expr masked = order_key(score, true) == order_key(Expr(-INFINITY), true);
-    probs(args({lj, i, jb})) = Halide::select(in_range && is_finite_key(bmax_key) && !masked, Halide::exp(score - from_order_key(bmax_key)), 0.0f);
+    probs(args({lj, i, jb})) =
+        Halide::select(in_range && is_finite_key(bmax_key) && !masked, Halide::exp(score - from_order_key(bmax_key)), 0.0f);
     Func lane_sum(name("lane_sum"));
     lane_sum(args({u, i, jb})) = 0.0f;
     lane_sum(args({u, i, jb})) += call(probs, {ro * lanes + u, i, jb});

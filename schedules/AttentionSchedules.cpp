@@ -110,8 +110,7 @@ ScheduleSpec cpu_attention_schedule(const std::string &name, const GroupShape &g
     }
     // Per key block, inside a task (storage once per task): the scores in register tiles, the
     // block's maximum, probs (read by the sum and by probs V), the sum, probs V in register tiles.
-    for (const char *f : {"scores", "lane_max", "block_max", "probs", "lane_sum", "block_sum"})
-        s.store_at(f, "y", task);
+    for (const char *f : {"scores", "lane_max", "block_max", "probs", "lane_sum", "block_sum"}) s.store_at(f, "y", task);
     // A block is kAttentionKvBlock keys (the lowering's blocks): said, so tiles divide it exactly.
     const int bk = (int)dsl::kAttentionKvBlock;
     s.compute_at("scores", "state", "rj").bound("scores", "lj", 0, bk).bound("probs", "lj", 0, bk);

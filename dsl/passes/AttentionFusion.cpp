@@ -81,7 +81,8 @@ std::optional<AttentionPattern> match_attention(const Graph &g, ValueId pv, std:
             const ValueId factor = n.inputs.size() == 2 ? n.inputs[1 - side] : kNoValue;
             const bool legal = (n.op == Op::Mul || (n.op == Op::Div && side == 0)) && value != kNoValue;
             if (legal && g.node(value).op == Op::MatMul && one_value_constant(g, factor, &c)) {
-                if (into) into->scale_node = factor, into->scale = n.op == Op::Div ? 1.0 / c : c, into->scale_divides = n.op == Op::Div;
+                if (into)
+                    into->scale_node = factor, into->scale = n.op == Op::Div ? 1.0 / c : c, into->scale_divides = n.op == Op::Div;
                 return value;
             }
         }
@@ -111,9 +112,10 @@ std::optional<AttentionPattern> match_attention(const Graph &g, ValueId pv, std:
 
     // The shape is attention; now whether fusing it is legal.
     if (g.mode != NumericMode::Fast) {
-        *why_not = "the online softmax sums the denominator and P·V block by block, rescaling as the row maximum "
-                   "grows: a reassociation, which " + std::string(to_string(g.mode)) +
-                   " mode forbids (declare `graph " + g.name + " mode=fast` to allow it)";
+        *why_not =
+            "the online softmax sums the denominator and P·V block by block, rescaling as the row maximum "
+            "grows: a reassociation, which " +
+            std::string(to_string(g.mode)) + " mode forbids (declare `graph " + g.name + " mode=fast` to allow it)";
         return std::nullopt;
     }
     std::set<ValueId> inside(chain.begin(), chain.end());
@@ -133,8 +135,8 @@ std::optional<AttentionPattern> match_attention(const Graph &g, ValueId pv, std:
     }
     for (ValueId v : {pv, a.softmax, s, a.q, a.kt, a.v})
         if (g.node(v).type.dtype != DType::F32 || g.node(v).type.rank() < 2) {
-            *why_not = nm(g, v) + " is " + to_string(g.node(v).type.dtype) + " of rank " +
-                       std::to_string(g.node(v).type.rank()) + "; the fused group reads f32 operands of rank >= 2";
+            *why_not = nm(g, v) + " is " + to_string(g.node(v).type.dtype) + " of rank " + std::to_string(g.node(v).type.rank()) +
+                       "; the fused group reads f32 operands of rank >= 2";
             return std::nullopt;
         }
     if (a.mask != kNoValue && g.node(a.mask).type.dtype != DType::F32) {
@@ -155,9 +157,9 @@ ResourceEstimate attention_estimate(const Graph &g, const AttentionPattern &a, c
     e.cache_bytes = 4 * (bq * d + bk * d + bk * dv + bq * bk + bq * dv);
     e.fits = (opts.target.l2_cache_bytes == 0 || e.cache_bytes <= opts.target.l2_cache_bytes) &&
              e.registers_f32 <= int64_t(opts.target.vector_registers) * lanes;
-    e.detail = "query block " + std::to_string(bq) + " x key block " + std::to_string(bk) + ", D " + std::to_string(d) +
-               ", Dv " + std::to_string(dv) + ": q, K, V, score and accumulator blocks " + format_bytes(e.cache_bytes) +
-               " of L2 " + format_bytes(opts.target.l2_cache_bytes);
+    e.detail = "query block " + std::to_string(bq) + " x key block " + std::to_string(bk) + ", D " + std::to_string(d) + ", Dv " +
+               std::to_string(dv) + ": q, K, V, score and accumulator blocks " + format_bytes(e.cache_bytes) + " of L2 " +
+               format_bytes(opts.target.l2_cache_bytes);
     return e;
 }
 

@@ -49,11 +49,11 @@ struct AttentionPattern {
     ValueId softmax = kNoValue;  ///< p (a softmax, or the division of the written-out form)
     ValueId scores = kNoValue;   ///< s = matmul(q, kt)
     ValueId q = kNoValue, kt = kNoValue, v = kNoValue;
-    ValueId k = kNoValue;        ///< kt's operand when kt is a transpose in the pattern, else kNoValue
-    ValueId mask = kNoValue;     ///< the additive mask, or kNoValue
+    ValueId k = kNoValue;           ///< kt's operand when kt is a transpose in the pattern, else kNoValue
+    ValueId mask = kNoValue;        ///< the additive mask, or kNoValue
     ValueId scale_node = kNoValue;  ///< the constant c, or kNoValue
-    double scale = 1.0;          ///< the factor applied to s (1/c for a division)
-    bool scale_divides = false;  ///< u = s / c (the lowering divides as written)
+    double scale = 1.0;             ///< the factor applied to s (1/c for a division)
+    bool scale_divides = false;     ///< u = s / c (the lowering divides as written)
     /** Every member in program order (constants excluded: fusion clones them into the group). */
     std::vector<ValueId> nodes;
 };

@@ -119,7 +119,8 @@ TEST_CASE("points of the attention space match the interpreter at awkward sizes"
     REQUIRE(kept.size() > 4);
     int checked = 0;
     for (size_t pick = 0; pick < kept.size(); pick += kept.size() / 4) {
-        const ScheduleChooser choose = [&](const dsl::FusionGroup &, const lower::LoweredGroup &) -> std::optional<sched::ScheduleSpec> {
+        const ScheduleChooser choose = [&](const dsl::FusionGroup &,
+                                           const lower::LoweredGroup &) -> std::optional<sched::ScheduleSpec> {
             return make_schedule(kept[pick], w, host);
         };
         const CompiledGraph program(p.g, p.plan, host, choose);

@@ -36,10 +36,12 @@ std::string attention_text(const std::string &mode, const std::string &batch, in
     if (mask == Mask::Causal) s << "  %mask = causal_mask() : f32[S, L]\n";
     const int rank = 2 + (int)std::count(batch.begin(), batch.end(), ',');
     std::string perm = "perm=[";
-    for (int a = 0; a < rank; a++) perm += (a ? ", " : "") + std::to_string(a < rank - 2 ? a : a == rank - 2 ? rank - 1 : rank - 2);
+    for (int a = 0; a < rank; a++)
+        perm += (a ? ", " : "") + std::to_string(a < rank - 2 ? a : a == rank - 2 ? rank - 1 : rank - 2);
     s << "  %p = softmax(matmul(%q, transpose(%k, " << perm << "])) * 0.125" << (mask != Mask::None ? " + %mask" : "")
       << ", axis=" << rank - 1 << ")\n"
-      << "  %o = matmul(%p, %v)\n" << extra << "  output %o\n}\n";
+      << "  %o = matmul(%p, %v)\n"
+      << extra << "  output %o\n}\n";
     return s.str();
 }
 
@@ -101,10 +103,13 @@ TEST_CASE("attention fusion: a probability matrix read elsewhere is refused with
 }
 
 TEST_CASE("attention fusion: the hand-made scale forms (c * s, s / c) and no scale are the pattern") {
-    for (const std::string scores : {"0.125 * matmul(%q, transpose(%k))", "matmul(%q, transpose(%k)) / 8.0", "matmul(%q, transpose(%k))"}) {
+    for (const std::string scores :
+         {"0.125 * matmul(%q, transpose(%k))", "matmul(%q, transpose(%k)) / 8.0", "matmul(%q, transpose(%k))"}) {
         INFO(scores);
-        dsl::Graph g = dsl::parse("graph a mode=fast {\n  %q = input : f32[S, 16]\n  %k = input : f32[S, 16]\n"
-                                  "  %v = input : f32[S, 16]\n  %o = matmul(softmax(" + scores + ", axis=1), %v)\n  output %o\n}\n");
+        dsl::Graph g = dsl::parse(
+            "graph a mode=fast {\n  %q = input : f32[S, 16]\n  %k = input : f32[S, 16]\n"
+            "  %v = input : f32[S, 16]\n  %o = matmul(softmax(" +
+            scores + ", axis=1), %v)\n  output %o\n}\n");
         const dsl::FusionPlan p = planned(g, {{"S", 37}});
         CHECK(attention_groups(p) == 1);
         CHECK(error_against_interpreter(g, p, {{"S", 37}}) < 1e-4);
@@ -118,7 +123,7 @@ TEST_CASE("fused attention matches the interpreter at awkward shapes") {
         int d, dv;
     };
     const std::vector<Case> cases = {
-        {"", 1, 1, 24, 24},        {"", 37, 37, 80, 80},       {"", 1, 300, 64, 64},    {"", 37, 129, 24, 40},
+        {"", 1, 1, 24, 24},         {"", 37, 37, 80, 80},         {"", 1, 300, 64, 64},           {"", 37, 129, 24, 40},
         {"2, 3, ", 37, 37, 24, 24}, {"2, 3, ", 5, 257, 128, 128}, {"1, 1, ", 1000, 1000, 24, 24},
     };
     for (const Case &c : cases) {
@@ -145,15 +150,15 @@ TEST_CASE("fused attention: masks, fully masked rows and blocks, NaN and inf as 
     dsl::Tensor &mask = in.at("mask");
     for (double &x : mask.data) x = 0;
     auto at = [&](int64_t i, int64_t j) -> double & { return mask.data[(size_t)(i * l + j)]; };
-    for (int64_t j = 0; j < l; j++) at(1, j) = -INFINITY;                   // row 1: fully masked (NaN)
-    for (int64_t j = 0; j < 200; j++) at(2, j) = -INFINITY;                 // row 2: the first block and more
-    for (int64_t j = 0; j < l; j++) at(3, j) = j > 3 ? -INFINITY : 0.0;     // row 3: causal-like, 4 keys
-    for (int64_t j = 128; j < l; j++) at(4, j) = -INFINITY;                 // row 4: later blocks masked
-    at(5, 7) = NAN;                                                          // row 5: NaN throughout
-    at(6, 250) = INFINITY;                                                   // row 6: +inf -> NaN
-    in.at("q").data[7 * 16 + 3] = NAN;                                       // row 7: NaN from q
+    for (int64_t j = 0; j < l; j++) at(1, j) = -INFINITY;                // row 1: fully masked (NaN)
+    for (int64_t j = 0; j < 200; j++) at(2, j) = -INFINITY;              // row 2: the first block and more
+    for (int64_t j = 0; j < l; j++) at(3, j) = j > 3 ? -INFINITY : 0.0;  // row 3: causal-like, 4 keys
+    for (int64_t j = 128; j < l; j++) at(4, j) = -INFINITY;              // row 4: later blocks masked
+    at(5, 7) = NAN;                                                      // row 5: NaN throughout
+    at(6, 250) = INFINITY;                                               // row 6: +inf -> NaN
+    in.at("q").data[7 * 16 + 3] = NAN;                                   // row 7: NaN from q
     in.at("q").data[8 * 16] = -0.0;
-    in.at("v").data[10 * 16 + 2] = INFINITY;                                 // column 2: inf * p
+    in.at("v").data[10 * 16 + 2] = INFINITY;  // column 2: inf * p
     const double err = error_against_interpreter(g, p, sym, in);
     CHECK(err < 1e-4);
 }
@@ -192,10 +197,11 @@ TEST_CASE("causal_mask: an index function the interpreter and the fused nest agr
 }
 
 TEST_CASE("attention fusion: softmax written out as exp(s - max) / sum is the same pattern") {
-    dsl::Graph g = dsl::parse("graph a mode=fast {\n  %q = input : f32[2, S, 16]\n  %k = input : f32[2, L, 16]\n"
-                              "  %v = input : f32[2, L, 8]\n  %s = matmul(%q, transpose(%k, perm=[0, 2, 1])) * 0.25\n"
-                              "  %e = exp(%s - reduce_max(%s, axes=[2], keepdims=true))\n"
-                              "  %p = %e / reduce_sum(%e, axes=[2], keepdims=true)\n  %o = matmul(%p, %v)\n  output %o\n}\n");
+    dsl::Graph g = dsl::parse(
+        "graph a mode=fast {\n  %q = input : f32[2, S, 16]\n  %k = input : f32[2, L, 16]\n"
+        "  %v = input : f32[2, L, 8]\n  %s = matmul(%q, transpose(%k, perm=[0, 2, 1])) * 0.25\n"
+        "  %e = exp(%s - reduce_max(%s, axes=[2], keepdims=true))\n"
+        "  %p = %e / reduce_sum(%e, axes=[2], keepdims=true)\n  %o = matmul(%p, %v)\n  output %o\n}\n");
     const std::map<std::string, int64_t> sym = {{"S", 37}, {"L", 150}};
     const dsl::FusionPlan p = planned(g, sym);
     REQUIRE(attention_groups(p) == 1);
@@ -216,7 +222,8 @@ TEST_CASE("random attention graphs: shapes, scales, masks and softmax forms, spe
         const bool written = rng() % 2;
         const int rank = batch_rank + 2;
         std::string perm = "perm=[";
-        for (int a = 0; a < rank; a++) perm += (a ? ", " : "") + std::to_string(a < rank - 2 ? a : a == rank - 2 ? rank - 1 : rank - 2);
+        for (int a = 0; a < rank; a++)
+            perm += (a ? ", " : "") + std::to_string(a < rank - 2 ? a : a == rank - 2 ? rank - 1 : rank - 2);
         std::ostringstream t;
         t << "graph r mode=fast {\n  %q = input : f32[" << batch << "S, " << d << "]\n  %k = input : f32[" << batch << "L, " << d
           << "]\n  %v = input : f32[" << batch << "L, " << dv << "]\n";
