@@ -134,7 +134,10 @@ CostBreakdown estimate_attention_cpu(const Workload &w, const CandidateParams &p
     b.flops = 2.0 * a.batch * s_exec * l_exec * (d + dv_exec);
     // The tile's step: rows x vectors FMAs against vectors loads + rows broadcasts.
     const double fmas = t.row_tile * t.col_vectors, loads = t.col_vectors + t.row_tile;
-    b.pipe_efficiency = fmas / std::max(fmas, loads * c.fma_units / c.load_ports);
+    // ... and enough independent accumulators to cover the FMA latency on every unit, with half
+    // as many again for the operand loads' own latency (the tile's loads are not prefetched).
+    b.pipe_efficiency = fmas / std::max(fmas, loads * c.fma_units / c.load_ports) *
+                        std::min(1.0, fmas / (1.5 * c.fma_latency * c.fma_units));
     const double fma_rate = 2.0 * L * c.fma_units * hz;
     double seconds = b.flops / (fma_rate * b.pipe_efficiency);
     // Exps: one per score, two per state element per key block (about 20 vector ops each).
@@ -146,14 +149,14 @@ CostBreakdown estimate_attention_cpu(const Workload &w, const CandidateParams &p
     b.compute_s = seconds / workers;
     b.vector_utilization = (double)a.dv / dv_exec;
     // K and V into blocks: K transposed (a gather, about one cycle per element), V a vector copy.
-    // Copied once, it is a pass of its own before the nest (its cycles or its bytes, whichever
-    // is slower); copied per block, every task of a batch entry copies them again, inside the nest.
+    // Copied once, it is a pass of its own before the nest (its cycles, and its bytes read and
+    // written); copied per block, every task of a batch entry copies them again, inside the nest.
     const double kv = 4.0 * a.batch * a.keys * (a.depth + a.dv);
     const double qo = 4.0 * a.batch * a.queries * (a.depth + a.dv);
     const double copy_cycles = (double)a.batch * l_exec * (a.depth + dv_exec / L);
     if (t.copy_kv_once) {
         const double rate = (2.0 * kv <= c.l3_bytes ? c.l3_gbps : c.dram_gbps) * 1e9;
-        b.epilogue_s = std::max(copy_cycles / hz / workers, 2.0 * kv / rate);
+        b.epilogue_s = copy_cycles / hz / workers + 2.0 * kv / rate;  // gathers, then the bytes written
         b.cache_bytes = kv * blocks_per_row;  // every query block reads the copies from L2/L3
     } else {
         b.compute_s += blocks_per_row * copy_cycles / hz / workers;

@@ -18,10 +18,11 @@
  * Cost terms (CPU):
  *   compute  = 4 B S L D flops, grown by the tails (S to whole tiles, L to whole key blocks, Dv
  *              to whole column tiles), at the FMA rate times the tile's issue efficiency
- *              (FMAs per step over the larger of FMAs and loads, per port), plus the exps:
+ *              (FMAs per step over the larger of FMAs and loads, per port, and at most the
+ *              accumulators over 1.5 x latency x FMA units: the loads' latency too), plus the exps:
  *              one per score and two per state element per key block, vectorized
  *   copies   = K (transposed: a gather, about a cycle per element) and V into blocks: copied once,
- *              a pass of its own before the nest (its cycles or bytes, the slower); copied per
+ *              a pass of its own before the nest (its cycles plus its bytes); copied per
  *              block, inside the nest, once per query block of a batch entry (compute)
  *   memory   = q, o, K and V once from DRAM (or L3), and the copies read by every query block
  *   overhead = tasks x per-task cost + per-call cost, over the cores the tasks fill

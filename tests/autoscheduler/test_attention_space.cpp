@@ -106,6 +106,8 @@ TEST_CASE("attention cost terms: copies once for many query blocks, per block fo
     CHECK(cost(prefill, point(64, 4, 2, true)).total_s() < cost(prefill, point(64, 4, 2, false)).total_s());
     CHECK(cost(decode, point(8, 1, 2, false)).total_s() < cost(decode, point(8, 1, 2, true)).total_s());
     CHECK(cost(prefill, point(64, 4, 2, true)).pipe_efficiency > cost(prefill, point(64, 1, 1, true)).pipe_efficiency);
+    // Too few accumulators to hide the FMA latency: a 2 x 2 tile issues at half the rate of 4 x 2.
+    CHECK(cost(prefill, point(64, 2, 2, true)).pipe_efficiency < cost(prefill, point(64, 4, 2, true)).pipe_efficiency);
     // A decode query in a task of 8 rows with 8-row tiles computes 8 rows: the tails count.
     CHECK(cost(decode, point(8, 8, 2, false)).flops > cost(decode, point(8, 1, 2, false)).flops);
 }
