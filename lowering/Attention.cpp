@@ -1,7 +1,7 @@
 /** \file
  * Attention (ExprBuilder.h): an attention group (dsl/passes/AttentionFusion.h) becomes one
  * online-softmax pipeline, FlashAttention-2's forward written as Halide Funcs. Keys are taken in
- * blocks of `kv_block`; for query row i and block jb:
+ * blocks of dsl::kAttentionKvBlock; for query row i and block jb:
  *
  *   kblock(lj, d, jb)   = k[jb*Bk + lj, d]          (the block of K, key index innermost)
  *   vblock(n, lj, jb)   = v[jb*Bk + lj, n]          (V in blocks: reads past an edge are clamped here)
@@ -37,11 +37,11 @@ using Halide::Expr;
 using Halide::Func;
 using Halide::Var;
 
-Func ExprBuilder::attention(const dsl::AttentionPattern &a, int64_t kv_block) {
+Func ExprBuilder::attention(const dsl::AttentionPattern &a) {
     const int rank = g_.node(a.output).type.rank();  // [..., S, Dv]
     const int sm_rank = g_.node(a.softmax).type.rank();
     const Expr keys = extent(a.softmax, sm_rank - 1), depth = extent(a.q, g_.node(a.q).type.rank() - 1);
-    const int bk = (int)kv_block;
+    const int bk = (int)dsl::kAttentionKvBlock;  // the blocks cpu_attention's bounds assume
     const Expr blocks = (keys + (bk - 1)) / bk;
 
     const std::vector<Var> vs = vars(rank);  // n, m, b0, ...

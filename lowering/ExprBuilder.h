@@ -61,9 +61,9 @@ public:
     std::vector<Halide::Var> vars(int rank);
 
     /** Attention.cpp: the attention group's output Func "y", computed by the online-softmax
-     * nest over blocks of `kv_block` keys (stages: kblock, vblock, matmul, scores, block_max, probs, block_sum,
+     * nest over blocks of dsl::kAttentionKvBlock keys (stages: kblock, vblock, matmul, scores, block_max, probs, block_sum,
      * block_pv, state). */
-    Halide::Func attention(const dsl::AttentionPattern &a, int64_t kv_block);
+    Halide::Func attention(const dsl::AttentionPattern &a);
 
 private:
     const dsl::Graph &g_;

@@ -56,7 +56,7 @@ LoweredGroup lower_group(const Graph &g, const dsl::FusionGroup &group) {
             const auto a = dsl::match_attention(g, group.outputs.back(), &why_not);
             if (!a || group.outputs.size() != 1)
                 refuse(g, group.outputs.back(), "an attention group's output is softmax(q @ k^T) @ v" + (why_not.empty() ? "" : ": " + why_not));
-            Func y = b.attention(*a, group.kv_block > 0 ? group.kv_block : dsl::kAttentionKvBlock);
+            Func y = b.attention(*a);
             out.funcs["y"] = y;
             out.output_names.push_back("y");
             out.outputs.push_back(y);

@@ -367,7 +367,6 @@ private:
                 if (out) grp.outputs.push_back(v);
             }
             grp.kind = sealed_.count(r) ? GroupKind::Attention : group_kind(g_, grp.nodes);
-            if (grp.kind == GroupKind::Attention) grp.kv_block = kAttentionKvBlock;
             grp.prepared = std::all_of(members_[r].begin(), members_[r].end(), [&](ValueId v) { return derived(v); });
             grp.name = "g" + std::to_string(grp.id) + "_" +
                        sanitize(grp.outputs.empty() ? g_.display_name(grp.nodes.back()) : g_.display_name(grp.outputs[0]));

@@ -118,8 +118,6 @@ struct FusionGroup {
     /** Computed from weights alone (dsl/analysis/WeightDerived.h): run once when the weights
      * are prepared, its outputs kept for every later call. */
     bool prepared = false;
-    /** Attention groups: keys per block of the online softmax (AttentionFusion.h); 0 otherwise. */
-    int64_t kv_block = 0;
 };
 
 /** Bytes moved through memory. */

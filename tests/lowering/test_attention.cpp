@@ -77,7 +77,6 @@ TEST_CASE("attention fusion: softmax(scale q k^T + mask) v is one group in fast 
     const dsl::FusionPlan p = planned(g, {{"S", 256}, {"L", 256}});
     REQUIRE(p.groups.size() == 1);
     CHECK(p.groups[0].kind == dsl::GroupKind::Attention);
-    CHECK(p.groups[0].kv_block == dsl::kAttentionKvBlock);
     CHECK(p.groups[0].outputs.size() == 1);
     const std::string text = p.to_string(g);
     CHECK(text.find("[fused] attention") != std::string::npos);
