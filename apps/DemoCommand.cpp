@@ -1,6 +1,6 @@
 #include "apps/Commands.h"
-#include "driver/Demo.h"
 #include "codegen/Compile.h"
+#include "driver/Demo.h"
 #include "schedules/Library.h"
 
 #include <iomanip>
@@ -12,8 +12,9 @@ void add_demo_command(CLI::App &app, std::function<int()> &action) {
     auto o = std::make_shared<DemoOptions>();
     auto form = std::make_shared<std::string>("tanh");
     auto mode = std::make_shared<std::string>("strict");
-    CLI::App *cmd = app.add_subcommand("demo", "Compile GELU(x @ w + bias), verify it against a float64 reference "
-                                               "and OpenBLAS, time it; check the CUDA variant's PTX with ptxas");
+    CLI::App *cmd = app.add_subcommand("demo",
+                                       "Compile GELU(x @ w + bias), verify it against a float64 reference "
+                                       "and OpenBLAS, time it; check the CUDA variant's PTX with ptxas");
     cmd->add_option("-M", o->M, "rows of x and y")->capture_default_str()->check(CLI::Range(1, 1 << 24));
     cmd->add_option("-K", o->K, "columns of x, rows of w")->capture_default_str()->check(CLI::Range(1, 1 << 24));
     cmd->add_option("-N", o->N, "columns of w and y")->capture_default_str()->check(CLI::Range(1, 1 << 24));
@@ -22,12 +23,14 @@ void add_demo_command(CLI::App &app, std::function<int()> &action) {
         ->capture_default_str()
         ->check(CLI::IsMember({"exact", "strict", "fast"}));
     cmd->add_option("--target", o->target, "host, host-cuda or a Halide target string")->capture_default_str();
-    cmd->add_option("--schedule", o->cpu_schedule, "CPU schedule: auto (tuning database, else the autoscheduler's "
-                                                   "model pick), a library name, or FILE.json")
+    cmd->add_option("--schedule", o->cpu_schedule,
+                    "CPU schedule: auto (tuning database, else the autoscheduler's "
+                    "model pick), a library name, or FILE.json")
         ->capture_default_str();
     cmd->add_option("--db", o->db, "tuning database")->capture_default_str();
-    cmd->add_option("--kernel-cache", o->kernel_cache, "compiled kernels kept on disk: DIR, or off (default: "
-                                                       "<db>.kernels, next to the tuning database)");
+    cmd->add_option("--kernel-cache", o->kernel_cache,
+                    "compiled kernels kept on disk: DIR, or off (default: "
+                    "<db>.kernels, next to the tuning database)");
     cmd->add_flag("--tune", o->tune, "with --schedule auto: on a database miss, measure candidates");
     cmd->add_option("--cuda-schedule", o->cuda_schedule, "CUDA library schedule")->capture_default_str();
     cmd->add_option("--repeats", o->repeats, "timed repetitions")->capture_default_str()->check(CLI::Range(1, 100000));
@@ -51,8 +54,8 @@ void add_schedules_command(CLI::App &app, std::function<int()> &action) {
         action = [verbose, target] {
             const Halide::Target t = tessel::parse_target(*target);
             for (const auto &e : sched::schedule_library()) {
-                std::cout << std::left << std::setw(19) << e.name << std::setw(6) << sched::to_string(e.device)
-                          << std::setw(18) << dsl::to_string(e.group) << e.summary << "\n";
+                std::cout << std::left << std::setw(19) << e.name << std::setw(6) << sched::to_string(e.device) << std::setw(18)
+                          << dsl::to_string(e.group) << e.summary << "\n";
                 if (!*verbose) continue;
                 if (e.group_generic()) {
                     // Generated per group: shown for a representative one.

@@ -11,8 +11,9 @@ namespace {
 /** --no-remat and --memory-budget BYTES (dsl/passes/Rematerialize.h). */
 void add_memory_options(CLI::App *cmd, bool &remat, std::optional<int64_t> &budget) {
     cmd->add_flag("!--no-remat", remat, "keep every value: no rematerialization");
-    cmd->add_option("--memory-budget", budget, "bytes the planned arena may take; values are recomputed, cheapest "
-                                               "per byte first, until it fits (or the miss is reported)")
+    cmd->add_option("--memory-budget", budget,
+                    "bytes the planned arena may take; values are recomputed, cheapest "
+                    "per byte first, until it fits (or the miss is reported)")
         ->check(CLI::PositiveNumber);
 }
 
@@ -29,7 +30,8 @@ std::map<std::string, int64_t> parse_dims(const std::vector<std::string> &items)
             if (used != item.size() - eq - 1 || v <= 0 || v > dsl::kMaxElements) throw std::invalid_argument("");
             if (!dims.emplace(item.substr(0, eq), v).second) throw std::invalid_argument("");
         } catch (const std::exception &) {
-            throw std::invalid_argument("--dim '" + item + "': expected NAME=POSITIVE_INTEGER (each name once, at most 2^62), e.g. M=512");
+            throw std::invalid_argument("--dim '" + item +
+                                        "': expected NAME=POSITIVE_INTEGER (each name once, at most 2^62), e.g. M=512");
         }
     }
     return dims;
@@ -48,8 +50,9 @@ void add_compile_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--emit", *emit, "what to write (comma-separated): " + kinds + " [default: lib]")
         ->delimiter(',')
         ->check(CLI::IsMember(std::vector<std::string>(graph_emit_kinds().begin(), graph_emit_kinds().end())));
-    cmd->add_option("--schedule", o->schedule, "library schedule NAME or FILE.json for matmul+epilogue groups "
-                                               "(default: tuning database, else autoscheduler, else library)");
+    cmd->add_option("--schedule", o->schedule,
+                    "library schedule NAME or FILE.json for matmul+epilogue groups "
+                    "(default: tuning database, else autoscheduler, else library)");
     cmd->add_option("--dim", *dims, "symbol sizes, e.g. --dim M=512 (with every size known the autoscheduler applies)")
         ->delimiter(',');
     cmd->add_option("--db", o->db, "tuning database")->capture_default_str();
@@ -69,16 +72,19 @@ void add_compile_command(CLI::App &app, std::function<int()> &action) {
 void add_run_command(CLI::App &app, std::function<int()> &action) {
     auto o = std::make_shared<GraphRunOptions>();
     auto dims = std::make_shared<std::vector<std::string>>();
-    CLI::App *cmd = app.add_subcommand("run", "Run a graph (.tsl) on random inputs on the CPU and compare every "
-                                              "output with the reference interpreter");
+    CLI::App *cmd = app.add_subcommand("run",
+                                       "Run a graph (.tsl) on random inputs on the CPU and compare every "
+                                       "output with the reference interpreter");
     cmd->add_option("file", o->file, "graph file (.tsl)")->required()->check(CLI::ExistingFile);
     cmd->add_option("--dim", *dims, "symbol sizes, e.g. --dim M=7,K=33 (unbound symbols are 64)")->delimiter(',');
     cmd->add_option("--seed", o->seed, "seed of the random inputs")->capture_default_str();
-    cmd->add_option("--schedule", o->schedule, "library schedule NAME or FILE.json for matmul+epilogue groups "
-                                               "(default: tuning database, else the autoscheduler's model pick)");
+    cmd->add_option("--schedule", o->schedule,
+                    "library schedule NAME or FILE.json for matmul+epilogue groups "
+                    "(default: tuning database, else the autoscheduler's model pick)");
     cmd->add_option("--db", o->db, "tuning database")->capture_default_str();
-    cmd->add_option("--kernel-cache", o->kernel_cache, "compiled kernels kept on disk: DIR, or off (default: "
-                                                       "<db>.kernels, next to the tuning database)");
+    cmd->add_option("--kernel-cache", o->kernel_cache,
+                    "compiled kernels kept on disk: DIR, or off (default: "
+                    "<db>.kernels, next to the tuning database)");
     cmd->add_flag("--tune", o->tune, "on a database miss, measure candidates instead of taking the model's pick");
     cmd->add_option("--target", o->target, "a CPU target")->capture_default_str();
     cmd->add_option("--tolerance", o->tolerance, "max relative error")->capture_default_str();

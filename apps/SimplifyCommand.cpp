@@ -9,8 +9,9 @@ void add_simplify_command(CLI::App &app, std::function<int()> &action) {
     auto file = std::make_shared<std::string>();
     auto options = std::make_shared<dsl::SimplifyOptions>();
     auto quiet = std::make_shared<bool>(false);
-    CLI::App *cmd = app.add_subcommand("simplify", "Simplify a graph (.tsl): constant folding, algebraic "
-                                                   "simplification, CSE, DCE, reassociation in fast mode");
+    CLI::App *cmd = app.add_subcommand("simplify",
+                                       "Simplify a graph (.tsl): constant folding, algebraic "
+                                       "simplification, CSE, DCE, reassociation in fast mode");
     cmd->add_option("file", *file, "graph file (.tsl)")->required();
     cmd->add_option("--dump-after", options->dump_after, "print the graph after these passes ('all' for every pass)")
         ->delimiter(',');

@@ -15,14 +15,17 @@ void add_budget_options(CLI::App *cmd, autosched::PlannerBudgets &b) {
 void add_specialize_command(CLI::App &app, std::function<int()> &action) {
     auto o = std::make_shared<SpecializeOptions>();
     auto starts = std::make_shared<double>(1);
-    CLI::App *cmd = app.add_subcommand("specialize", "Measure the running example's guarded variants on a shape profile "
-                                                     "and choose which to keep under compile, tuning and code budgets");
+    CLI::App *cmd = app.add_subcommand("specialize",
+                                       "Measure the running example's guarded variants on a shape profile "
+                                       "and choose which to keep under compile, tuning and code budgets");
     cmd->add_option("profile", o->profile_file, "shape profile: lines 'M=1 K=4096 N=4096 calls=12000'")
         ->required()
         ->check(CLI::ExistingFile);
     cmd->add_option("--schedule", o->schedule, "CPU library schedule with guarded variants")->capture_default_str();
     cmd->add_option("--target", o->target, "a CPU target")->capture_default_str();
-    cmd->add_option("--repeats", o->repeats, "timed rounds per shape (median; variants interleaved)")->capture_default_str()->check(CLI::Range(1, 1000));
+    cmd->add_option("--repeats", o->repeats, "timed rounds per shape (median; variants interleaved)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1000));
     add_budget_options(cmd, o->budgets);
     cmd->add_option("--starts", *starts, "process starts sharing one compile and one tuning run (JIT: 1)")
         ->capture_default_str()

@@ -1,7 +1,7 @@
 #include "apps/Commands.h"
 #include "driver/DatabaseCommands.h"
-#include "driver/Tune.h"
 #include "driver/HalideAutoschedulers.h"
+#include "driver/Tune.h"
 #include "schedules/Library.h"
 
 #include <iostream>
@@ -19,8 +19,8 @@ void compare_with_halide(const dsl::Graph &g, const dsl::FusionGroup &group, con
     c.repeats = rounds;
     c.tessel_specs = {{"tuned", r.schedule}};
     if (group.kind != dsl::GroupKind::MatmulEpilogue)  // the library's schedule for this kind, not cpu_blocked
-        c.tessel_schedules = {sched::default_library_schedule(group.kind, c.target.has_gpu_feature() ? sched::Device::Cuda
-                                                                                                      : sched::Device::Cpu)};
+        c.tessel_schedules = {
+            sched::default_library_schedule(group.kind, c.target.has_gpu_feature() ? sched::Device::Cuda : sched::Device::Cpu)};
     out << "\ncomparison in the same run:\n";
     autosched::compare_autoschedulers(g, group, {symbols}, out, c);
 }
@@ -30,21 +30,28 @@ void compare_with_halide(const dsl::Graph &g, const dsl::FusionGroup &group, con
 void add_tune_command(CLI::App &app, std::function<int()> &action) {
     auto o = std::make_shared<TuneOptions>();
     auto no_measure = std::make_shared<bool>(false);
-    CLI::App *cmd = app.add_subcommand("tune", "Autoschedule every group of a graph (matmul+epilogue, elementwise, "
-                                               "reductions): prune, rank with the cost model, measure the top candidates "
-                                               "in isolated processes, store the winner in the tuning database, report "
-                                               "coverage per shape class");
+    CLI::App *cmd = app.add_subcommand("tune",
+                                       "Autoschedule every group of a graph (matmul+epilogue, elementwise, "
+                                       "reductions): prune, rank with the cost model, measure the top candidates "
+                                       "in isolated processes, store the winner in the tuning database, report "
+                                       "coverage per shape class");
     cmd->add_option("file", o->file, "graph file (.tsl)")->required()->check(CLI::ExistingFile);
-    cmd->add_option("--shapes", o->shapes, "MxKxN shapes, comma-separated (default: the graph's fixed shape, else "
-                                           "the suite shapes that fit it)")
+    cmd->add_option("--shapes", o->shapes,
+                    "MxKxN shapes, comma-separated (default: the graph's fixed shape, else "
+                    "the suite shapes that fit it)")
         ->delimiter(',');
     auto dims = std::make_shared<std::vector<std::string>>();
-    cmd->add_option("--dim", *dims, "symbol sizes for every shape, e.g. --dim S=128 (what MxKxN does not bind; the "
-                                    "shapes' M, K, N also bind symbols of those names in other groups)")
+    cmd->add_option("--dim", *dims,
+                    "symbol sizes for every shape, e.g. --dim S=128 (what MxKxN does not bind; the "
+                    "shapes' M, K, N also bind symbols of those names in other groups)")
         ->delimiter(',');
     cmd->add_option("--suite", o->suite, "shape suite file (default: bench/shapes.txt of this checkout)");
-    cmd->add_option("--budget", o->params.budget, "candidates measured per shape")->capture_default_str()->check(CLI::Range(1, 10000));
-    cmd->add_option("--repeats", o->params.repeats, "timed runs per candidate")->capture_default_str()->check(CLI::Range(1, 10000));
+    cmd->add_option("--budget", o->params.budget, "candidates measured per shape")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 10000));
+    cmd->add_option("--repeats", o->params.repeats, "timed runs per candidate")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 10000));
     cmd->add_option("--timeout", o->params.timeout_seconds, "seconds per candidate (compile included), > 0")
         ->capture_default_str()
         ->check(CLI::PositiveNumber);
@@ -56,10 +63,12 @@ void add_tune_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_flag("!--no-coverage", o->coverage, "skip the coverage report");
     auto compare = std::make_shared<bool>(false);
     auto compare_rounds = std::make_shared<int>(autosched::CompareOptions{}.repeats);
-    cmd->add_flag("--compare", *compare, "after each shape, time the tuned schedule, the library's cpu_blocked and "
-                                         "Halide's autoschedulers in the same run");
-    cmd->add_option("--compare-rounds", *compare_rounds, "timed rounds of --compare (each calls every contender once; "
-                                                         "the tuned-vs-library verdict is a sign test over them)")
+    cmd->add_flag("--compare", *compare,
+                  "after each shape, time the tuned schedule, the library's cpu_blocked and "
+                  "Halide's autoschedulers in the same run");
+    cmd->add_option("--compare-rounds", *compare_rounds,
+                    "timed rounds of --compare (each calls every contender once; "
+                    "the tuned-vs-library verdict is a sign test over them)")
         ->capture_default_str()
         ->check(CLI::Range(1, 1000));
     cmd->callback([&action, o, no_measure, compare, compare_rounds, dims] {
@@ -70,7 +79,9 @@ void add_tune_command(CLI::App &app, std::function<int()> &action) {
                 o->after_each = [rounds = *compare_rounds](const dsl::Graph &g, const dsl::FusionGroup &group,
                                                            const std::map<std::string, int64_t> &symbols,
                                                            const autosched::Workload &, const autosched::TuneResult &r,
-                                                           std::ostream &out) { compare_with_halide(g, group, symbols, r, rounds, out); };
+                                                           std::ostream &out) {
+                    compare_with_halide(g, group, symbols, r, rounds, out);
+                };
             return run_tune(*o, std::cout);
         };
     });
@@ -79,7 +90,8 @@ void add_tune_command(CLI::App &app, std::function<int()> &action) {
 void add_db_command(CLI::App &app, std::function<int()> &action) {
     auto path = std::make_shared<std::string>("tessel-tuning.db");
     auto file = std::make_shared<std::string>("-");
-    CLI::App *cmd = app.add_subcommand("db", "Inspect, export or import the tuning database; measure this machine for the cost model");
+    CLI::App *cmd =
+        app.add_subcommand("db", "Inspect, export or import the tuning database; measure this machine for the cost model");
     cmd->require_subcommand(1);
     CLI::App *ls = cmd->add_subcommand("ls", "one line per record");
     CLI::App *ex = cmd->add_subcommand("export", "write every record as JSON");
@@ -87,8 +99,9 @@ void add_db_command(CLI::App &app, std::function<int()> &action) {
     CLI::App *im = cmd->add_subcommand("import", "read records from JSON (idempotent)");
     im->add_option("file", *file, "input file, '-' for standard input")->required();
     auto target = std::make_shared<std::string>("host");
-    CLI::App *probe = cmd->add_subcommand("probe", "measure this machine's FMA peak and cold read bandwidth (about a second) and store "
-                                                   "them for the cost model");
+    CLI::App *probe = cmd->add_subcommand("probe",
+                                          "measure this machine's FMA peak and cold read bandwidth (about a second) and store "
+                                          "them for the cost model");
     probe->add_option("--target", *target, "the CPU target whose vector width the probe runs")->capture_default_str();
     for (CLI::App *sub : {ls, ex, im, probe}) sub->add_option("--db", *path, "tuning database (SQLite)")->capture_default_str();
     probe->callback([&action, path, target] { action = [path, target] { return db_probe(*path, *target, std::cout); }; });

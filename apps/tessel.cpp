@@ -9,8 +9,9 @@
 #include <iostream>
 
 int main(int argc, char **argv) {
-    CLI::App app{"Tessel: a Halide-based tensor-kernel compiler.\n"
-                 "Write an algorithm once, schedule it by hand or automatically, emit CPU or CUDA code."};
+    CLI::App app{
+        "Tessel: a Halide-based tensor-kernel compiler.\n"
+        "Write an algorithm once, schedule it by hand or automatically, emit CPU or CUDA code."};
     app.require_subcommand(1);
     std::function<int()> action;
     tessel::apps::add_demo_command(app, action);

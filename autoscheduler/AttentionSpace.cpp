@@ -136,8 +136,8 @@ CostBreakdown estimate_attention_cpu(const Workload &w, const CandidateParams &p
     const double fmas = t.row_tile * t.col_vectors, loads = t.col_vectors + t.row_tile;
     // ... and enough independent accumulators to cover the FMA latency on every unit, with half
     // as many again for the operand loads' own latency (the tile's loads are not prefetched).
-    b.pipe_efficiency = fmas / std::max(fmas, loads * c.fma_units / c.load_ports) *
-                        std::min(1.0, fmas / (1.5 * c.fma_latency * c.fma_units));
+    b.pipe_efficiency =
+        fmas / std::max(fmas, loads * c.fma_units / c.load_ports) * std::min(1.0, fmas / (1.5 * c.fma_latency * c.fma_units));
     const double fma_rate = 2.0 * L * c.fma_units * hz;
     double seconds = b.flops / (fma_rate * b.pipe_efficiency);
     // Exps: one per score, two per state element per key block (about 20 vector ops each).
@@ -157,7 +157,7 @@ CostBreakdown estimate_attention_cpu(const Workload &w, const CandidateParams &p
     if (t.copy_kv_once) {
         const double rate = (2.0 * kv <= c.l3_bytes ? c.l3_gbps : c.dram_gbps) * 1e9;
         b.epilogue_s = copy_cycles / hz / workers + 2.0 * kv / rate;  // gathers, then the bytes written
-        b.cache_bytes = kv * blocks_per_row;  // every query block reads the copies from L2/L3
+        b.cache_bytes = kv * blocks_per_row;                          // every query block reads the copies from L2/L3
     } else {
         b.compute_s += blocks_per_row * copy_cycles / hz / workers;
     }

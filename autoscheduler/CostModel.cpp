@@ -29,12 +29,11 @@ double CostBreakdown::total_s() const { return std::max(compute_s, memory_s) + e
 std::string CostBreakdown::explain() const {
     std::ostringstream os;
     os << std::setprecision(3) << std::fixed;
-    os << "compute " << compute_s * 1e3 << " ms (" << flops / 1e9 << " GFLOP executed, vector use "
-       << vector_utilization * 100 << "%, pipe efficiency " << pipe_efficiency * 100 << "%, parallel efficiency "
-       << parallel_efficiency * 100 << "% over " << tasks << " tasks); memory " << memory_s * 1e3 << " ms ("
-       << dram_bytes / (1 << 20) << " MiB DRAM + " << cache_bytes / (1 << 20) << " MiB cache traffic); epilogue "
-       << epilogue_s * 1e3 << " ms; overhead "
-       << overhead_s * 1e3 << " ms; total " << total_s() * 1e3 << " ms";
+    os << "compute " << compute_s * 1e3 << " ms (" << flops / 1e9 << " GFLOP executed, vector use " << vector_utilization * 100
+       << "%, pipe efficiency " << pipe_efficiency * 100 << "%, parallel efficiency " << parallel_efficiency * 100 << "% over "
+       << tasks << " tasks); memory " << memory_s * 1e3 << " ms (" << dram_bytes / (1 << 20) << " MiB DRAM + "
+       << cache_bytes / (1 << 20) << " MiB cache traffic); epilogue " << epilogue_s * 1e3 << " ms; overhead " << overhead_s * 1e3
+       << " ms; total " << total_s() * 1e3 << " ms";
     return os.str();
 }
 
@@ -122,8 +121,9 @@ CostBreakdown AnalyticalCostModel::estimate_cpu(const Workload &w, const Candida
     b.cache_bytes = cache;
     b.memory_s = dram / (c.dram_gbps * 1e9) + cache / (c.l2_gbps * 1e9 * workers);
     // The epilogue runs once per output element, after the reduction, on every core.
-    b.epilogue_s = M * N * (w.epilogue_flops / (2.0 * L * c.fma_units * c.ghz * 1e9) + w.epilogue_scalar_calls * c.scalar_call_ns * 1e-9) /
-                   workers;
+    b.epilogue_s =
+        M * N * (w.epilogue_flops / (2.0 * L * c.fma_units * c.ghz * 1e9) + w.epilogue_scalar_calls * c.scalar_call_ns * 1e-9) /
+        workers;
     b.overhead_s = (b.tasks * c.task_overhead_us + c.call_overhead_us) * 1e-6;
     return b;
 }
@@ -141,9 +141,9 @@ CostBreakdown AnalyticalCostModel::estimate_cuda(const Workload &w, const Candid
         pipe = (p.TN * p.TM) / (p.TN * p.TM + p.TN + p.TM + 2.0);
         const double regs = p.TN * p.TM + p.TN + p.TM + 24;
         const double smem = 4.0 * (p.BN * p.BM + p.KT * (p.BM + p.BN));
-        const double blocks_per_sm = std::max(1.0, std::min({std::floor(g.max_threads_per_sm / threads),
-                                                             std::floor(g.shared_per_sm / smem),
-                                                             std::floor(g.registers_per_sm / (threads * regs))}));
+        const double blocks_per_sm =
+            std::max(1.0, std::min({std::floor(g.max_threads_per_sm / threads), std::floor(g.shared_per_sm / smem),
+                                    std::floor(g.registers_per_sm / (threads * regs))}));
         const double occupancy = std::min(1.0, blocks_per_sm * threads / 1024);
         pipe *= occupancy;
         b.tasks = (int64_t)(ceil_div(N, p.BN) * ceil_div(M, p.BM));
@@ -171,12 +171,11 @@ CostBreakdown AnalyticalCostModel::estimate_cuda(const Workload &w, const Candid
     return b;
 }
 
-std::vector<CostBreakdown> AnalyticalCostModel::predict(const Workload &w,
-                                                        std::span<const CandidateParams> candidates) const {
+std::vector<CostBreakdown> AnalyticalCostModel::predict(const Workload &w, std::span<const CandidateParams> candidates) const {
     const Calibration cal = calibration(to_string(w.shape_class()));
     std::vector<CostBreakdown> out;
     for (const auto &p : candidates) {
-        CostBreakdown b = model_.device == sched::Device::Cuda ? estimate_cuda(w, p)
+        CostBreakdown b = model_.device == sched::Device::Cuda       ? estimate_cuda(w, p)
                           : w.kind == dsl::GroupKind::MatmulEpilogue ? estimate_cpu(w, p)
                           : w.kind == dsl::GroupKind::Attention      ? estimate_attention_cpu(w, p, model_.cpu)
                                                                      : estimate_group_cpu(w, p, model_.cpu);

@@ -31,14 +31,14 @@ constexpr const char *kCostModelVersion = "analytical-1";
 /** The estimate of one candidate, term by term (seconds). */
 struct CostBreakdown {
     double compute_s = 0, memory_s = 0, epilogue_s = 0, overhead_s = 0;
-    double flops = 0;              ///< executed, including recomputed tails
+    double flops = 0;  ///< executed, including recomputed tails
     double dram_bytes = 0, cache_bytes = 0;
-    double vector_utilization = 1; ///< useful lanes / lanes
-    double pipe_efficiency = 1;    ///< FMA issue slots used per k step (load-bound blocks lose)
+    double vector_utilization = 1;  ///< useful lanes / lanes
+    double pipe_efficiency = 1;     ///< FMA issue slots used per k step (load-bound blocks lose)
     double parallel_efficiency = 1;
     int64_t tasks = 1;
     double total_s() const;
-    std::string explain() const;   ///< one line per term
+    std::string explain() const;  ///< one line per term
 };
 
 /** Multipliers on the model's nominal machine: fitted per shape class. */

@@ -106,8 +106,8 @@ std::vector<ClassCoverage> coverage_by_class(const std::vector<TuneResult> &resu
         c.rank_correlation += spearman(p.predicted, p.measured);
         c.regret_model_top += regret_of(p.measured, 0);
         c.regret_choice += regret_of(p.measured, p.choice);
-        c.measured_range += *std::max_element(p.measured.begin(), p.measured.end()) /
-                                *std::min_element(p.measured.begin(), p.measured.end()) - 1;
+        c.measured_range +=
+            *std::max_element(p.measured.begin(), p.measured.end()) / *std::min_element(p.measured.begin(), p.measured.end()) - 1;
         c.measurement_spread += median(p.spread);
     }
     std::vector<ClassCoverage> out;
@@ -173,34 +173,35 @@ std::vector<CalibrationRow> calibration_experiment(const TargetModel &model, con
 std::string to_string(const std::vector<ClassCoverage> &rows) {
     std::ostringstream os;
     os << std::left << std::setw(8) << "class" << std::right << std::setw(8) << "shapes" << std::setw(10) << "measured"
-       << std::setw(12) << "spearman" << std::setw(18) << "regret(model #1)" << std::setw(16) << "regret(choice)"
-       << std::setw(10) << "range" << std::setw(10) << "spread\n";
+       << std::setw(12) << "spearman" << std::setw(18) << "regret(model #1)" << std::setw(16) << "regret(choice)" << std::setw(10)
+       << "range" << std::setw(10) << "spread\n";
     bool within_noise = false;
     for (const auto &r : rows) {
-        os << std::left << std::setw(8) << r.shape_class << std::right << std::setw(8) << r.shapes << std::setw(10)
-           << r.measured << std::setw(12) << std::fixed << std::setprecision(2) << r.rank_correlation << std::setw(17)
-           << std::setprecision(1) << r.regret_model_top * 100 << "%" << std::setw(15) << r.regret_choice * 100 << "%"
-           << std::setw(9) << r.measured_range * 100 << "%" << std::setw(9) << r.measurement_spread * 100 << "%";
+        os << std::left << std::setw(8) << r.shape_class << std::right << std::setw(8) << r.shapes << std::setw(10) << r.measured
+           << std::setw(12) << std::fixed << std::setprecision(2) << r.rank_correlation << std::setw(17) << std::setprecision(1)
+           << r.regret_model_top * 100 << "%" << std::setw(15) << r.regret_choice * 100 << "%" << std::setw(9)
+           << r.measured_range * 100 << "%" << std::setw(9) << r.measurement_spread * 100 << "%";
         const bool noise = r.within_noise();
         within_noise |= noise;
         os << (noise ? "  *" : "") << "\n";
     }
     os << "(range: slowest / fastest screened - 1; spread: a candidate's IQR / median, median over candidates;\n"
-       << " means over the class's shapes" << (within_noise ? "; * range below twice the spread: the candidates are tied\n"
-                                                              "   within the measurement and spearman ranks noise)\n"
-                                                            : ")\n");
+       << " means over the class's shapes"
+       << (within_noise ? "; * range below twice the spread: the candidates are tied\n"
+                          "   within the measurement and spearman ranks noise)\n"
+                        : ")\n");
     return os.str();
 }
 
 std::string to_string(const std::vector<CalibrationRow> &rows) {
     std::ostringstream os;
-    os << std::left << std::setw(14) << "calibration" << std::setw(8) << "class" << std::right << std::setw(10)
-       << "spearman" << std::setw(18) << "regret(model #1)" << std::setw(24) << "scales (compute, mem)\n";
+    os << std::left << std::setw(14) << "calibration" << std::setw(8) << "class" << std::right << std::setw(10) << "spearman"
+       << std::setw(18) << "regret(model #1)" << std::setw(24) << "scales (compute, mem)\n";
     for (const auto &r : rows)
         os << std::left << std::setw(14) << r.calibrated_on << std::setw(8) << r.evaluated << std::right << std::fixed
            << std::setw(10) << std::setprecision(2) << r.rank_correlation << std::setw(17) << std::setprecision(1)
-           << r.regret_model_top * 100 << "%" << std::setw(12) << std::setprecision(2) << r.calibration.compute_scale
-           << ", " << r.calibration.memory_scale << "\n";
+           << r.regret_model_top * 100 << "%" << std::setw(12) << std::setprecision(2) << r.calibration.compute_scale << ", "
+           << r.calibration.memory_scale << "\n";
     return os.str();
 }
 

@@ -55,8 +55,7 @@ double product(const std::vector<int64_t> &v) {
 
 int64_t tasks_of(const Workload &w, const CandidateParams &p) {
     if (!p.group.parallel) return 1;
-    if (first_output_rank(w.group.shape) >= 2)
-        return (w.group.rows + p.group.rows_per_task - 1) / p.group.rows_per_task;
+    if (first_output_rank(w.group.shape) >= 2) return (w.group.rows + p.group.rows_per_task - 1) / p.group.rows_per_task;
     return (w.group.cols + p.group.block - 1) / p.group.block;
 }
 
@@ -125,8 +124,8 @@ std::vector<CandidateParams> enumerate_group_space(const Workload &w, const Targ
     const bool rank1 = first_output_rank(s) < 2;
     // Only knobs that change the nest for this group: the rest keep the library's value.
     const std::vector<bool> per_row = has_row_local(s) ? std::vector<bool>{true, false} : std::vector<bool>{true};
-    const std::vector<bool> lanes = s.reductions.empty() ? std::vector<bool>{library.group.vectorize_reductions}
-                                                         : std::vector<bool>{true, false};
+    const std::vector<bool> lanes =
+        s.reductions.empty() ? std::vector<bool>{library.group.vectorize_reductions} : std::vector<bool>{true, false};
     std::vector<sched::CpuGroupParams> tasks;
     sched::CpuGroupParams serial;
     serial.parallel = false;
@@ -145,7 +144,8 @@ std::vector<CandidateParams> enumerate_group_space(const Workload &w, const Targ
         }
     }
     const bool kept_n = has_kept_n(s);
-    const std::vector<int> reduce_vectors = kept_n ? std::vector<int>{1, 2, 4, 8} : std::vector<int>{library.group.reduction_vectors};
+    const std::vector<int> reduce_vectors =
+        kept_n ? std::vector<int>{1, 2, 4, 8} : std::vector<int>{library.group.reduction_vectors};
     for (const auto &t : tasks)
         for (int v : {1, 2, 4})
             for (bool pr : per_row)
@@ -238,8 +238,10 @@ CostBreakdown estimate_group_cpu(const Workload &w, const CandidateParams &p, co
         // Its input is read once more by the outputs: from L1/L2 inside a row, else from
         // wherever the whole input fits.
         const double again = gw.reduced_elements * 4;
-        if (per_row || fits_l3) cache += again;
-        else dram += again;
+        if (per_row || fits_l3)
+            cache += again;
+        else
+            dram += again;
     }
     b.tasks = tasks_of(w, p);
     b.parallel_efficiency = p.group.parallel ? (double)b.tasks / (std::ceil((double)b.tasks / c.cores) * c.cores) : 1.0;
@@ -250,8 +252,8 @@ CostBreakdown estimate_group_cpu(const Workload &w, const CandidateParams &p, co
     // Warm data (the tuner and a pipeline both find small groups in cache): the rate of the
     // level the bytes fit in. One thread streams at about 60% of both cores' bandwidth.
     const double dram_rate = gw.bytes <= c.l2_bytes * c.cores ? c.l2_gbps * c.cores
-                             : gw.bytes <= c.l3_bytes        ? c.l3_gbps
-                                                             : c.dram_gbps;
+                             : gw.bytes <= c.l3_bytes         ? c.l3_gbps
+                                                              : c.dram_gbps;
     const double share = p.group.parallel ? std::min(1.0, 0.6 + 0.4 * (workers - 1)) : 0.6;
     b.dram_bytes = dram;
     b.cache_bytes = cache;

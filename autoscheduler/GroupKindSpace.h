@@ -52,8 +52,7 @@ ShapeClass group_shape_class(const sched::GroupShape &shape);
 /** The workload of an elementwise or reduction `group` of `g` at `symbols`: `shape` from the
  * lowering (lower::group_shape), sizes, bytes and the op cost table. nullopt when a size of a
  * value the group touches is unbound. */
-std::optional<Workload> group_kind_workload(const dsl::Graph &g, const dsl::FusionGroup &group,
-                                            const sched::GroupShape &shape,
+std::optional<Workload> group_kind_workload(const dsl::Graph &g, const dsl::FusionGroup &group, const sched::GroupShape &shape,
                                             const std::map<std::string, int64_t> &symbols);
 
 /** Every point for `w` on `model` (one point, the library's, on CUDA: no GPU here to measure). */

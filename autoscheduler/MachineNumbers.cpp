@@ -28,8 +28,8 @@ std::string MachineNumbers::to_string() const {
     if (std::tm tm{}; gmtime_r(&t, &tm)) std::strftime(date, sizeof date, "%Y-%m-%d", &tm);
     std::ostringstream os;
     os.precision(4);
-    os << fma_gflops << " GFLOP/s FMA, " << read_gbps << " GB/s cold read (" << isa << ", " << threads
-       << " threads, measured " << date << ")";
+    os << fma_gflops << " GFLOP/s FMA, " << read_gbps << " GB/s cold read (" << isa << ", " << threads << " threads, measured "
+       << date << ")";
     return os.str();
 }
 
@@ -51,8 +51,7 @@ std::string machine_identity() {
     }
     std::ostringstream os;
     os << vendor << " " << name << " (family " << family << " model " << model << " stepping " << stepping << "), "
-       << std::max(1u, std::thread::hardware_concurrency()) << " CPUs, flags " << std::hex
-       << std::hash<std::string>{}(flags);
+       << std::max(1u, std::thread::hardware_concurrency()) << " CPUs, flags " << std::hex << std::hash<std::string>{}(flags);
     return os.str();
 }
 

@@ -27,10 +27,10 @@
 namespace tessel::autosched {
 
 struct MachineNumbers {
-    std::string machine;      ///< machine_identity()
-    std::string isa;          ///< "avx512" or "avx2": the probe's vector width
-    double fma_gflops = 0;    ///< FMA probe, all cores
-    double read_gbps = 0;     ///< cold streaming read, all cores (median of the rounds)
+    std::string machine;    ///< machine_identity()
+    std::string isa;        ///< "avx512" or "avx2": the probe's vector width
+    double fma_gflops = 0;  ///< FMA probe, all cores
+    double read_gbps = 0;   ///< cold streaming read, all cores (median of the rounds)
     int threads = 0;
     int64_t measured_unix = 0;
     /** "348.8 GFLOP/s FMA, 29.5 GB/s cold read (avx512, 2 threads, measured 2026-12-01)". */

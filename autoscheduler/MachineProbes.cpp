@@ -105,10 +105,14 @@ NominalPeak nominal_fma_peak(VectorIsa isa, int threads) {
     int family = -1, model = -1;
     auto value = [](const std::string &l) { return l.substr(l.find(':') + 1); };
     while (std::getline(in, line)) {
-        if (line.rfind("vendor_id", 0) == 0 && vendor.empty()) vendor = value(line);
-        else if (line.rfind("cpu family", 0) == 0 && family < 0) family = std::stoi(value(line));
-        else if (line.rfind("model\t", 0) == 0 && model < 0) model = std::stoi(value(line));
-        else if (line.rfind("cpu MHz", 0) == 0 && p.ghz == 0) p.ghz = std::stod(value(line)) / 1000;
+        if (line.rfind("vendor_id", 0) == 0 && vendor.empty())
+            vendor = value(line);
+        else if (line.rfind("cpu family", 0) == 0 && family < 0)
+            family = std::stoi(value(line));
+        else if (line.rfind("model\t", 0) == 0 && model < 0)
+            model = std::stoi(value(line));
+        else if (line.rfind("cpu MHz", 0) == 0 && p.ghz == 0)
+            p.ghz = std::stod(value(line)) / 1000;
     }
     const bool amd = vendor.find("AMD") != std::string::npos, intel = vendor.find("Intel") != std::string::npos;
     // FP32 FLOPs per cycle per core: 2 FMA pipes x lanes x 2, where the core executes the vector
@@ -165,8 +169,8 @@ double TriadProbe::run() {
 // does, or a kernel shows above 100 % of it. Which pattern reads fastest differs between
 // machines (docs/results/measurement_notes.md, read-floor), so the bench times each pattern in
 // kReadPatterns, paired with the kernels, and the floor is the fastest.
-__attribute__((target_clones("avx512f", "avx2", "default")))
-float stream_read(const float *data, size_t count, int threads, ReadPattern pattern) {
+__attribute__((target_clones("avx512f", "avx2", "default"))) float stream_read(const float *data, size_t count, int threads,
+                                                                               ReadPattern pattern) {
     constexpr int kTasks = 8, kMaxStreams = 8;
     const int streams = std::clamp(pattern.streams, 1, kMaxStreams);
     const size_t step = (size_t)std::max(16, pattern.step / 16 * 16);
@@ -192,7 +196,8 @@ float stream_read(const float *data, size_t count, int threads, ReadPattern patt
 
 std::string ReadPattern::name() const {
     const int bytes = step * (int)sizeof(float);
-    return std::to_string(streams) + "x" + (bytes % 1024 == 0 ? std::to_string(bytes / 1024) + "KiB" : std::to_string(bytes) + "B");
+    return std::to_string(streams) + "x" +
+           (bytes % 1024 == 0 ? std::to_string(bytes / 1024) + "KiB" : std::to_string(bytes) + "B");
 }
 
 CacheFlusher::CacheFlusher(size_t bytes) : buffer_(bytes, 1) {}

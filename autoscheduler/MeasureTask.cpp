@@ -12,14 +12,15 @@
 #include "lowering/CompiledKernel.h"
 #include "lowering/ScheduleGroup.h"
 #include "lowering/TensorBuffers.h"
-#include "support/ErrorStats.h"
 #include "schedules/ApplySchedule.h"
 #include "schedules/ScheduleJson.h"
 #include "support/Clock.h"
+#include "support/ErrorStats.h"
 #include "support/Interleaved.h"
 
 #include <Halide.h>
 
+#include <sys/resource.h>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -27,9 +28,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
-#include <sstream>
-#include <sys/resource.h>
 #include <random>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -44,11 +44,16 @@ const std::pair<Status, const char *> kStatuses[] = {{Status::Ok, "ok"},
                                                      {Status::Timeout, "timeout"},
                                                      {Status::WrongResult, "wrong-result"},
                                                      {Status::InvalidResult, "invalid-result"}};
-const std::pair<Fault, const char *> kFaults[] = {
-    {Fault::None, "none"},         {Fault::Crash, "crash"},          {Fault::Hang, "hang"},
-    {Fault::HalideError, "halide-error"}, {Fault::WrongResult, "wrong-result"}, {Fault::NegativeTime, "negative-time"},
-    {Fault::NanTime, "nan-time"},  {Fault::Flood, "flood"},          {Fault::OutOfMemory, "out-of-memory"},
-    {Fault::BadExit, "bad-exit"}};
+const std::pair<Fault, const char *> kFaults[] = {{Fault::None, "none"},
+                                                  {Fault::Crash, "crash"},
+                                                  {Fault::Hang, "hang"},
+                                                  {Fault::HalideError, "halide-error"},
+                                                  {Fault::WrongResult, "wrong-result"},
+                                                  {Fault::NegativeTime, "negative-time"},
+                                                  {Fault::NanTime, "nan-time"},
+                                                  {Fault::Flood, "flood"},
+                                                  {Fault::OutOfMemory, "out-of-memory"},
+                                                  {Fault::BadExit, "bad-exit"}};
 
 template <typename E, size_t N>
 E parse_enum(const std::pair<E, const char *> (&table)[N], const std::string &s, const char *what) {
@@ -170,8 +175,8 @@ MeasureGroup measure_group_from_json(const nlohmann::json &j) {
 
 }  // namespace
 
-MeasureTask make_measure_task(const dsl::Graph &g, const dsl::FusionGroup &group,
-                              const std::map<std::string, int64_t> &symbols, const std::string &target) {
+MeasureTask make_measure_task(const dsl::Graph &g, const dsl::FusionGroup &group, const std::map<std::string, int64_t> &symbols,
+                              const std::string &target) {
     MeasureTask t;
     t.graph_text = dsl::print(g);
     t.graph_name = g.name;
@@ -217,12 +222,23 @@ Fault parse_fault(const std::string &s) { return parse_enum(kFaults, s, "fault")
 nlohmann::json to_json(const MeasureTask &t) {
     nlohmann::json faults = nlohmann::json::object();
     for (const auto &[name, f] : t.fault_by_schedule) faults[name] = to_string(f);
-    return {{"graph_text", t.graph_text}, {"graph_name", t.graph_name}, {"group", to_json(t.group)},
-            {"symbols", t.symbols},       {"target", t.target},         {"repeats", t.repeats},
-            {"warmup", t.warmup},         {"timeout_seconds", t.timeout_seconds}, {"seed", t.seed},
-            {"flush_bytes", t.flush_bytes}, {"verify", t.verify}, {"verify_tolerance", t.verify_tolerance},
-            {"memory_limit_bytes", t.memory_limit_bytes}, {"max_rounds", t.max_rounds}, {"confidence", t.confidence},
-            {"fault", to_string(t.fault)}, {"fault_by_schedule", faults}};
+    return {{"graph_text", t.graph_text},
+            {"graph_name", t.graph_name},
+            {"group", to_json(t.group)},
+            {"symbols", t.symbols},
+            {"target", t.target},
+            {"repeats", t.repeats},
+            {"warmup", t.warmup},
+            {"timeout_seconds", t.timeout_seconds},
+            {"seed", t.seed},
+            {"flush_bytes", t.flush_bytes},
+            {"verify", t.verify},
+            {"verify_tolerance", t.verify_tolerance},
+            {"memory_limit_bytes", t.memory_limit_bytes},
+            {"max_rounds", t.max_rounds},
+            {"confidence", t.confidence},
+            {"fault", to_string(t.fault)},
+            {"fault_by_schedule", faults}};
 }
 
 MeasureTask measure_task_from_json(const nlohmann::json &j) {
@@ -244,14 +260,13 @@ MeasureTask measure_task_from_json(const nlohmann::json &j) {
     t.confidence = j.value("confidence", t.confidence);
     t.fault = parse_fault(j.value("fault", std::string("none")));
     const nlohmann::json faults = j.value("fault_by_schedule", nlohmann::json::object());
-    for (const auto &[name, f] : faults.items())
-        t.fault_by_schedule[name] = parse_fault(f.get<std::string>());
+    for (const auto &[name, f] : faults.items()) t.fault_by_schedule[name] = parse_fault(f.get<std::string>());
     return t;
 }
 
 nlohmann::json to_json(const Measurement &m) {
-    return {{"status", to_string(m.status)}, {"median_ms", m.median_ms}, {"samples", m.samples},
-            {"message", m.message},          {"compile_seconds", m.compile_seconds}, {"max_error", m.max_error}};
+    return {{"status", to_string(m.status)},        {"median_ms", m.median_ms}, {"samples", m.samples}, {"message", m.message},
+            {"compile_seconds", m.compile_seconds}, {"max_error", m.max_error}};
 }
 
 Measurement measurement_from_json(const nlohmann::json &j) {
@@ -269,8 +284,10 @@ Measurement measurement_from_json(const nlohmann::json &j) {
 Measurement validate_measurement(Measurement m) {
     if (!m.ok()) return m;
     std::string why;
-    if (!std::isfinite(m.median_ms) || m.median_ms < 0) why = "median " + std::to_string(m.median_ms) + " ms";
-    else if (m.samples.empty()) why = "no timed samples";
+    if (!std::isfinite(m.median_ms) || m.median_ms < 0)
+        why = "median " + std::to_string(m.median_ms) + " ms";
+    else if (m.samples.empty())
+        why = "no timed samples";
     for (double s : m.samples)
         if (why.empty() && (!std::isfinite(s) || s < 0)) why = "sample " + std::to_string(s) + " ms";
     if (why.empty()) return m;
@@ -304,7 +321,8 @@ public:
             const sched::ScheduleSpec applied =
                 fault_ == Fault::HalideError ? halide_rejected_schedule(lower::lower_group(p_.graph, p_.group)) : schedule_;
             try {
-                kernel_ = std::make_unique<CompiledKernel>(p_.graph, p_.group, applied, p_.target, KernelBackend::Jit, p_.extents);
+                kernel_ =
+                    std::make_unique<CompiledKernel>(p_.graph, p_.group, applied, p_.target, KernelBackend::Jit, p_.extents);
             } catch (const sched::ScheduleError &e) {
                 return fail(Status::CompileError, e.what(), seconds_since(t0));
             }

@@ -47,15 +47,15 @@ struct MeasureGroup {
  * The child parses `graph_text` — the graph the parent planned, already simplified and printed —
  * and lowers exactly `group`: it neither simplifies nor plans fusion again. */
 struct MeasureTask {
-    std::string graph_text;                 ///< print(g) of the planned graph
-    std::string graph_name = "graph.tsl";   ///< labels parse errors
+    std::string graph_text;                ///< print(g) of the planned graph
+    std::string graph_name = "graph.tsl";  ///< labels parse errors
     MeasureGroup group;
-    std::map<std::string, int64_t> symbols; ///< sizes of the graph's symbolic dims (M, K, N)
-    std::string target = "host";            ///< a Halide target string (Target::to_string())
-    int repeats = 5;                        ///< timed runs (median reported)
-    int warmup = 1;                         ///< untimed runs before them
-    double timeout_seconds = 60;            ///< per candidate, compile included (IsolatedMeasurer)
-    uint32_t seed = 1;                      ///< random inputs
+    std::map<std::string, int64_t> symbols;  ///< sizes of the graph's symbolic dims (M, K, N)
+    std::string target = "host";             ///< a Halide target string (Target::to_string())
+    int repeats = 5;                         ///< timed runs (median reported)
+    int warmup = 1;                          ///< untimed runs before them
+    double timeout_seconds = 60;             ///< per candidate, compile included (IsolatedMeasurer)
+    uint32_t seed = 1;                       ///< random inputs
     /** Check the candidate's outputs against the reference (the group's default library
      * schedule, compiled in the same child) on the measured inputs before timing; a mismatch is
      * Status::WrongResult with the largest error. */
@@ -75,7 +75,7 @@ struct MeasureTask {
      * (paired sign test: StoppingRule::until_separated, support/Interleaved.h) or `max_rounds` is reached (the rest tied). */
     int max_rounds = 40;
     double confidence = 0.95;
-    Fault fault = Fault::None;              ///< test hook, every candidate; never set by the tuner
+    Fault fault = Fault::None;  ///< test hook, every candidate; never set by the tuner
     /** Test hook: a fault for the candidate of this schedule name only (wins over `fault`), so
      * one batch can mix good and faulty candidates. */
     std::map<std::string, Fault> fault_by_schedule;
@@ -93,11 +93,11 @@ enum class Status { Ok, CompileError, RuntimeError, Crash, Timeout, WrongResult,
 
 struct Measurement {
     Status status = Status::Ok;
-    double median_ms = 0;              ///< of `samples`; 0 unless Ok
-    std::vector<double> samples;       ///< timed runs in ms, in run order
-    std::string message;               ///< why it failed ("" when Ok)
-    double compile_seconds = 0;        ///< lower + schedule + JIT (0 when it did not get there)
-    double max_error = 0;              ///< verification: largest relative error vs the reference
+    double median_ms = 0;         ///< of `samples`; 0 unless Ok
+    std::vector<double> samples;  ///< timed runs in ms, in run order
+    std::string message;          ///< why it failed ("" when Ok)
+    double compile_seconds = 0;   ///< lower + schedule + JIT (0 when it did not get there)
+    double max_error = 0;         ///< verification: largest relative error vs the reference
     bool ok() const { return status == Status::Ok; }
 };
 
@@ -119,8 +119,8 @@ Measurement measurement_from_json(const nlohmann::json &j);
 
 /** The task for `group` of `g` (planned on g) at `symbols` on `target`, with defaults for the
  * timing fields. What the tuner sends; tests build tasks the same way. */
-MeasureTask make_measure_task(const dsl::Graph &g, const dsl::FusionGroup &group,
-                              const std::map<std::string, int64_t> &symbols, const std::string &target);
+MeasureTask make_measure_task(const dsl::Graph &g, const dsl::FusionGroup &group, const std::map<std::string, int64_t> &symbols,
+                              const std::string &target);
 
 /** The group of a task resolved in the graph parsed from its text; throws std::invalid_argument
  * naming a member the graph does not have. */

@@ -8,21 +8,21 @@
 
 #include "schedules/ScheduleJson.h"
 
-#include <cerrno>
-#include <chrono>
-#include <cmath>
-#include <csignal>
-#include <cstring>
 #include <fcntl.h>
-#include <filesystem>
 #include <poll.h>
-#include <sstream>
-#include <stdexcept>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+#include <stdexcept>
 
 extern char **environ;
 
@@ -41,7 +41,10 @@ std::string tail_lines(const std::string &text, int lines) {
     const size_t end = pos;
     for (int n = 0; n < lines && pos > 0; n++) {
         pos = text.rfind('\n', pos - 1);
-        if (pos == std::string::npos) { pos = 0; break; }
+        if (pos == std::string::npos) {
+            pos = 0;
+            break;
+        }
     }
     return text.substr(pos == 0 ? 0 : pos + 1, end - (pos == 0 ? 0 : pos + 1));
 }
@@ -101,8 +104,9 @@ IsolatedMeasurer::IsolatedMeasurer(std::string child_path, size_t max_output_byt
     : child_path_(std::move(child_path)), max_output_bytes_(max_output_bytes) {
     if (child_path_.empty()) child_path_ = find_measure_executable();
     if (child_path_.empty())
-        throw std::runtime_error("cannot find the tessel-measure executable (looked next to this program, in "
-                                 "../apps/, and at the build path); build target 'tessel-measure'");
+        throw std::runtime_error(
+            "cannot find the tessel-measure executable (looked next to this program, in "
+            "../apps/, and at the build path); build target 'tessel-measure'");
 }
 
 Measurement IsolatedMeasurer::measure_one(const MeasureTask &task, const sched::ScheduleSpec &candidate) const {
@@ -131,19 +135,18 @@ std::vector<Measurement> IsolatedMeasurer::measure_interleaved(const MeasureTask
         const nlohmann::json answer = nlohmann::json::parse(out);
         for (const auto &m : answer.at("measurements")) results.push_back(validate_measurement(measurement_from_json(m)));
     } catch (const std::exception &e) {
-        return std::vector<Measurement>(candidates.size(),
-                                        outcome(Status::Crash, std::string("exited with status 0 without results (") + e.what() + ")"));
+        return std::vector<Measurement>(
+            candidates.size(), outcome(Status::Crash, std::string("exited with status 0 without results (") + e.what() + ")"));
     }
     if (results.size() != candidates.size())
-        return std::vector<Measurement>(candidates.size(), outcome(Status::InvalidResult, "the child answered for " +
-                                                                   std::to_string(results.size()) + " of " +
-                                                                   std::to_string(candidates.size()) + " candidates"));
+        return std::vector<Measurement>(
+            candidates.size(), outcome(Status::InvalidResult, "the child answered for " + std::to_string(results.size()) +
+                                                                  " of " + std::to_string(candidates.size()) + " candidates"));
     return results;
 }
 
 std::optional<Measurement> IsolatedMeasurer::exchange(const std::string &request, double timeout_seconds,
                                                       int64_t memory_limit_bytes, std::string *answer) const {
-
     // stdin is a socket so that writing to a child that already died gives EPIPE, not SIGPIPE.
     int in_sock[2], out_pipe[2], err_pipe[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in_sock) != 0)
@@ -169,8 +172,7 @@ std::optional<Measurement> IsolatedMeasurer::exchange(const std::string &request
             const rlimit r{as_limit, as_limit};
             setrlimit(RLIMIT_AS, &r);
         }
-        if (dup2(in_sock[1], STDIN_FILENO) < 0 || dup2(out_pipe[1], STDOUT_FILENO) < 0 ||
-            dup2(err_pipe[1], STDERR_FILENO) < 0)
+        if (dup2(in_sock[1], STDIN_FILENO) < 0 || dup2(out_pipe[1], STDOUT_FILENO) < 0 || dup2(err_pipe[1], STDERR_FILENO) < 0)
             _exit(126);
         execve(path.c_str(), argv, environ);
         _exit(127);
@@ -202,9 +204,18 @@ std::optional<Measurement> IsolatedMeasurer::exchange(const std::string &request
         }
         pollfd p[3];
         int n = 0, which[3];
-        if (fds[0] >= 0) { p[n] = {fds[0], POLLOUT, 0}; which[n++] = 0; }
-        if (fds[1] >= 0) { p[n] = {fds[1], POLLIN, 0}; which[n++] = 1; }
-        if (fds[2] >= 0) { p[n] = {fds[2], POLLIN, 0}; which[n++] = 2; }
+        if (fds[0] >= 0) {
+            p[n] = {fds[0], POLLOUT, 0};
+            which[n++] = 0;
+        }
+        if (fds[1] >= 0) {
+            p[n] = {fds[1], POLLIN, 0};
+            which[n++] = 1;
+        }
+        if (fds[2] >= 0) {
+            p[n] = {fds[2], POLLIN, 0};
+            which[n++] = 2;
+        }
         const int r = poll(p, n, (int)std::min<long long>(left, 1000));
         if (r < 0 && errno != EINTR) break;
         for (int i = 0; i < n && r > 0; i++) {
@@ -214,13 +225,20 @@ std::optional<Measurement> IsolatedMeasurer::exchange(const std::string &request
                 const ssize_t k = send(fd, request.data() + written, request.size() - written, MSG_NOSIGNAL);
                 if (k > 0) written += (size_t)k;
                 if (k < 0 && errno != EAGAIN && errno != EINTR) written = request.size();  // child gone
-                if (written == request.size()) { close(fd); fd = -1; }
+                if (written == request.size()) {
+                    close(fd);
+                    fd = -1;
+                }
                 continue;
             }
             char buf[4096];
             const ssize_t k = read(fd, buf, sizeof buf);
-            if (k > 0) (which[i] == 1 ? out : err).append(buf, (size_t)k);
-            else if (k == 0 || (errno != EAGAIN && errno != EINTR)) { close(fd); fd = -1; }
+            if (k > 0)
+                (which[i] == 1 ? out : err).append(buf, (size_t)k);
+            else if (k == 0 || (errno != EAGAIN && errno != EINTR)) {
+                close(fd);
+                fd = -1;
+            }
         }
         // A child that floods its output is stopped at the cap: memory stays bounded.
         if (out.size() + err.size() > max_output_bytes_) {
@@ -235,7 +253,10 @@ std::optional<Measurement> IsolatedMeasurer::exchange(const std::string &request
     if (!timed_out && !flooded) {
         // Output closed: the child is exiting. Give it until the deadline to be reaped.
         while (waitpid(pid, &wstatus, WNOHANG) == 0) {
-            if (Clock::now() >= deadline) { timed_out = true; break; }
+            if (Clock::now() >= deadline) {
+                timed_out = true;
+                break;
+            }
             usleep(1000);
         }
     }
@@ -276,8 +297,7 @@ std::optional<Measurement> IsolatedMeasurer::exchange(const std::string &request
     return std::nullopt;
 }
 
-std::vector<Measurement> IsolatedMeasurer::measure(const MeasureTask &task,
-                                                   const std::vector<sched::ScheduleSpec> &candidates,
+std::vector<Measurement> IsolatedMeasurer::measure(const MeasureTask &task, const std::vector<sched::ScheduleSpec> &candidates,
                                                    const ProgressFn &progress) {
     std::vector<Measurement> results;
     ProgressTracker tracker(progress, (int)candidates.size());
@@ -288,8 +308,7 @@ std::vector<Measurement> IsolatedMeasurer::measure(const MeasureTask &task,
     return results;
 }
 
-std::vector<Measurement> InProcessMeasurer::measure(const MeasureTask &task,
-                                                    const std::vector<sched::ScheduleSpec> &candidates,
+std::vector<Measurement> InProcessMeasurer::measure(const MeasureTask &task, const std::vector<sched::ScheduleSpec> &candidates,
                                                     const ProgressFn &progress) {
     std::vector<Measurement> results;
     ProgressTracker tracker(progress, (int)candidates.size());
@@ -313,8 +332,10 @@ std::string format_progress(int done, int total, double best_ms, double eta_seco
     s << '[' << std::string(filled, '#') << std::string(width - filled, '-') << "] " << done << '/' << total;
     s.setf(std::ios::fixed);
     s.precision(2);
-    if (best_ms > 0) s << " best " << best_ms << " ms";
-    else s << " best -";
+    if (best_ms > 0)
+        s << " best " << best_ms << " ms";
+    else
+        s << " best -";
     s << " eta " << (long long)std::llround(std::max(0.0, eta_seconds)) << " s";
     return s.str();
 }

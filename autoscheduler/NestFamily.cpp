@@ -22,7 +22,8 @@ NestFamily parse_nest_family(const std::string &text) { return vocabulary_parse(
 sched::Device nest_device(NestFamily f) {
     switch (f) {
 #define NEST_FAMILY(E, text, device) \
-    case NestFamily::E: return sched::Device::device;
+    case NestFamily::E:              \
+        return sched::Device::device;
 #include "autoscheduler/NestFamilies.def"
 #undef NEST_FAMILY
     case NestFamily::None: break;

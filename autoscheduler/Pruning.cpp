@@ -15,7 +15,8 @@ std::string num(int64_t v) { return std::to_string(v); }
 int64_t cpu_tasks(const CandidateParams &p, const Workload &w, const CpuModel &cpu) {
     if (p.nest == NestFamily::Gemm) return ceil_div(w.N, (int64_t)p.nr_vectors * cpu.lanes * p.panel_blocks);
     if (p.nest == NestFamily::Panel) return ceil_div(w.N, (int64_t)p.nr_vectors * cpu.lanes);
-    if (p.nest == NestFamily::Decode || p.nest == NestFamily::Splitk || p.nest == NestFamily::Gemv) return ceil_div(w.K, p.k_chunk);
+    if (p.nest == NestFamily::Decode || p.nest == NestFamily::Splitk || p.nest == NestFamily::Gemv)
+        return ceil_div(w.K, p.k_chunk);
     return w.M;  // general: parallel over rows
 }
 
@@ -28,7 +29,8 @@ PruningRule ordered_sum_rule() {
                 if (!w.ordered_reductions) return "";
                 for (NestFamily n : splitting)
                     if (p.nest == n)
-                        return "the " + std::string(to_string(p.nest)) + " nest splits the k sum, and mode exact keeps it in order";
+                        return "the " + std::string(to_string(p.nest)) +
+                               " nest splits the k sum, and mode exact keeps it in order";
                 return "";
             }};
 }
@@ -76,7 +78,8 @@ std::vector<PruningRule> make_cpu_rules() {
          [](const CandidateParams &p, const Workload &w, const TargetModel &m) -> std::string {
              if (p.nest != NestFamily::Gemm) return "";
              const int64_t bytes = w.K * p.nr_vectors * m.cpu.lanes * p.panel_blocks * 4;
-             if (bytes > m.cpu.l2_bytes) return "panel of " + num(bytes >> 10) + " KiB > L2 " + num(m.cpu.l2_bytes >> 10) + " KiB";
+             if (bytes > m.cpu.l2_bytes)
+                 return "panel of " + num(bytes >> 10) + " KiB > L2 " + num(m.cpu.l2_bytes >> 10) + " KiB";
              return "";
          }},
         {"partials-fit-l2", "the split-K nests' partial sums (M x N per chunk) fit in L2",
@@ -102,9 +105,12 @@ std::vector<PruningRule> make_cuda_rules() {
         {"thread-limit", "32..1024 threads per block, whole warps",
          [](const CandidateParams &p, const Workload &, const TargetModel &m) -> std::string {
              int64_t threads = 0;
-             if (p.nest == NestFamily::CudaTiled) threads = (int64_t)(p.BN / p.TN) * (p.BM / p.TM);
-             else if (p.nest == NestFamily::CudaDecode) threads = (int64_t)p.NB * p.KS;
-             else return "";
+             if (p.nest == NestFamily::CudaTiled)
+                 threads = (int64_t)(p.BN / p.TN) * (p.BM / p.TM);
+             else if (p.nest == NestFamily::CudaDecode)
+                 threads = (int64_t)p.NB * p.KS;
+             else
+                 return "";
              if (threads > m.cuda.max_threads_per_block || threads < 32 || threads % 32)
                  return num(threads) + " threads per block";
              return "";
@@ -112,8 +118,10 @@ std::vector<PruningRule> make_cuda_rules() {
         {"shared-memory", "staged tiles fit the block's static shared memory",
          [](const CandidateParams &p, const Workload &, const TargetModel &m) -> std::string {
              int64_t bytes = 0;
-             if (p.nest == NestFamily::CudaTiled) bytes = 4LL * (p.BN * p.BM + p.KT * (p.BM + p.BN));
-             else if (p.nest == NestFamily::CudaDecode) bytes = 4LL * p.KS * p.NB * p.MB;
+             if (p.nest == NestFamily::CudaTiled)
+                 bytes = 4LL * (p.BN * p.BM + p.KT * (p.BM + p.BN));
+             else if (p.nest == NestFamily::CudaDecode)
+                 bytes = 4LL * p.KS * p.NB * p.MB;
              if (bytes > m.cuda.shared_per_block) return num(bytes) + " bytes of shared memory > " + num(m.cuda.shared_per_block);
              return "";
          }},
@@ -127,9 +135,12 @@ std::vector<PruningRule> make_cuda_rules() {
         {"occupancy", "enough blocks to give every SM work",
          [](const CandidateParams &p, const Workload &w, const TargetModel &m) -> std::string {
              int64_t blocks = 0;
-             if (p.nest == NestFamily::CudaTiled) blocks = ceil_div(w.N, p.BN) * ceil_div(w.M, p.BM);
-             else if (p.nest == NestFamily::CudaDecode) blocks = ceil_div(w.N, p.NB);
-             else return "";
+             if (p.nest == NestFamily::CudaTiled)
+                 blocks = ceil_div(w.N, p.BN) * ceil_div(w.M, p.BM);
+             else if (p.nest == NestFamily::CudaDecode)
+                 blocks = ceil_div(w.N, p.NB);
+             else
+                 return "";
              if (blocks < m.cuda.sms / 2) return num(blocks) + " blocks for " + num(m.cuda.sms) + " SMs";
              return "";
          }},
@@ -152,8 +163,8 @@ std::string PruneReport::to_string() const {
     return os.str();
 }
 
-std::vector<CandidateParams> prune(const std::vector<CandidateParams> &points, const Workload &w,
-                                   const TargetModel &model, PruneReport *report) {
+std::vector<CandidateParams> prune(const std::vector<CandidateParams> &points, const Workload &w, const TargetModel &model,
+                                   PruneReport *report) {
     const auto &rules = w.kind == dsl::GroupKind::MatmulEpilogue ? pruning_rules(model.device)
                         : w.kind == dsl::GroupKind::Attention    ? attention_pruning_rules()
                                                                  : group_pruning_rules();

@@ -58,7 +58,7 @@ struct PruneReport {
 };
 
 /** Keeps the points every rule accepts; fills `report` with the counts. */
-std::vector<CandidateParams> prune(const std::vector<CandidateParams> &points, const Workload &w,
-                                   const TargetModel &model, PruneReport *report = nullptr);
+std::vector<CandidateParams> prune(const std::vector<CandidateParams> &points, const Workload &w, const TargetModel &model,
+                                   PruneReport *report = nullptr);
 
 }  // namespace tessel::autosched

@@ -11,8 +11,7 @@ namespace tessel::autosched {
 namespace {
 
 /** Runs `imported` once on the request's group and shape, checked against the reference. */
-Measurement verify_import(const TuneRequest &r, const nlohmann::json &schedule, Measurer *measurer,
-                          const TunerParams &params) {
+Measurement verify_import(const TuneRequest &r, const nlohmann::json &schedule, Measurer *measurer, const TunerParams &params) {
     MeasureTask check = make_measure_task(*r.graph, r.group, r.symbols, r.target.to_string());
     check.repeats = 1;
     check.warmup = 0;

@@ -29,14 +29,24 @@ void add_epilogue_cost(const dsl::Graph &g, const std::vector<dsl::ValueId> &nod
     w.ordered_reductions = !dsl::allows_split_reductions(g.mode);
     for (dsl::ValueId v : nodes) {
         switch (g.node(v).op) {
-        case Op::MatMul: case Op::Constant: case Op::Input: break;
-        case Op::Sqrt: case Op::Rsqrt: w.epilogue_flops += 4; break;
+        case Op::MatMul:
+        case Op::Constant:
+        case Op::Input: break;
+        case Op::Sqrt:
+        case Op::Rsqrt: w.epilogue_flops += 4; break;
         case Op::Exp: w.epilogue_flops += 20; break;
-        case Op::Tanh: w.epilogue_scalar_calls += 1; break;
-        case Op::Gelu: w.epilogue_flops += 30; break;  // Halide's vectorized erf polynomial
+        case Op::Sigmoid:
+        case Op::Silu: w.epilogue_flops += 24; break;  // exp, add, divide
+        case Op::Log: w.epilogue_flops += 24; break;
+        case Op::Tanh:
+        case Op::Sin:
+        case Op::Cos: w.epilogue_scalar_calls += 1; break;  // libm per lane
+        case Op::Gelu: w.epilogue_flops += 30; break;       // Halide's vectorized erf polynomial
         case Op::GeluTanh:
-            if (fast) w.epilogue_flops += 25;  // v / (1 + exp(-2u)), vectorized
-            else w.epilogue_flops += 8, w.epilogue_scalar_calls += 1;  // libm tanhf per element
+            if (fast)
+                w.epilogue_flops += 25;  // v / (1 + exp(-2u)), vectorized
+            else
+                w.epilogue_flops += 8, w.epilogue_scalar_calls += 1;  // libm tanhf per element
             break;
         default: w.epilogue_flops += 1; break;
         }
@@ -48,7 +58,9 @@ std::string CandidateParams::to_string() const {
     os << autosched::to_string(nest);
     if (nest == NestFamily::Gemm) os << " mr=" << mr << " nr=" << nr_vectors << "v panel=" << panel_blocks;
     if (nest == NestFamily::Panel) os << " mr=" << mr << " nr=" << nr_vectors << "v";
-    if (nest == NestFamily::Splitk) os << " mr=" << mr << " nr=" << nr_vectors << "v kchunk=" << k_chunk << (k_block ? " kblock=" + std::to_string(k_block) : "");
+    if (nest == NestFamily::Splitk)
+        os << " mr=" << mr << " nr=" << nr_vectors << "v kchunk=" << k_chunk
+           << (k_block ? " kblock=" + std::to_string(k_block) : "");
     if (nest == NestFamily::Decode) os << " kchunk=" << k_chunk << " kunroll=" << k_unroll;
     if (nest == NestFamily::Gemv) os << " kchunk=" << k_chunk << " streams=" << k_unroll;
     if (nest == NestFamily::CudaTiled) os << " block=" << BN << "x" << BM << " thread=" << TN << "x" << TM << " kt=" << KT;
@@ -67,14 +79,18 @@ nlohmann::json CandidateParams::to_json() const {
     put("k_chunk", k_chunk), put("k_block", k_block), put("BN", BN), put("BM", BM), put("TN", TN), put("TM", TM);
     put("KT", KT), put("NB", NB), put("KS", KS), put("MB", MB);
     if (nest == NestFamily::Group)
-        j["group"] = {{"vectors", group.vectors},         {"rows_per_task", group.rows_per_task},
-                      {"block", group.block},             {"parallel", group.parallel},
+        j["group"] = {{"vectors", group.vectors},
+                      {"rows_per_task", group.rows_per_task},
+                      {"block", group.block},
+                      {"parallel", group.parallel},
                       {"reductions_per_row", group.reductions_per_row},
                       {"vectorize_reductions", group.vectorize_reductions},
                       {"reduction_vectors", group.reduction_vectors}};
     if (nest == NestFamily::Attention)
-        j["attention"] = {{"query_block", attention.query_block}, {"row_tile", attention.row_tile},
-                          {"col_vectors", attention.col_vectors}, {"copy_kv_once", attention.copy_kv_once}};
+        j["attention"] = {{"query_block", attention.query_block},
+                          {"row_tile", attention.row_tile},
+                          {"col_vectors", attention.col_vectors},
+                          {"copy_kv_once", attention.copy_kv_once}};
     return j;
 }
 
@@ -170,8 +186,10 @@ std::vector<CandidateParams> enumerate_space(const Workload &w, const TargetMode
     if (w.kind == dsl::GroupKind::Attention) return enumerate_attention_space(w, model);
     if (w.kind != dsl::GroupKind::MatmulEpilogue) return enumerate_group_space(w, model);
     std::vector<CandidateParams> out;
-    if (model.device == sched::Device::Cuda) enumerate_cuda(w, model.cuda, out);
-    else enumerate_cpu(w, model.cpu, out);
+    if (model.device == sched::Device::Cuda)
+        enumerate_cuda(w, model.cuda, out);
+    else
+        enumerate_cpu(w, model.cpu, out);
     return out;
 }
 
@@ -185,8 +203,10 @@ std::optional<CandidateParams> library_point(const Workload &w, const Halide::Ta
         p.nest = NestFamily::Panel, p.nr_vectors = b.nr / b.lanes;
         for (p.mr = b.mr; p.mr > 1 && p.mr > w.M; p.mr /= 2) {}
     } else if (w.ordered_reductions) {  // cpu_blocked's variants that keep the k sum in order
-        if (w.M >= b.mr && w.N >= b.nr) p.nest = NestFamily::Gemm, p.mr = b.mr, p.nr_vectors = b.nr / b.lanes, p.panel_blocks = b.panel_blocks;
-        else p.nest = NestFamily::General;
+        if (w.M >= b.mr && w.N >= b.nr)
+            p.nest = NestFamily::Gemm, p.mr = b.mr, p.nr_vectors = b.nr / b.lanes, p.panel_blocks = b.panel_blocks;
+        else
+            p.nest = NestFamily::General;
     } else if (w.M >= b.mr && w.M <= b.decode_max_m && w.N >= b.nr) {
         p.nest = NestFamily::Splitk, p.mr = b.mr, p.nr_vectors = b.nr / b.lanes, p.k_chunk = b.k_chunk;
         p.k_block = w.M <= b.k_block_max_m ? b.k_block : 0;
@@ -205,8 +225,8 @@ std::optional<CandidateParams> library_point(const Workload &w, const Halide::Ta
 sched::ScheduleSpec make_schedule(const CandidateParams &p, const Halide::Target &target) {
     using sched::Guard;
     using sched::GuardOp;
-    sched::ScheduleSpec s("tuned_" + std::string(to_string(p.nest)), target.has_feature(Halide::Target::CUDA) ? sched::Device::Cuda
-                                                                                       : sched::Device::Cpu);
+    sched::ScheduleSpec s("tuned_" + std::string(to_string(p.nest)),
+                          target.has_feature(Halide::Target::CUDA) ? sched::Device::Cuda : sched::Device::Cpu);
     s.description = "autoscheduled: " + p.to_string();
     if (s.device == sched::Device::Cuda) {
         s.steps = sched::matmul_cuda_simple(target).steps;
@@ -232,9 +252,11 @@ sched::ScheduleSpec make_schedule(const CandidateParams &p, const Halide::Target
         s.steps = sched::matmul_cpu_panel_steps(b, 1);
         if (b.mr > 1) s.variants.push_back({{Guard{"M", GuardOp::Ge, b.mr}}, sched::matmul_cpu_panel_steps(b, b.mr)});
     } else if (p.nest == NestFamily::Gemm) {
-        s.variants.push_back({{Guard{"M", GuardOp::Ge, b.mr}, Guard{"N", GuardOp::Ge, b.nr}}, sched::matmul_cpu_gemm_steps(b, b.panel_blocks)});
+        s.variants.push_back(
+            {{Guard{"M", GuardOp::Ge, b.mr}, Guard{"N", GuardOp::Ge, b.nr}}, sched::matmul_cpu_gemm_steps(b, b.panel_blocks)});
     } else if (p.nest == NestFamily::Splitk) {
-        s.variants.push_back({{Guard{"M", GuardOp::Ge, b.mr}, Guard{"N", GuardOp::Ge, b.nr}}, sched::matmul_cpu_splitk_gemm_steps(b)});
+        s.variants.push_back(
+            {{Guard{"M", GuardOp::Ge, b.mr}, Guard{"N", GuardOp::Ge, b.nr}}, sched::matmul_cpu_splitk_gemm_steps(b)});
     } else if (p.nest == NestFamily::Gemv) {
         s.variants.push_back({{Guard{"M", GuardOp::Eq, 1}}, sched::matmul_cpu_gemv_steps(b)});
     } else if (p.nest == NestFamily::Decode) {

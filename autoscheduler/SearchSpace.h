@@ -30,20 +30,21 @@
 namespace tessel::autosched {
 
 /** Bump when the space or make_schedule changes: it is part of every tuning key. */
-constexpr int kSearchSpaceVersion = 9;  // 2: split-K register-block nest ("splitk"); 3: "gemv"; 4: ordered-sum rule (exact mode); 5: "panel" nests; 6: elementwise and reduction groups; 7: column-sum vectors; 8: K-blocked splitk (k_block); 9: attention groups
+constexpr int kSearchSpaceVersion =
+    9;  // 2: split-K register-block nest ("splitk"); 3: "gemv"; 4: ordered-sum rule (exact mode); 5: "panel" nests; 6: elementwise and reduction groups; 7: column-sum vectors; 8: K-blocked splitk (k_block); 9: attention groups
 
 /** An elementwise or reduction group at concrete sizes: what its space, rules and cost terms
  * read (GroupKindSpace.h). Filled by group_kind_workload. */
 struct GroupWork {
-    sched::GroupShape shape;          ///< stage names, outputs and reductions, from the lowering
-    std::string sizes;                ///< the graph's symbols bound: "M=512,N=1024" (the key's shapes)
-    int64_t rows = 1, cols = 1;       ///< first output: product of its outer axes, its innermost extent
-    double elements = 0;              ///< output elements, every output
-    double bytes = 0;                 ///< bytes the group reads from and writes to memory
+    sched::GroupShape shape;     ///< stage names, outputs and reductions, from the lowering
+    std::string sizes;           ///< the graph's symbols bound: "M=512,N=1024" (the key's shapes)
+    int64_t rows = 1, cols = 1;  ///< first output: product of its outer axes, its innermost extent
+    double elements = 0;         ///< output elements, every output
+    double bytes = 0;            ///< bytes the group reads from and writes to memory
     /** Input elements one reduction reads: the largest value the group touches (a softmax's or
      * layernorm's rows, a column sum's matrix), taken for every reduction of the group. */
     double reduced_elements = 0;
-    double flops_per_element = 0;     ///< vector flops per output element (the op cost table)
+    double flops_per_element = 0;         ///< vector flops per output element (the op cost table)
     double scalar_calls_per_element = 0;  ///< libm calls per output element (strict-mode tanh)
 };
 
@@ -85,8 +86,8 @@ struct CandidateParams {
     NestFamily nest = NestFamily::None;  ///< which nest (NestFamilies.def); None: no point
     // CPU nests.
     int mr = 0, nr_vectors = 0, panel_blocks = 0, k_unroll = 0, k_chunk = 0;
-    int k_block = 0;  ///< splitk: rows of w copied per K block (0: strips read in place)
-    sched::CpuGroupParams group;  ///< nest "group": elementwise and reduction groups
+    int k_block = 0;                      ///< splitk: rows of w copied per K block (0: strips read in place)
+    sched::CpuGroupParams group;          ///< nest "group": elementwise and reduction groups
     sched::CpuAttentionParams attention;  ///< nest "attention": attention groups
     // CUDA nests.
     int BN = 0, BM = 0, TN = 0, TM = 0, KT = 0, NB = 0, KS = 0, MB = 0;

@@ -25,7 +25,8 @@ size_t seed_library_point(const TuneContext &ctx, TuneResult &result, int &budge
     const TuneRequest &r = ctx.request;
     const std::optional<CandidateParams> lib = library_point(r.workload, r.target);
     if (!lib) return SIZE_MAX;
-    auto it = std::find_if(result.ranked.begin(), result.ranked.end(), [&](const RankedCandidate &c) { return c.params == *lib; });
+    auto it =
+        std::find_if(result.ranked.begin(), result.ranked.end(), [&](const RankedCandidate &c) { return c.params == *lib; });
     if (it == result.ranked.end()) {
         result.ranked.push_back({*lib, ctx.model.predict(r.workload, std::vector<CandidateParams>{*lib})[0], std::nullopt, ""});
         it = result.ranked.end() - 1;
@@ -94,15 +95,17 @@ size_t search_by_ptxas(const TuneContext &ctx, TuneResult &result) {
     bool found = false;
     for (int i = 0; i < (int)result.ranked.size() && i < ctx.params.ptxas_checks && !found; i++) {
         RankedCandidate &c = result.ranked[i];
-        c.ptxas = find_ptxas().empty() ? "skipped (no ptxas)"
-                                       : check_with_ptxas(ctx.request, make_schedule(c.params, ctx.request.workload, ctx.request.target));
+        c.ptxas = find_ptxas().empty()
+                      ? "skipped (no ptxas)"
+                      : check_with_ptxas(ctx.request, make_schedule(c.params, ctx.request.workload, ctx.request.target));
         if (c.ptxas.rfind("ok", 0) == 0 || c.ptxas.rfind("skipped", 0) == 0) {
             winner = i;
             found = true;
         }
     }
-    result.decision = "no GPU here: tuned by the cost model and the ptxas check alone; " +
-                      std::string(found ? "the best-ranked candidate that assembled cleanly" : "none assembled cleanly; the model's pick");
+    result.decision =
+        "no GPU here: tuned by the cost model and the ptxas check alone; " +
+        std::string(found ? "the best-ranked candidate that assembled cleanly" : "none assembled cleanly; the model's pick");
     result.time_ms = result.ranked[winner].cost.total_s() * 1e3;
     return winner;
 }
@@ -124,7 +127,8 @@ size_t search_by_measurement(const TuneContext &ctx, TuneResult &result) {
     task.memory_limit_bytes = params.memory_limit_bytes;
     // Memory-bound shapes are timed with cold caches, as they run (and as the benchmark
     // measures them): 4x the last-level cache.
-    if (r.workload.shape_class() == ShapeClass::Decode) task.flush_bytes = std::min<int64_t>(4 * ctx.target.cpu.l3_bytes, 512 << 20);
+    if (r.workload.shape_class() == ShapeClass::Decode)
+        task.flush_bytes = std::min<int64_t>(4 * ctx.target.cpu.l3_bytes, 512 << 20);
     std::vector<sched::ScheduleSpec> schedules;
     for (int i = 0; i < budget; i++) {
         schedules.push_back(make_schedule(result.ranked[i].params, r.workload, r.target));
@@ -161,7 +165,8 @@ size_t search_by_measurement(const TuneContext &ctx, TuneResult &result) {
                 result.ranked[finalists[k]].measured = m;
                 kept.push_back(finalists[k]);
             }
-            if (kept.size() >= 2) winner = Tuner::pick_final(result.ranked, kept, params.confidence, &result.decision, library_index);
+            if (kept.size() >= 2)
+                winner = Tuner::pick_final(result.ranked, kept, params.confidence, &result.decision, library_index);
         }
     }
     if (winner == result.ranked.size()) return model_pick(result, "every measured candidate failed; the model's pick");

@@ -34,8 +34,10 @@ ShapeProfile parse_shape_profile(const std::string &text, const std::string &sou
             double calls = 0;
             long long extent = 0;
             try {
-                if (key == "calls") calls = std::stod(value, &used);
-                else extent = std::stoll(value, &used);
+                if (key == "calls")
+                    calls = std::stod(value, &used);
+                else
+                    extent = std::stoll(value, &used);
             } catch (const std::logic_error &) {
                 fail("not a number");
             }
@@ -104,7 +106,8 @@ PlanTotals plan_totals(const ShapeProfile &profile, const std::vector<KernelChoi
         t.code_bytes += v.code_bytes;
     };
     for (size_t k = 0; k < kernels.size(); k++) {
-        for (const auto &e : profile) t.run_seconds += e.calls * serving(kernels[k], chosen[k], e.shape).seconds_per_call.at(e.shape);
+        for (const auto &e : profile)
+            t.run_seconds += e.calls * serving(kernels[k], chosen[k], e.shape).seconds_per_call.at(e.shape);
         add(kernels[k].fallback);
         for (size_t i : chosen[k]) add(kernels[k].candidates[i]);
     }
@@ -114,7 +117,8 @@ PlanTotals plan_totals(const ShapeProfile &profile, const std::vector<KernelChoi
         over << "compile " << t.compile_seconds << " s > budget " << *b.compile_seconds << " s; ";
     if (b.tuning_seconds && t.tuning_seconds > *b.tuning_seconds)
         over << "tuning " << t.tuning_seconds << " s > budget " << *b.tuning_seconds << " s; ";
-    if (b.code_bytes && t.code_bytes > *b.code_bytes) over << "code " << t.code_bytes << " B > budget " << *b.code_bytes << " B; ";
+    if (b.code_bytes && t.code_bytes > *b.code_bytes)
+        over << "code " << t.code_bytes << " B > budget " << *b.code_bytes << " B; ";
     t.over_budget = over.str();
     t.within_budget = t.over_budget.empty();
     return t;
@@ -194,16 +198,16 @@ double regret(double plan_measured_total, const std::vector<double> &alternative
 std::string SpecializationPlan::to_string(const std::vector<KernelChoices> &kernels) const {
     std::ostringstream os;
     auto totals_line = [&](const char *label, const PlanTotals &t) {
-        os << "  " << label << ": expected " << t.total() << " s (run " << t.run_seconds << " s + one-time "
-           << t.one_time_seconds << " s; compile " << t.compile_seconds << " s, tuning " << t.tuning_seconds << " s, code "
-           << t.code_bytes << " B)" << (t.within_budget ? "" : " OVER BUDGET: " + t.over_budget) << "\n";
+        os << "  " << label << ": expected " << t.total() << " s (run " << t.run_seconds << " s + one-time " << t.one_time_seconds
+           << " s; compile " << t.compile_seconds << " s, tuning " << t.tuning_seconds << " s, code " << t.code_bytes << " B)"
+           << (t.within_budget ? "" : " OVER BUDGET: " + t.over_budget) << "\n";
     };
     if (!feasible) {
         os << "specialization plan infeasible: " << infeasible_reason << "\n";
         return os.str();
     }
-    os << "specialization plan (" << search << "): " << kept() << " specialized variant(s) kept beside "
-       << kernels.size() << " fallback(s)\n";
+    os << "specialization plan (" << search << "): " << kept() << " specialized variant(s) kept beside " << kernels.size()
+       << " fallback(s)\n";
     for (size_t k = 0; k < kernels.size(); k++) {
         const std::string indent = kernels[k].kernel.empty() ? "  " : "    ";
         if (!kernels[k].kernel.empty())
@@ -213,8 +217,8 @@ std::string SpecializationPlan::to_string(const std::vector<KernelChoices> &kern
             os << "  fallback '" << kernels[k].fallback.name << "'\n";
         for (size_t i : chosen[k]) {
             const VariantCosts &c = kernels[k].candidates[i];
-            os << indent << "keep '" << c.name << "' [" << c.guards_text() << "]: compile " << c.compile_seconds
-               << " s, tuning " << c.tuning_seconds << " s, code " << c.code_bytes << " B\n";
+            os << indent << "keep '" << c.name << "' [" << c.guards_text() << "]: compile " << c.compile_seconds << " s, tuning "
+               << c.tuning_seconds << " s, code " << c.code_bytes << " B\n";
         }
         for (const auto &[shape, name] : served_by[k]) os << indent << format_extents(shape) << " -> " << name << "\n";
     }

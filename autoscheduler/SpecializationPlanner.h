@@ -54,7 +54,7 @@ std::string format_extents(const Extents &e);
 
 struct VariantCosts {
     std::string name;
-    std::vector<sched::Guard> guards;          ///< empty: any shape (the fallback's)
+    std::vector<sched::Guard> guards;            ///< empty: any shape (the fallback's)
     std::map<Extents, double> seconds_per_call;  ///< measured on the profiled shapes it may serve
     double compile_seconds = 0, tuning_seconds = 0;
     long long code_bytes = 0;
@@ -76,8 +76,8 @@ using KeptVariants = std::vector<std::vector<size_t>>;
 struct PlannerBudgets {
     std::optional<double> compile_seconds, tuning_seconds;
     std::optional<long long> code_bytes;
-    double compiles_amortized_over = 1;   ///< process starts (JIT) or builds sharing one compile
-    double tunings_amortized_over = 1;    ///< process starts sharing one tuning run
+    double compiles_amortized_over = 1;  ///< process starts (JIT) or builds sharing one compile
+    double tunings_amortized_over = 1;   ///< process starts sharing one tuning run
 };
 
 struct PlanTotals {
@@ -92,11 +92,11 @@ struct PlanTotals {
 struct SpecializationPlan {
     bool feasible = true;
     std::string infeasible_reason;
-    KeptVariants chosen;                 ///< per kernel
+    KeptVariants chosen;                                    ///< per kernel
     std::vector<std::map<Extents, std::string>> served_by;  ///< per kernel: profiled shape -> variant name
     PlanTotals totals, fallback_only, every_candidate;
-    std::string search;                  ///< "exhaustive over N subsets" or "greedy"
-    size_t kept() const;                 ///< candidates kept in all kernels
+    std::string search;   ///< "exhaustive over N subsets" or "greedy"
+    size_t kept() const;  ///< candidates kept in all kernels
     std::string to_string(const std::vector<KernelChoices> &kernels) const;
 };
 

@@ -6,9 +6,7 @@
 
 namespace tessel::autosched {
 
-TargetModel TargetModel::for_target(const Halide::Target &target) {
-    return for_facts(sched::TargetFacts::for_target(target));
-}
+TargetModel TargetModel::for_target(const Halide::Target &target) { return for_facts(sched::TargetFacts::for_target(target)); }
 
 TargetModel TargetModel::for_facts(const sched::TargetFacts &facts) {
     TargetModel m;
@@ -46,8 +44,8 @@ std::string TargetModel::to_string() const {
     } else {
         os << "CPU model: " << cpu.cores << " cores, " << cpu.lanes << " f32 lanes x " << cpu.vector_registers
            << " registers, L1 " << cpu.l1_bytes / 1024 << " KiB, L2 " << cpu.l2_bytes / 1024 << " KiB, L3 "
-           << cpu.l3_bytes / (1 << 20) << " MiB, peak " << cpu.peak_gflops() << " GFLOP/s, DRAM " << cpu.dram_gbps
-           << " GB/s (" << cpu.numbers << ")";
+           << cpu.l3_bytes / (1 << 20) << " MiB, peak " << cpu.peak_gflops() << " GFLOP/s, DRAM " << cpu.dram_gbps << " GB/s ("
+           << cpu.numbers << ")";
     }
     return os.str();
 }

@@ -26,14 +26,14 @@ struct MachineNumbers;
 
 struct CpuModel {
     int cores = 2;
-    int lanes = 16;             ///< f32 lanes per vector register
+    int lanes = 16;  ///< f32 lanes per vector register
     int vector_registers = 32;
-    int fma_units = 2;          ///< vector FMAs issued per cycle
-    int load_ports = 2;         ///< vector loads per cycle
-    int fma_latency = 4;        ///< cycles; independent accumulators needed = latency x units
+    int fma_units = 2;    ///< vector FMAs issued per cycle
+    int load_ports = 2;   ///< vector loads per cycle
+    int fma_latency = 4;  ///< cycles; independent accumulators needed = latency x units
     double ghz = 3.5;
     int64_t l1_bytes = 32 << 10, l2_bytes = 1 << 20, l3_bytes = 32 << 20;
-    double dram_gbps = 40;      ///< two-thread streaming bandwidth
+    double dram_gbps = 40;  ///< two-thread streaming bandwidth
     double l3_gbps = 150;
     double l2_gbps = 300;           ///< per core, for partial sums and accumulators
     double scalar_call_ns = 12;     ///< one libm call such as tanhf

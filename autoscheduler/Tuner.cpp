@@ -41,11 +41,11 @@ size_t Tuner::pick_winner(const std::vector<RankedCandidate> &ranked, double tie
             if (why) {
                 std::ostringstream os;
                 os << std::fixed << std::setprecision(3);
-                if (i == fastest) os << "fastest measured median (" << best << " ms)";
+                if (i == fastest)
+                    os << "fastest measured median (" << best << " ms)";
                 else
-                    os << "within " << tie_tolerance * 100 << "% of the fastest median (" << m->median_ms << " vs "
-                       << best << " ms): tied, and the cost model ranks it higher (#" << i + 1 << " vs #"
-                       << fastest + 1 << ")";
+                    os << "within " << tie_tolerance * 100 << "% of the fastest median (" << m->median_ms << " vs " << best
+                       << " ms): tied, and the cost model ranks it higher (#" << i + 1 << " vs #" << fastest + 1 << ")";
                 *why = os.str();
             }
             return i;
@@ -65,8 +65,7 @@ size_t Tuner::pick_final(const std::vector<RankedCandidate> &ranked, const std::
     const std::vector<double> &a = ranked[lead].measured->samples;
     std::ostringstream os;
     os << std::fixed << std::setprecision(3) << "final round, " << a.size() << " interleaved rounds: fastest #" << lead + 1
-       << " (" << ranked[lead].measured->median_ms << " ms, spread " << std::setprecision(1)
-       << relative_spread(a) * 100 << "%)";
+       << " (" << ranked[lead].measured->median_ms << " ms, spread " << std::setprecision(1) << relative_spread(a) * 100 << "%)";
     size_t winner = lead;
     for (size_t i : finalists) {
         if (i == lead || !ranked[i].measured || !ranked[i].measured->ok()) continue;
@@ -99,9 +98,7 @@ size_t Tuner::pick_final(const std::vector<RankedCandidate> &ranked, const std::
     return winner;
 }
 
-std::string TuneResult::source_text() const {
-    return std::string(to_string(source)) + (ptxas_checked ? "+ptxas" : "");
-}
+std::string TuneResult::source_text() const { return std::string(to_string(source)) + (ptxas_checked ? "+ptxas" : ""); }
 
 TuneResult Tuner::tune(const TuneRequest &r, std::ostream *log) {
     const SteadyClock::time_point t0 = SteadyClock::now();

@@ -64,8 +64,8 @@ struct TunerParams {
     double finalist_band = 0.25;  ///< screening repeats alone drift by tens of percent on a shared machine
     int final_rounds = 10, final_max_rounds = 40;
     double confidence = 0.95;
-    bool measure = true;          ///< false: the model's pick, no measurement
-    int ptxas_checks = 4;         ///< CUDA: how many top candidates may be assembled
+    bool measure = true;   ///< false: the model's pick, no measurement
+    int ptxas_checks = 4;  ///< CUDA: how many top candidates may be assembled
     /** Shape classes whose model ranking correlated poorly (< this) get twice the budget. */
     double min_rank_correlation = 0.5;
     std::map<std::string, double> class_rank_correlation;  ///< filled by coverage runs
@@ -76,10 +76,10 @@ struct TunerParams {
 /** What to tune: one planned group of a graph at one workload. The group itself travels to
  * the measuring child (MeasureTask), which lowers exactly it. */
 struct TuneRequest {
-    const dsl::Graph *graph = nullptr;   ///< the graph `group` was planned on (its mode is the key's)
+    const dsl::Graph *graph = nullptr;  ///< the graph `group` was planned on (its mode is the key's)
     dsl::FusionGroup group;
     std::map<std::string, int64_t> symbols;
-    Workload workload;                   ///< M, K, N from group_extents at `symbols`, plus epilogue cost
+    Workload workload;  ///< M, K, N from group_extents at `symbols`, plus epilogue cost
     Halide::Target target;
 };
 
@@ -102,12 +102,12 @@ struct TuneResult {
     bool ptxas_checked = false;  ///< CUDA: the model's pick was checked with ptxas
     /** "database", "measured", "model", or "model+ptxas" when ptxas_checked. */
     std::string source_text() const;
-    double time_ms = 0;        ///< measured median, or the model's estimate
+    double time_ms = 0;  ///< measured median, or the model's estimate
     PruneReport prune;
     std::vector<RankedCandidate> ranked;  ///< every survivor in model order (measured ones filled)
     int measured_count = 0;
-    double seconds = 0;        ///< wall time of this tune() call
-    std::string decision;      ///< why the winner won
+    double seconds = 0;    ///< wall time of this tune() call
+    std::string decision;  ///< why the winner won
 };
 
 /** What the tuner's roles (RecordReuse, SearchStrategy) see of one tune() call. */
@@ -115,9 +115,9 @@ struct TuneContext {
     const TuneRequest &request;
     const TargetModel &target;  ///< the request's target with this machine's numbers
     const CostModel &model;
-    Measurer *measurer;         ///< null: model only
+    Measurer *measurer;  ///< null: model only
     const TunerParams &params;
-    std::ostream *log;          ///< null: quiet
+    std::ostream *log;  ///< null: quiet
 };
 
 /** The tuner: reuse a record (RecordReuse.h), else search (SearchStrategy.h), then commit. */
@@ -140,8 +140,8 @@ public:
      * from at `confidence`; then, when `incumbent` (the library's point) is a finalist, that
      * winner must be separated from it too, or the incumbent wins. `why` gets each comparison
      * (ratio, p-value) and the spread. */
-    static size_t pick_final(const std::vector<RankedCandidate> &ranked, const std::vector<size_t> &finalists,
-                             double confidence, std::string *why, size_t incumbent = SIZE_MAX);
+    static size_t pick_final(const std::vector<RankedCandidate> &ranked, const std::vector<size_t> &finalists, double confidence,
+                             std::string *why, size_t incumbent = SIZE_MAX);
 
 private:
     const CostModel &model_;

@@ -131,7 +131,8 @@ TuningDatabase::TuningDatabase(const std::string &path, int busy_timeout_ms, Acc
     : path_(path), busy_timeout_ms_(busy_timeout_ms), access_(access) {
     std::error_code ec;
     if (path != ":memory:" && fs::is_directory(path, ec))
-        throw TuningDatabaseError("tuning database '" + path_ + "' is a directory, not a database file; pass a file path with --db");
+        throw TuningDatabaseError("tuning database '" + path_ +
+                                  "' is a directory, not a database file; pass a file path with --db");
     if (access == Access::ReadOnly) {
         if (path != ":memory:" && !fs::exists(path, ec))
             throw TuningDatabaseError("tuning database '" + path_ + "' does not exist");
@@ -216,8 +217,8 @@ void TuningDatabase::open_read_only() {
                 return;
             } catch (const TuningDatabaseError &e) {
                 const int primary = sqlite3_errcode(db_) & 0xff;
-                const bool retry = primary == SQLITE_CANTOPEN || primary == SQLITE_IOERR || primary == SQLITE_READONLY ||
-                                   primary == SQLITE_BUSY;
+                const bool retry =
+                    primary == SQLITE_CANTOPEN || primary == SQLITE_IOERR || primary == SQLITE_READONLY || primary == SQLITE_BUSY;
                 sqlite3_close(db_);
                 db_ = nullptr;
                 if (!retry) throw;
@@ -251,8 +252,7 @@ void TuningDatabase::check_schema(bool writable) {
         int64_t version = v.int64(0);
         if (version > kTuningDatabaseSchemaVersion)
             throw TuningDatabaseError("tuning database '" + path_ + "' has schema version " + std::to_string(version) +
-                                      ", newer than this Tessel supports (" +
-                                      std::to_string(kTuningDatabaseSchemaVersion) +
+                                      ", newer than this Tessel supports (" + std::to_string(kTuningDatabaseSchemaVersion) +
                                       "); use a newer Tessel or another --db path");
         // Older versions: none exist yet. Migrations go here, inside the caller's transaction.
         if (writable) create_machines_table();
@@ -416,17 +416,15 @@ json TuningDatabase::export_json() {
 
 std::vector<TuningRecord> TuningDatabase::parse_export(const json &doc, const std::string &where) {
     if (!doc.is_object() || doc.value("format", "") != kExportFormat)
-        throw TuningDatabaseError(where + ": not a Tessel tuning database export (expected \"format\": \"" +
-                                  kExportFormat + "\")");
+        throw TuningDatabaseError(where + ": not a Tessel tuning database export (expected \"format\": \"" + kExportFormat +
+                                  "\")");
     if (!doc.contains("schema_version") || !doc["schema_version"].is_number_integer())
         throw TuningDatabaseError(where + ": missing integer \"schema_version\"");
     int64_t version = doc["schema_version"].get<int64_t>();
     if (version > kTuningDatabaseSchemaVersion)
         throw TuningDatabaseError(where + ": the export has schema version " + std::to_string(version) +
-                                  ", newer than this Tessel supports (" +
-                                  std::to_string(kTuningDatabaseSchemaVersion) + ")");
-    if (!doc.contains("records") || !doc["records"].is_array())
-        throw TuningDatabaseError(where + ": missing \"records\" array");
+                                  ", newer than this Tessel supports (" + std::to_string(kTuningDatabaseSchemaVersion) + ")");
+    if (!doc.contains("records") || !doc["records"].is_array()) throw TuningDatabaseError(where + ": missing \"records\" array");
 
     std::vector<TuningRecord> records;
     const json &rs = doc["records"];

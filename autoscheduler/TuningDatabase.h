@@ -75,9 +75,7 @@ public:
     TuningDatabase &operator=(const TuningDatabase &) = delete;
 
     /** Same as the constructor, as a factory. */
-    static std::unique_ptr<TuningDatabase> open(const std::string &path) {
-        return std::make_unique<TuningDatabase>(path);
-    }
+    static std::unique_ptr<TuningDatabase> open(const std::string &path) { return std::make_unique<TuningDatabase>(path); }
 
     /** For commands that only need lookups and store model picks when they can (`run`,
      * `compile`, `demo`): read-write when possible, else read-only when the file exists, else

@@ -53,7 +53,9 @@ std::optional<MachineNumbers> TuningDatabase::machine_numbers(const std::string 
 
 void TuningDatabase::store_machine_numbers(const MachineNumbers &m) {
     require_writable("store machine numbers");
-    Stmt s(db_, "INSERT OR REPLACE INTO machines (machine, isa, fma_gflops, read_gbps, threads, measured_unix) VALUES (?, ?, ?, ?, ?, ?)");
+    Stmt s(
+        db_,
+        "INSERT OR REPLACE INTO machines (machine, isa, fma_gflops, read_gbps, threads, measured_unix) VALUES (?, ?, ?, ?, ?, ?)");
     if (s.prepare_rc() != SQLITE_OK) fail("cannot store machine numbers", s.prepare_rc());
     s.bind(1, m.machine);
     s.bind(2, m.isa);

@@ -80,6 +80,7 @@ std::string attrs_text(const Node &n) {
         s += "]";
     }
     if (mask & dsl::kAttrAxis) s += " axis=" + std::to_string(a.axis);
+    if (mask & dsl::kAttrStart) s += " start=" + std::to_string(a.start);
     if (mask & dsl::kAttrAxes) s += " axes=" + list(a.axes);
     if (mask & dsl::kAttrKeepDims) s += std::string(" keepdims=") + (a.keepdims ? "1" : "0");
     if (mask & dsl::kAttrPerm) s += " perm=" + list(a.perm);
@@ -138,16 +139,19 @@ std::string TuningKey::to_string() const {
     std::ostringstream os;
     os << "tk" << schema_version << " group=" << or_dash(group_hash) << " class=" << or_dash(shape_class)
        << " shapes=" << or_dash(shapes) << " target=" << or_dash(target) << " mode=" << or_dash(numeric_mode)
-       << " space=" << space_version << " tessel=" << or_dash(tessel_version)
-       << " halide=" << or_dash(halide_version);
+       << " space=" << space_version << " tessel=" << or_dash(tessel_version) << " halide=" << or_dash(halide_version);
     return os.str();
 }
 
 nlohmann::json TuningKey::to_json() const {
-    return nlohmann::json{{"group_hash", group_hash},       {"shape_class", shape_class},
-                          {"shapes", shapes},               {"target", target},
-                          {"numeric_mode", numeric_mode},   {"space_version", space_version},
-                          {"tessel_version", tessel_version}, {"halide_version", halide_version},
+    return nlohmann::json{{"group_hash", group_hash},
+                          {"shape_class", shape_class},
+                          {"shapes", shapes},
+                          {"target", target},
+                          {"numeric_mode", numeric_mode},
+                          {"space_version", space_version},
+                          {"tessel_version", tessel_version},
+                          {"halide_version", halide_version},
                           {"schema_version", schema_version}};
 }
 
@@ -207,8 +211,6 @@ std::string structural_descriptor(const Graph &g, const dsl::FusionGroup &group)
     return os.str();
 }
 
-std::string structural_hash(const Graph &g, const dsl::FusionGroup &group) {
-    return fnv1a_128(structural_descriptor(g, group));
-}
+std::string structural_hash(const Graph &g, const dsl::FusionGroup &group) { return fnv1a_128(structural_descriptor(g, group)); }
 
 }  // namespace tessel::autosched

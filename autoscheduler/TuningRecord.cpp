@@ -58,8 +58,8 @@ int provenance_rank(const std::string &measured_by) {
 }
 
 std::string provenance_names() {
-    return std::string("\"") + kMeasured + "\", \"" + kVerified + "\", \"" + kImported + "\", \"" + kModel + "\", \"" +
-           kRefused + "\"";
+    return std::string("\"") + kMeasured + "\", \"" + kVerified + "\", \"" + kImported + "\", \"" + kModel + "\", \"" + kRefused +
+           "\"";
 }
 
 bool better_record(const TuningRecord &a, const TuningRecord &b) {
@@ -70,18 +70,16 @@ bool better_record(const TuningRecord &a, const TuningRecord &b) {
 
 void validate_record(const TuningRecord &r, const std::string &where) {
     if (!std::isfinite(r.median_ms) || r.median_ms < 0)
-        throw TuningDatabaseError(where + ": median_ms must be a finite, non-negative time, got " +
-                                  std::to_string(r.median_ms));
+        throw TuningDatabaseError(where + ": median_ms must be a finite, non-negative time, got " + std::to_string(r.median_ms));
     if (provenance_rank(r.measured_by) < 0)
-        throw TuningDatabaseError(where + ": measured_by must be one of " + provenance_names() + ", got \"" +
-                                  r.measured_by + "\"");
+        throw TuningDatabaseError(where + ": measured_by must be one of " + provenance_names() + ", got \"" + r.measured_by +
+                                  "\"");
     for (double s : r.samples)
         if (!std::isfinite(s)) throw TuningDatabaseError(where + ": a sample is not a finite time");
 }
 
 int64_t now_unix() {
-    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace tessel::autosched

@@ -20,8 +20,7 @@ double gelu_reference(double v, GeluForm form) {
     return 0.5 * v * (1.0 + std::tanh(u));
 }
 
-std::vector<double> gelu_mlp_reference(const float *x, const float *w, const float *bias, int M, int K, int N,
-                                       GeluForm form) {
+std::vector<double> gelu_mlp_reference(const float *x, const float *w, const float *bias, int M, int K, int N, GeluForm form) {
     std::vector<double> y((size_t)M * N);
     std::vector<double> acc(N);
     for (int m = 0; m < M; m++) {

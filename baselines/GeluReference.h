@@ -26,12 +26,10 @@ GeluForm parse_gelu_form(const std::string &text);
 double gelu_reference(double v, GeluForm form);
 
 /** y = gelu(x @ w + bias) with float64 accumulation and float64 GELU. */
-std::vector<double> gelu_mlp_reference(const float *x, const float *w, const float *bias, int M, int K, int N,
-                                       GeluForm form);
+std::vector<double> gelu_mlp_reference(const float *x, const float *w, const float *bias, int M, int K, int N, GeluForm form);
 
 /** OpenBLAS sgemm (sgemv when M == 1) into y, then one vectorized, OpenMP-parallel bias+GELU pass. */
-void gelu_mlp_openblas(const float *x, const float *w, const float *bias, float *y, int M, int K, int N,
-                       GeluForm form);
+void gelu_mlp_openblas(const float *x, const float *w, const float *bias, float *y, int M, int K, int N, GeluForm form);
 
 /** The OpenBLAS core it runs on (openblas_get_corename) and its configuration string. */
 std::string openblas_description();

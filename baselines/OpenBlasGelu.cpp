@@ -11,8 +11,7 @@ extern "C" char *openblas_get_config(void);
 
 namespace tessel {
 
-void gelu_mlp_openblas(const float *x, const float *w, const float *bias, float *y, int M, int K, int N,
-                       GeluForm form) {
+void gelu_mlp_openblas(const float *x, const float *w, const float *bias, float *y, int M, int K, int N, GeluForm form) {
     if (M == 1) {
         // y[1,N] = x[1,K] @ w[K,N]  ==  w^T (as column-major [N,K]) times x.
         cblas_sgemv(CblasRowMajor, CblasTrans, K, N, 1.0f, w, N, x, 1, 0.0f, y, 1);
@@ -35,8 +34,6 @@ void gelu_mlp_openblas(const float *x, const float *w, const float *bias, float 
     }
 }
 
-std::string openblas_description() {
-    return std::string(openblas_get_corename()) + " (" + openblas_get_config() + ")";
-}
+std::string openblas_description() { return std::string(openblas_get_corename()) + " (" + openblas_get_config() + ")"; }
 
 }  // namespace tessel

@@ -5,10 +5,10 @@
  */
 #pragma once
 
+#include "autoscheduler/MachineProbes.h"
 #include "bench/GroupVariants.h"
 #include "bench/Suite.h"
 #include "driver/GeluLayer.h"
-#include "autoscheduler/MachineProbes.h"
 #include "support/Random.h"
 
 #include <HalideBuffer.h>
@@ -30,10 +30,9 @@ inline FILE *g_text = stdout;
 struct ShapeData {
     BenchShape shape;
     Buffer<float> x, w, bias, y;
-    Buffer<float> t, wt;  ///< group variants only: the exported matmul result, w stored [N, K]
+    Buffer<float> t, wt;                                     ///< group variants only: the exported matmul result, w stored [N, K]
     std::map<std::string, GroupVariant::Prepared> prepared;  ///< by variant label
-    explicit ShapeData(const BenchShape &s)
-        : shape(s), x(s.K, s.M), w(s.N, s.K), bias(s.N), y(s.N, s.M) {
+    explicit ShapeData(const BenchShape &s) : shape(s), x(s.K, s.M), w(s.N, s.K), bias(s.N), y(s.N, s.M) {
         fill_uniform(x, 1), fill_uniform(w, 2), fill_uniform(bias, 3);
         y.fill(0.0f);
     }
@@ -51,7 +50,9 @@ inline std::string tessel_name(const BenchShape &s, const std::string &schedule,
 }
 inline std::string blas_name(const BenchShape &s, const std::string &epilogue) { return s.name + "/openblas/" + epilogue; }
 inline std::string probe_name(const BenchShape &s) { return s.name + "/probe/fma_peak"; }
-inline std::string floor_name(const BenchShape &s, const autosched::ReadPattern &p) { return s.name + "/floor/read_w_" + p.name(); }
+inline std::string floor_name(const BenchShape &s, const autosched::ReadPattern &p) {
+    return s.name + "/floor/read_w_" + p.name();
+}
 
 /** `name` is in the comma-separated `list`. */
 inline bool listed(const std::string &list, const std::string &name) {

@@ -36,18 +36,30 @@ BenchOptions parse_options(int &argc, char **argv) {
             throw std::invalid_argument(flag + " needs a value");
         };
         auto is = [&](const char *flag) { return a == flag || a.rfind(std::string(flag) + "=", 0) == 0; };
-        if (is("--threads")) o.threads = std::stoi(value("--threads"));
-        else if (is("--shapes")) o.shapes = value("--shapes");
-        else if (is("--schedule")) o.schedule = value("--schedule");
-        else if (is("--seconds")) o.seconds_per_repetition = std::stod(value("--seconds"));
-        else if (is("--mode-shape")) o.mode_shape = value("--mode-shape");
-        else if (is("--variant-shapes")) o.variant_shapes = value("--variant-shapes");
-        else if (is("--error-shape")) o.error_shape = value("--error-shape");
-        else if (is("--baseline")) o.baseline = value("--baseline");
-        else if (is("--save-schedule")) o.save_schedule = value("--save-schedule");
-        else if (is("--target")) o.target = value("--target");
-        else if (a == "--help" || a == "-h") print_usage(), argv[out++] = argv[i];
-        else argv[out++] = argv[i];
+        if (is("--threads"))
+            o.threads = std::stoi(value("--threads"));
+        else if (is("--shapes"))
+            o.shapes = value("--shapes");
+        else if (is("--schedule"))
+            o.schedule = value("--schedule");
+        else if (is("--seconds"))
+            o.seconds_per_repetition = std::stod(value("--seconds"));
+        else if (is("--mode-shape"))
+            o.mode_shape = value("--mode-shape");
+        else if (is("--variant-shapes"))
+            o.variant_shapes = value("--variant-shapes");
+        else if (is("--error-shape"))
+            o.error_shape = value("--error-shape");
+        else if (is("--baseline"))
+            o.baseline = value("--baseline");
+        else if (is("--save-schedule"))
+            o.save_schedule = value("--save-schedule");
+        else if (is("--target"))
+            o.target = value("--target");
+        else if (a == "--help" || a == "-h")
+            print_usage(), argv[out++] = argv[i];
+        else
+            argv[out++] = argv[i];
     }
     argc = out;
     if (o.threads < 1) throw std::invalid_argument("--threads must be >= 1");

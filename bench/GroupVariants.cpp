@@ -31,11 +31,13 @@ GroupVariant compile(const std::string &label, dsl::Graph g, const sched::GroupS
     for (const dsl::FusionGroup &fg : plan.groups) {
         if (fg.prepared) {
             const lower::LoweredGroup probe = lower::lower_group(*v.graph, fg);
-            v.prepare.push_back(std::make_unique<CompiledKernel>(*v.graph, fg, lower::default_group_schedule(probe, target), target));
+            v.prepare.push_back(
+                std::make_unique<CompiledKernel>(*v.graph, fg, lower::default_group_schedule(probe, target), target));
         } else if (!v.kernel) {
             // Fitted to the group as the compiler fits it (a panel-stored w gets the panel nests).
             const lower::LoweredGroup probe = lower::lower_group(*v.graph, fg);
-            v.kernel = std::make_unique<CompiledKernel>(*v.graph, fg, schedule.for_group(lower::group_shape(probe), target), target);
+            v.kernel =
+                std::make_unique<CompiledKernel>(*v.graph, fg, schedule.for_group(lower::group_shape(probe), target), target);
         } else {
             throw std::logic_error(label + ": expected one per-call group:\n" + plan.to_string(*v.graph));
         }
@@ -135,28 +137,35 @@ std::optional<dsl::Graph> variant_graph(const std::string &label, const Halide::
         return std::move(b).build();
     };
     const int nr = sched::CpuBlocking::for_target(target).nr;
-    if (label == "x_wT") return linear([](GraphBuilder &b, Dim K, Dim N) { return transpose(b.input("wt", DType::F32, {N, K})); });
+    if (label == "x_wT")
+        return linear([](GraphBuilder &b, Dim K, Dim N) { return transpose(b.input("wt", DType::F32, {N, K})); });
     if (label == "x_wT_prepared")
         return linear([](GraphBuilder &b, Dim K, Dim N) { return transpose(b.weight("wt", DType::F32, {N, K})); });
     if (label == "w_bf16")
-        return linear([](GraphBuilder &b, Dim K, Dim N) { return cast(cast(b.weight("w", DType::F32, {K, N}), DType::BF16), DType::F32); });
+        return linear([](GraphBuilder &b, Dim K, Dim N) {
+            return cast(cast(b.weight("w", DType::F32, {K, N}), DType::BF16), DType::F32);
+        });
     if (label == "w_panels")
         return linear([nr](GraphBuilder &b, Dim K, Dim N) { return b.weight("w", DType::F32, {K, N}, Layout::panels(1, nr)); });
     // Both: narrowed to bf16 and packed in panels when prepared (what the layout pass chooses
     // for a bf16 weight read by a matmul).
     if (label == "w_bf16_panels")
-        return linear([nr](GraphBuilder &b, Dim K, Dim N) { return cast(b.weight("w", DType::BF16, {K, N}, Layout::panels(1, nr)), DType::F32); });
+        return linear([nr](GraphBuilder &b, Dim K, Dim N) {
+            return cast(b.weight("w", DType::BF16, {K, N}, Layout::panels(1, nr)), DType::F32);
+        });
     return std::nullopt;
 }
 
 }  // namespace
 
 const std::vector<std::string> &group_variant_labels() {
-    static const std::vector<std::string> labels = {"two_outputs", "x_wT", "x_wT_prepared", "w_bf16", "w_panels", "w_bf16_panels"};
+    static const std::vector<std::string> labels = {"two_outputs", "x_wT",     "x_wT_prepared",
+                                                    "w_bf16",      "w_panels", "w_bf16_panels"};
     return labels;
 }
 
-GroupVariant make_group_variant(const std::string &label, const sched::GroupScheduleChoice &schedule, const Halide::Target &target) {
+GroupVariant make_group_variant(const std::string &label, const sched::GroupScheduleChoice &schedule,
+                                const Halide::Target &target) {
     std::optional<dsl::Graph> g = variant_graph(label, target);
     if (!g) throw std::invalid_argument("unknown group variant '" + label + "'");
     return compile(label, std::move(*g), schedule, target);

@@ -27,15 +27,15 @@
 namespace tessel::bench {
 
 struct GroupVariant {
-    std::string label;                      ///< "two_outputs", "x_wT", "w_bf16"...
-    std::unique_ptr<dsl::Graph> graph;      ///< the kernels point into it
-    std::unique_ptr<CompiledKernel> kernel; ///< the group that runs per call
+    std::string label;                                     ///< "two_outputs", "x_wT", "w_bf16"...
+    std::unique_ptr<dsl::Graph> graph;                     ///< the kernels point into it
+    std::unique_ptr<CompiledKernel> kernel;                ///< the group that runs per call
     std::vector<std::unique_ptr<CompiledKernel>> prepare;  ///< groups run once from the weights
     /** Weights in the layout the kernel reads and prepared values, by kernel argument name. */
     struct Prepared {
         std::map<std::string, Halide::Buffer<>> buffers;
-        double seconds = 0;       ///< converting the weights and running the prepared groups
-        int64_t read_bytes = 0;   ///< bytes of the largest prepared buffer the kernel reads (w)
+        double seconds = 0;      ///< converting the weights and running the prepared groups
+        int64_t read_bytes = 0;  ///< bytes of the largest prepared buffer the kernel reads (w)
     };
     /** Converts the weights among `buffers` (by name: w or wt) and runs the prepared groups. */
     Prepared prepare_weights(std::map<std::string, Halide::Runtime::Buffer<float> *> &buffers) const;
@@ -50,7 +50,8 @@ const std::vector<std::string> &group_variant_labels();
 
 /** One variant by label, tanh GELU in fast mode (as the benchmark's main rows), under
  * `schedule`; throws std::invalid_argument for an unknown label. */
-GroupVariant make_group_variant(const std::string &label, const sched::GroupScheduleChoice &schedule, const Halide::Target &target);
+GroupVariant make_group_variant(const std::string &label, const sched::GroupScheduleChoice &schedule,
+                                const Halide::Target &target);
 
 /** Every variant, in group_variant_labels() order. */
 std::vector<GroupVariant> make_group_variants(const sched::GroupScheduleChoice &schedule, const Halide::Target &target);

@@ -42,23 +42,32 @@ void register_timed(const std::string &name, ShapeData *d, const BenchOptions &o
     const bool cold = d->shape.kind == ShapeKind::Decode;
     const int threads = o.threads;
     const Timed impls{{name, std::move(fn)}};
-    benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State &state) {
-        run_rounds(state, impls, cold, flusher, threads);
-        const double t = median(g_samples[name]);
-        state.counters["median_ms"] = t * 1e3;
-        state.counters["GFLOP/s"] = d->shape.flops() / t * 1e-9;
-        if (cold) state.counters["GB/s"] = d->shape.min_bytes() / t * 1e-9;
-    })->UseManualTime()->Iterations(iterations_for(d->shape, o))->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(name.c_str(),
+                                 [=](benchmark::State &state) {
+                                     run_rounds(state, impls, cold, flusher, threads);
+                                     const double t = median(g_samples[name]);
+                                     state.counters["median_ms"] = t * 1e3;
+                                     state.counters["GFLOP/s"] = d->shape.flops() / t * 1e-9;
+                                     if (cold) state.counters["GB/s"] = d->shape.min_bytes() / t * 1e-9;
+                                 })
+        ->UseManualTime()
+        ->Iterations(iterations_for(d->shape, o))
+        ->Unit(benchmark::kMillisecond);
 }
 
 void register_paired(ShapeData *d, const BenchOptions &o, autosched::CacheFlusher *flusher, const Timed &impls) {
     const std::string name = d->shape.name + "/paired";
     const int threads = o.threads;
     const bool cold = d->shape.kind == ShapeKind::Decode;
-    benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State &state) {
-        run_rounds(state, impls, cold, flusher, threads);
-        for (const auto &impl : impls) state.counters[impl.first + " ms"] = median(g_samples[impl.first]) * 1e3;
-    })->UseManualTime()->Iterations(iterations_for(d->shape, o))->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(name.c_str(),
+                                 [=](benchmark::State &state) {
+                                     run_rounds(state, impls, cold, flusher, threads);
+                                     for (const auto &impl : impls)
+                                         state.counters[impl.first + " ms"] = median(g_samples[impl.first]) * 1e3;
+                                 })
+        ->UseManualTime()
+        ->Iterations(iterations_for(d->shape, o))
+        ->Unit(benchmark::kMillisecond);
 }
 
 double paired_ratio(const std::string &a, const std::string &b, double scale) {

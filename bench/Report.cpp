@@ -66,8 +66,9 @@ void print_summary(const BenchOptions &o, const Machine &m, const std::vector<st
     std::fprintf(g_text, "FMA peak (%s loop): %.1f GFLOP/s median, %.1f best | STREAM triad: %.1f GB/s median, %.1f best\n",
                  m.fma_isa.c_str(), m.fma_peak_gflops, m.fma_peak_gflops_best, m.triad_gbps, m.triad_gbps_best);
     if (m.nominal.flops_per_cycle > 0)
-        std::fprintf(g_text, "FMA peak, independent count: %s, %.0f FLOP/cycle/core x %.2f GHz (reported clock) x %d = %.1f GFLOP/s; "
-                             "probe / count = %.2f\n",
+        std::fprintf(g_text,
+                     "FMA peak, independent count: %s, %.0f FLOP/cycle/core x %.2f GHz (reported clock) x %d = %.1f GFLOP/s; "
+                     "probe / count = %.2f\n",
                      m.nominal.core.c_str(), m.nominal.flops_per_cycle, m.nominal.ghz, o.threads, m.nominal.gflops,
                      m.fma_peak_gflops / m.nominal.gflops);
     else
@@ -75,11 +76,13 @@ void print_summary(const BenchOptions &o, const Machine &m, const std::vector<st
     std::fprintf(g_text, "OpenBLAS: %s, %s build, %s\n", m.openblas.c_str(), openblas_build(m.openblas_parallel).c_str(),
                  m.openblas_library.c_str());
     std::fprintf(g_text, "Epilogue: GELU tanh; Tessel numeric mode fast (vectorized), OpenBLAS pass uses libmvec tanhf.\n");
-    std::fprintf(g_text, "Decode shapes: caches flushed before each iteration (%d threads write+read a %zu MiB buffer);\n"
-                         "roofline = the slower of the FLOPs at the best FMA peak and reading w once after the same flush\n"
-                         "(floor/read_w_*: OpenMP sums over w in 1, 2 and 8 streams per task, 1 KiB steps, and 8 streams in 128 B steps,\n"
-                         " timed like the kernels; per round the fastest; %% of roofline = median over rounds of floor / kernel).\n\n",
-                o.threads, (size_t)256);
+    std::fprintf(
+        g_text,
+        "Decode shapes: caches flushed before each iteration (%d threads write+read a %zu MiB buffer);\n"
+        "roofline = the slower of the FLOPs at the best FMA peak and reading w once after the same flush\n"
+        "(floor/read_w_*: OpenMP sums over w in 1, 2 and 8 streams per task, 1 KiB steps, and 8 streams in 128 B steps,\n"
+        " timed like the kernels; per round the fastest; %% of roofline = median over rounds of floor / kernel).\n\n",
+        o.threads, (size_t)256);
     // What the main rows ran: the schedule for this target (its register block in the
     // description) and, per row, the variant whose guards hold at that shape.
     const Halide::Target target = parse_target(o.target);
@@ -88,7 +91,7 @@ void print_summary(const BenchOptions &o, const Machine &m, const std::vector<st
     std::fprintf(g_text, "Tessel: schedule %s for %s (%s): %s\n\n", ran.name.c_str(), o.target.c_str(),
                  target.has_feature(Halide::Target::AVX512) ? "AVX-512, 32 zmm" : "AVX2, 16 ymm", ran.description.c_str());
     std::fprintf(g_text, "%-14s %-16s %10s %12s %8s %9s %9s  %s\n", "shape", "MxKxN", "Tessel ms", "OpenBLAS ms", "ratio",
-                "GFLOP/s", "BLAS GF/s", "% of FMA peak / % of decode roofline; the nest that ran");
+                 "GFLOP/s", "BLAS GF/s", "% of FMA peak / % of decode roofline; the nest that ran");
     for (const auto &d : data) {
         const BenchShape &s = d->shape;
         const double tt = median(g_samples[tessel_name(s, o.schedule, "tanh_fast")]);
@@ -110,11 +113,13 @@ void print_summary(const BenchOptions &o, const Machine &m, const std::vector<st
             const std::string tessel = tessel_name(s, o.schedule, "tanh_fast"), blas = blas_name(s, "tanh");
             const double share = read_bound ? f.share(tessel) : compute_floor / tt;
             const double blas_share = read_bound ? f.share(blas) : compute_floor / tb;
-            std::snprintf(buf, sizeof buf, "%5.1f%% of roofline (BLAS %.1f%%) | roofline %.2f ms (%s; w read at %.1f GB/s, %s, IQR %.0f%%), Tessel %.1f GB/s%s",
-                          100 * share, 100 * blas_share, roof * 1e3, read_bound ? "cold read of w" : "FMA peak",
-                          s.min_bytes() / f.seconds * 1e-9, f.pattern.c_str(), 100 * relative_spread(f.per_round),
-                          s.min_bytes() / tt * 1e-9,
-                          share > 1.0 || blas_share > 1.0 ? " ABOVE THE FLOOR: a read pattern is missing (bench/README)" : "");
+            std::snprintf(
+                buf, sizeof buf,
+                "%5.1f%% of roofline (BLAS %.1f%%) | roofline %.2f ms (%s; w read at %.1f GB/s, %s, IQR %.0f%%), Tessel %.1f GB/s%s",
+                100 * share, 100 * blas_share, roof * 1e3, read_bound ? "cold read of w" : "FMA peak",
+                s.min_bytes() / f.seconds * 1e-9, f.pattern.c_str(), 100 * relative_spread(f.per_round),
+                s.min_bytes() / tt * 1e-9,
+                share > 1.0 || blas_share > 1.0 ? " ABOVE THE FLOOR: a read pattern is missing (bench/README)" : "");
         } else {
             // Each iteration's kernel rate over the probe's rate in the same iteration; the median.
             const double scale = s.flops() / m.fma_flops;
@@ -130,13 +135,14 @@ void print_summary(const BenchOptions &o, const Machine &m, const std::vector<st
             for (const auto &g : ran.variants[v].guards) guards += (guards.empty() ? "" : " && ") + g.to_string();
         frac += v < ran.variants.size() ? "; variant " + std::to_string(v + 1) + " (" + guards + ")" : std::string("; fallback");
         std::fprintf(g_text, "%-14s %-16s %10.3f %12.3f %7.2fx %9.1f %9.1f  %s\n", s.name.c_str(), s.dims().c_str(), tt * 1e3,
-                    tb * 1e3, tb / tt, s.flops() / tt * 1e-9, s.flops() / tb * 1e-9, frac.c_str());
+                     tb * 1e3, tb / tt, s.flops() / tt * 1e-9, s.flops() / tb * 1e-9, frac.c_str());
     }
     // ratio = OpenBLAS time / Tessel time: > 1 means Tessel is faster.
     std::fprintf(g_text, "(ratio = OpenBLAS ms / Tessel ms; > 1.00x means Tessel is faster)\n");
     if (!target.has_feature(Halide::Target::AVX512) && __builtin_cpu_supports("avx512f"))
-        std::fprintf(g_text, "(--target narrows Tessel and the FMA probe to AVX2; OpenBLAS still runs its own kernel (%s,\n"
-                             " AVX-512 on this host), so its %% of the AVX2 peak can exceed 100 %%: the ratio is the fair figure)\n",
+        std::fprintf(g_text,
+                     "(--target narrows Tessel and the FMA probe to AVX2; OpenBLAS still runs its own kernel (%s,\n"
+                     " AVX-512 on this host), so its %% of the AVX2 peak can exceed 100 %%: the ratio is the fair figure)\n",
                      m.openblas.substr(0, m.openblas.find(' ')).c_str());
     if (!o.baseline.empty()) {
         std::fprintf(g_text, "\nBaseline %s vs %s (same run, tanh fast):\n", o.baseline.c_str(), o.schedule.c_str());
@@ -169,8 +175,8 @@ void print_summary(const BenchOptions &o, const Machine &m, const std::vector<st
         // Layouts: w declared a weight and prepared once (transposed, narrowed or packed).
         std::fprintf(g_text, "\nWeights prepared once (dsl/passes/LayoutAssignment.h), same run, schedule %s, tanh fast:\n",
                      o.schedule.c_str());
-        std::fprintf(g_text, "%-14s %10s %12s %7s %10s %7s %10s %7s %12s %7s  %s\n", "shape", "x @ w ms", "x@T(w) prep.",
-                     "ratio", "w panels", "ratio", "w bf16", "ratio", "bf16 panels", "ratio", "prepare ms (wT / panels / bf16 / both)");
+        std::fprintf(g_text, "%-14s %10s %12s %7s %10s %7s %10s %7s %12s %7s  %s\n", "shape", "x @ w ms", "x@T(w) prep.", "ratio",
+                     "w panels", "ratio", "w bf16", "ratio", "bf16 panels", "ratio", "prepare ms (wT / panels / bf16 / both)");
         for (const auto &d : data) {
             if (!listed(o.variant_shapes, d->shape.name)) continue;
             const BenchShape &s = d->shape;
@@ -180,7 +186,8 @@ void print_summary(const BenchOptions &o, const Machine &m, const std::vector<st
             const double tk = median(g_samples[tessel_name(s, o.schedule, "w_panels")]);
             const double tb = median(g_samples[tessel_name(s, o.schedule, "w_bf16")]);
             const double tbk = median(g_samples[tessel_name(s, o.schedule, "w_bf16_panels")]);
-            std::fprintf(g_text, "%-14s %10.3f %12.3f %6.3fx %10.3f %6.3fx %10.3f %6.3fx %12.3f %6.3fx  %.1f / %.1f / %.1f / %.1f\n",
+            std::fprintf(g_text,
+                         "%-14s %10.3f %12.3f %6.3fx %10.3f %6.3fx %10.3f %6.3fx %12.3f %6.3fx  %.1f / %.1f / %.1f / %.1f\n",
                          s.name.c_str(), t1 * 1e3, tp * 1e3, t1 / tp, tk * 1e3, t1 / tk, tb * 1e3, t1 / tb, tbk * 1e3, t1 / tbk,
                          prep.at("x_wT_prepared").seconds * 1e3, prep.at("w_panels").seconds * 1e3,
                          prep.at("w_bf16").seconds * 1e3, prep.at("w_bf16_panels").seconds * 1e3);
@@ -191,21 +198,23 @@ void print_summary(const BenchOptions &o, const Machine &m, const std::vector<st
                 auto share = [&](const char *label) {
                     return 100 * f.share(tessel_name(s, o.schedule, label)) * prep.at(label).read_bytes / s.min_bytes();
                 };
-                std::fprintf(g_text, "%-14s read floor %.3f ms = %.1f GB/s (%s); of that bandwidth: x @ w %.1f%%, "
-                                     "panels %.1f%%, bf16 %.1f%%, bf16 panels %.1f%%\n",
+                std::fprintf(g_text,
+                             "%-14s read floor %.3f ms = %.1f GB/s (%s); of that bandwidth: x @ w %.1f%%, "
+                             "panels %.1f%%, bf16 %.1f%%, bf16 panels %.1f%%\n",
                              "", f.seconds * 1e3, s.min_bytes() / f.seconds * 1e-9, f.pattern.c_str(),
                              100 * f.share(tessel_name(s, o.schedule, "tanh_fast")), share("w_panels"), share("w_bf16"),
                              share("w_bf16_panels"));
             }
         }
-        std::fprintf(g_text, "(ratio = x @ w ms / variant ms: > 1.000x means the variant is faster; x@T(w) prep. is w stored\n"
-                             " [N, K], transposed once when prepared; panels are the register block's width)\n");
+        std::fprintf(g_text,
+                     "(ratio = x @ w ms / variant ms: > 1.000x means the variant is faster; x@T(w) prep. is w stored\n"
+                     " [N, K], transposed once when prepared; panels are the register block's width)\n");
     }
 
     for (const auto &d : data) {
         if (d->shape.name != o.mode_shape) continue;
         std::fprintf(g_text, "\nGELU epilogue forms on %s (%s), schedule %s:\n", d->shape.name.c_str(), d->shape.dims().c_str(),
-                    o.schedule.c_str());
+                     o.schedule.c_str());
         for (const char *e : {"tanh_fast", "tanh_strict", "erf"}) {
             const double t = median(g_samples[tessel_name(d->shape, o.schedule, e)]);
             std::fprintf(g_text, "  tessel %-12s %9.3f ms %8.1f GFLOP/s\n", e, t * 1e3, d->shape.flops() / t * 1e-9);
@@ -215,8 +224,10 @@ void print_summary(const BenchOptions &o, const Machine &m, const std::vector<st
             std::fprintf(g_text, "  openblas %-10s %9.3f ms %8.1f GFLOP/s\n", e, t * 1e3, d->shape.flops() / t * 1e-9);
         }
     }
-    std::fprintf(g_text, "\nError vs the float64 reference on %s (x, w, bias uniform in [-1, 1)),\n"
-                         "and of the epilogue alone (K = 1, v in [-8, 8], 65536 points):\n", error_shape.c_str());
+    std::fprintf(g_text,
+                 "\nError vs the float64 reference on %s (x, w, bias uniform in [-1, 1)),\n"
+                 "and of the epilogue alone (K = 1, v in [-8, 8], 65536 points):\n",
+                 error_shape.c_str());
     for (const auto &r : errors)
         std::fprintf(g_text, "  %-38s max abs %.2e  max rel %.2e\n", r.what.c_str(), r.err.max_abs, r.err.max_rel);
     std::fprintf(g_text, "\nJIT compile time (all guarded variants, tanh fast):\n");

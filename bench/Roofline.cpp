@@ -29,9 +29,7 @@ double fastest(const std::vector<double> &v) { return v.empty() ? NAN : *std::mi
 
 }  // namespace
 
-std::string openblas_build(int parallel) {
-    return parallel == 2 ? "OpenMP" : parallel == 1 ? "pthread" : "sequential";
-}
+std::string openblas_build(int parallel) { return parallel == 2 ? "OpenMP" : parallel == 1 ? "pthread" : "sequential"; }
 
 Machine describe_openblas() {
     Machine m;
@@ -44,23 +42,31 @@ Machine describe_openblas() {
 
 void register_probes(const BenchOptions &o, FmaPeakProbe *fma, TriadProbe *triad) {
     const int fma_iterations = std::clamp((int)(o.seconds_per_repetition / 0.05), 3, 100);
-    benchmark::RegisterBenchmark("probe/fma_peak", [=](benchmark::State &state) {
-        for (auto _ : state) {
-            const double t = fma->run();
-            state.SetIterationTime(t);
-            g_samples["probe/fma_peak"].push_back(t);
-        }
-        state.counters["GFLOP/s"] = fma->flops() / median(g_samples["probe/fma_peak"]) * 1e-9;
-    })->UseManualTime()->Iterations(fma_iterations)->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("probe/fma_peak",
+                                 [=](benchmark::State &state) {
+                                     for (auto _ : state) {
+                                         const double t = fma->run();
+                                         state.SetIterationTime(t);
+                                         g_samples["probe/fma_peak"].push_back(t);
+                                     }
+                                     state.counters["GFLOP/s"] = fma->flops() / median(g_samples["probe/fma_peak"]) * 1e-9;
+                                 })
+        ->UseManualTime()
+        ->Iterations(fma_iterations)
+        ->Unit(benchmark::kMillisecond);
     const int triad_iterations = std::clamp((int)(o.seconds_per_repetition / 0.015), 3, 100);
-    benchmark::RegisterBenchmark("probe/stream_triad", [=](benchmark::State &state) {
-        for (auto _ : state) {
-            const double t = triad->run();
-            state.SetIterationTime(t);
-            g_samples["probe/stream_triad"].push_back(t);
-        }
-        state.counters["GB/s"] = triad->bytes() / median(g_samples["probe/stream_triad"]) * 1e-9;
-    })->UseManualTime()->Iterations(triad_iterations)->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("probe/stream_triad",
+                                 [=](benchmark::State &state) {
+                                     for (auto _ : state) {
+                                         const double t = triad->run();
+                                         state.SetIterationTime(t);
+                                         g_samples["probe/stream_triad"].push_back(t);
+                                     }
+                                     state.counters["GB/s"] = triad->bytes() / median(g_samples["probe/stream_triad"]) * 1e-9;
+                                 })
+        ->UseManualTime()
+        ->Iterations(triad_iterations)
+        ->Unit(benchmark::kMillisecond);
 }
 
 void summarize_probes(Machine &m, const FmaPeakProbe &fma, const TriadProbe &triad) {

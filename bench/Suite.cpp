@@ -4,9 +4,7 @@
 
 namespace tessel::bench {
 
-std::string BenchShape::dims() const {
-    return std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N);
-}
+std::string BenchShape::dims() const { return std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N); }
 
 std::vector<BenchShape> load_suite(const std::string &path) {
     std::vector<BenchShape> shapes;

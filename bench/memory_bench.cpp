@@ -122,8 +122,8 @@ struct Program {
 
 /** Runs the programs on the interleaved harness: one warm-up round, then `rounds` rounds, each in
  * an order drawn afresh. */
-void alternate(std::vector<Program *> ps, const std::map<std::string, dsl::Tensor> &in,
-               const std::map<std::string, int64_t> &s, int rounds) {
+void alternate(std::vector<Program *> ps, const std::map<std::string, dsl::Tensor> &in, const std::map<std::string, int64_t> &s,
+               int rounds) {
     std::vector<Contender> contenders;
     for (Program *p : ps) contenders.push_back(p->contender(in, s));
     InterleavedOptions o;
@@ -139,7 +139,7 @@ dsl::Graph simplified(dsl::Graph g) {
 }
 
 void plan_quality_table(const Halide::Target &t) {
-        std::cout << "\n## Memory plans of the example graphs (M = K = N = H = 512, S = 1024), MiB\n"
+    std::cout << "\n## Memory plans of the example graphs (M = K = N = H = 512, S = 1024), MiB\n"
               << "graph                fusion   groups   naive  planned    bound  planned/bound  no-concurrent-reuse\n";
     std::vector<std::filesystem::path> files;
     for (const auto &e : std::filesystem::directory_iterator(std::string(TESSEL_SOURCE_DIR) + "/algorithms"))
@@ -168,14 +168,14 @@ void plan_quality_table(const Halide::Target &t) {
             const dsl::BufferAssignment a = dsl::assign_buffers(g, plan, bound, serial),
                                         b = dsl::assign_buffers(g, plan, bound, separate);
             std::printf("%-20s %-8s %6zu %8s %8s %8s %14.3f %20s\n", f.stem().c_str(), fused ? "fused" : "unfused",
-                        plan.groups.size(), mib(a.naive_bytes).c_str(), mib(a.planned_peak).c_str(),
-                        mib(a.lower_bound).c_str(), a.quality(), mib(b.planned_peak).c_str());
+                        plan.groups.size(), mib(a.naive_bytes).c_str(), mib(a.planned_peak).c_str(), mib(a.lower_bound).c_str(),
+                        a.quality(), mib(b.planned_peak).c_str());
         }
     }
 }
 
 void random_quality(int n) {
-        std::vector<double> q;
+    std::vector<double> q;
     int worse = 0;
     for (int seed = 0; seed < n; seed++) {
         const dsl::Graph g = simplified(dsl::test::random_kernel_graph(seed, 6 + seed % 14));
@@ -190,14 +190,16 @@ void random_quality(int n) {
     }
     std::sort(q.begin(), q.end());
     auto at = [&](double f) { return q[std::min(q.size() - 1, (size_t)(f * (double)q.size()))]; };
-    std::printf("\n## planned / bound over %zu random plans (%d graphs, fused and unfused)\n"
-                "median %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f  plans above 1.10: %d\n",
-                q.size(), n, at(0.5), at(0.9), at(0.99), at(0.999), q.back(), worse);
+    std::printf(
+        "\n## planned / bound over %zu random plans (%d graphs, fused and unfused)\n"
+        "median %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f  plans above 1.10: %d\n",
+        q.size(), n, at(0.5), at(0.9), at(0.99), at(0.999), q.back(), worse);
 }
 
 void attention_rows(const Halide::Target &t, const std::vector<int64_t> &sizes, int rounds) {
-    std::cout << "\n## Attention forward + backward, d = 64: probability matrix saved vs recomputed (library default schedules)\n"
-              << "    S   P MiB  saved peak  recomputed peak  peak change   saved ms  recomputed ms  recomputed/saved  planner's pick  agree\n";
+    std::cout
+        << "\n## Attention forward + backward, d = 64: probability matrix saved vs recomputed (library default schedules)\n"
+        << "    S   P MiB  saved peak  recomputed peak  peak change   saved ms  recomputed ms  recomputed/saved  planner's pick  agree\n";
     for (int64_t S : sizes) {
         const std::map<std::string, int64_t> s = {{"S", S}};
         const dsl::Graph graph = attention_fwd_bwd();
@@ -231,7 +233,8 @@ void mlp_and_concurrency(const Halide::Target &t, int rounds) {
         Program a("kept", planned(graph, t, s, without_remat()), t, s), b("remat", planned(graph, t, s), t, s);
         std::cout << b.planned.remat->to_string();
         const auto in = random_inputs(a.graph, s);
-        const double agree = std::max(max_rel(a.run(in, s), b.run(in, s)), max_rel(a.run(in, s), dsl::interpret(a.graph, in, {}).outputs));
+        const double agree =
+            std::max(max_rel(a.run(in, s), b.run(in, s)), max_rel(a.run(in, s), dsl::interpret(a.graph, in, {}).outputs));
         alternate({&a, &b}, in, s, rounds);
         std::printf("kept: peak %s MiB, %.3f ms; rematerialized: peak %s MiB, %.3f ms (%.3fx); max rel difference %.1e\n",
                     mib(a.peak).c_str(), median(a.times) * 1e3, mib(b.peak).c_str(), median(b.times) * 1e3,
@@ -268,11 +271,13 @@ void layout_read_costs(const Halide::Target &t, int rounds) {
                                {"softmax(%a, axis=1)", "softmax(transpose(%a), axis=1)"}};
     std::vector<std::unique_ptr<Program>> ps;
     auto add = [&](const std::string &label, const std::string &body) {
-        const std::string text = "graph " + label + " mode=fast {\n  %a = input : f32[M, M]\n  %y = " + body + "\n  output %y\n}\n";
+        const std::string text =
+            "graph " + label + " mode=fast {\n  %a = input : f32[M, M]\n  %y = " + body + "\n  output %y\n}\n";
         ps.push_back(std::make_unique<Program>(label, planned(dsl::parse(text, label + ".tsl"), t, s, without_remat()), t, s));
     };
     const char *kinds[] = {"elementwise", "reduction", "softmax"};
-    for (int k = 0; k < 3; k++) add(std::string(kinds[k]) + "_contiguous", bodies[k][0]), add(std::string(kinds[k]) + "_strided", bodies[k][1]);
+    for (int k = 0; k < 3; k++)
+        add(std::string(kinds[k]) + "_contiguous", bodies[k][0]), add(std::string(kinds[k]) + "_strided", bodies[k][1]);
     add("copy", "copy(%a, layout=\"[1, 0]\")");
     std::vector<Program *> raw;
     for (auto &p : ps) raw.push_back(p.get());
@@ -280,24 +285,28 @@ void layout_read_costs(const Halide::Target &t, int rounds) {
     alternate(raw, in, s, rounds);
     const double unit = kernel_ms(*ps[0]);
     const dsl::LayoutCostModel model = lower::layout_options(t).model;
-    std::printf("\n## Layout read costs, 1024 x 1024 f32, kernel medians over %d alternated rounds, in units of the contiguous exp kernel (%.3f ms)\n"
-                "kind          contiguous ms  strided ms  contiguous  strided   model: contiguous  strided\n", rounds, unit);
+    std::printf(
+        "\n## Layout read costs, 1024 x 1024 f32, kernel medians over %d alternated rounds, in units of the contiguous exp kernel (%.3f ms)\n"
+        "kind          contiguous ms  strided ms  contiguous  strided   model: contiguous  strided\n",
+        rounds, unit);
     for (int k = 0; k < 3; k++)
         std::printf("%-12s %14.3f %11.3f %11.2f %8.2f %19.2f %8.2f\n", kinds[k], kernel_ms(*ps[2 * k]), kernel_ms(*ps[2 * k + 1]),
                     kernel_ms(*ps[2 * k]) / unit, kernel_ms(*ps[2 * k + 1]) / unit, model.read_cost[k][0], model.read_cost[k][1]);
-    std::printf("%-12s %14s %11.3f %11s %8.2f %19s %8.2f\n", "copy [1, 0]", "", kernel_ms(*ps[6]), "", kernel_ms(*ps[6]) / unit, "",
-                model.conversion_cost);
+    std::printf("%-12s %14s %11.3f %11s %8.2f %19s %8.2f\n", "copy [1, 0]", "", kernel_ms(*ps[6]), "", kernel_ms(*ps[6]) / unit,
+                "", model.conversion_cost);
 }
 
 /** The layout chains (algorithms/chain_*.tsl) under the pass's choice, forcing the stored
  * layout (no copy) and a copy per strided reader, timed alternately (kernels only). */
 void layout_chain_rows(const Halide::Target &t, int rounds) {
-    std::cout << "\n## Layout chains: the pass's choice vs forcing the stored layout vs a copy per strided reader (kernel time, ms;\n"
-              << "## '=': the same program as the choice, a tie)\n"
-              << "chain          M     K     N   choice    chosen    forcing  copy/reader  best         chosen/best  agree\n";
+    std::cout
+        << "\n## Layout chains: the pass's choice vs forcing the stored layout vs a copy per strided reader (kernel time, ms;\n"
+        << "## '=': the same program as the choice, a tie)\n"
+        << "chain          M     K     N   choice    chosen    forcing  copy/reader  best         chosen/best  agree\n";
     using C = dsl::LayoutOptions::Conversions;
     for (const char *name : {"chain_convert", "chain_force"}) {
-        for (const auto &[M, K, N] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{1024, 256, 1024}, {256, 1024, 4096}, {4096, 256, 256}}) {
+        for (const auto &[M, K, N] :
+             std::vector<std::tuple<int64_t, int64_t, int64_t>>{{1024, 256, 1024}, {256, 1024, 4096}, {4096, 256, 256}}) {
             const std::map<std::string, int64_t> s = {{"M", M}, {"K", K}, {"N", N}};
             const dsl::Graph g = dsl::parse_file(std::string(TESSEL_SOURCE_DIR) + "/algorithms/" + name + ".tsl");
             std::vector<std::unique_ptr<Program>> ps;
@@ -319,8 +328,9 @@ void layout_chain_rows(const Halide::Target &t, int rounds) {
             const bool forcing_is_choice = dsl::print(ps[1]->graph) == dsl::print(ps[0]->graph);
             const double best = std::min({a, forcing_is_choice ? a : b, each_is_choice ? a : c});
             const char *best_name = best == a ? "choice" : best == b ? "forcing" : "copy/reader";
-            std::printf("%-13s %5lld %5lld %5lld   %-7s %8.3f %10.3f %11.3f%s  %-12s %11.3f  %6.1e\n", name, (long long)M, (long long)K,
-                        (long long)N, chosen_copies ? "copy" : "no copy", a, b, c, each_is_choice ? "=" : " ", best_name, a / best, agree);
+            std::printf("%-13s %5lld %5lld %5lld   %-7s %8.3f %10.3f %11.3f%s  %-12s %11.3f  %6.1e\n", name, (long long)M,
+                        (long long)K, (long long)N, chosen_copies ? "copy" : "no copy", a, b, c, each_is_choice ? "=" : " ",
+                        best_name, a / best, agree);
         }
     }
 }
@@ -349,8 +359,9 @@ int main(int argc, char **argv) {
         } else if (a == "--timings-only") {
             tables = false;
         } else {
-            std::cerr << "usage: tessel_memory_bench [--sizes 512,1024,2048,4096] [--rounds N] [--random N]\n"
-                         "                           [--target host|x86-64-linux-avx2-fma...] [--timings-only] [--layouts-only]\n";
+            std::cerr
+                << "usage: tessel_memory_bench [--sizes 512,1024,2048,4096] [--rounds N] [--random N]\n"
+                   "                           [--target host|x86-64-linux-avx2-fma...] [--timings-only] [--layouts-only]\n";
             return 2;
         }
     }

@@ -78,7 +78,8 @@ int run(int argc, char **argv) {
                  target.to_string().c_str(), machine.openblas.c_str(), openblas_build(machine.openblas_parallel).c_str(),
                  machine.openblas_library.c_str());
     if (machine.openblas_parallel != 2)
-        std::fprintf(g_text, "warning: not OpenBLAS's OpenMP build; its thread pool fights the OpenMP epilogue (use bench/run.sh)\n");
+        std::fprintf(g_text,
+                     "warning: not OpenBLAS's OpenMP build; its thread pool fights the OpenMP epilogue (use bench/run.sh)\n");
     std::fflush(g_text);
     const VectorIsa isa = target.has_feature(Halide::Target::AVX512) ? VectorIsa::Avx512 : VectorIsa::Avx2;
     FmaPeakProbe fma(o.threads, 0.05, isa);
@@ -98,7 +99,8 @@ int run(int argc, char **argv) {
     k.tanh_strict = std::make_unique<GeluLayer>(GeluForm::Tanh, NumericMode::Strict, schedule, target);
     k.erf = std::make_unique<GeluLayer>(GeluForm::Erf, NumericMode::Fast, schedule, target);
     if (!o.baseline.empty())
-        k.baseline = std::make_unique<GeluLayer>(GeluForm::Tanh, NumericMode::Fast, sched::resolve_schedule(o.baseline, target), target);
+        k.baseline =
+            std::make_unique<GeluLayer>(GeluForm::Tanh, NumericMode::Fast, sched::resolve_schedule(o.baseline, target), target);
     if (!o.variant_shapes.empty()) k.variants = make_group_variants(sched::resolve_group_schedule(o.schedule, target), target);
 
     // JIT compile time of every CPU library schedule, as a benchmark so it lands in the JSON.
@@ -107,14 +109,19 @@ int run(int argc, char **argv) {
         if (entry.group != dsl::GroupKind::MatmulEpilogue) continue;
         if (entry.device != sched::Device::Cpu) continue;
         const std::string name = "compile/" + entry.name;
-        benchmark::RegisterBenchmark(name.c_str(), [=, &compile_seconds](benchmark::State &state) {
-            for (auto _ : state) {
-                const GeluLayer layer(GeluForm::Tanh, dsl::NumericMode::Fast, entry.build(target), target);
-                state.SetIterationTime(layer.kernel().compile_seconds());
-                compile_seconds[entry.name] = layer.kernel().compile_seconds();
-                state.counters["variants"] = (double)layer.kernel().variants().size();
-            }
-        })->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+        benchmark::RegisterBenchmark(name.c_str(),
+                                     [=, &compile_seconds](benchmark::State &state) {
+                                         for (auto _ : state) {
+                                             const GeluLayer layer(GeluForm::Tanh, dsl::NumericMode::Fast, entry.build(target),
+                                                                   target);
+                                             state.SetIterationTime(layer.kernel().compile_seconds());
+                                             compile_seconds[entry.name] = layer.kernel().compile_seconds();
+                                             state.counters["variants"] = (double)layer.kernel().variants().size();
+                                         }
+                                     })
+            ->UseManualTime()
+            ->Iterations(1)
+            ->Unit(benchmark::kMillisecond);
     }
 
     CacheFlusher flusher;
@@ -156,7 +163,7 @@ int run(int argc, char **argv) {
                 for (int kk = 0; kk < s.K; kk++) d->wt(kk, n) = d->w(n, kk);
             for (const GroupVariant &v : k.variants) {
                 Buffer<float> yv(s.N, s.M);
-                std::map<std::string, Buffer<float> *> args{{"x", &d->x}, {"w", &d->w}, {"wt", &d->wt},
+                std::map<std::string, Buffer<float> *> args{{"x", &d->x},       {"w", &d->w}, {"wt", &d->wt},
                                                             {"bias", &d->bias}, {"t", &d->t}, {"y", &yv}};
                 const GroupVariant::Prepared *prep = &(d->prepared[v.label] = v.prepare_weights(args));
                 v.run(args, *prep);
@@ -170,27 +177,26 @@ int run(int argc, char **argv) {
                     ev = compare(yv.data(), yr.data(), (size_t)s.M * s.N);
                 }
                 if (!(ev.max_rel <= 1e-3)) {
-                    std::fprintf(stderr, "error: %s: %s and the layer disagree (max rel %.3g)\n", s.name.c_str(),
-                                 v.label.c_str(), ev.max_rel);
+                    std::fprintf(stderr, "error: %s: %s and the layer disagree (max rel %.3g)\n", s.name.c_str(), v.label.c_str(),
+                                 ev.max_rel);
                     return 1;
                 }
                 const GroupVariant *vp = &v;
                 timed.push_back({tessel_name(s, o.schedule, v.label), [=] {
-                                     std::map<std::string, Buffer<float> *> a{{"x", &d->x}, {"w", &d->w}, {"wt", &d->wt},
-                                                                             {"bias", &d->bias}, {"t", &d->t}, {"y", &d->y}};
+                                     std::map<std::string, Buffer<float> *> a{{"x", &d->x},       {"w", &d->w}, {"wt", &d->wt},
+                                                                              {"bias", &d->bias}, {"t", &d->t}, {"y", &d->y}};
                                      vp->run(a, *prep);
                                  }});
             }
         }
-        timed.push_back({blas_name(s, "tanh"), [=] {
-                             gelu_mlp_openblas(d->x.data(), d->w.data(), d->bias.data(), d->y.data(), s.M, s.K, s.N,
-                                               GeluForm::Tanh);
-                         }});
+        timed.push_back(
+            {blas_name(s, "tanh"),
+             [=] { gelu_mlp_openblas(d->x.data(), d->w.data(), d->bias.data(), d->y.data(), s.M, s.K, s.N, GeluForm::Tanh); }});
         if (s.kind == ShapeKind::Decode) {
             const int threads = o.threads;
             for (const autosched::ReadPattern &p : autosched::kReadPatterns)
-                timed.push_back({floor_name(s, p),
-                                 [=] { g_sink = g_sink + stream_read(d->w.data(), (size_t)s.K * s.N, threads, p); }});
+                timed.push_back(
+                    {floor_name(s, p), [=] { g_sink = g_sink + stream_read(d->w.data(), (size_t)s.K * s.N, threads, p); }});
         } else {
             // The FMA probe in the same rounds: "% of peak" is a ratio of rates measured
             // milliseconds apart, so clock drift between benchmarks does not enter it.
@@ -202,16 +208,15 @@ int run(int argc, char **argv) {
             GeluLayer *strict = k.tanh_strict.get(), *erf = k.erf.get();
             register_timed(tessel_name(s, o.schedule, "tanh_strict"), d, o, &flusher,
                            [=] { strict->run(d->x, d->w, d->bias, d->y); });
-            register_timed(tessel_name(s, o.schedule, "erf"), d, o, &flusher,
-                           [=] { erf->run(d->x, d->w, d->bias, d->y); });
+            register_timed(tessel_name(s, o.schedule, "erf"), d, o, &flusher, [=] { erf->run(d->x, d->w, d->bias, d->y); });
             register_timed(blas_name(s, "erf"), d, o, &flusher, [=] {
                 gelu_mlp_openblas(d->x.data(), d->w.data(), d->bias.data(), d->y.data(), s.M, s.K, s.N, GeluForm::Erf);
             });
         }
     }
 
-    benchmark::AddCustomContext("openblas", machine.openblas + " [" + openblas_build(machine.openblas_parallel) +
-                                                " build] " + machine.openblas_library);
+    benchmark::AddCustomContext(
+        "openblas", machine.openblas + " [" + openblas_build(machine.openblas_parallel) + " build] " + machine.openblas_library);
     benchmark::AddCustomContext("threads", std::to_string(o.threads));
     benchmark::AddCustomContext("schedule", o.schedule);
     benchmark::RunSpecifiedBenchmarks();

@@ -39,8 +39,7 @@ Halide::Target parse_target(const std::string &text) {
     return with_halide_errors("parsing target '" + text + "'", [&] {
         if (text == "host") return Halide::get_host_target();
         if (text == "host-cuda")
-            return Halide::get_host_target().with_feature(Halide::Target::CUDA).with_feature(
-                Halide::Target::CUDACapability86);
+            return Halide::get_host_target().with_feature(Halide::Target::CUDA).with_feature(Halide::Target::CUDACapability86);
         std::string spec = text;
         if (spec.rfind("host-", 0) == 0) {
             // Halide accepts "host-<features>"; keep it, but validate explicitly for a clear error.
@@ -53,8 +52,8 @@ Halide::Target parse_target(const std::string &text) {
     });
 }
 
-JitKernel compile_jit(const Halide::Pipeline &pipeline, const std::vector<Halide::Argument> &args,
-                      const Halide::Target &target, const std::string &name, const std::string &description) {
+JitKernel compile_jit(const Halide::Pipeline &pipeline, const std::vector<Halide::Argument> &args, const Halide::Target &target,
+                      const std::string &name, const std::string &description) {
     if (KernelCache *cache = KernelCache::active(); cache && !description.empty() && !target.has_gpu_feature()) {
         KernelCache::Result r = cache->get(description, pipeline, args, target, name);
         if (r.kernel) {
@@ -78,9 +77,8 @@ JitKernel compile_jit(const Halide::Pipeline &pipeline, const std::vector<Halide
 
 namespace {
 const std::pair<AotOutput, const char *> kOutputs[] = {
-    {AotOutput::StaticLibrary, "lib"}, {AotOutput::Header, "h"},        {AotOutput::Object, "o"},
-    {AotOutput::Assembly, "asm"},      {AotOutput::Stmt, "stmt"},       {AotOutput::StmtHtml, "html"},
-    {AotOutput::Ptx, "ptx"}};
+    {AotOutput::StaticLibrary, "lib"}, {AotOutput::Header, "h"},      {AotOutput::Object, "o"}, {AotOutput::Assembly, "asm"},
+    {AotOutput::Stmt, "stmt"},         {AotOutput::StmtHtml, "html"}, {AotOutput::Ptx, "ptx"}};
 }
 
 std::string to_string(AotOutput o) {
@@ -127,7 +125,8 @@ std::string aot_error_recorder_section(const std::string &name) {
  * tessel_last_error() holds the message of this thread's last error:
  *
  *   tessel_install_error_recorder();
- *   if ()" + name + R"((...buffers...) != 0) fprintf(stderr, "%s\n", tessel_last_error());
+ *   if ()" +
+           name + R"((...buffers...) != 0) fprintf(stderr, "%s\n", tessel_last_error());
  *
  * The recorder replaces the process-wide handler of the Halide runtime (halide_set_error_handler);
  * a program may install its own handler the same way instead, or define halide_error() itself

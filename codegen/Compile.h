@@ -40,8 +40,8 @@ struct JitKernel {
     bool from_cache = false;  ///< loaded without compiling
     double compile_seconds = 0;
 };
-JitKernel compile_jit(const Halide::Pipeline &pipeline, const std::vector<Halide::Argument> &args,
-                      const Halide::Target &target, const std::string &name, const std::string &description = "");
+JitKernel compile_jit(const Halide::Pipeline &pipeline, const std::vector<Halide::Argument> &args, const Halide::Target &target,
+                      const std::string &name, const std::string &description = "");
 
 /** Records a Halide runtime error message for last_halide_error() (the handler JIT and cached
  * kernels report through). */
@@ -66,11 +66,9 @@ AotOutput parse_aot_output(const std::string &s);
  * Ptx writes the device code of a CUDA target (CompileError if the target has no CUDA). The
  * header ends with aot_error_recorder_section(name): without it, Halide's runtime aborts the
  * caller's process on an error such as a too-small buffer. */
-std::vector<std::filesystem::path> compile_aot(const Halide::Pipeline &pipeline,
-                                               const std::vector<Halide::Argument> &args,
+std::vector<std::filesystem::path> compile_aot(const Halide::Pipeline &pipeline, const std::vector<Halide::Argument> &args,
                                                const Halide::Target &target, const std::string &name,
-                                               const std::filesystem::path &dir,
-                                               const std::set<AotOutput> &outputs);
+                                               const std::filesystem::path &dir, const std::set<AotOutput> &outputs);
 
 /** The PTX Halide generates for the GPU kernels of a CUDA pipeline. */
 std::string generate_ptx(const Halide::Pipeline &pipeline, const std::vector<Halide::Argument> &args,

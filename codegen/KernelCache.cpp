@@ -152,9 +152,11 @@ KernelCache::Result KernelCache::get(const std::string &description, const Halid
         } catch (const Halide::Error &e) {
             throw CompileError("compiling '" + name + "' for the kernel cache failed in Halide: " + std::string(e.what()));
         }
-        const std::vector<std::string> link = {TESSEL_KERNEL_CACHE_LINKER, "-shared", "-Wl,-Bsymbolic", "-o", lib.string(), obj.string()};
+        const std::vector<std::string> link = {
+            TESSEL_KERNEL_CACHE_LINKER, "-shared", "-Wl,-Bsymbolic", "-o", lib.string(), obj.string()};
         if (const SubprocessResult linked = run_subprocess(link); !linked.ok())
-            throw CompileError("linking '" + name + "' for the kernel cache failed: " + format_command(link) + "\n" + linked.output);
+            throw CompileError("linking '" + name + "' for the kernel cache failed: " + format_command(link) + "\n" +
+                               linked.output);
         std::ofstream(tmp / "key") << key;
         fs::rename(tmp / "key", key_file);
         fs::rename(lib, so);

@@ -8,8 +8,8 @@ int parallel_runtime_threads() { return tessel_parallel::threads(); }
 
 namespace {
 
-int jit_do_par_for(Halide::JITUserContext *context, int (*task)(Halide::JITUserContext *, int, uint8_t *),
-                   int min, int extent, uint8_t *closure) {
+int jit_do_par_for(Halide::JITUserContext *context, int (*task)(Halide::JITUserContext *, int, uint8_t *), int min, int extent,
+                   uint8_t *closure) {
     return tessel_parallel::run_loop(context, task, min, extent, closure);
 }
 

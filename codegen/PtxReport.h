@@ -25,16 +25,16 @@ namespace tessel {
 /** Limits a kernel must respect on the target chip (defaults: sm_80 and sm_90 alike;
  * CompiledKernel::ptx_limits fills them from the target's sched::CudaFacts). */
 struct PtxLimits {
-    int max_registers = 255;           ///< per thread
-    long max_shared_bytes = 48 * 1024; ///< static + dynamic shared memory per block without opt-in
+    int max_registers = 255;            ///< per thread
+    long max_shared_bytes = 48 * 1024;  ///< static + dynamic shared memory per block without opt-in
     int max_threads_per_block = 1024;
 };
 
 /** The report of one variant of a schedule. */
 struct PtxVariantReport {
-    std::string label;          ///< "variant 1 (M <= 16)" or "fallback"
-    PtxasReport ptxas;          ///< what ptxas says
-    long threads_per_block = 0; ///< largest GPU block the schedule declares
+    std::string label;              ///< "variant 1 (M <= 16)" or "fallback"
+    PtxasReport ptxas;              ///< what ptxas says
+    long threads_per_block = 0;     ///< largest GPU block the schedule declares
     long dynamic_shared_bytes = 0;  ///< shared memory the schedule's bounds account for
     bool shared_complete = true;    ///< false when some shared Func has no bound (then a lower bound)
 };

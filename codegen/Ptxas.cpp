@@ -2,6 +2,8 @@
 
 #include "support/Subprocess.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -9,8 +11,6 @@
 #include <regex>
 #include <sstream>
 #include <stdexcept>
-#include <unistd.h>
-#include <sys/wait.h>
 
 #ifndef TESSEL_PTXAS_PATH
 #define TESSEL_PTXAS_PATH ""
@@ -30,9 +30,9 @@ std::string PtxasReport::to_string() const {
     std::ostringstream os;
     os << "ptxas " << arch << ": " << (ok ? "assembled" : "FAILED") << "\n";
     for (const auto &k : kernels) {
-        os << "  " << k.kernel << ": " << k.registers << " registers/thread, " << k.shared_bytes
-           << " bytes shared memory, " << k.stack_bytes << " bytes stack, spills " << k.spill_store_bytes
-           << "B stored / " << k.spill_load_bytes << "B loaded\n";
+        os << "  " << k.kernel << ": " << k.registers << " registers/thread, " << k.shared_bytes << " bytes shared memory, "
+           << k.stack_bytes << " bytes stack, spills " << k.spill_store_bytes << "B stored / " << k.spill_load_bytes
+           << "B loaded\n";
     }
     if (!ok) os << log;
     return os.str();
@@ -85,7 +85,8 @@ PtxasReport assemble_ptx(const std::string &ptx, const std::string &arch) {
     r.arch = arch;
     SubprocessResult run;
     try {
-        run = run_subprocess({ptxas, "-v", "-arch=" + arch, (dir / "kernels.ptx").string(), "-o", (dir / "kernels.cubin").string()});
+        run = run_subprocess(
+            {ptxas, "-v", "-arch=" + arch, (dir / "kernels.ptx").string(), "-o", (dir / "kernels.cubin").string()});
     } catch (...) {
         fs::remove_all(dir);
         throw;

@@ -19,9 +19,9 @@ struct KernelResources {
 };
 
 struct PtxasReport {
-    bool ok = false;             ///< ptxas exited 0
-    std::string arch;            ///< e.g. "sm_90"
-    std::string log;             ///< ptxas's full output
+    bool ok = false;   ///< ptxas exited 0
+    std::string arch;  ///< e.g. "sm_90"
+    std::string log;   ///< ptxas's full output
     std::vector<KernelResources> kernels;
     bool has_spills() const;
     std::string to_string() const;

@@ -25,10 +25,9 @@ void check_symbols(const dsl::Graph &g, const std::map<std::string, int64_t> &si
         if (symbols.count(name)) continue;
         std::string list;
         for (const auto &s : symbols) list += (list.empty() ? "" : ", ") + s;
-        throw std::invalid_argument("--dim " + name + "=" + std::to_string(size) + ": graph '" + g.name +
-                                    "' has no symbol '" + name + "' (" +
-                                    (symbols.empty() ? std::string("it has no symbols: every extent is static")
-                                                     : "its symbols: " + list) + ")");
+        throw std::invalid_argument(
+            "--dim " + name + "=" + std::to_string(size) + ": graph '" + g.name + "' has no symbol '" + name + "' (" +
+            (symbols.empty() ? std::string("it has no symbols: every extent is static") : "its symbols: " + list) + ")");
     }
 }
 
@@ -89,7 +88,8 @@ dsl::BufferAssignmentOptions final_buffer_options() {
 
 PlannedProgram plan(const dsl::Graph &graph, const Halide::Target &target, const PlanOptions &options) {
     check_symbols(graph, options.symbols);
-    PlannedProgram p{options.simplify ? dsl::simplify_graph(graph).graph : graph, {}, target, options.symbols, {}, {}, {}, {}, {}};
+    PlannedProgram p{
+        options.simplify ? dsl::simplify_graph(graph).graph : graph, {}, target, options.symbols, {}, {}, {}, {}, {}};
     p.sizes = options.symbols;
     for (const std::string &s : graph_symbols(p.graph)) p.sizes.emplace(s, dsl::kDefaultSymbolSize);
 

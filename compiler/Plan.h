@@ -33,8 +33,8 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <set>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -49,11 +49,11 @@ struct PlanOptions {
     bool layouts = true;                   ///< assign layouts (CPU targets)
     /** Expected calls for the layout costs (a shape profile); empty: the planning sizes. */
     std::vector<std::pair<std::map<std::string, int64_t>, double>> layout_shapes;
-    ScheduleSelectionOptions schedules;    ///< user schedule, database, measuring
+    ScheduleSelectionOptions schedules;  ///< user schedule, database, measuring
 
     // Alternatives the benchmarks compare the planner's choices with.
     const dsl::FusionPolicy *fusion_policy = nullptr;  ///< nullptr: default_fusion_policy()
-    std::set<std::string> recompute;       ///< values (display names) rematerialized whatever the costs
+    std::set<std::string> recompute;                   ///< values (display names) rematerialized whatever the costs
     dsl::LayoutOptions::Conversions conversions = dsl::LayoutOptions::Conversions::Chosen;
 };
 
@@ -67,8 +67,8 @@ struct PlannedProgram {
     std::map<std::string, int64_t> sizes;    ///< every symbol (given, else kDefaultSymbolSize)
     std::optional<dsl::RematResult> remat;
     dsl::LayoutPlan layouts;
-    std::vector<ScheduleChoice> schedules;   ///< one per fusion.groups, same order
-    dsl::BufferAssignment memory;            ///< at `sizes`, prepared values kept (as run() places them)
+    std::vector<ScheduleChoice> schedules;  ///< one per fusion.groups, same order
+    dsl::BufferAssignment memory;           ///< at `sizes`, prepared values kept (as run() places them)
 
     /** The choices as CompiledGraph's chooser (by group name). */
     ScheduleChooser chooser() const;

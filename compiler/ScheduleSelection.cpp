@@ -35,9 +35,7 @@ private:
 
 }  // namespace
 
-std::string ScheduleChoice::label() const {
-    return "schedule '" + spec.name + "' [" + to_string(provenance) + "]";
-}
+std::string ScheduleChoice::label() const { return "schedule '" + spec.name + "' [" + to_string(provenance) + "]"; }
 
 std::optional<autosched::Workload> group_workload(const dsl::Graph &g, const dsl::FusionGroup &group,
                                                   const std::map<std::string, int64_t> &symbols,
@@ -67,8 +65,9 @@ std::string schedule_refusal(const dsl::Graph &g, const dsl::FusionGroup &group,
         for (size_t i = 0; i <= spec.variants.size(); i++) {
             const bool fallback = i == spec.variants.size();
             const auto &steps = fallback ? spec.steps : spec.variants[i].steps;
-            if (!fallback && !split_ok &&
-                std::any_of(steps.begin(), steps.end(), [](const sched::Directive &d) { return std::holds_alternative<sched::RFactor>(d); }))
+            if (!fallback && !split_ok && std::any_of(steps.begin(), steps.end(), [](const sched::Directive &d) {
+                    return std::holds_alternative<sched::RFactor>(d);
+                }))
                 continue;
             lower::LoweredGroup fresh = lower::lower_group(g, group);
             lower::apply_to_group(steps, fresh, target, spec.name);
@@ -100,7 +99,8 @@ struct ScheduleSelection::Tuning {
         // This machine's numbers when stored (`tessel db probe`, `tessel tune`); nominal otherwise.
         if (db && !target.has_gpu_feature())
             numbers = db->machine_numbers(autosched::machine_identity(), autosched::probe_isa(target));
-        model = std::make_unique<autosched::AnalyticalCostModel>(autosched::TargetModel::for_target(target).with_numbers(numbers));
+        model =
+            std::make_unique<autosched::AnalyticalCostModel>(autosched::TargetModel::for_target(target).with_numbers(numbers));
         lookup_only = std::make_unique<LookupOnlyCache>(db.get());
         if (measure && !target.has_gpu_feature()) measurer = std::make_unique<autosched::IsolatedMeasurer>();
     }
@@ -155,8 +155,7 @@ std::optional<ScheduleChoice> ScheduleSelection::autoschedule(const dsl::Graph &
 }
 
 ScheduleChoice ScheduleSelection::choose(const dsl::Graph &g, const dsl::FusionGroup &group,
-                                         const std::map<std::string, int64_t> &symbols,
-                                         const lower::LoweredGroup &probe) const {
+                                         const std::map<std::string, int64_t> &symbols, const lower::LoweredGroup &probe) const {
     std::string refused;
     auto accept = [&](ScheduleChoice c) -> std::optional<ScheduleChoice> {
         const std::string why = schedule_refusal(g, group, c.spec, target_);
@@ -173,8 +172,8 @@ ScheduleChoice ScheduleSelection::choose(const dsl::Graph &g, const dsl::FusionG
                          "--schedule " + options_.user_schedule, ""};
         if (auto ok = accept(std::move(c))) return *ok;
         if (!options_.user_fallback)
-            throw std::invalid_argument("--schedule " + options_.user_schedule + " does not apply to group " + group.name +
-                                        " [" + dsl::to_string(group.kind) + "]: " + refused +
+            throw std::invalid_argument("--schedule " + options_.user_schedule + " does not apply to group " + group.name + " [" +
+                                        dsl::to_string(group.kind) + "]: " + refused +
                                         " (pass --schedule-fallback to use the default schedule for such groups)");
     } else if (!user_ && options_.autoschedule && !options_.db.empty()) {
         if (auto c = autoschedule(g, group, symbols, probe))

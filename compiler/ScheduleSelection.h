@@ -47,12 +47,12 @@ struct ScheduleChoice {
 };
 
 struct ScheduleSelectionOptions {
-    std::string user_schedule;   ///< library name or FILE.json; "" = no user schedule
-    bool user_fallback = false;  ///< a user schedule that does not apply: the default, not an error
-    std::string db;              ///< tuning database path; "" = none (no lookups)
-    bool measure = false;        ///< on a database miss, measure candidates instead of the model's pick
-    bool autoschedule = true;    ///< false: skip steps 2 and 3 (library defaults only)
-    std::ostream *log = nullptr; ///< the tuner's progress when measuring, one line per model pick
+    std::string user_schedule;    ///< library name or FILE.json; "" = no user schedule
+    bool user_fallback = false;   ///< a user schedule that does not apply: the default, not an error
+    std::string db;               ///< tuning database path; "" = none (no lookups)
+    bool measure = false;         ///< on a database miss, measure candidates instead of the model's pick
+    bool autoschedule = true;     ///< false: skip steps 2 and 3 (library defaults only)
+    std::ostream *log = nullptr;  ///< the tuner's progress when measuring, one line per model pick
 };
 
 /** The workload of a group at concrete symbol sizes: a matmul+epilogue group's GroupExtents M,
@@ -83,7 +83,7 @@ private:
     Halide::Target target_;
     ScheduleSelectionOptions options_;
     std::optional<sched::GroupScheduleChoice> user_;
-    struct Tuning;  ///< the database and the cost model, opened once per selection
+    struct Tuning;                            ///< the database and the cost model, opened once per selection
     mutable std::unique_ptr<Tuning> tuning_;  ///< opened on the first group with known sizes
 
     std::optional<ScheduleChoice> autoschedule(const dsl::Graph &g, const dsl::FusionGroup &group,

@@ -20,11 +20,11 @@ namespace tessel {
 
 namespace {
 
+using autosched::MachineNumbers;
+using autosched::measure_machine;
+using autosched::TargetModel;
 using autosched::TuningDatabase;
 using autosched::TuningRecord;
-using autosched::MachineNumbers;
-using autosched::TargetModel;
-using autosched::measure_machine;
 
 std::vector<std::string> split(const std::string &s, char sep) {
     std::vector<std::string> out;
@@ -67,9 +67,20 @@ std::string short_target(const std::string &target) {
     std::vector<std::string> features(parts.begin() + 3, parts.end());
     if (features.empty()) return base;
     // Widest first: the one feature that says most about the generated code.
-    static const char *kVector[] = {"avx10_1", "avx512_sapphirerapids", "avx512_zen5", "avx512_zen4",
-                                    "avx512_cannonlake", "avx512_skylake", "avx512_knl", "avx512",
-                                    "avx2", "avx", "sse41", "sve2", "sve", "arm_dot_prod"};
+    static const char *kVector[] = {"avx10_1",
+                                    "avx512_sapphirerapids",
+                                    "avx512_zen5",
+                                    "avx512_zen4",
+                                    "avx512_cannonlake",
+                                    "avx512_skylake",
+                                    "avx512_knl",
+                                    "avx512",
+                                    "avx2",
+                                    "avx",
+                                    "sse41",
+                                    "sve2",
+                                    "sve",
+                                    "arm_dot_prod"};
     std::string shown;
     for (const std::string &f : features)
         if (f.rfind("cuda_capability_", 0) == 0) shown = "cuda sm_" + f.substr(16);
@@ -83,8 +94,8 @@ std::string short_target(const std::string &target) {
             if (!shown.empty()) break;
         }
     if (shown.empty()) return base + " +" + std::to_string(features.size());
-    int others = (int)features.size() - 1 - (shown.rfind("cuda sm_", 0) == 0 &&
-                                              std::find(features.begin(), features.end(), "cuda") != features.end());
+    int others = (int)features.size() - 1 -
+                 (shown.rfind("cuda sm_", 0) == 0 && std::find(features.begin(), features.end(), "cuda") != features.end());
     return base + " " + shown + (others > 0 ? "+" + std::to_string(others) : "");
 }
 
@@ -114,9 +125,8 @@ int db_list(const std::string &path, std::ostream &out, std::ostream &err) {
             std::ostringstream ms;
             ms << std::fixed << std::setprecision(3) << r.median_ms;
             rows.push_back({is_best[i] ? "*" : " ", r.key.group_hash.substr(0, 12),
-                            r.key.shape_class.empty() ? "-" : r.key.shape_class,
-                            r.key.shapes.empty() ? "-" : r.key.shapes, short_target(r.key.target), ms.str(),
-                            r.measured_by, utc_date(r.created_unix)});
+                            r.key.shape_class.empty() ? "-" : r.key.shape_class, r.key.shapes.empty() ? "-" : r.key.shapes,
+                            short_target(r.key.target), ms.str(), r.measured_by, utc_date(r.created_unix)});
         }
         std::vector<size_t> width(rows[0].size(), 0);
         for (const auto &row : rows)
@@ -131,8 +141,8 @@ int db_list(const std::string &path, std::ostream &out, std::ostream &err) {
             }
             out << line << "\n";
         }
-        out << records.size() << " record" << (records.size() == 1 ? "" : "s") << ", " << best.size()
-            << " key" << (best.size() == 1 ? "" : "s") << " (* = the record a lookup returns)\n";
+        out << records.size() << " record" << (records.size() == 1 ? "" : "s") << ", " << best.size() << " key"
+            << (best.size() == 1 ? "" : "s") << " (* = the record a lookup returns)\n";
         return 0;
     } catch (const std::exception &e) {
         err << "tessel db ls: " << e.what() << "\n";
@@ -175,7 +185,8 @@ int db_probe(const std::string &path, const std::string &target, std::ostream &o
         db.check_writable();
         const MachineNumbers m = measure_machine(t);
         db.store_machine_numbers(m);
-        out << "machine: " << m.machine << "\n" << m.to_string() << "\nstored in " << path << "\n"
+        out << "machine: " << m.machine << "\n"
+            << m.to_string() << "\nstored in " << path << "\n"
             << TargetModel::for_target(t).with_numbers(m).to_string() << "\n";
         return 0;
     } catch (const std::exception &e) {
@@ -206,8 +217,8 @@ int db_import(const std::string &path, const std::string &json_in, std::ostream 
         const size_t total = TuningDatabase::parse_export(doc, "import of '" + json_in + "'").size();
         TuningDatabase db(path);
         int64_t added = db.import_json(doc);
-        out << "imported " << added << " new record" << (added == 1 ? "" : "s") << " from " << json_in << " into "
-            << path << " (" << (int64_t)total - added << " already present)\n";
+        out << "imported " << added << " new record" << (added == 1 ? "" : "s") << " from " << json_in << " into " << path << " ("
+            << (int64_t)total - added << " already present)\n";
         return 0;
     } catch (const std::exception &e) {
         err << "tessel db import: " << e.what() << "\n";

@@ -28,21 +28,18 @@ int db_list(const std::string &path, std::ostream &out, std::ostream &err = std:
 /** Write the database as JSON (TuningDatabase::export_json) to `json_out`, or to `out` when
  * `json_out` is "-". Fails when `path` does not exist. A summary line goes to `err` unless the
  * JSON itself went to `out`. */
-int db_export(const std::string &path, const std::string &json_out, std::ostream &out = std::cout,
-              std::ostream &err = std::cerr);
+int db_export(const std::string &path, const std::string &json_out, std::ostream &out = std::cout, std::ostream &err = std::cerr);
 
 /** Add the records of a JSON export (`json_in`; "-" reads stdin) to the database at `path`,
  * creating it if needed. A malformed export is refused, naming the record, before the database
  * is opened: nothing is created or imported. Importing the same file twice adds nothing the second time. Prints how
  * many records were new to `out`. */
-int db_import(const std::string &path, const std::string &json_in, std::ostream &out = std::cout,
-              std::ostream &err = std::cerr);
+int db_import(const std::string &path, const std::string &json_in, std::ostream &out = std::cout, std::ostream &err = std::cerr);
 
 /** Measures this machine's FMA peak and cold read bandwidth at `target`'s vector width
  * (autoscheduler/MachineNumbers.h) and stores them in the database at `path` (created if
  * needed), replacing earlier ones; prints them and the model they give. */
-int db_probe(const std::string &path, const std::string &target, std::ostream &out = std::cout,
-             std::ostream &err = std::cerr);
+int db_probe(const std::string &path, const std::string &target, std::ostream &out = std::cout, std::ostream &err = std::cerr);
 
 /** "x86-64-linux avx2+3" from "x86-64-linux-avx2-fma-f16c-sse41": arch-bits-os, the widest
  * vector feature (or "cuda sm_90"), and how many other features there are. */

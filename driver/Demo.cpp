@@ -4,12 +4,12 @@
 #include "codegen/Compile.h"
 #include "codegen/KernelCache.h"
 #include "codegen/Ptxas.h"
-#include "driver/GeluLayer.h"
 #include "compiler/Plan.h"
+#include "driver/GeluLayer.h"
 #include "schedules/Library.h"
-#include "support/Random.h"
-#include "support/ProcessClock.h"
 #include "support/Interleaved.h"
+#include "support/ProcessClock.h"
+#include "support/Random.h"
 
 #include "algorithms/GeluMlp.h"
 #include "dsl/Simplify.h"
@@ -73,10 +73,11 @@ int run_demo(const DemoOptions &o, std::ostream &out) {
     const GeluLayer kernel(o.form, o.mode, schedule, target);
     const int cached = kernels_from_cache(kernel), variants = (int)kernel.kernel().variants().size();
     out << std::fixed << std::setprecision(3) << "  " << (cached == variants ? "kernel cache: loaded " : "compile: ")
-        << kernel.kernel().compile_seconds() * 1e3 << " ms (" << variants << " kernel(s); " << cached
-        << " from the kernel cache";
-    if (KernelCache *c = KernelCache::active()) out << " in " << c->directory().string();
-    else out << ", which is off";
+        << kernel.kernel().compile_seconds() * 1e3 << " ms (" << variants << " kernel(s); " << cached << " from the kernel cache";
+    if (KernelCache *c = KernelCache::active())
+        out << " in " << c->directory().string();
+    else
+        out << ", which is off";
     out << ")\n";
 
     Buffer<float> x(o.K, o.M), w(o.N, o.K), bias(o.N), y(o.N, o.M), y_blas(o.N, o.M);
@@ -94,8 +95,8 @@ int run_demo(const DemoOptions &o, std::ostream &out) {
     // Tolerance: float32 accumulation over K terms of magnitude <= 1 loses about sqrt(K) ulps.
     const double tolerance = 1e-5 * std::sqrt((double)o.K) * 4;
     const bool ok = vs_ref.max_rel <= tolerance && vs_blas.max_rel <= 2 * tolerance;
-    out << std::scientific << std::setprecision(2) << "  max error vs float64 reference: " << vs_ref.max_abs
-        << " abs, " << vs_ref.max_rel << " rel\n"
+    out << std::scientific << std::setprecision(2) << "  max error vs float64 reference: " << vs_ref.max_abs << " abs, "
+        << vs_ref.max_rel << " rel\n"
         << "  max error vs OpenBLAS+epilogue:  " << vs_blas.max_abs << " abs, " << vs_blas.max_rel << " rel\n"
         << "  tolerance " << tolerance << " rel: " << (ok ? "VERIFIED" : "MISMATCH") << "\n";
     // Cold start: program start (after the loader) to the first result, which the check above
@@ -110,9 +111,9 @@ int run_demo(const DemoOptions &o, std::ostream &out) {
     const double t_blas = median_seconds(
         [&] { gelu_mlp_openblas(x.data(), w.data(), bias.data(), y_blas.data(), o.M, o.K, o.N, o.form); }, o.repeats);
     out << std::fixed << std::setprecision(3) << "  time (median of " << o.repeats << ", warm): Tessel " << t_tessel * 1e3
-        << " ms (" << std::setprecision(1) << flops / t_tessel * 1e-9 << " GFLOP/s), OpenBLAS+epilogue "
-        << std::setprecision(3) << t_blas * 1e3 << " ms (" << std::setprecision(1) << flops / t_blas * 1e-9
-        << " GFLOP/s) [" << openblas_description() << "]\n"
+        << " ms (" << std::setprecision(1) << flops / t_tessel * 1e-9 << " GFLOP/s), OpenBLAS+epilogue " << std::setprecision(3)
+        << t_blas * 1e3 << " ms (" << std::setprecision(1) << flops / t_blas * 1e-9 << " GFLOP/s) [" << openblas_description()
+        << "]\n"
         << "  (timings here are indicative; `make bench` measures properly)\n";
     // Strict mode's cost, measured here: the same layer in fast mode, timed the same way.
     if (o.mode != dsl::NumericMode::Fast) {

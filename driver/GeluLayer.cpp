@@ -19,8 +19,8 @@ dsl::FusionGroup gelu_layer_group(const dsl::Graph &g, const Halide::Target &tar
     return p.fusion.groups[0];
 }
 
-GeluLayer::GeluLayer(GeluForm form, dsl::NumericMode mode, const sched::ScheduleSpec &schedule,
-                     const Halide::Target &target, KernelBackend backend)
+GeluLayer::GeluLayer(GeluForm form, dsl::NumericMode mode, const sched::ScheduleSpec &schedule, const Halide::Target &target,
+                     KernelBackend backend)
     : graph_(std::make_unique<dsl::Graph>(dsl::simplify_graph(gelu_mlp_layer(form == GeluForm::Tanh, mode)).graph)) {
     // Planned like every graph (compiler/Plan.h); the caller's schedule is compiled as given, so
     // one that does not apply throws ScheduleError rather than falling back.
@@ -29,8 +29,8 @@ GeluLayer::GeluLayer(GeluForm form, dsl::NumericMode mode, const sched::Schedule
     std::copy(slots.begin(), slots.end(), slot_.begin());
 }
 
-void GeluLayer::run(Halide::Runtime::Buffer<float> &x, Halide::Runtime::Buffer<float> &w,
-                    Halide::Runtime::Buffer<float> &bias, Halide::Runtime::Buffer<float> &y) const {
+void GeluLayer::run(Halide::Runtime::Buffer<float> &x, Halide::Runtime::Buffer<float> &w, Halide::Runtime::Buffer<float> &bias,
+                    Halide::Runtime::Buffer<float> &y) const {
     std::vector<halide_buffer_t *> buffers(4);
     buffers[slot_[0]] = x.raw_buffer();
     buffers[slot_[1]] = w.raw_buffer();

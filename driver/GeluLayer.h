@@ -43,7 +43,7 @@ public:
 private:
     std::unique_ptr<dsl::Graph> graph_;  // the kernel points into it
     std::unique_ptr<CompiledKernel> kernel_;
-    std::array<size_t, 4> slot_{};       // x, w, bias, y -> position in kernel_->arguments()
+    std::array<size_t, 4> slot_{};  // x, w, bias, y -> position in kernel_->arguments()
 };
 
 /** The planned matmul+epilogue group of the layer's graph for `target` (what GeluLayer compiles). */

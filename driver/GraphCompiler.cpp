@@ -3,8 +3,8 @@
 #include "codegen/Compile.h"
 #include "codegen/KernelCache.h"
 #include "codegen/Ptxas.h"
-#include "driver/MemoryPlanReport.h"
 #include "compiler/Plan.h"
+#include "driver/MemoryPlanReport.h"
 #include "driver/TextFile.h"
 #include "driver/Tune.h"
 #include "dsl/Simplify.h"
@@ -18,8 +18,8 @@
 #include "schedules/Library.h"
 #include "schedules/ScheduleJson.h"
 #include "support/ErrorStats.h"
-#include "support/ProcessClock.h"
 #include "support/Interleaved.h"
+#include "support/ProcessClock.h"
 #include "support/Subprocess.h"
 
 #include <cmath>
@@ -56,8 +56,8 @@ void print_groups(const PlannedProgram &p, const CompiledGraph &program, std::os
         const CompiledGraph::Group &cg = program.groups()[i];
         const CompiledKernel &k = *cg.kernel;
         const ScheduleChoice &choice = p.schedules.at(i);
-        out << "group " << k.group().name << " [" << dsl::to_string(k.group().kind) << "]: "
-            << (choice.refused.empty() ? "" : "fell back to the default ") << choice.label();
+        out << "group " << k.group().name << " [" << dsl::to_string(k.group().kind)
+            << "]: " << (choice.refused.empty() ? "" : "fell back to the default ") << choice.label();
         if (!k.schedule().variants.empty()) out << " (" << k.schedule().variants.size() << " guarded variants + fallback)";
         if (!choice.refused.empty()) out << ": " << choice.refused;
         out << "\n  why: " << choice.reason << "\n";
@@ -102,8 +102,10 @@ int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
         if (const std::string graphviz = find_program("dot"); !graphviz.empty()) {
             const fs::path svg = fs::path(o.out_dir) / (base + ".svg");
             const SubprocessResult drawn = run_subprocess({graphviz, "-Tsvg", dot.string(), "-o", svg.string()}, {60});
-            if (drawn.ok()) out << "wrote " << svg.string() << "\n";
-            else out << "dot failed; no SVG written\n" << drawn.output;
+            if (drawn.ok())
+                out << "wrote " << svg.string() << "\n";
+            else
+                out << "dot failed; no SVG written\n" << drawn.output;
         } else {
             out << "Graphviz 'dot' not found: SVG skipped\n";
         }
@@ -191,9 +193,11 @@ int run_graph(const GraphRunOptions &o, std::ostream &out) {
     got.outputs = run_compiled();
     const double first_result_at = seconds_since_process_start();
     got.printed = stats.printed;
-    if (stats.planned) out << memory_plan_report(program, ref.symbols).summary() << "; " << stats.kernels_run
-                           << " kernels ran (" << stats.in_place << " in place), " << stats.views << " views\n";
-    else out << "memory plan not used: " << stats.interpreted_because << "\n";
+    if (stats.planned)
+        out << memory_plan_report(program, ref.symbols).summary() << "; " << stats.kernels_run << " kernels ran ("
+            << stats.in_place << " in place), " << stats.views << " views\n";
+    else
+        out << "memory plan not used: " << stats.interpreted_because << "\n";
     if (got.outputs.size() != ref.outputs.size())
         throw std::logic_error("the simplified graph has " + std::to_string(got.outputs.size()) + " outputs, the original " +
                                std::to_string(ref.outputs.size()));
@@ -211,7 +215,8 @@ int run_graph(const GraphRunOptions &o, std::ostream &out) {
     }
     if (!ref.printed.empty() || !got.printed.empty()) {
         out << "print output of the compiled run" << (got.printed == ref.printed ? " (identical to the interpreter's)" : "")
-            << ":\n" << got.printed;
+            << ":\n"
+            << got.printed;
         if (got.printed != ref.printed) out << "the interpreter printed:\n" << ref.printed;
     }
     const double t = median_seconds([&] { run_compiled(); }, 3);
@@ -222,11 +227,13 @@ int run_graph(const GraphRunOptions &o, std::ostream &out) {
         for (const auto &v : cg.kernel->variants()) variants++, cached += v.from_cache;
     }
     out << "cold start: first result " << std::fixed << std::setprecision(1) << first_result_at * 1e3
-        << " ms after program start (the reference interpreter's run included; " << program.groups().size()
-        << " group(s), " << variants << " kernel(s): " << cached << " loaded from the kernel cache, " << variants - cached
-        << " compiled; " << compile * 1e3 << " ms)\n" << std::defaultfloat;
+        << " ms after program start (the reference interpreter's run included; " << program.groups().size() << " group(s), "
+        << variants << " kernel(s): " << cached << " loaded from the kernel cache, " << variants - cached << " compiled; "
+        << compile * 1e3 << " ms)\n"
+        << std::defaultfloat;
     out << "time per run (median of 3, warm, including host<->buffer copies and interpreted ops): " << std::fixed
-        << std::setprecision(3) << t * 1e3 << " ms\n" << std::defaultfloat;
+        << std::setprecision(3) << t * 1e3 << " ms\n"
+        << std::defaultfloat;
     return ok ? 0 : 1;
 }
 

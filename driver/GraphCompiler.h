@@ -39,11 +39,11 @@ struct GraphCompileOptions {
     std::set<std::string> emit = {"lib"};
     std::string schedule;  ///< library name or .json file; "" = tuning database / autoscheduler / library default
     std::map<std::string, int64_t> symbols;  ///< sizes for estimates (M=512 ...); with all sizes known the autoscheduler applies
-    std::string db = "tessel-tuning.db";    ///< tuning database consulted when no schedule is named
-    bool tune = false;                      ///< on a database miss, measure candidates instead of the model's pick
-    bool remat = true;                      ///< rematerialize where it pays (dsl/passes/Rematerialize.h)
-    std::optional<int64_t> memory_budget;   ///< bytes of planned arena; remat recomputes until it fits
-    bool schedule_fallback = false;         ///< a `schedule` that does not apply: default schedule instead of an error
+    std::string db = "tessel-tuning.db";     ///< tuning database consulted when no schedule is named
+    bool tune = false;                       ///< on a database miss, measure candidates instead of the model's pick
+    bool remat = true;                       ///< rematerialize where it pays (dsl/passes/Rematerialize.h)
+    std::optional<int64_t> memory_budget;    ///< bytes of planned arena; remat recomputes until it fits
+    bool schedule_fallback = false;          ///< a `schedule` that does not apply: default schedule instead of an error
 };
 
 /** Compiles every group of the graph and writes the requested files; prints the fusion plan,
@@ -53,11 +53,11 @@ int compile_graph(const GraphCompileOptions &options, std::ostream &out);
 struct GraphRunOptions {
     std::string file;
     std::string target = "host";
-    std::string schedule;  ///< "" = tuning database hit, else the autoscheduler's model pick
+    std::string schedule;                    ///< "" = tuning database hit, else the autoscheduler's model pick
     std::map<std::string, int64_t> symbols;  ///< unbound symbols default to 64
     std::string db = "tessel-tuning.db";
-    std::string kernel_cache;  ///< "" = beside the database, "off", or a directory (codegen/KernelCache.h)
-    bool tune = false;     ///< on a database miss, measure candidates
+    std::string kernel_cache;        ///< "" = beside the database, "off", or a directory (codegen/KernelCache.h)
+    bool tune = false;               ///< on a database miss, measure candidates
     bool schedule_fallback = false;  ///< a `schedule` that does not apply: default schedule instead of an error
     uint64_t seed = 1;
     double tolerance = 1e-4;  ///< max |got - want| / (1 + |want|)

@@ -11,17 +11,17 @@
 #include "lowering/LowerToHalide.h"
 #include "lowering/ScheduleGroup.h"
 #include "schedules/Library.h"
-#include "support/ErrorStats.h"
 #include "support/Clock.h"
+#include "support/ErrorStats.h"
 #include "support/Interleaved.h"
 #include "support/Random.h"
 
 #include <HalideBuffer.h>
 
+#include <dlfcn.h>
 #include <algorithm>
 #include <cctype>
 #include <chrono>
-#include <dlfcn.h>
 #include <filesystem>
 #include <functional>
 #include <iomanip>
@@ -54,8 +54,10 @@ struct Buffers {
             std::vector<int> sizes(shape.rbegin(), shape.rend());
             if (sizes.empty()) sizes.push_back(1);
             all.emplace_back(sizes);
-            if (a.is_output) outputs.push_back(all.size() - 1);
-            else fill_uniform(all.back(), seed++);
+            if (a.is_output)
+                outputs.push_back(all.size() - 1);
+            else
+                fill_uniform(all.back(), seed++);
         }
     }
     std::vector<halide_buffer_t *> raw() {
@@ -102,7 +104,8 @@ void verify_and_time(std::vector<CompiledContender> &contenders, Buffers &b, con
             c.row.max_rel_error = std::max(c.row.max_rel_error, compare(got[i].data(), want[i].data(), got[i].size()).max_rel);
         if (c.row.max_rel_error >= 1e-3) {
             c.row.ok = false;
-            c.row.message = "wrong result: max relative error " + std::to_string(c.row.max_rel_error) + " vs the reference kernel";
+            c.row.message =
+                "wrong result: max relative error " + std::to_string(c.row.max_rel_error) + " vs the reference kernel";
         }
     }
     std::vector<Contender> timed;
@@ -172,8 +175,7 @@ std::string load_halide_autoscheduler(const std::string &name) {
 
 HalideScheduledGroup schedule_group_with_halide(const std::string &autoscheduler, const dsl::Graph &g,
                                                 const dsl::FusionGroup &group, const Symbols &symbols,
-                                                const Halide::Target &target,
-                                                const std::map<std::string, std::string> &extra) {
+                                                const Halide::Target &target, const std::map<std::string, std::string> &extra) {
     HalideScheduledGroup r;
     r.autoscheduler = autoscheduler;
     if (gpu_only(autoscheduler) && !target.has_gpu_feature()) {
@@ -188,7 +190,8 @@ HalideScheduledGroup schedule_group_with_halide(const std::string &autoscheduler
         lower::LoweredGroup lg = lower::lower_group(g, group);
         for (size_t i = 0; i < lg.inputs.size(); i++) {
             const auto shape = concrete_shape(g, lg.input_values[i], symbols);
-            for (size_t a = 0; a < shape.size(); a++) lg.inputs[i].dim((int)(shape.size() - 1 - a)).set_estimate(0, (int)shape[a]);
+            for (size_t a = 0; a < shape.size(); a++)
+                lg.inputs[i].dim((int)(shape.size() - 1 - a)).set_estimate(0, (int)shape[a]);
         }
         for (size_t i = 0; i < lg.outputs.size(); i++) {
             size_t first = 0;  // the first value of this output Func (a Tuple's elements share a shape)
@@ -218,8 +221,8 @@ HalideScheduledGroup schedule_group_with_halide(const std::string &autoscheduler
     return r;
 }
 
-std::vector<ContenderResult> benchmark_contenders(const dsl::Graph &g, const dsl::FusionGroup &group,
-                                                  const Symbols &symbols, const CompareOptions &o) {
+std::vector<ContenderResult> benchmark_contenders(const dsl::Graph &g, const dsl::FusionGroup &group, const Symbols &symbols,
+                                                  const CompareOptions &o) {
     const Halide::Target &target = o.target;
     // The reference: the group's default library schedule, compiled as shipped.
     const lower::LoweredGroup probe = lower::lower_group(g, group);
@@ -231,8 +234,7 @@ std::vector<ContenderResult> benchmark_contenders(const dsl::Graph &g, const dsl
     const std::vector<std::vector<float>> want = buffers.output_values();
     const dsl::GroupExtents extents = dsl::group_extents(g, group);
     const auto e = extents.concrete(symbols);
-    const double flops = e && e->count("K") && e->count("M") && e->count("N")
-                             ? 2.0 * e->at("M") * e->at("K") * e->at("N") : 0.0;
+    const double flops = e && e->count("K") && e->count("M") && e->count("N") ? 2.0 * e->at("M") * e->at("K") * e->at("N") : 0.0;
     const std::string shape = shape_text(extents, symbols);
 
     // Every contender compiled first (kept alive here), then verified and timed together.
@@ -244,7 +246,8 @@ std::vector<ContenderResult> benchmark_contenders(const dsl::Graph &g, const dsl
         CompiledContender c;
         c.row.name = name;
         c.row.shape = shape;
-        halide_kernels.push_back(std::make_unique<HalideScheduledGroup>(schedule_group_with_halide(name, g, group, symbols, target)));
+        halide_kernels.push_back(
+            std::make_unique<HalideScheduledGroup>(schedule_group_with_halide(name, g, group, symbols, target)));
         HalideScheduledGroup &k = *halide_kernels.back();
         c.row.search_seconds = k.search_seconds;
         c.row.compile_seconds = k.compile_seconds;
@@ -299,11 +302,12 @@ int compare_autoschedulers(const dsl::Graph &g, const dsl::FusionGroup &group, c
     bool all_tessel = true, any_halide = false;
     std::vector<std::string> notes;
     out << "group " << group.name << " (" << dsl::to_string(group.kind) << ") of graph " << g.name << ", numeric mode "
-        << dsl::to_string(g.mode) << ", target " << o.target.to_string()
-        << ", median of " << o.repeats << " rounds, contenders interleaved call by call (spread: IQR / median)\n";
-    out << std::left << std::setw(24) << "shape" << std::setw(20) << "contender" << std::right
-        << std::setw(10) << "search s" << std::setw(11) << "compile s" << std::setw(12) << "median ms"
-        << std::setw(10) << "GFLOP/s" << std::setw(16) << "vs best Halide" << std::setw(9) << "spread" << "\n";
+        << dsl::to_string(g.mode) << ", target " << o.target.to_string() << ", median of " << o.repeats
+        << " rounds, contenders interleaved call by call (spread: IQR / median)\n";
+    out << std::left << std::setw(24) << "shape" << std::setw(20) << "contender" << std::right << std::setw(10) << "search s"
+        << std::setw(11) << "compile s" << std::setw(12) << "median ms" << std::setw(10) << "GFLOP/s" << std::setw(16)
+        << "vs best Halide" << std::setw(9) << "spread"
+        << "\n";
     for (const Symbols &symbols : shapes) {
         const std::vector<ContenderResult> rows = benchmark_contenders(g, group, symbols, o);
         double best_halide = 0;
@@ -311,13 +315,16 @@ int compare_autoschedulers(const dsl::Graph &g, const dsl::FusionGroup &group, c
             if (r.ok && r.name.rfind("tessel:", 0) != 0) best_halide = std::max(best_halide, 1.0 / r.median_ms);
         for (const auto &r : rows) {
             const bool tessel = r.name.rfind("tessel:", 0) == 0;
-            if (tessel) all_tessel = all_tessel && r.ok;
-            else any_halide = any_halide || r.ok;
+            if (tessel)
+                all_tessel = all_tessel && r.ok;
+            else
+                any_halide = any_halide || r.ok;
             out << std::left << std::setw(24) << r.shape << std::setw(20) << r.name << std::right << std::fixed;
             if (!r.ok) {
                 const bool skipped = r.message.find("GPUs only") != std::string::npos;
                 out << std::setw(10) << "-" << std::setw(11) << "-" << std::setw(12) << "-" << std::setw(10) << "-"
-                    << std::setw(16) << (skipped ? "n/a" : "failed") << std::setw(9) << "-" << "\n";
+                    << std::setw(16) << (skipped ? "n/a" : "failed") << std::setw(9) << "-"
+                    << "\n";
                 notes.push_back(r.shape + " " + r.name + ": " + r.message);
                 continue;
             }
@@ -326,8 +333,8 @@ int compare_autoschedulers(const dsl::Graph &g, const dsl::FusionGroup &group, c
             out << std::setw(10) << (tessel ? std::string("-") : search.str()) << std::setw(11) << std::setprecision(2)
                 << r.compile_seconds << std::setw(12) << std::setprecision(3) << r.median_ms << std::setw(10)
                 << std::setprecision(1) << r.gflops << std::setw(15) << std::setprecision(2)
-                << (best_halide > 0 ? (1.0 / r.median_ms) / best_halide : 0.0) << "x" << std::setw(8)
-                << std::setprecision(1) << r.spread * 100 << "%\n";
+                << (best_halide > 0 ? (1.0 / r.median_ms) / best_halide : 0.0) << "x" << std::setw(8) << std::setprecision(1)
+                << r.spread * 100 << "%\n";
         }
         // Tessel schedules given by label (the tuned one) against the library's, round by round:
         // a ratio of medians would mix the rounds' drift into the verdict.

@@ -44,11 +44,11 @@ std::string load_halide_autoscheduler(const std::string &name);
 struct HalideScheduledGroup {
     std::string autoscheduler;
     bool ok = false;
-    std::string message;           ///< why not ok (plugin missing, wrong device kind, Halide error)
-    double search_seconds = 0;     ///< apply_autoscheduler()
-    double compile_seconds = 0;    ///< compile_to_callable()
-    std::string schedule_source;   ///< the schedule it chose, as Halide C++
-    Halide::Callable callable;     ///< the group's inputs, then outputs (CompiledKernel::arguments() order)
+    std::string message;          ///< why not ok (plugin missing, wrong device kind, Halide error)
+    double search_seconds = 0;    ///< apply_autoscheduler()
+    double compile_seconds = 0;   ///< compile_to_callable()
+    std::string schedule_source;  ///< the schedule it chose, as Halide C++
+    Halide::Callable callable;    ///< the group's inputs, then outputs (CompiledKernel::arguments() order)
 };
 
 /** Lowers `group` of `g` afresh, sets estimates at `symbols` on every input and output, runs
@@ -62,22 +62,22 @@ HalideScheduledGroup schedule_group_with_halide(const std::string &autoscheduler
 
 /** One row of the comparison: a contender on one shape. */
 struct ContenderResult {
-    std::string name;          ///< "Mullapudi2016", ..., "tessel:cpu_blocked"
-    std::string shape;         ///< "M=512 K=1024 N=4096"
+    std::string name;   ///< "Mullapudi2016", ..., "tessel:cpu_blocked"
+    std::string shape;  ///< "M=512 K=1024 N=4096"
     bool ok = false;
     std::string message;
-    double search_seconds = 0; ///< 0 for library schedules
+    double search_seconds = 0;  ///< 0 for library schedules
     double compile_seconds = 0;
     double median_ms = 0;
-    double gflops = 0;         ///< 2 M K N / median (0 for groups without a contraction)
-    double max_rel_error = 0;  ///< vs the reference kernel's outputs
-    double spread = 0;         ///< (75th - 25th percentile) / median of its rounds
+    double gflops = 0;            ///< 2 M K N / median (0 for groups without a contraction)
+    double max_rel_error = 0;     ///< vs the reference kernel's outputs
+    double spread = 0;            ///< (75th - 25th percentile) / median of its rounds
     std::vector<double> samples;  ///< ms, one per timed round (round i of every contender is the same round)
 };
 
 struct CompareOptions {
     Halide::Target target = Halide::get_host_target();
-    int repeats = 5;           ///< timed rounds after one warm-up round, contenders interleaved
+    int repeats = 5;                          ///< timed rounds after one warm-up round, contenders interleaved
     std::vector<std::string> autoschedulers;  ///< empty = all of halide_autoscheduler_names()
     std::vector<std::string> tessel_schedules = {"cpu_blocked"};  ///< library names, same run
     /** Further Tessel schedules by label (e.g. "tuned" for the autoscheduler's pick), same run. */
@@ -89,8 +89,8 @@ struct CompareOptions {
  * contender's outputs are checked against the group's default library schedule (itself checked
  * against the reference interpreter by the tests). A contender that cannot run, or computes
  * something else, has ok == false and a message. */
-std::vector<ContenderResult> benchmark_contenders(const dsl::Graph &g, const dsl::FusionGroup &group,
-                                                  const Symbols &symbols, const CompareOptions &options = {});
+std::vector<ContenderResult> benchmark_contenders(const dsl::Graph &g, const dsl::FusionGroup &group, const Symbols &symbols,
+                                                  const CompareOptions &options = {});
 
 /** Runs benchmark_contenders at each symbol binding and prints one table: contender, search s,
  * compile s, median ms, GFLOP/s, and the speed relative to the best Halide autoscheduler; the

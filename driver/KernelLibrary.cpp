@@ -46,8 +46,8 @@ std::vector<fs::path> compile_runtime(const fs::path &work, const fs::path &dir)
         const fs::path source = work / f.name;
         if (source.extension() != ".c") continue;
         objects.push_back(work / (source.stem().string() + ".o"));
-        run_or_throw({TESSEL_CC, "-std=c11", "-O2", "-fPIC", "-c", source.string(), "-I" + dir.string(), "-I" + work.string(), "-o",
-                      objects.back().string()},
+        run_or_throw({TESSEL_CC, "-std=c11", "-O2", "-fPIC", "-c", source.string(), "-I" + dir.string(), "-I" + work.string(),
+                      "-o", objects.back().string()},
                      "compiling the library runtime");
     }
     return objects;
@@ -99,13 +99,14 @@ int write_kernel_library(const KernelLibraryOptions &o, std::ostream &out) {
     const std::map<std::string, std::vector<size_t>> *kept = nullptr;
     // One plan; each target's schedules by the same policy (user, database, library).
     std::vector<std::vector<ScheduleChoice>> choices = {planned_graph.schedules};
-    for (size_t ti = 1; ti < targets.size(); ti++) choices.push_back(select_schedules(planned_graph, targets[ti], plan_options.schedules));
+    for (size_t ti = 1; ti < targets.size(); ti++)
+        choices.push_back(select_schedules(planned_graph, targets[ti], plan_options.schedules));
     auto build_programs = [&] {
         std::vector<std::unique_ptr<CompiledGraph>> built;
         for (size_t ti = 0; ti < targets.size(); ti++) {
             const Halide::Target &t = targets[ti];
             const ScheduleChooser choose = [&, ti](const dsl::FusionGroup &fg,
-                                                    const lower::LoweredGroup &) -> std::optional<sched::ScheduleSpec> {
+                                                   const lower::LoweredGroup &) -> std::optional<sched::ScheduleSpec> {
                 for (size_t i = 0; i < plan.groups.size(); i++) {
                     if (plan.groups[i].name != fg.name) continue;
                     sched::ScheduleSpec s = choices[ti][i].spec;
@@ -175,7 +176,8 @@ int write_kernel_library(const KernelLibraryOptions &o, std::ostream &out) {
             const CompiledGraph::Group &cg = t.program->groups()[gi];
             out << "group " << cg.kernel->group().name << " [" << dsl::to_string(cg.kernel->group().kind) << "] for " << t.suffix
                 << ": " << choices[ti][gi].label() << ", " << cg.kernel->variants().size() << " variant(s)\n";
-            for (const auto &f : cg.kernel->write_files(work, cg.kernel->group().name + "_" + t.suffix, {AotOutput::Object, AotOutput::Header}))
+            for (const auto &f :
+                 cg.kernel->write_files(work, cg.kernel->group().name + "_" + t.suffix, {AotOutput::Object, AotOutput::Header}))
                 if (f.extension() == ".o") objects.push_back(f);
         }
     // One runtime, for the least capable target, so that it runs wherever any target does.
@@ -190,9 +192,10 @@ int write_kernel_library(const KernelLibraryOptions &o, std::ostream &out) {
                   fs::copy_options::overwrite_existing);
     for (const fs::path &f : compile_runtime(work, dir)) objects.push_back(f);
     objects.push_back(work / (name + "_entry.o"));
-    run_or_throw({TESSEL_CXX, "-std=c++17", "-O2", "-fPIC", "-fopenmp", "-fno-exceptions", "-fno-rtti", "-c",
-                  (work / (name + "_entry.cpp")).string(), "-I" + dir.string(), "-I" + work.string(), "-o", objects.back().string()},
-                 "compiling the generated entry");
+    run_or_throw(
+        {TESSEL_CXX, "-std=c++17", "-O2", "-fPIC", "-fopenmp", "-fno-exceptions", "-fno-rtti", "-c",
+         (work / (name + "_entry.cpp")).string(), "-I" + dir.string(), "-I" + work.string(), "-o", objects.back().string()},
+        "compiling the generated entry");
     const fs::path lib = dir / ("lib" + name + ".a");
     fs::remove(lib);
     std::vector<std::string> ar = {"ar", "rcs", lib.string()};
@@ -202,8 +205,8 @@ int write_kernel_library(const KernelLibraryOptions &o, std::ostream &out) {
         << dsl::format_bytes(memory.planned_peak) << " at the planning sizes)\n";
     out << "wrote " << lib.string() << "\nwrote " << (dir / (name + ".h")).string() << "\nwrote "
         << (dir / "HalideRuntime.h").string() << "\n"
-        << (profile.empty() ? "" : "wrote " + (dir / (name + ".plan.txt")).string() + "\n")
-        << "link: c++ app.cpp -I" << dir.string() << " " << lib.string() << " -lgomp -lpthread -ldl -lm\n";
+        << (profile.empty() ? "" : "wrote " + (dir / (name + ".plan.txt")).string() + "\n") << "link: c++ app.cpp -I"
+        << dir.string() << " " << lib.string() << " -lgomp -lpthread -ldl -lm\n";
     return 0;
 }
 

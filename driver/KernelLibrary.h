@@ -76,11 +76,11 @@
 namespace tessel {
 
 struct KernelLibraryOptions {
-    std::string file;                  ///< graph (.tsl)
+    std::string file;  ///< graph (.tsl)
     std::string out_dir = "tessel-lib";
-    std::string name;                  ///< library and entry name; "" = the graph's name
-    std::string target = "host";       ///< a target, a comma list, or "x86-multi"
-    std::string schedule;              ///< library schedule or FILE.json for its group kind; "" = database, else each kind's default
+    std::string name;             ///< library and entry name; "" = the graph's name
+    std::string target = "host";  ///< a target, a comma list, or "x86-multi"
+    std::string schedule;         ///< library schedule or FILE.json for its group kind; "" = database, else each kind's default
     /** Tuning database: a group whose sizes are all given (symbols) gets its record there
      * (compiler/ScheduleSelection.h); "" = none. */
     std::string db = "tessel-tuning.db";

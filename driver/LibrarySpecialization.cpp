@@ -18,7 +18,8 @@ void check_profile_symbols(const autosched::ShapeProfile &profile, const std::se
                                             "', which is not a symbol of the graph");
         for (const auto &sym : symbols)
             if (!e.shape.count(sym))
-                throw std::invalid_argument(file + ": shape " + autosched::format_extents(e.shape) + " does not bind the graph's symbol " + sym);
+                throw std::invalid_argument(file + ": shape " + autosched::format_extents(e.shape) +
+                                            " does not bind the graph's symbol " + sym);
     }
 }
 
@@ -46,9 +47,10 @@ std::map<std::string, std::vector<size_t>> plan_library_variants(const dsl::Grap
                  all.push_back(&kernels.back().fallback);
                  return all;
              }()) {
-            out << "  " << v->name << " [" << v->guards_text() << "]: compile " << v->compile_seconds << " s, code " << v->code_bytes
-                << " B;";
-            for (const auto &[shape, sec] : v->seconds_per_call) out << " " << autosched::format_extents(shape) << ": " << sec * 1e3 << " ms;";
+            out << "  " << v->name << " [" << v->guards_text() << "]: compile " << v->compile_seconds << " s, code "
+                << v->code_bytes << " B;";
+            for (const auto &[shape, sec] : v->seconds_per_call)
+                out << " " << autosched::format_extents(shape) << ": " << sec * 1e3 << " ms;";
             out << "\n";
         }
     }

@@ -17,13 +17,63 @@ namespace tessel {
 using dsl::ValueId;
 
 std::string library_identifier(const std::string &s) {
-    static const std::set<std::string> keywords = {
-        "auto", "bool", "break", "case", "char", "class", "const", "continue", "default", "delete", "do", "double",
-        "else", "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "new", "operator", "private",
-        "public", "register", "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch",
-        "template", "this", "throw", "try", "typedef", "union", "unsigned", "using", "virtual", "void", "volatile",
-        "while", "workspace", "workspace_bytes", "prepared", "prepared_bytes", "arena", "owned", "peak", "offsets", "rc",
-        "previous"};
+    static const std::set<std::string> keywords = {"auto",
+                                                   "bool",
+                                                   "break",
+                                                   "case",
+                                                   "char",
+                                                   "class",
+                                                   "const",
+                                                   "continue",
+                                                   "default",
+                                                   "delete",
+                                                   "do",
+                                                   "double",
+                                                   "else",
+                                                   "enum",
+                                                   "extern",
+                                                   "float",
+                                                   "for",
+                                                   "goto",
+                                                   "if",
+                                                   "inline",
+                                                   "int",
+                                                   "long",
+                                                   "new",
+                                                   "operator",
+                                                   "private",
+                                                   "public",
+                                                   "register",
+                                                   "restrict",
+                                                   "return",
+                                                   "short",
+                                                   "signed",
+                                                   "sizeof",
+                                                   "static",
+                                                   "struct",
+                                                   "switch",
+                                                   "template",
+                                                   "this",
+                                                   "throw",
+                                                   "try",
+                                                   "typedef",
+                                                   "union",
+                                                   "unsigned",
+                                                   "using",
+                                                   "virtual",
+                                                   "void",
+                                                   "volatile",
+                                                   "while",
+                                                   "workspace",
+                                                   "workspace_bytes",
+                                                   "prepared",
+                                                   "prepared_bytes",
+                                                   "arena",
+                                                   "owned",
+                                                   "peak",
+                                                   "offsets",
+                                                   "rc",
+                                                   "previous"};
     std::string out;
     for (char c : s) out += std::isalnum((unsigned char)c) ? c : '_';
     if (out.empty() || std::isdigit((unsigned char)out[0])) out = "v" + out;
@@ -117,7 +167,8 @@ std::string LibraryTables::dim_entry(const dsl::Dim &d) const {
 
 int LibraryTables::slot_of(ValueId v) const {
     const auto it = std::find(slots_.begin(), slots_.end(), v);
-    if (it == slots_.end()) throw std::logic_error("tessel lib: %" + g_.display_name(v) + " has no buffer in the library's tables");
+    if (it == slots_.end())
+        throw std::logic_error("tessel lib: %" + g_.display_name(v) + " has no buffer in the library's tables");
     return (int)(it - slots_.begin());
 }
 
@@ -137,8 +188,12 @@ std::string LibraryTables::header() const {
         const std::string w = parameters_of(weights_);
         h << "/* Weights prepared once. The entry above computes the values derived from the weights alone on\n"
              " * every call; instead, prepare them once per weight change into a 64-byte aligned block of\n"
-             " * " << name_ << "_prepared_bytes(weights) bytes with " << name_ << "_prepare(weights, block, bytes),\n"
-             " * then call " << name_ << "_run_prepared(the entry's buffers, block, workspace, bytes), which\n"
+             " * "
+          << name_ << "_prepared_bytes(weights) bytes with " << name_
+          << "_prepare(weights, block, bytes),\n"
+             " * then call "
+          << name_
+          << "_run_prepared(the entry's buffers, block, workspace, bytes), which\n"
              " * runs only the per-call kernels and reads the block (never writes it). Weights:";
         for (const auto &a : weights_) h << " " << a.c;
         h << ". */\n";
@@ -165,10 +220,13 @@ void LibraryTables::write_values(std::ostream &s) const {
         for (const auto &d : ds) logical.push_back(dim_entry(d));
         for (const dsl::PhysicalDim &p : dsl::physical_dims(n.layout, (int)ds.size()))
             physical.push_back("{" + std::to_string(p.axis) + ", " +
-                               (p.part == dsl::PhysicalDim::Part::Whole ? "TESSEL_AXIS_WHOLE" : p.part == dsl::PhysicalDim::Part::InPanel ? "TESSEL_AXIS_IN_PANEL" : "TESSEL_AXIS_PANELS") +
+                               (p.part == dsl::PhysicalDim::Part::Whole     ? "TESSEL_AXIS_WHOLE"
+                                : p.part == dsl::PhysicalDim::Part::InPanel ? "TESSEL_AXIS_IN_PANEL"
+                                                                            : "TESSEL_AXIS_PANELS") +
                                ", " + std::to_string(p.width) + "LL}");
         const std::string id = std::to_string(i);
-        const std::string l = array(s, "tessel_dim", "dims_" + id, logical), p = array(s, "tessel_physical_dim", "physical_" + id, physical);
+        const std::string l = array(s, "tessel_dim", "dims_" + id, logical),
+                          p = array(s, "tessel_physical_dim", "physical_" + id, physical);
         const std::string name = i < args_.size() ? args_[i].c : g_.display_name(v);
         values.push_back("{" + quoted(name) + ", " + quoted(dsl::print_type(g_, n.type)) + ", " + type_code(n.type.dtype) + ", " +
                          std::to_string(type_bits(n.type.dtype)) + ", " + std::to_string(dsl::byte_size(n.type.dtype)) + ", " +
@@ -191,14 +249,16 @@ void LibraryTables::write_plan(std::ostream &s, const std::string &name, const d
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < n; j++) {
             const auto &x = memory.allocations[i], &y = memory.allocations[j];
-            const bool c = memory.conflicts.size() == n * n ? memory.conflicts[i * n + j] != 0
-                                                            : i != j && x.first_step <= y.last_step && y.first_step <= x.last_step;
+            const bool c = memory.conflicts.size() == n * n
+                               ? memory.conflicts[i * n + j] != 0
+                               : i != j && x.first_step <= y.last_step && y.first_step <= x.last_step;
             conflicts.push_back(c ? "1" : "0");
         }
     const std::string f = array(s, "int", name + "_first", first), l = array(s, "int", name + "_last", last),
                       b = array(s, "int", name + "_begin", begin), v = array(s, "int", name + "_values", values),
                       c = array(s, "unsigned char", name + "_conflicts", conflicts);
-    s << "static const tessel_memory_plan " << name << " = {" << n << ", " << f << ", " << l << ", " << b << ", " << v << ", " << c << "};\n";
+    s << "static const tessel_memory_plan " << name << " = {" << n << ", " << f << ", " << l << ", " << b << ", " << v << ", "
+      << c << "};\n";
 }
 
 /** Where an entry places each intermediate of `memory` (an operand's before a view of it). */
@@ -251,18 +311,20 @@ std::string LibraryTables::write_groups(std::ostream &s, size_t t) const {
             for (const auto &gd : v.guards) {
                 const auto at = std::find(names.begin(), names.end(), gd.extent);
                 const int extent = at == names.end() ? -1 : (int)(at - names.begin());
-                guards.push_back("{" + std::to_string(extent) + ", " + sched::runtime_name(gd.op) + ", " + std::to_string(gd.value) + "LL}");
+                guards.push_back("{" + std::to_string(extent) + ", " + sched::runtime_name(gd.op) + ", " +
+                                 std::to_string(gd.value) + "LL}");
             }
         }
         if (extents.size() > 64) throw std::invalid_argument("tessel lib: group " + k.group().name + " has more than 64 extents");
         const std::string e = array(s, "tessel_dim", "extents_" + id, extents), a = array(s, "int", "arguments_" + id, arguments),
-                          v = array(s, "tessel_variant", "variants_" + id, variants), c = array(s, "int", "guard_counts_" + id, counts),
+                          v = array(s, "tessel_variant", "variants_" + id, variants),
+                          c = array(s, "int", "guard_counts_" + id, counts),
                           gd = array(s, "tessel_guard", "guards_" + id, guards);
         groups.push_back("{" + quoted(k.group().name) + ", " + std::to_string(k.group().prepared ? 1 : 0) + ", " +
                          std::to_string(is_view_group(k, memory_) ? 1 : 0) + ", " +
-                         std::to_string(kept_ && is_view_group(k, *kept_) ? 1 : 0) + ", " + std::to_string(extents.size()) + ", " + e +
-                         ", " + std::to_string(arguments.size()) + ", " + a + ", " + std::to_string(variants.size()) + ", " + v +
-                         ", " + c + ", " + gd + "}");
+                         std::to_string(kept_ && is_view_group(k, *kept_) ? 1 : 0) + ", " + std::to_string(extents.size()) +
+                         ", " + e + ", " + std::to_string(arguments.size()) + ", " + a + ", " + std::to_string(variants.size()) +
+                         ", " + v + ", " + c + ", " + gd + "}");
     }
     return array(s, "tessel_group", "groups_" + std::to_string(t), groups);
 }
@@ -319,20 +381,22 @@ void LibraryTables::write_entries(std::ostream &s) const {
     };
     const std::string all = parameters_of(args_), listed = all.substr(0, all.size() - 2);
     const std::string buf_all = "    halide_buffer_t *const buf_args[] = {" + list(args_) + "};\n";
-    s << "int " << name_ << "(" << all << "void *workspace, int64_t workspace_bytes) {\n" << buf_all
-      << "    return call(TESSEL_ENTRY_WHOLE, buf_args, nullptr, 0, workspace, workspace_bytes);\n}\n";
-    s << "int64_t " << name_ << "_workspace_bytes(" << listed << ") {\n" << buf_all << "    return bytes_of(TESSEL_ENTRY_WHOLE, buf_args);\n}\n";
+    s << "int " << name_ << "(" << all << "void *workspace, int64_t workspace_bytes) {\n"
+      << buf_all << "    return call(TESSEL_ENTRY_WHOLE, buf_args, nullptr, 0, workspace, workspace_bytes);\n}\n";
+    s << "int64_t " << name_ << "_workspace_bytes(" << listed << ") {\n"
+      << buf_all << "    return bytes_of(TESSEL_ENTRY_WHOLE, buf_args);\n}\n";
     if (!prepared_.empty()) {
         const std::string w = parameters_of(weights_);
         const std::string buf_w = "    halide_buffer_t *const buf_args[] = {" + list(weights_) + "};\n";
-        s << "int64_t " << name_ << "_prepared_bytes(" << w.substr(0, w.size() - 2) << ") {\n" << buf_w
-          << "    return bytes_of(TESSEL_ENTRY_PREPARE, buf_args);\n}\n";
-        s << "int " << name_ << "_prepare(" << w << "void *prepared, int64_t prepared_bytes) {\n" << buf_w
-          << "    return call(TESSEL_ENTRY_PREPARE, buf_args, prepared, prepared_bytes, nullptr, 0);\n}\n";
-        s << "int " << name_ << "_run_prepared(" << all << "const void *prepared, void *workspace, int64_t workspace_bytes) {\n" << buf_all
+        s << "int64_t " << name_ << "_prepared_bytes(" << w.substr(0, w.size() - 2) << ") {\n"
+          << buf_w << "    return bytes_of(TESSEL_ENTRY_PREPARE, buf_args);\n}\n";
+        s << "int " << name_ << "_prepare(" << w << "void *prepared, int64_t prepared_bytes) {\n"
+          << buf_w << "    return call(TESSEL_ENTRY_PREPARE, buf_args, prepared, prepared_bytes, nullptr, 0);\n}\n";
+        s << "int " << name_ << "_run_prepared(" << all << "const void *prepared, void *workspace, int64_t workspace_bytes) {\n"
+          << buf_all
           << "    return call(TESSEL_ENTRY_RUN_PREPARED, buf_args, const_cast<void *>(prepared), 0, workspace, workspace_bytes);\n}\n";
-        s << "int64_t " << name_ << "_run_prepared_workspace_bytes(" << listed << ") {\n" << buf_all
-          << "    return bytes_of(TESSEL_ENTRY_RUN_PREPARED, buf_args);\n}\n";
+        s << "int64_t " << name_ << "_run_prepared_workspace_bytes(" << listed << ") {\n"
+          << buf_all << "    return bytes_of(TESSEL_ENTRY_RUN_PREPARED, buf_args);\n}\n";
     }
     s << "const char *" << name_ << "_error(void) { return text.error; }\n";
     s << "const char *" << name_ << "_variants(void) { return text.variants; }\n";
@@ -367,15 +431,15 @@ std::string LibraryTables::source() const {
         std::vector<std::string> features;
         for (const auto &f : targets_[t].features) features.push_back(quoted(f));
         const std::string fn = array(s, "char *const", "features_" + std::to_string(t), features);
-        targets.push_back("{" + quoted(targets_[t].suffix) + ", " + quoted(targets_[t].target) + ", " + std::to_string(features.size()) + ", " + fn + "}");
+        targets.push_back("{" + quoted(targets_[t].suffix) + ", " + quoted(targets_[t].target) + ", " +
+                          std::to_string(features.size()) + ", " + fn + "}");
         targets_text += (t ? ", " : "") + targets_[t].target;
         groups.push_back(write_groups(s, t));
     }
     array(s, "tessel_target", "targets", targets);
     array(s, "tessel_group *const", "groups", groups);
     s << "static const tessel_library library = {" << quoted(name_) << ", " << symbols_.size() << ", "
-      << (symbols_.empty() ? "nullptr" : "symbol_names") << ", " << slots_.size() << ", " << args_.size() << ", "
-      << max_rank()
+      << (symbols_.empty() ? "nullptr" : "symbol_names") << ", " << slots_.size() << ", " << args_.size() << ", " << max_rank()
       << ", values, " << weights.size() << ", " << wn << ", &plan_whole, " << (kept_ ? "&plan_kept" : "nullptr") << ", "
       << prepared.size() << ", " << pn << ", {place_whole_count, place_prepare_count, place_run_prepared_count}, "
       << "{place_whole_table, place_prepare_table, place_run_prepared_table}, " << targets.size() << ", targets, "

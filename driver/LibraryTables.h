@@ -65,7 +65,8 @@ private:
     int max_rank() const;  ///< the most dimensions of any slot's descriptor
     void write_values(std::ostream &s) const;
     void write_plan(std::ostream &s, const std::string &name, const dsl::BufferAssignment &memory) const;
-    void write_placements(std::ostream &s, const std::string &name, const dsl::BufferAssignment &memory, bool prepared_only) const;
+    void write_placements(std::ostream &s, const std::string &name, const dsl::BufferAssignment &memory,
+                          bool prepared_only) const;
     std::string write_groups(std::ostream &s, size_t t) const;
     void write_entries(std::ostream &s) const;
 
@@ -74,10 +75,10 @@ private:
     const dsl::BufferAssignment &memory_;
     const dsl::BufferAssignment *kept_;
     std::string name_;
-    std::vector<Arg> args_, weights_;      ///< entry arguments (inputs in program order, outputs); weights among them
-    std::vector<dsl::ValueId> slots_;      ///< every slot's value: the arguments, then the intermediates
-    std::vector<dsl::ValueId> prepared_;   ///< kept_'s prepared values, in the block's order
-    std::vector<std::string> symbols_;     ///< sorted
+    std::vector<Arg> args_, weights_;     ///< entry arguments (inputs in program order, outputs); weights among them
+    std::vector<dsl::ValueId> slots_;     ///< every slot's value: the arguments, then the intermediates
+    std::vector<dsl::ValueId> prepared_;  ///< kept_'s prepared values, in the block's order
+    std::vector<std::string> symbols_;    ///< sorted
 };
 
 }  // namespace tessel

@@ -21,7 +21,7 @@ std::vector<Halide::Target> library_targets(const std::string &text);
 /** What a target's code needs of the CPU. */
 struct CpuRequirements {
     std::vector<std::string> features;  ///< __builtin_cpu_supports names, sorted: "avx2", "fma"...
-    std::string suffix;                 ///< its kernels' suffix and TESSEL_LIB_ISA's name: "avx512", "avx2", "avx", "sse41", "x86_64"
+    std::string suffix;  ///< its kernels' suffix and TESSEL_LIB_ISA's name: "avx512", "avx2", "avx", "sse41", "x86_64"
 };
 CpuRequirements cpu_requirements(const Halide::Target &t);
 

@@ -16,8 +16,7 @@ using autosched::VariantCosts;
 namespace {
 
 /** Σ calls x time + compile / starts of a whole (dispatching) kernel, measured. */
-double measured_total(const autosched::ShapeProfile &profile, const VariantCosts &whole,
-                      const autosched::PlannerBudgets &b) {
+double measured_total(const autosched::ShapeProfile &profile, const VariantCosts &whole, const autosched::PlannerBudgets &b) {
     double t = whole.compile_seconds / b.compiles_amortized_over;
     for (const auto &e : profile) t += e.calls * whole.seconds_per_call.at(e.shape);
     return t;
@@ -42,16 +41,17 @@ int specialize(const SpecializeOptions &o, std::ostream &out) {
                                             " (the running example's extents are M, K, N)");
     const Halide::Target target = parse_target(o.target);
     const sched::ScheduleSpec spec = sched::library_schedule(o.schedule, target);
-    if (spec.device != sched::Device::Cpu) throw std::invalid_argument("tessel specialize measures CPU schedules; '" + o.schedule + "' is not one");
+    if (spec.device != sched::Device::Cpu)
+        throw std::invalid_argument("tessel specialize measures CPU schedules; '" + o.schedule + "' is not one");
     const dsl::Graph graph = dsl::simplify_graph(gelu_mlp_layer(true, dsl::NumericMode::Fast)).graph;
     const dsl::FusionGroup group = gelu_layer_group(graph, target);
     VariantMeasureOptions mo;
     mo.measure_on = target;
     mo.repeats = o.repeats;
 
-    out << "specialize: gelu_tanh(x @ w + bias), fast mode, schedule '" << spec.name << "' on " << target.to_string()
-        << "; " << spec.variants.size() << " guarded variants + fallback, " << profile.size() << " profiled shapes, "
-        << o.repeats << " timed rounds per shape (variants interleaved call by call)\n";
+    out << "specialize: gelu_tanh(x @ w + bias), fast mode, schedule '" << spec.name << "' on " << target.to_string() << "; "
+        << spec.variants.size() << " guarded variants + fallback, " << profile.size() << " profiled shapes, " << o.repeats
+        << " timed rounds per shape (variants interleaved call by call)\n";
     const GroupVariantCosts costs = measure_group_variants(graph, group, spec, profile, mo, spec.name);
     out << "measured costs (JIT compile s, code bytes from the object, then ms per call on the shapes it serves):\n";
     for (const auto &c : costs.candidates) print_costs(out, c);
@@ -71,7 +71,8 @@ int specialize(const SpecializeOptions &o, std::ostream &out) {
         {"fallback only", spec.keeping_variants({})},
         {"every variant", spec.keeping_variants(every)},
     };
-    const bool within_budget[] = {plan.totals.within_budget, plan.fallback_only.within_budget, plan.every_candidate.within_budget};
+    const bool within_budget[] = {plan.totals.within_budget, plan.fallback_only.within_budget,
+                                  plan.every_candidate.within_budget};
     out << "measured afterwards (each kernel compiled whole; expected total = calls x measured time + compile / "
         << o.budgets.compiles_amortized_over << "):\n";
     const std::vector<VariantCosts> whole = measure_whole_kernels(graph, group, alternatives, profile, mo);
@@ -81,12 +82,16 @@ int specialize(const SpecializeOptions &o, std::ostream &out) {
         const double total = measured_total(profile, whole[a], o.budgets);
         out << "  " << std::left << std::setw(14) << whole[a].name << std::right << " " << std::fixed << std::setprecision(4)
             << total << " s (compile " << whole[a].compile_seconds << " s, code " << whole[a].code_bytes << " B)"
-            << (within_budget[a] ? "" : " over budget") << "\n" << std::defaultfloat;
-        if (a == 0) plan_total = total;
-        else if (within_budget[a]) others.push_back(total);
+            << (within_budget[a] ? "" : " over budget") << "\n"
+            << std::defaultfloat;
+        if (a == 0)
+            plan_total = total;
+        else if (within_budget[a])
+            others.push_back(total);
     }
     out << "regret of the plan against the best measured alternative within budget: " << std::fixed << std::setprecision(1)
-        << autosched::regret(plan_total, others) * 100 << " %\n" << std::defaultfloat;
+        << autosched::regret(plan_total, others) * 100 << " %\n"
+        << std::defaultfloat;
     return 0;
 }
 

@@ -22,7 +22,7 @@
 namespace tessel {
 
 struct SpecializeOptions {
-    std::string profile_file;          ///< shape profile (SpecializationPlanner.h text form: M, K, N)
+    std::string profile_file;  ///< shape profile (SpecializationPlanner.h text form: M, K, N)
     std::string schedule = "cpu_blocked";
     std::string target = "host";
     autosched::PlannerBudgets budgets;

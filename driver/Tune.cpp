@@ -62,15 +62,17 @@ bool bind_symbols(const GroupDims &d, const Workload &w, std::map<std::string, i
         const dsl::Dim &dim = *dims[i].first;
         if (dim.is_static()) {
             if (dim.size != dims[i].second) {
-                if (why) *why = std::string(names[i]) + "=" + std::to_string(dims[i].second) +
-                                " conflicts with the graph's static " + std::to_string(dim.size);
+                if (why)
+                    *why = std::string(names[i]) + "=" + std::to_string(dims[i].second) + " conflicts with the graph's static " +
+                           std::to_string(dim.size);
                 return false;
             }
         } else if (dim.kind == dsl::Dim::Kind::Symbol) {
             auto [it, fresh] = symbols.insert({dim.symbol, dims[i].second});
             if (!fresh && it->second != dims[i].second) {
-                if (why) *why = "symbol " + dim.symbol + " would be both " + std::to_string(it->second) + " and " +
-                                std::to_string(dims[i].second);
+                if (why)
+                    *why = "symbol " + dim.symbol + " would be both " + std::to_string(it->second) + " and " +
+                           std::to_string(dims[i].second);
                 return false;
             }
         }
@@ -93,8 +95,8 @@ autosched::TuneRequest make_request(const dsl::Graph &g, const dsl::FusionGroup 
 void print_result(const autosched::TuneResult &r, const TuneOptions &o, std::ostream &out) {
     // A database hit carries the stored schedule, not the point it came from: name the nest.
     const std::string winner = r.params.nest == autosched::NestFamily::None ? r.schedule.description : r.params.to_string();
-    out << "  " << r.decision << "\n  winner: " << winner << " -> " << std::fixed << std::setprecision(3)
-        << r.time_ms << " ms (" << r.source_text() << "), tuned in " << std::setprecision(1) << r.seconds << " s\n";
+    out << "  " << r.decision << "\n  winner: " << winner << " -> " << std::fixed << std::setprecision(3) << r.time_ms << " ms ("
+        << r.source_text() << "), tuned in " << std::setprecision(1) << r.seconds << " s\n";
     if (r.source == ScheduleProvenance::Database) return;
     out << "  " << r.prune.to_string() << "\n";
     const int show = std::max(o.explain ? o.explain_top : 0, r.measured_count);
@@ -103,8 +105,9 @@ void print_result(const autosched::TuneResult &r, const TuneOptions &o, std::ost
         out << "  #" << std::setw(2) << i + 1 << " " << std::left << std::setw(34) << c.params.to_string() << std::right
             << " model " << std::setw(8) << std::setprecision(3) << c.cost.total_s() * 1e3 << " ms";
         if (c.measured)
-            out << "  measured " << (c.measured->ok() ? std::to_string(c.measured->median_ms).substr(0, 7) + " ms"
-                                                    : autosched::to_string(c.measured->status) + ": " + c.measured->message);
+            out << "  measured "
+                << (c.measured->ok() ? std::to_string(c.measured->median_ms).substr(0, 7) + " ms"
+                                     : autosched::to_string(c.measured->status) + ": " + c.measured->message);
         if (!c.ptxas.empty()) out << "  ptxas " << c.ptxas;
         out << "\n";
         if (o.explain && i < o.explain_top) out << "       " << c.cost.explain() << "\n";
@@ -213,8 +216,8 @@ int run_tune(const TuneOptions &o, std::ostream &out) {
         if (!params.machine) {
             params.machine = autosched::measure_machine(target);
             db.store_machine_numbers(*params.machine);
-            out << "measured this machine once for the cost model (stored in " << o.db << "; `tessel db probe` measures again): "
-                << params.machine->to_string() << "\n";
+            out << "measured this machine once for the cost model (stored in " << o.db
+                << "; `tessel db probe` measures again): " << params.machine->to_string() << "\n";
         }
     }
     const autosched::TargetModel tm = autosched::TargetModel::for_target(target).with_numbers(params.machine);
@@ -222,7 +225,8 @@ int run_tune(const TuneOptions &o, std::ostream &out) {
     std::unique_ptr<autosched::IsolatedMeasurer> measurer;
     if (tm.device == sched::Device::Cuda) {
         out << "target has CUDA and no GPU is used here: candidates are ranked by the cost model and checked with "
-               "ptxas -v for " << tm.cuda.ptx_arch() << ", not measured\n";
+               "ptxas -v for "
+            << tm.cuda.ptx_arch() << ", not measured\n";
         params.measure = false;
     } else if (params.measure) {
         measurer = std::make_unique<autosched::IsolatedMeasurer>();
@@ -249,8 +253,8 @@ int run_tune(const TuneOptions &o, std::ostream &out) {
                 continue;
             }
             if (!tuned.insert(fg.name + " " + w->to_string()).second) continue;
-            tune_one(p.graph, fg, name, symbols, *w, o, target, model, measurer.get(), db, params, results, workloads,
-                     failures, out);
+            tune_one(p.graph, fg, name, symbols, *w, o, target, model, measurer.get(), db, params, results, workloads, failures,
+                     out);
         }
     }
     if (results.empty()) {

@@ -25,15 +25,15 @@ struct TuneOptions {
     /** "MxKxN" shapes; empty: the graph's sizes (--dim and static), and when those leave a
      * symbol unbound, the suite shapes that fit it. */
     std::vector<std::string> shapes;
-    std::string suite;      ///< shape suite file ("" = the repository's bench/shapes.txt)
+    std::string suite;  ///< shape suite file ("" = the repository's bench/shapes.txt)
     /** Symbol sizes for every shape (--dim): alone, they bind every group they size; beside
      * --shapes, the sizes the MxKxN shapes do not bind. */
     std::map<std::string, int64_t> dims;
     std::string db = "tessel-tuning.db";
     std::string target = "host";
-    bool explain = false;   ///< print each cost term for the top candidates
+    bool explain = false;  ///< print each cost term for the top candidates
     int explain_top = 5;
-    bool coverage = true;   ///< print the coverage report and calibration experiment
+    bool coverage = true;  ///< print the coverage report and calibration experiment
     autosched::TunerParams params;
     /** Called after each shape with its tuned schedule (the CLI's --compare runs Halide's
      * autoschedulers and the library beside it, in the same run). */

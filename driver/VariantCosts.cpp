@@ -6,18 +6,18 @@
 #include "dsl/passes/GroupExtents.h"
 #include "lowering/CompiledGraph.h"
 #include "lowering/CompiledKernel.h"
-#include "support/ErrorStats.h"
 #include "support/Clock.h"
+#include "support/ErrorStats.h"
 #include "support/Interleaved.h"
 #include "support/Random.h"
 
 #include <HalideBuffer.h>
 
+#include <unistd.h>
 #include <atomic>
 #include <filesystem>
 #include <memory>
 #include <sstream>
-#include <unistd.h>
 
 namespace tessel {
 
@@ -39,8 +39,8 @@ struct CompiledVariant {
 int64_t code_bytes(const dsl::Graph &g, const dsl::FusionGroup &group, const sched::ScheduleSpec &s,
                    const std::vector<Halide::Target> &targets, double *seconds) {
     static std::atomic<int> serial{0};
-    const fs::path dir = fs::temp_directory_path() /
-                         ("tessel-variant-costs-" + std::to_string(::getpid()) + "-" + std::to_string(serial++));
+    const fs::path dir =
+        fs::temp_directory_path() / ("tessel-variant-costs-" + std::to_string(::getpid()) + "-" + std::to_string(serial++));
     fs::create_directories(dir);
     int64_t bytes = 0;
     *seconds = 0;
@@ -61,14 +61,14 @@ int64_t code_bytes(const dsl::Graph &g, const dsl::FusionGroup &group, const sch
 }
 
 CompiledVariant compile_contender(const dsl::Graph &g, const dsl::FusionGroup &group, const sched::ScheduleSpec &s,
-                            std::string name, std::vector<sched::Guard> guards, const VariantMeasureOptions &o) {
+                                  std::string name, std::vector<sched::Guard> guards, const VariantMeasureOptions &o) {
     CompiledVariant c;
     c.costs.name = std::move(name);
     c.costs.guards = std::move(guards);
     c.kernel = std::make_unique<CompiledKernel>(g, group, s, o.measure_on, KernelBackend::Jit);
     double aot_seconds = 0;
-    c.costs.code_bytes = code_bytes(g, group, s, o.code_targets.empty() ? std::vector{o.measure_on} : o.code_targets,
-                                    &aot_seconds);
+    c.costs.code_bytes =
+        code_bytes(g, group, s, o.code_targets.empty() ? std::vector{o.measure_on} : o.code_targets, &aot_seconds);
     c.costs.compile_seconds = o.compile_cost == CompileCost::Jit ? c.kernel->compile_seconds() : aot_seconds;
     return c;
 }
@@ -148,8 +148,8 @@ GroupVariantCosts measure_group_variants(const dsl::Graph &g, const dsl::FusionG
                                          const std::string &prefix) {
     std::vector<CompiledVariant> contenders;
     for (size_t i = 0; i < s.variants.size(); i++)
-        contenders.push_back(compile_contender(g, group, s.variant_alone(i), prefix + "_v" + std::to_string(i + 1),
-                                               s.variants[i].guards, o));
+        contenders.push_back(
+            compile_contender(g, group, s.variant_alone(i), prefix + "_v" + std::to_string(i + 1), s.variants[i].guards, o));
     contenders.push_back(compile_contender(g, group, s.keeping_variants({}), prefix + " fallback", {}, o));
     measure_on_profile(g, profile, contenders, o);
     GroupVariantCosts out;

@@ -42,8 +42,8 @@ struct VariantMeasureOptions {
     Halide::Target measure_on = Halide::get_host_target();  ///< must run on this machine
     std::vector<Halide::Target> code_targets;               ///< code bytes (and AOT compile) for each; empty = measure_on
     CompileCost compile_cost = CompileCost::Jit;
-    int repeats = 5;                                        ///< timed rounds per shape
-    double tolerance = 1e-3;                                ///< |variant - fallback| / (1 + |fallback|)
+    int repeats = 5;          ///< timed rounds per shape
+    double tolerance = 1e-3;  ///< |variant - fallback| / (1 + |fallback|)
 };
 
 /** Costs of a group's variants, named `<prefix>_v<k>` (k 1-based, the schedule's order) and
@@ -56,16 +56,15 @@ struct GroupVariantCosts {
 /** Measures every variant of `schedule` and its fallback for `group` of `g` (planned on g) on
  * `profile`. Throws std::invalid_argument when a profiled shape leaves a symbol of the group
  * unbound, std::runtime_error when a variant's results disagree with the fallback's. */
-GroupVariantCosts measure_group_variants(const dsl::Graph &g, const dsl::FusionGroup &group,
-                                         const sched::ScheduleSpec &schedule, const autosched::ShapeProfile &profile,
-                                         const VariantMeasureOptions &options, const std::string &prefix);
+GroupVariantCosts measure_group_variants(const dsl::Graph &g, const dsl::FusionGroup &group, const sched::ScheduleSpec &schedule,
+                                         const autosched::ShapeProfile &profile, const VariantMeasureOptions &options,
+                                         const std::string &prefix);
 
 /** Each schedule compiled whole, dispatch included, and measured on every profiled shape,
  * interleaved with the others (to check a plan against its alternatives by measurement; the
  * last one is the reference the others are checked against). Names are the pairs' first. */
 std::vector<autosched::VariantCosts> measure_whole_kernels(
-    const dsl::Graph &g, const dsl::FusionGroup &group,
-    const std::vector<std::pair<std::string, sched::ScheduleSpec>> &schedules, const autosched::ShapeProfile &profile,
-    const VariantMeasureOptions &options);
+    const dsl::Graph &g, const dsl::FusionGroup &group, const std::vector<std::pair<std::string, sched::ScheduleSpec>> &schedules,
+    const autosched::ShapeProfile &profile, const VariantMeasureOptions &options);
 
 }  // namespace tessel

@@ -34,8 +34,8 @@ PassManager default_pipeline() {
     PassManager pm("default");
     pm.add("fold-constants", find_pass("fold-constants").run);
     pm.add_fixed_point("simplify",
-                       {find_pass("fold-constants"), find_pass("simplify-algebra"),
-                        find_pass("reassociate"), find_pass("cse"), find_pass("dce")},
+                       {find_pass("fold-constants"), find_pass("simplify-algebra"), find_pass("reassociate"), find_pass("cse"),
+                        find_pass("dce")},
                        kSimplifyIterations);
     return pm;
 }

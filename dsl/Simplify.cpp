@@ -31,8 +31,7 @@ SimplifyResult simplify_graph(Graph g, const SimplifyOptions &options) {
     return r;
 }
 
-SimplifyResult simplify_text(const std::string &text, const std::string &filename,
-                             const SimplifyOptions &options) {
+SimplifyResult simplify_text(const std::string &text, const std::string &filename, const SimplifyOptions &options) {
     return simplify_graph(parse(text, filename), options);
 }
 
@@ -40,8 +39,7 @@ SimplifyResult simplify_file(const std::string &path, const SimplifyOptions &opt
     return simplify_graph(parse_file(path), options);
 }
 
-RunResult run_file(const std::string &path, const std::map<std::string, Tensor> &inputs,
-                   RunOptions options) {
+RunResult run_file(const std::string &path, const std::map<std::string, Tensor> &inputs, RunOptions options) {
     options.random_missing_inputs = true;
     return interpret(parse_file(path), inputs, options);
 }

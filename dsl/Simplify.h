@@ -26,10 +26,10 @@ struct SimplifyOptions {
 };
 
 struct SimplifyResult {
-    Graph graph;                 ///< the simplified graph
-    std::string graph_text;      ///< print(graph)
+    Graph graph;             ///< the simplified graph
+    std::string graph_text;  ///< print(graph)
     RewriteLog log;
-    std::string log_text;        ///< log.to_string()
+    std::string log_text;  ///< log.to_string()
     std::vector<PassDump> dumps;
     std::vector<std::string> trace;  ///< which passes ran and whether they changed the graph
     bool converged = true;
@@ -38,14 +38,12 @@ struct SimplifyResult {
 /** Parse `path` and simplify it. Throws UserError (ParseError with file:line:col for bad text). */
 SimplifyResult simplify_file(const std::string &path, const SimplifyOptions &options = {});
 /** Same on text already in memory; `filename` is used in error messages. */
-SimplifyResult simplify_text(const std::string &text, const std::string &filename,
-                             const SimplifyOptions &options = {});
+SimplifyResult simplify_text(const std::string &text, const std::string &filename, const SimplifyOptions &options = {});
 /** Simplify a graph in place with the default pipeline (or options.passes). */
 SimplifyResult simplify_graph(Graph g, const SimplifyOptions &options = {});
 
 /** Run the reference interpreter on a .tsl file with the given inputs; missing inputs are random
  * (RunOptions::random_missing_inputs is forced on) and reported in RunResult::inputs. */
-RunResult run_file(const std::string &path, const std::map<std::string, Tensor> &inputs = {},
-                   RunOptions options = {});
+RunResult run_file(const std::string &path, const std::map<std::string, Tensor> &inputs = {}, RunOptions options = {});
 
 }  // namespace tessel::dsl

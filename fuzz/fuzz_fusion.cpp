@@ -21,7 +21,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             for (ValueId v : grp.nodes)
                 if (g.node(v).op != Op::Constant && !seen.insert(v).second) std::abort();  // in two groups
         (void)plan.to_string(g);
-    } catch (const UserError &) {
-    }
+    } catch (const UserError &) {}
     return 0;
 }

@@ -31,7 +31,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
     } catch (const UserError &) {
     } catch (const lower::LoweringError &) {
-    } catch (const sched::ScheduleError &) {
-    }
+    } catch (const sched::ScheduleError &) {}
     return 0;
 }

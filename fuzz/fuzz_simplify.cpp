@@ -12,7 +12,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     try {
         Graph g = parse(tessel::fuzz::input_text(data, size), "fuzz.tsl");
         default_pipeline().run(g);
-    } catch (const UserError &) {
-    }
+    } catch (const UserError &) {}
     return 0;
 }

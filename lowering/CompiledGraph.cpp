@@ -1,11 +1,11 @@
 #include "lowering/CompiledGraph.h"
 #include "support/Clock.h"
 
+#include "dsl/analysis/WeightDerived.h"
 #include "dsl/ir/Printer.h"
 #include "dsl/ir/TypeInference.h"
 #include "lowering/ScheduleGroup.h"
 #include "lowering/TensorBuffers.h"
-#include "dsl/analysis/WeightDerived.h"
 
 #include <chrono>
 
@@ -19,13 +19,15 @@ std::vector<int64_t> concrete_shape(const dsl::Graph &g, ValueId v, const std::m
     std::vector<int64_t> shape;
     for (const auto &d0 : g.node(v).type.dims) {
         const dsl::Dim d = dsl::resolve_dim(g, d0);
-        if (d.is_static()) shape.push_back(d.size);
-        else if (d.kind == dsl::Dim::Kind::Symbol && symbols.count(d.symbol)) shape.push_back(symbols.at(d.symbol));
-        else throw lower::LoweringError("the size of " + dsl::print_dim(g, d0) + " in " + dsl::print_node(g, v) + " is unknown");
+        if (d.is_static())
+            shape.push_back(d.size);
+        else if (d.kind == dsl::Dim::Kind::Symbol && symbols.count(d.symbol))
+            shape.push_back(symbols.at(d.symbol));
+        else
+            throw lower::LoweringError("the size of " + dsl::print_dim(g, d0) + " in " + dsl::print_node(g, v) + " is unknown");
     }
     return shape;
 }
-
 
 CompiledGraph::CompiledGraph(const dsl::Graph &g, const dsl::FusionPlan &plan, const Halide::Target &target,
                              const ScheduleChooser &choose, KernelBackend backend)
@@ -127,11 +129,13 @@ std::map<std::string, int64_t> bind_symbols(const dsl::Graph &g, const std::map<
             const dsl::Dim d = dsl::resolve_dim(g, n.type.dims[i]);
             const int64_t size = t.shape[i];
             bool ok = true;
-            if (d.is_static()) ok = d.size == size;
-            else if (d.kind == dsl::Dim::Kind::Symbol) ok = symbols.emplace(d.symbol, size).first->second == size;
+            if (d.is_static())
+                ok = d.size == size;
+            else if (d.kind == dsl::Dim::Kind::Symbol)
+                ok = symbols.emplace(d.symbol, size).first->second == size;
             if (!ok)
-                throw lower::LoweringError("input %" + g.display_name(v) + " has extent " + std::to_string(size) +
-                                           " in axis " + std::to_string(i) + ", the graph declares " + dsl::print_node(g, v));
+                throw lower::LoweringError("input %" + g.display_name(v) + " has extent " + std::to_string(size) + " in axis " +
+                                           std::to_string(i) + ", the graph declares " + dsl::print_node(g, v));
         }
     }
     return symbols;
@@ -161,13 +165,15 @@ std::map<ValueId, Halide::Buffer<>> CompiledGraph::prepared_values(const std::ma
     const tessel::SteadyClock::time_point t0 = tessel::SteadyClock::now();
     Prepared p;
     p.key = std::move(key);
-    for (ValueId v : weights_) p.values[v] = to_value_buffer(graph_, v, inputs.at(graph_.display_name(v)), graph_.display_name(v));
+    for (ValueId v : weights_)
+        p.values[v] = to_value_buffer(graph_, v, inputs.at(graph_.display_name(v)), graph_.display_name(v));
     for (const Group &cg : groups_) {
         const CompiledKernel &k = *cg.kernel;
         if (!k.group().prepared) continue;
         std::vector<halide_buffer_t *> raw;
         for (const auto &a : k.arguments()) {
-            if (a.is_output) p.values[a.value] = make_value_buffer(graph_, a.value, concrete_shape(graph_, a.value, symbols), a.name);
+            if (a.is_output)
+                p.values[a.value] = make_value_buffer(graph_, a.value, concrete_shape(graph_, a.value, symbols), a.name);
             auto it = p.values.find(a.value);
             if (it == p.values.end())
                 throw lower::LoweringError("prepared group '" + k.group().name + "' reads " + a.name + ", which is not prepared");
@@ -183,12 +189,13 @@ std::map<ValueId, Halide::Buffer<>> CompiledGraph::prepared_values(const std::ma
 }
 
 std::vector<dsl::Tensor> CompiledGraph::run_planned(const std::map<std::string, dsl::Tensor> &inputs,
-                                                    std::map<std::string, int64_t> symbols,
-                                                    const ArenaOptions &options, RunStats &stats) const {
+                                                    std::map<std::string, int64_t> symbols, const ArenaOptions &options,
+                                                    RunStats &stats) const {
     symbols = bind_symbols(graph_, inputs, std::move(symbols));
     if (options.concurrent_groups && options.policy != dsl::ReusePolicy::NoConcurrentReuse)
-        throw lower::LoweringError("running independent groups concurrently needs the no-concurrent-reuse memory plan "
-                                   "(ArenaOptions::policy): the serial plan may reuse memory between them");
+        throw lower::LoweringError(
+            "running independent groups concurrently needs the no-concurrent-reuse memory plan "
+            "(ArenaOptions::policy): the serial plan may reuse memory between them");
     std::shared_ptr<const dsl::BufferAssignment> planned;
     {
         const PlanKey key{symbols, options.policy, options.donated_inputs};
@@ -228,7 +235,8 @@ std::vector<dsl::Tensor> CompiledGraph::run_planned(const std::map<std::string, 
     }
     for (size_t i = 0; i < graph_.outputs.size(); i++) {
         const ValueId v = graph_.outputs[i];
-        if (!storage.count(v)) storage[v] = make_value_buffer(graph_, v, concrete_shape(graph_, v, symbols), graph_.output_name(i));
+        if (!storage.count(v))
+            storage[v] = make_value_buffer(graph_, v, concrete_shape(graph_, v, symbols), graph_.output_name(i));
     }
     for (size_t gi = 0; gi < groups_.size(); gi++) {
         const CompiledKernel &k = *groups_[gi].kernel;
@@ -247,7 +255,7 @@ std::vector<dsl::Tensor> CompiledGraph::run_planned(const std::map<std::string, 
                 const dsl::Node &n = graph_.node(a.value);
                 const Halide::Buffer<> &operand = storage.at(b->shares_with);
                 storage[a.value] = b->strided ? transposed_view(operand, n.attrs.perm)
-                                                              : value_buffer_over(graph_, a.value, operand.data(), shape);
+                                              : value_buffer_over(graph_, a.value, operand.data(), shape);
                 view = true;
                 stats.views++;
             } else if (b->kind == dsl::LogicalBuffer::Kind::InPlace) {
@@ -278,13 +286,15 @@ std::vector<dsl::Tensor> CompiledGraph::run_planned(const std::map<std::string, 
         for (size_t gi = 0; gi < groups_.size(); gi++)
             for (const auto &a : groups_[gi].kernel->arguments())
                 if (!a.is_output)
-                    if (const int p = plan_.group_of(a.value); p >= 0 && (size_t)p != gi) level[gi] = std::max(level[gi], level[p] + 1);
+                    if (const int p = plan_.group_of(a.value); p >= 0 && (size_t)p != gi)
+                        level[gi] = std::max(level[gi], level[p] + 1);
         std::map<int, std::vector<const Call *>> waves;
         for (const auto &c : calls) waves[level[c.group]].push_back(&c);
         for (const auto &[l, wave] : waves) {
             std::vector<std::future<void>> others;
             for (size_t i = 1; i < wave.size(); i++)
-                others.push_back(std::async(std::launch::async, [this, c = wave[i]] { groups_[c->group].kernel->run(c->buffers); }));
+                others.push_back(
+                    std::async(std::launch::async, [this, c = wave[i]] { groups_[c->group].kernel->run(c->buffers); }));
             groups_[wave[0]->group].kernel->run(wave[0]->buffers);
             for (auto &f : others) f.get();
             stats.waves++;
@@ -293,13 +303,14 @@ std::vector<dsl::Tensor> CompiledGraph::run_planned(const std::map<std::string, 
     stats.kernels_run = (int)calls.size();
     stats.kernel_seconds = tessel::seconds_since(kernels_start);
     std::vector<dsl::Tensor> results;
-    for (ValueId v : graph_.outputs) results.push_back(from_value_buffer(graph_, v, storage.at(v), concrete_shape(graph_, v, symbols)));
+    for (ValueId v : graph_.outputs)
+        results.push_back(from_value_buffer(graph_, v, storage.at(v), concrete_shape(graph_, v, symbols)));
     return results;
 }
 
 std::vector<dsl::Tensor> CompiledGraph::run(const std::map<std::string, dsl::Tensor> &inputs,
-                                            const std::map<std::string, int64_t> &symbols,
-                                            const ArenaOptions &options, RunStats *stats) const {
+                                            const std::map<std::string, int64_t> &symbols, const ArenaOptions &options,
+                                            RunStats *stats) const {
     RunStats local;
     if (recording_) {
         std::map<std::string, int64_t> binding;

@@ -34,9 +34,9 @@
 
 #include <atomic>
 #include <functional>
-#include <mutex>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -46,8 +46,7 @@ namespace tessel {
 /** Picks a schedule for a planned group (given also its unscheduled lowering, for group-generic
  * library schedules), or nullopt for the default; may return one that does not apply (the graph
  * then falls back to the default and records why). */
-using ScheduleChooser =
-    std::function<std::optional<sched::ScheduleSpec>(const dsl::FusionGroup &, const lower::LoweredGroup &)>;
+using ScheduleChooser = std::function<std::optional<sched::ScheduleSpec>(const dsl::FusionGroup &, const lower::LoweredGroup &)>;
 
 /** How run() places intermediates (planned runs only). */
 struct ArenaOptions {
@@ -70,11 +69,11 @@ struct ArenaOptions {
 
 /** What a run did. */
 struct RunStats {
-    bool planned = false;          ///< placed by the memory plan (else interpreter-driven)
+    bool planned = false;  ///< placed by the memory plan (else interpreter-driven)
     std::string interpreted_because;
-    int64_t arena_bytes = 0;       ///< planned peak used
+    int64_t arena_bytes = 0;  ///< planned peak used
     int kernels_run = 0, views = 0, in_place = 0, waves = 0;
-    std::string printed;           ///< what `print` ops wrote (interpreter-driven runs)
+    std::string printed;  ///< what `print` ops wrote (interpreter-driven runs)
     /** This call converted the weights and ran the prepared groups (first call, or a weight
      * changed: another tensor, or its version bumped), taking prepare_seconds. */
     bool prepared_weights = false;
@@ -102,14 +101,12 @@ public:
     /** Runs the graph: its groups on their kernels, any other op in the interpreter (see
      * as_external_groups). `inputs` by input name; `symbols` binds every symbolic dimension.
      * Returns the graph outputs in Graph::outputs order. */
-    std::vector<dsl::Tensor> run(const std::map<std::string, dsl::Tensor> &inputs,
-                                 const std::map<std::string, int64_t> &symbols,
+    std::vector<dsl::Tensor> run(const std::map<std::string, dsl::Tensor> &inputs, const std::map<std::string, int64_t> &symbols,
                                  const ArenaOptions &options = {}, RunStats *stats = nullptr) const;
 
     /** The memory plan a planned run uses for these symbol sizes, with each group's in-place
      * legality checked against its kernel's schedule (sched::writes_each_element_once). */
-    dsl::BufferAssignment memory_plan(const std::map<std::string, int64_t> &symbols,
-                                      const ArenaOptions &options = {}) const;
+    dsl::BufferAssignment memory_plan(const std::map<std::string, int64_t> &symbols, const ArenaOptions &options = {}) const;
     /** Whether run() follows the memory plan; false with the op that prevents it in *why. */
     bool runs_planned(std::string *why = nullptr) const;
     const dsl::FusionPlan &plan() const { return plan_; }
@@ -154,9 +151,8 @@ private:
                                                              const std::map<std::string, int64_t> &symbols,
                                                              RunStats &stats) const;
 
-    std::vector<dsl::Tensor> run_planned(const std::map<std::string, dsl::Tensor> &inputs,
-                                         std::map<std::string, int64_t> symbols, const ArenaOptions &options,
-                                         RunStats &stats) const;
+    std::vector<dsl::Tensor> run_planned(const std::map<std::string, dsl::Tensor> &inputs, std::map<std::string, int64_t> symbols,
+                                         const ArenaOptions &options, RunStats &stats) const;
 };
 
 /** Concrete shape of `v` under `symbols` (row-major, outermost first). */

@@ -3,9 +3,9 @@
 #include "lowering/CompiledKernel.h"
 #include "support/Clock.h"
 
+#include "codegen/KernelCache.h"
 #include "dsl/ir/Printer.h"
 #include "dsl/ir/TypeInference.h"
-#include "codegen/KernelCache.h"
 #include "lowering/ScheduleGroup.h"
 #include "schedules/ScheduleJson.h"
 #include "schedules/TargetFacts.h"
@@ -38,7 +38,11 @@ std::string type_name(const halide_type_t &t) {
 CompiledKernel::CompiledKernel(const dsl::Graph &g, dsl::FusionGroup group, sched::ScheduleSpec schedule,
                                const Halide::Target &target, KernelBackend backend,
                                std::optional<std::map<std::string, int64_t>> only_for)
-    : graph_(&g), group_(std::move(group)), schedule_(std::move(schedule)), target_(target), backend_(backend),
+    : graph_(&g),
+      group_(std::move(group)),
+      schedule_(std::move(schedule)),
+      target_(target),
+      backend_(backend),
       extents_(dsl::group_extents(g, group_)) {
     const tessel::SteadyClock::time_point t0 = tessel::SteadyClock::now();
 
@@ -50,10 +54,13 @@ CompiledKernel::CompiledKernel(const dsl::Graph &g, dsl::FusionGroup group, sche
             const auto &steps = schedule_.variants[i].steps;
             const bool splits = std::any_of(steps.begin(), steps.end(),
                                             [](const sched::Directive &d) { return std::holds_alternative<sched::RFactor>(d); });
-            if (!splits) kept.push_back(schedule_.variants[i]);
-            else notes_.push_back("variant " + std::to_string(i + 1) + " (" + guards_text(schedule_.variants[i].guards) +
-                                  ") of '" + schedule_.name + "' left out: it splits the reduction into partial sums, "
-                                  "and numeric mode 'exact' keeps every reduction in program order");
+            if (!splits)
+                kept.push_back(schedule_.variants[i]);
+            else
+                notes_.push_back("variant " + std::to_string(i + 1) + " (" + guards_text(schedule_.variants[i].guards) +
+                                 ") of '" + schedule_.name +
+                                 "' left out: it splits the reduction into partial sums, "
+                                 "and numeric mode 'exact' keeps every reduction in program order");
         }
         schedule_.variants = std::move(kept);
     }
@@ -72,8 +79,8 @@ CompiledKernel::CompiledKernel(const dsl::Graph &g, dsl::FusionGroup group, sche
         v.guards = fallback ? std::vector<sched::Guard>{} : schedule_.variants[i].guards;
         v.label = fallback ? "fallback" : "variant " + std::to_string(i + 1) + " (" + guards_text(v.guards) + ")";
         v.lowered = lower::lower_group(g, group_);
-        v.resources = lower::apply_to_group(fallback ? schedule_.steps : schedule_.variants[i].steps, v.lowered, target,
-                                            schedule_.name);
+        v.resources =
+            lower::apply_to_group(fallback ? schedule_.steps : schedule_.variants[i].steps, v.lowered, target, schedule_.name);
         if (backend == KernelBackend::Jit) {
             const std::string name = group_.name + (fallback ? "" : "_v" + std::to_string(i + 1));
             // What decides this variant's code, for the kernel cache (codegen/KernelCache.h); only
@@ -110,8 +117,8 @@ CompiledKernel::CompiledKernel(const dsl::Graph &g, dsl::FusionGroup group, sche
         return g.display_name(v);
     };
     for (size_t i = 0; i < lg.output_values.size(); i++)
-        arguments_.push_back({interface_name(lg.output_values[i]), lg.output_values[i], true,
-                              lg.outputs[lg.output_func[i]].dimensions()});
+        arguments_.push_back(
+            {interface_name(lg.output_values[i]), lg.output_values[i], true, lg.outputs[lg.output_func[i]].dimensions()});
 
     // Each extent a guard may name comes from a constant or from a dimension of a buffer
     // whose dim resolves to the same symbol.
@@ -125,15 +132,16 @@ CompiledKernel::CompiledKernel(const dsl::Graph &g, dsl::FusionGroup group, sche
                 const dsl::Node &n = g.node(arguments_[a].value);
                 const std::vector<dsl::PhysicalDim> phys = dsl::physical_dims(n.layout, n.type.rank());
                 for (size_t pd = 0; pd < phys.size() && !found; pd++) {
-                    if (phys[pd].part != dsl::PhysicalDim::Part::Whole || !dsl::same_dim(g, n.type.dims[phys[pd].axis], e.dim)) continue;
+                    if (phys[pd].part != dsl::PhysicalDim::Part::Whole || !dsl::same_dim(g, n.type.dims[phys[pd].axis], e.dim))
+                        continue;
                     src.argument = a;
                     src.dimension = (int)(phys.size() - 1 - pd);
                     found = true;
                 }
             }
             if (!found)
-                throw lower::LoweringError("kernel '" + group_.name + "': extent " + name + " (" +
-                                           extents_.to_string(g) + ") is not a dimension of any argument");
+                throw lower::LoweringError("kernel '" + group_.name + "': extent " + name + " (" + extents_.to_string(g) +
+                                           ") is not a dimension of any argument");
         }
         extent_sources_.push_back(src);
     }
@@ -181,8 +189,7 @@ std::vector<size_t> CompiledKernel::argument_positions(const std::vector<std::st
     for (const std::string &name : names) {
         size_t i = 0;
         while (i < arguments_.size() && arguments_[i].name != name) i++;
-        if (i == arguments_.size())
-            throw std::logic_error("kernel '" + group_.name + "' has no argument '" + name + "'");
+        if (i == arguments_.size()) throw std::logic_error("kernel '" + group_.name + "' has no argument '" + name + "'");
         out.push_back(i);
     }
     if (out.size() != arguments_.size())
@@ -221,12 +228,13 @@ std::string CompiledKernel::check_buffers(const std::vector<halide_buffer_t *> &
             if (pass == 0) {
                 if (!b) return arg + " is a null buffer";
                 const Halide::Type want_type = *lower::storage_type(n.type.dtype);
-                if (b->type.code != (halide_type_code_t)want_type.code() || b->type.bits != want_type.bits() || b->type.lanes != 1)
+                if (b->type.code != (halide_type_code_t)want_type.code() || b->type.bits != want_type.bits() ||
+                    b->type.lanes != 1)
                     return arg + " has element type " + type_name(b->type) + "; the kernel takes " + type_name(want_type);
                 if (!b->host && !b->device) return arg + " has no memory (host pointer null)";
                 if (b->dimensions != a.dimensions)
-                    return arg + " has " + std::to_string(b->dimensions) + " dimensions " + shape_of(b) + "; the kernel expects " +
-                           std::to_string(a.dimensions);
+                    return arg + " has " + std::to_string(b->dimensions) + " dimensions " + shape_of(b) +
+                           "; the kernel expects " + std::to_string(a.dimensions);
             }
             // Expected physical shape, outermost first, with the binding of each symbolic size.
             const auto &dims = n.type.dims;
@@ -242,7 +250,9 @@ std::string CompiledKernel::check_buffers(const std::vector<halide_buffer_t *> &
                 if (d.is_static()) {
                     logical = (long)d.size;
                 } else if (auto it = binding(d); it != bound.end()) {
-                    if (whole && got != it->extent) why = dsl::print_dim(*graph_, dims[axis]) + " = " + std::to_string(it->extent) + " from '" + it->from + "'";
+                    if (whole && got != it->extent)
+                        why =
+                            dsl::print_dim(*graph_, dims[axis]) + " = " + std::to_string(it->extent) + " from '" + it->from + "'";
                     logical = it->extent;
                 } else if (whole) {
                     bound.push_back({d, got, a.name});
@@ -253,8 +263,10 @@ std::string CompiledKernel::check_buffers(const std::vector<halide_buffer_t *> &
             }
             if (dims.empty() && b->dim[0].extent != 1) match = false, want += "1";
             want += "]";
-            if (!n.layout.empty()) want += " (layout " + dsl::to_string(n.layout) + " of " + dsl::print_type(*graph_, n.type) + ")";
-            if (!match) return arg + " has shape " + shape_of(b) + "; the kernel expects " + want + (why.empty() ? "" : " (" + why + ")");
+            if (!n.layout.empty())
+                want += " (layout " + dsl::to_string(n.layout) + " of " + dsl::print_type(*graph_, n.type) + ")";
+            if (!match)
+                return arg + " has shape " + shape_of(b) + "; the kernel expects " + want + (why.empty() ? "" : " (" + why + ")");
         }
     }
     return "";
@@ -284,9 +296,8 @@ void CompiledKernel::run(const std::vector<halide_buffer_t *> &buffers) const {
         status = variants_[pick].callable.call_argv_fast((int)argv.size(), argv.data());
     }
     if (status != 0)
-        throw CompileError("running kernel '" + group_.name + "' (schedule '" + schedule_.name + "', " +
-                           variants_[pick].label + ") failed: " + last_halide_error() + " (buffers: " +
-                           describe_call(buffers) + ")");
+        throw CompileError("running kernel '" + group_.name + "' (schedule '" + schedule_.name + "', " + variants_[pick].label +
+                           ") failed: " + last_halide_error() + " (buffers: " + describe_call(buffers) + ")");
 }
 
 std::string CompiledKernel::variant_function(size_t i, const std::string &base) const {

@@ -57,28 +57,28 @@ enum class KernelBackend { Jit, AheadOfTime };
 
 /** One argument of a compiled kernel, in call order: the group's inputs, then its outputs. */
 struct KernelArgument {
-    std::string name;      ///< the graph's output name for graph outputs, else the value's display name
+    std::string name;  ///< the graph's output name for graph outputs, else the value's display name
     dsl::ValueId value = dsl::kNoValue;
     bool is_output = false;
-    int dimensions = 0;    ///< Halide dimensions (reversed tensor axes; a scalar has 1)
+    int dimensions = 0;  ///< Halide dimensions (reversed tensor axes; a scalar has 1)
 };
 
 class CompiledKernel {
 public:
     struct Variant {
-        std::string label;                 ///< "variant 1 (M == 1)" or "fallback"
-        std::vector<sched::Guard> guards;  ///< empty for the fallback
-        lower::LoweredGroup lowered;       ///< scheduled
-        sched::AppliedResources resources; ///< what the schedule checks learned (GPU blocks, shared)
-        Halide::Callable callable;         ///< KernelBackend::Jit, compiled in this process
+        std::string label;                           ///< "variant 1 (M == 1)" or "fallback"
+        std::vector<sched::Guard> guards;            ///< empty for the fallback
+        lower::LoweredGroup lowered;                 ///< scheduled
+        sched::AppliedResources resources;           ///< what the schedule checks learned (GPU blocks, shared)
+        Halide::Callable callable;                   ///< KernelBackend::Jit, compiled in this process
         std::shared_ptr<const LoadedKernel> loaded;  ///< KernelBackend::Jit, from the kernel cache
-        bool from_cache = false;           ///< loaded from the cache, not compiled
+        bool from_cache = false;                     ///< loaded from the cache, not compiled
     };
 
     /** Lowers, schedules and (Jit) compiles every variant. Preconditions: `group` was planned
      * on `g`; `g` outlives the kernel. */
-    CompiledKernel(const dsl::Graph &g, dsl::FusionGroup group, sched::ScheduleSpec schedule,
-                   const Halide::Target &target, KernelBackend backend = KernelBackend::Jit,
+    CompiledKernel(const dsl::Graph &g, dsl::FusionGroup group, sched::ScheduleSpec schedule, const Halide::Target &target,
+                   KernelBackend backend = KernelBackend::Jit,
                    std::optional<std::map<std::string, int64_t>> only_for = std::nullopt);
 
     const dsl::FusionGroup &group() const { return group_; }

@@ -10,7 +10,6 @@
 
 namespace tessel::lower {
 
-
 using dsl::Graph;
 using dsl::Node;
 using dsl::Op;
@@ -33,8 +32,8 @@ void ExprBuilder::define_matmul(const std::vector<ValueId> &siblings) {
     std::vector<Expr> idx;  // tensor order
     for (auto it = vs.rbegin(); it != vs.rend(); ++it) idx.push_back(*it);
     std::vector<Expr> lhs_idx = idx, rhs_idx = idx;
-    lhs_idx.back() = k;                 // a[..., m, k]
-    rhs_idx[rank - 2] = k;              // b[..., k, n]
+    lhs_idx.back() = k;     // a[..., m, k]
+    rhs_idx[rank - 2] = k;  // b[..., k, n]
     std::vector<Expr> init, update;
     std::vector<Halide::Var> args(vs.begin(), vs.end());
     const bool first_contraction = !out_.input_roles.count("x") && !out_.funcs.count("w");
@@ -42,8 +41,8 @@ void ExprBuilder::define_matmul(const std::vector<ValueId> &siblings) {
     for (size_t i = 0; i < siblings.size(); i++) {
         const Node &s = g_.node(siblings[i]);
         init.push_back(0.0f);
-        Expr prod = at(s.inputs[0], broadcast_index(s.inputs[0], lhs_idx)) *
-                    at(s.inputs[1], broadcast_index(s.inputs[1], rhs_idx));
+        Expr prod =
+            at(s.inputs[0], broadcast_index(s.inputs[0], lhs_idx)) * at(s.inputs[1], broadcast_index(s.inputs[1], rhs_idx));
         update.push_back(prod);
         tuple_of_[siblings[i]] = (int)i;
         funcs_[siblings[i]] = f;
@@ -73,8 +72,8 @@ void ExprBuilder::define_operand_view(ValueId rhs) {
     for (; !params_.count(v); v = g_.node(v).inputs[0]) {
         const Node &t = g_.node(v);
         if (!in_group_.count(v)) return;
-        const bool transpose = t.op == Op::Transpose && t.type.rank() == 2 &&
-                               (t.attrs.perm.empty() || t.attrs.perm == std::vector<int64_t>{1, 0});
+        const bool transpose =
+            t.op == Op::Transpose && t.type.rank() == 2 && (t.attrs.perm.empty() || t.attrs.perm == std::vector<int64_t>{1, 0});
         const bool widen = t.op == Op::Cast && t.type.dtype == dsl::DType::F32;
         if (!transpose && !widen) return;
     }

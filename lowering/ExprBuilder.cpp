@@ -61,8 +61,7 @@ ExprBuilder::ExprBuilder(const Graph &g, const dsl::FusionGroup &group, LoweredG
 
 Expr ExprBuilder::at(ValueId v, const std::vector<Expr> &idx) {
     const Node &n = g_.node(v);
-    if (auto p = params_.find(v); p != params_.end())
-        return p->second(reversed(dsl::physical_index(param_dims_.at(v), idx)));
+    if (auto p = params_.find(v); p != params_.end()) return p->second(reversed(dsl::physical_index(param_dims_.at(v), idx)));
     if (auto w = views_.find(v); w != views_.end()) return w->second(reversed(idx));
     if (!funcs_.count(v) && in_group_.count(v)) define_stateful_func(v);  // lazily, in use order
     if (auto f = funcs_.find(v); f != funcs_.end()) {
@@ -70,7 +69,8 @@ Expr ExprBuilder::at(ValueId v, const std::vector<Expr> &idx) {
             return f->second(reversed(idx))[t->second];
         return f->second(reversed(idx));
     }
-    if (n.type.dtype != dsl::DType::F32 && n.op != Op::Cast) refuse(g_, v, "arithmetic is lowered in f32 only (an f16/bf16 value is stored and cast)");
+    if (n.type.dtype != dsl::DType::F32 && n.op != Op::Cast)
+        refuse(g_, v, "arithmetic is lowered in f32 only (an f16/bf16 value is stored and cast)");
     auto operand = [&](int i) { return at(n.inputs[i], broadcast_index(n.inputs[i], idx)); };
     switch (n.op) {
     case Op::Constant: {
@@ -84,14 +84,21 @@ Expr ExprBuilder::at(ValueId v, const std::vector<Expr> &idx) {
     }
     // A causal mask's -inf is its meaning, not an overflow fast mode may ignore: arithmetic on it
     // is kept as written in every mode.
-    case Op::Add:
-        return reads_causal_mask(n) ? Halide::strict_float(operand(0) + operand(1)) : ieee(operand(0) + operand(1));
-    case Op::Sub:
-        return reads_causal_mask(n) ? Halide::strict_float(operand(0) - operand(1)) : ieee(operand(0) - operand(1));
+    case Op::Add: return reads_causal_mask(n) ? Halide::strict_float(operand(0) + operand(1)) : ieee(operand(0) + operand(1));
+    case Op::Sub: return reads_causal_mask(n) ? Halide::strict_float(operand(0) - operand(1)) : ieee(operand(0) - operand(1));
     case Op::Mul: return ieee(operand(0) * operand(1));
     case Op::Div: return ieee(operand(0) / operand(1));
     case Op::Max: return ieee_maximum(operand(0), operand(1));
     case Op::Min: return ieee_minimum(operand(0), operand(1));
+    // Masks are exact in every mode: a comparison is 1 or 0 (IeeeMath.h: NaN is unordered).
+    case Op::Less:
+    case Op::LessEqual:
+    case Op::Greater:
+    case Op::GreaterEqual:
+    case Op::Equal:
+    case Op::NotEqual: return Halide::select(ieee_compare(n.op, operand(0), operand(1)), 1.0f, 0.0f);
+    case Op::Where:  // the condition's zero test on its bits: +-0 pick b, anything else (NaN too) a
+        return Halide::select((float_bits(operand(0)) & 0x7fffffff) == 0, operand(2), operand(1));
     case Op::Gelu: return gelu_expr(operand(0), false, mode_);
     case Op::GeluTanh: return gelu_expr(operand(0), true, mode_);
     case Op::Tanh: return Halide::tanh(operand(0));
@@ -101,6 +108,14 @@ Expr ExprBuilder::at(ValueId v, const std::vector<Expr> &idx) {
     case Op::Abs: return Halide::abs(operand(0));
     case Op::Sqrt: return Halide::sqrt(operand(0));
     case Op::Rsqrt: return 1.0f / Halide::sqrt(operand(0));
+    case Op::Log: return ieee_log(operand(0));
+    case Op::Sigmoid: return ieee(1.0f / (1.0f + ieee_exp(-operand(0))));
+    case Op::Silu: {
+        const Expr x = operand(0);
+        return ieee(x / (1.0f + ieee_exp(-x)));
+    }
+    case Op::Sin: return ieee_sin(operand(0));
+    case Op::Cos: return ieee_cos(operand(0));
     case Op::Cast: {
         if (!storage_type(n.type.dtype)) refuse(g_, v, "only casts between f32, f16 and bf16 are lowered");
         return Halide::cast(*storage_type(n.type.dtype), operand(0));
@@ -111,6 +126,19 @@ Expr ExprBuilder::at(ValueId v, const std::vector<Expr> &idx) {
         return at(n.inputs[0], in_idx);
     }
     case Op::Reshape: return at(n.inputs[0], reshape_index(v, idx));
+    case Op::Slice: {
+        std::vector<Expr> j = idx;
+        j[(size_t)n.attrs.axis] += (int)n.attrs.start;
+        return at(n.inputs[0], j);
+    }
+    case Op::Concat: {  // each side's index clamped into it, so bounds inference stays within both
+        const size_t axis = (size_t)n.attrs.axis;
+        const Expr split = extent(n.inputs[0], (int)axis);
+        std::vector<Expr> ja = idx, jb = idx;
+        ja[axis] = Halide::min(idx[axis], split - 1);
+        jb[axis] = Halide::max(idx[axis] - split, 0);
+        return Halide::select(idx[axis] < split, at(n.inputs[0], ja), at(n.inputs[1], jb));
+    }
     case Op::Copy: return operand(0);  // the layout is the group output's (laid_out)
     default: break;
     }
@@ -161,9 +189,12 @@ std::vector<Halide::Var> ExprBuilder::vars(int rank) {
 
 void ExprBuilder::define_stateful_func(ValueId v) {
     const Op op = g_.node(v).op;
-    if (op == Op::MatMul) define_matmul(siblings_of_.at(v));
-    else if (op == Op::Softmax) define_softmax(v);
-    else if (dsl::is_reduction(op)) define_reduction(v);
+    if (op == Op::MatMul)
+        define_matmul(siblings_of_.at(v));
+    else if (op == Op::Softmax)
+        define_softmax(v);
+    else if (dsl::is_reduction(op))
+        define_reduction(v);
 }
 
 std::string ExprBuilder::halide_name(ValueId v) const {
@@ -200,8 +231,10 @@ void ExprBuilder::add_input(ValueId v) {
         if (d.kind != dsl::Dim::Kind::Symbol) continue;
         // The first input naming a symbol binds it; later ones must agree (checked when
         // the pipeline runs, and a constant extent Halide can use while compiling).
-        if (auto it = symbols_.find(d.symbol); it != symbols_.end()) p.dim(hd).set_extent(it->second);
-        else symbols_[d.symbol] = p.dim(hd).extent();
+        if (auto it = symbols_.find(d.symbol); it != symbols_.end())
+            p.dim(hd).set_extent(it->second);
+        else
+            symbols_[d.symbol] = p.dim(hd).extent();
     }
 }
 

@@ -73,8 +73,8 @@ private:
     std::map<dsl::ValueId, Halide::ImageParam> params_;
     std::map<dsl::ValueId, std::vector<dsl::PhysicalDim>> param_dims_;  // each input's physical dims
     std::map<dsl::ValueId, Halide::Func> funcs_;
-    std::map<dsl::ValueId, Halide::Func> views_;    // right operand read through a view -> its Func "w"
-    std::map<dsl::ValueId, int> tuple_of_;  // matmul value -> its element in the shared Func
+    std::map<dsl::ValueId, Halide::Func> views_;                     // right operand read through a view -> its Func "w"
+    std::map<dsl::ValueId, int> tuple_of_;                           // matmul value -> its element in the shared Func
     std::map<dsl::ValueId, std::vector<dsl::ValueId>> siblings_of_;  // matmul -> the matmuls sharing its Func
     std::map<std::string, Halide::Expr> symbols_;
     std::map<dsl::ValueId, Halide::Buffer<float>> constants_;

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 
 namespace tessel::lower {
 
@@ -40,6 +41,52 @@ Expr ieee_erf(const Expr &x) {
     return Halide::select(nan, x, saturated, unit, Halide::erf(in_range));
 }
 
+namespace {
+Expr quiet_nan() { return Halide::reinterpret(Halide::Float(32), Expr(0x7fc00000)); }
+}  // namespace
+
+Expr ieee_log(const Expr &x) {
+    const Expr bits = float_bits(x);
+    const Expr magnitude = bits & 0x7fffffff;
+    const Expr nan = magnitude > 0x7f800000 || (bits < 0 && magnitude != 0), zero = magnitude == 0, inf = bits == 0x7f800000,
+               subnormal = bits > 0 && bits < 0x00800000;
+    const Expr scaled = Halide::select(subnormal, x * 16777216.0f, x);  // 2^24: now normal
+    const Expr in_range = Halide::select(nan || zero || inf, Expr(1.0f), scaled);
+    const Expr log = Halide::log(in_range) - Halide::select(subnormal, Expr(16.635532333438687f), Expr(0.0f));
+    return Halide::select(nan, quiet_nan(), zero, Expr(-INFINITY), inf, Expr(INFINITY), log);
+}
+
+Expr ieee_compare(dsl::Op relation, const Expr &a, const Expr &b) {
+    const Expr ba = float_bits(a), bb = float_bits(b);
+    const Expr ma = ba & 0x7fffffff, mb = bb & 0x7fffffff;
+    const Expr ka = Halide::select(ba < 0, -ma, ma), kb = Halide::select(bb < 0, -mb, mb);
+    const Expr ordered = ma <= 0x7f800000 && mb <= 0x7f800000;
+    switch (relation) {
+    case dsl::Op::Less: return ordered && ka < kb;
+    case dsl::Op::LessEqual: return ordered && ka <= kb;
+    case dsl::Op::Greater: return ordered && ka > kb;
+    case dsl::Op::GreaterEqual: return ordered && ka >= kb;
+    case dsl::Op::Equal: return ordered && ka == kb;
+    case dsl::Op::NotEqual: return !(ordered && ka == kb);
+    default: break;
+    }
+    throw std::logic_error("ieee_compare: not a comparison");
+}
+
+namespace {
+Expr finite_only(const Expr &x, Expr (*f)(Expr)) {
+    const Expr finite = (float_bits(x) & 0x7fffffff) < 0x7f800000;
+    return Halide::select(finite, f(Halide::select(finite, x, Expr(0.0f))), quiet_nan());
+}
+}  // namespace
+
+Expr ieee_sin(const Expr &x) {
+    return finite_only(x, [](Expr v) { return Halide::sin(v); });
+}
+Expr ieee_cos(const Expr &x) {
+    return finite_only(x, [](Expr v) { return Halide::cos(v); });
+}
+
 Expr gelu_expr(const Expr &v, bool tanh_form, dsl::NumericMode mode) {
     if (!tanh_form) return 0.5f * v * (1.0f + ieee_erf(v * 0.70710678118654752f));
     const Expr u = 0.79788456080286536f * (v + 0.044715f * v * v * v);
@@ -64,8 +111,8 @@ Expr order_key(const Expr &x, bool nan_wins_max) {
         return Expr(b < 0 ? b ^ 0x7fffffff : b);
     }
     const Expr bits = Halide::reinterpret(Halide::Int(32), x);
-    const Expr key = bits ^ ((bits >> 31) & 0x7fffffff);  // negative floats: flip the magnitude
-    const Expr is_nan = (bits & 0x7fffffff) > 0x7f800000;    // on bits: immune to fast-math flags
+    const Expr key = bits ^ ((bits >> 31) & 0x7fffffff);   // negative floats: flip the magnitude
+    const Expr is_nan = (bits & 0x7fffffff) > 0x7f800000;  // on bits: immune to fast-math flags
     return Halide::select(is_nan, nan_wins_max ? Halide::Int(32).max() : Halide::Int(32).min(), key);
 }
 
@@ -73,11 +120,7 @@ Expr from_order_key(const Expr &k) { return Halide::reinterpret(Halide::Float(32
 
 Expr is_finite_key(const Expr &k) { return k > order_key(Expr(-INFINITY), true) && k < order_key(Expr(INFINITY), true); }
 
-Expr ieee_maximum(const Expr &a, const Expr &b) {
-    return from_order_key(Halide::max(order_key(a, true), order_key(b, true)));
-}
-Expr ieee_minimum(const Expr &a, const Expr &b) {
-    return from_order_key(Halide::min(order_key(a, false), order_key(b, false)));
-}
+Expr ieee_maximum(const Expr &a, const Expr &b) { return from_order_key(Halide::max(order_key(a, true), order_key(b, true))); }
+Expr ieee_minimum(const Expr &a, const Expr &b) { return from_order_key(Halide::min(order_key(a, false), order_key(b, false))); }
 
 }  // namespace tessel::lower

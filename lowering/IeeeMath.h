@@ -32,6 +32,21 @@ Halide::Expr ieee_exp(const Halide::Expr &x);
  * as in ieee_exp, so fast-math flags cannot fold the cases away. */
 Halide::Expr ieee_erf(const Halide::Expr &x);
 
+/** log with IEEE special values: NaN and negative arguments give NaN, +-0 gives -inf, +inf gives
+ * +inf; subnormals are scaled by 2^24 first (log(x 2^24) - 24 ln 2), since Halide's polynomial
+ * reads the exponent field. Selected on the bits as in ieee_exp. */
+Halide::Expr ieee_log(const Halide::Expr &x);
+
+/** IEEE comparison of two float32 Exprs as a Bool Expr, on integer keys of the bits (the
+ * magnitude, negated for a set sign bit, so -0 and +0 share key 0) with NaN false for every
+ * relation but !=. Halide rewrites a <= b as !(b < a), which is true for NaN, and fast-math flags
+ * may fold float compares; integer compares suffer neither. */
+Halide::Expr ieee_compare(dsl::Op relation, const Halide::Expr &a, const Halide::Expr &b);
+
+/** sin and cos: NaN and +-inf give NaN (Halide's calls are only right for finite arguments). */
+Halide::Expr ieee_sin(const Halide::Expr &x);
+Halide::Expr ieee_cos(const Halide::Expr &x);
+
 /** GELU of `v`: the exact (erf) form, or the tanh approximation. Strict mode evaluates the
  * formula as written; fast mode turns 0.5 (1 + tanh u) into sigmoid(2u), exact in real
  * arithmetic with different rounding, because Halide's exp vectorizes where tanh calls libm

@@ -46,8 +46,8 @@ LoweredGroup lower_group(const Graph &g, const dsl::FusionGroup &group) {
     out.mode = g.mode;
     for (ValueId v : group.nodes) {
         const Node &n = g.node(v);
-        if (!n.is_pure()) refuse(g, v, std::string("effectful op (") + dsl::to_string(n.info().effect) +
-                                           ") runs in the interpreter only");
+        if (!n.is_pure())
+            refuse(g, v, std::string("effectful op (") + dsl::to_string(n.info().effect) + ") runs in the interpreter only");
     }
     try {
         ExprBuilder b(g, group, out);
@@ -55,7 +55,8 @@ LoweredGroup lower_group(const Graph &g, const dsl::FusionGroup &group) {
             std::string why_not;
             const auto a = dsl::match_attention(g, group.outputs.back(), &why_not);
             if (!a || group.outputs.size() != 1)
-                refuse(g, group.outputs.back(), "an attention group's output is softmax(q @ k^T) @ v" + (why_not.empty() ? "" : ": " + why_not));
+                refuse(g, group.outputs.back(),
+                       "an attention group's output is softmax(q @ k^T) @ v" + (why_not.empty() ? "" : ": " + why_not));
             Func y = b.attention(*a);
             out.funcs["y"] = y;
             out.output_names.push_back("y");
@@ -70,8 +71,7 @@ LoweredGroup lower_group(const Graph &g, const dsl::FusionGroup &group) {
         // sibling matmuls both exported) become ONE Tuple Func "y": the matmul schedules address
         // "y", and every output is written in the same loop nest as the tile that computes it.
         bool one_tuple = group.kind == dsl::GroupKind::MatmulEpilogue && group.outputs.size() > 1;
-        for (ValueId v : group.outputs)
-            one_tuple = one_tuple && dsl::same_type(g, g.node(v).type, g.node(group.outputs[0]).type);
+        for (ValueId v : group.outputs) one_tuple = one_tuple && dsl::same_type(g, g.node(v).type, g.node(group.outputs[0]).type);
         const size_t funcs = one_tuple ? 1 : group.outputs.size();
         for (size_t i = 0; i < funcs; i++) {
             const int rank = g.node(group.outputs[i]).type.rank();
@@ -87,8 +87,9 @@ LoweredGroup lower_group(const Graph &g, const dsl::FusionGroup &group) {
                 y(args) = Halide::Tuple(elements);
             } else if (const ValueId v = group.outputs[i]; !g.node(v).layout.empty()) {
                 if (group.kind == dsl::GroupKind::MatmulEpilogue)
-                    refuse(g, v, "a matmul group writes its outputs row-major (its schedules address the loops n and m); "
-                                 "give the layout to a value of a separate group");
+                    refuse(g, v,
+                           "a matmul group writes its outputs row-major (its schedules address the loops n and m); "
+                           "give the layout to a value of a separate group");
                 y = b.laid_out(v, name);
             } else {
                 y(args) = b.at(v, idx);

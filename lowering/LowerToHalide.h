@@ -55,17 +55,17 @@ struct LoweredGroup {
     dsl::GroupKind kind = dsl::GroupKind::Elementwise;  ///< the planned group's kind
     dsl::NumericMode mode = dsl::NumericMode::Strict;   ///< the graph's numeric mode
     std::vector<dsl::ValueId> input_values;
-    std::vector<Halide::ImageParam> inputs;  ///< parallel to input_values
-    std::vector<dsl::ValueId> output_values; ///< in the group's output order: one buffer each
+    std::vector<Halide::ImageParam> inputs;   ///< parallel to input_values
+    std::vector<dsl::ValueId> output_values;  ///< in the group's output order: one buffer each
     /** The output Funcs: one per output value, or, for a matmul group whose outputs share one
      * shape, a single Tuple Func "y" with one element per output value. */
     std::vector<Halide::Func> outputs;
-    std::vector<std::string> output_names;   ///< schedule-facing names of `outputs` ("y", "y0"...)
-    std::vector<size_t> output_func;         ///< per output value: its Func in `outputs`
+    std::vector<std::string> output_names;  ///< schedule-facing names of `outputs` ("y", "y0"...)
+    std::vector<size_t> output_func;        ///< per output value: its Func in `outputs`
     /** Every schedulable Func by its schedule-facing name. Halide may rename a Func whose name
      * is already taken in the process ("y$3"); schedules always use these names. */
     std::map<std::string, Halide::Func> funcs;
-    int matmul_count = 0;                    ///< contractions (a sibling tuple counts each)
+    int matmul_count = 0;  ///< contractions (a sibling tuple counts each)
     /** The group's one contraction reads its right operand [K, N] from a group input stored in
      * panels of this many columns (Layout panels(axis=1, width), row-major order, possibly through
      * a widening cast), whose last panel is padded: a nest whose column tiles start on panel

@@ -12,7 +12,6 @@
 
 namespace tessel::lower {
 
-
 using dsl::Graph;
 using dsl::Node;
 using dsl::Op;
@@ -58,8 +57,7 @@ void ExprBuilder::define_reduction(ValueId v) {
     // Halide's RDom walks the reduced axes in increasing order, so r alone is the last axis
     // only when that is the sole reduced axis; n is reduced when keepdims kept it as 1.
     const bool last_reduced = axes.count(rin - 1) > 0;
-    out_.reduction_axes[name] = {last_reduced && axes.size() == 1,
-                                 n.type.rank() >= 1 && !(n.attrs.keepdims && last_reduced),
+    out_.reduction_axes[name] = {last_reduced && axes.size() == 1, n.type.rank() >= 1 && !(n.attrs.keepdims && last_reduced),
                                  n.type.rank() >= 1 && !axes.count(0)};
     if (n.op == Op::ReduceMean) {
         Expr count = 1;
@@ -108,8 +106,8 @@ void ExprBuilder::define_softmax(ValueId v) {
     // A row whose maximum is NaN or +-inf is NaN throughout, as exp(x - m) / sum computes it
     // in IEEE arithmetic; said explicitly, since Halide's exp need not return NaN for NaN.
     // With a finite maximum every x - m is <= 0 or -inf (exp gives 0) and the sum is >= 1.
-    y(args) = Halide::select(is_finite_key(m_key), Halide::exp(at(in, idx) - m) / sum(red_idx),
-                             from_order_key(Halide::Int(32).max()));
+    y(args) =
+        Halide::select(is_finite_key(m_key), Halide::exp(at(in, idx) - m) / sum(red_idx), from_order_key(Halide::Int(32).max()));
     funcs_[v] = y;
 }
 

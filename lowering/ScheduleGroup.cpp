@@ -40,8 +40,7 @@ sched::GroupShape group_shape(const LoweredGroup &group) {
     return g;
 }
 
-sched::ScheduleSpec library_schedule_for(const std::string &name, const LoweredGroup &group,
-                                         const Halide::Target &target) {
+sched::ScheduleSpec library_schedule_for(const std::string &name, const LoweredGroup &group, const Halide::Target &target) {
     return sched::library_schedule(name, group_shape(group), target);
 }
 

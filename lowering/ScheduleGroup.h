@@ -27,8 +27,7 @@ sched::GroupShape group_shape(const LoweredGroup &group);
 /** Library schedule `name` for `group`: group-generic entries (cpu_rows...) are generated
  * from its shape, fixed ones (matmul+epilogue) returned as they are. Throws
  * std::invalid_argument for an unknown name. */
-sched::ScheduleSpec library_schedule_for(const std::string &name, const LoweredGroup &group,
-                                         const Halide::Target &target);
+sched::ScheduleSpec library_schedule_for(const std::string &name, const LoweredGroup &group, const Halide::Target &target);
 
 /** The schedule a group gets when none is chosen or the chosen one does not apply: the
  * always-applicable group-generic library schedule for its kind and the target's device

@@ -18,8 +18,9 @@ std::vector<int> halide_sizes(const dsl::Graph &g, dsl::ValueId v, const std::ve
 
 Halide::Type type_of(const dsl::Graph &g, dsl::ValueId v) {
     const auto t = lower::storage_type(g.node(v).type.dtype);
-    if (!t) throw lower::LoweringError("value %" + g.display_name(v) + " has no kernel storage type (" +
-                                       dsl::to_string(g.node(v).type.dtype) + ")");
+    if (!t)
+        throw lower::LoweringError("value %" + g.display_name(v) + " has no kernel storage type (" +
+                                   dsl::to_string(g.node(v).type.dtype) + ")");
     return *t;
 }
 
@@ -76,16 +77,18 @@ Halide::Buffer<> to_value_buffer(const dsl::Graph &g, dsl::ValueId v, const dsl:
     }
     auto store = [&](int64_t p, double x) {
         const float f = (float)x;
-        if (dtype == dsl::DType::F32) static_cast<float *>(b.data())[p] = f;
-        else if (dtype == dsl::DType::BF16) static_cast<uint16_t *>(b.data())[p] = dsl::float_to_bf16_bits(f);
-        else static_cast<uint16_t *>(b.data())[p] = dsl::float_to_half_bits(f);
+        if (dtype == dsl::DType::F32)
+            static_cast<float *>(b.data())[p] = f;
+        else if (dtype == dsl::DType::BF16)
+            static_cast<uint16_t *>(b.data())[p] = dsl::float_to_bf16_bits(f);
+        else
+            static_cast<uint16_t *>(b.data())[p] = dsl::float_to_half_bits(f);
     };
     for_each_element(g, v, t.shape, [&](int64_t p, int64_t l) { store(p, l < 0 ? 0.0 : t.data[l]); });
     return b;
 }
 
-dsl::Tensor from_value_buffer(const dsl::Graph &g, dsl::ValueId v, const Halide::Buffer<> &b,
-                              const std::vector<int64_t> &shape) {
+dsl::Tensor from_value_buffer(const dsl::Graph &g, dsl::ValueId v, const Halide::Buffer<> &b, const std::vector<int64_t> &shape) {
     dsl::Tensor t;
     t.dtype = g.node(v).type.dtype;
     t.shape = shape;

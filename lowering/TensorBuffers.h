@@ -27,8 +27,7 @@ Halide::Buffer<> to_value_buffer(const dsl::Graph &g, dsl::ValueId v, const dsl:
 
 /** The logical tensor of `b` (v's layout and storage type) of logical shape `shape`; the
  * tensor's dtype is v's. */
-dsl::Tensor from_value_buffer(const dsl::Graph &g, dsl::ValueId v, const Halide::Buffer<> &b,
-                              const std::vector<int64_t> &shape);
+dsl::Tensor from_value_buffer(const dsl::Graph &g, dsl::ValueId v, const Halide::Buffer<> &b, const std::vector<int64_t> &shape);
 
 /** A descriptor over `data` holding value `v` (its layout and storage type; no copy). */
 Halide::Buffer<> value_buffer_over(const dsl::Graph &g, dsl::ValueId v, void *data, const std::vector<int64_t> &shape);

@@ -25,7 +25,9 @@ TESSEL_RT_API void tessel_physical_extents(const tessel_value *v, const int64_t 
     for (int p = 0; p < v->physical_rank; p++) {
         const tessel_physical_dim pd = v->physical[p];
         const int64_t e = tessel_dim_extent(v->dims[pd.axis], symbols);
-        extents[p] = pd.part == TESSEL_AXIS_WHOLE ? e : pd.part == TESSEL_AXIS_IN_PANEL ? pd.width : (e + pd.width - 1) / pd.width;
+        extents[p] = pd.part == TESSEL_AXIS_WHOLE      ? e
+                     : pd.part == TESSEL_AXIS_IN_PANEL ? pd.width
+                                                       : (e + pd.width - 1) / pd.width;
     }
 }
 
@@ -47,9 +49,11 @@ TESSEL_RT_API int tessel_check_arguments(const tessel_value *values, const int *
         const tessel_value *a = &values[slots ? slots[i] : i];
         const halide_buffer_t *b = buffers[slots ? slots[i] : i];
         const int rank = a->rank > 1 ? a->rank : 1;
-        if (!b || !b->host) return fail(error, error_size, "argument %s (%s) is null or has no host memory", a->name, a->type_text);
+        if (!b || !b->host)
+            return fail(error, error_size, "argument %s (%s) is null or has no host memory", a->name, a->type_text);
         if (b->dimensions != rank)
-            return fail(error, error_size, "argument %s has %d dimensions; %s needs %d", a->name, b->dimensions, a->type_text, rank);
+            return fail(error, error_size, "argument %s has %d dimensions; %s needs %d", a->name, b->dimensions, a->type_text,
+                        rank);
         if (b->type.code != halide_type_float || b->type.bits != 32 || b->type.lanes != 1)
             return fail(error, error_size, "argument %s is not f32 (%s)", a->name, a->type_text);
         for (int ax = 0; ax < a->rank; ax++) {
@@ -57,17 +61,19 @@ TESSEL_RT_API int tessel_check_arguments(const tessel_value *values, const int *
             const tessel_dim d = a->dims[ax];
             if (d.symbol < 0) {
                 if (extent != d.size)
-                    return fail(error, error_size, "argument %s: extent %d in axis %d, the graph declares %s", a->name, extent, ax,
-                                a->type_text);
+                    return fail(error, error_size, "argument %s: extent %d in axis %d, the graph declares %s", a->name, extent,
+                                ax, a->type_text);
                 continue;
             }
             if (extent < 1) return fail(error, error_size, "argument %s: extent %d in axis %d", a->name, extent, ax);
             int64_t *sym = &symbols[d.symbol];
-            if (*sym < 0) *sym = extent;
+            if (*sym < 0)
+                *sym = extent;
             else if (*sym != extent)
-                return fail(error, error_size,
-                            "argument %s: extent %d in axis %d (%s), but %s = %lld from an earlier argument; the graph declares %s",
-                            a->name, extent, ax, symbol_names[d.symbol], symbol_names[d.symbol], (long long)*sym, a->type_text);
+                return fail(
+                    error, error_size,
+                    "argument %s: extent %d in axis %d (%s), but %s = %lld from an earlier argument; the graph declares %s",
+                    a->name, extent, ax, symbol_names[d.symbol], symbol_names[d.symbol], (long long)*sym, a->type_text);
         }
     }
     /* Density last, so that a wrong extent is reported as such rather than as odd strides. */

@@ -9,7 +9,8 @@
 
 /* __builtin_cpu_supports takes a literal: one row per feature a target may need
  * (driver/LibraryTargets.cpp lists which Halide features need which). */
-#define TESSEL_FEATURE(name) if (!strcmp(feature, name)) return __builtin_cpu_supports(name) != 0;
+#define TESSEL_FEATURE(name) \
+    if (!strcmp(feature, name)) return __builtin_cpu_supports(name) != 0;
 
 /* F16C from CPUID leaf 1 (ECX bit 29): clang before 15 does not name it in __builtin_cpu_supports. */
 static int tessel_cpu_has_f16c(void) {

@@ -31,7 +31,8 @@ TESSEL_RT_API int tessel_pick_variant(const tessel_guard *guards, const int *gua
     for (int v = 0; v < count; v++) {
         int all = 1;
         for (int k = first; k < first + guard_counts[v]; k++) {
-            const int holds = guards[k].extent < 0 ? 0 : tessel_guard_holds(guards[k].op, guards[k].value, extents[guards[k].extent]);
+            const int holds =
+                guards[k].extent < 0 ? 0 : tessel_guard_holds(guards[k].op, guards[k].value, extents[guards[k].extent]);
             if (holds < 0) return -1;
             all = all && holds;
         }

@@ -24,8 +24,10 @@ static int fail(tessel_call_text *t, int code, const char *fmt, ...) {
 
 static void note_variant(tessel_call_text *t, const char *group, const char *variant, const char *suffix) {
     const size_t used = strlen(t->variants);
-    if (suffix) snprintf(t->variants + used, sizeof t->variants - used, "%s=%s [%s]; ", group, variant, suffix);
-    else snprintf(t->variants + used, sizeof t->variants - used, "%s=%s; ", group, variant);
+    if (suffix)
+        snprintf(t->variants + used, sizeof t->variants - used, "%s=%s [%s]; ", group, variant, suffix);
+    else
+        snprintf(t->variants + used, sizeof t->variants - used, "%s=%s; ", group, variant);
 }
 
 /* Every allocation's bytes (the largest of its values') and offset; the peak into *peak. */
@@ -74,8 +76,8 @@ static int check_and_plan(const tessel_library *lib, int entry, struct halide_bu
         if (plan_arena(lib, entry == TESSEL_ENTRY_WHOLE ? lib->whole : lib->kept, f, t, peak)) return 1;
     }
     if (entry != TESSEL_ENTRY_WHOLE) {
-        if (tessel_check_arguments(lib->values, lib->weights, lib->weight_count, f->slots, lib->symbol_names, f->symbols, t->error,
-                                   sizeof t->error))
+        if (tessel_check_arguments(lib->values, lib->weights, lib->weight_count, f->slots, lib->symbol_names, f->symbols,
+                                   t->error, sizeof t->error))
             return 1;
         if (plan_prepared(lib, f, t, prepared_total)) return 1;
     }
@@ -83,7 +85,8 @@ static int check_and_plan(const tessel_library *lib, int entry, struct halide_bu
 }
 
 /* A dense descriptor of value `v` at `host` (extents innermost first, in the value's storage type). */
-static void describe_dense(const tessel_value *v, halide_buffer_t *b, halide_dimension_t *dims, const int64_t *symbols, void *host) {
+static void describe_dense(const tessel_value *v, halide_buffer_t *b, halide_dimension_t *dims, const int64_t *symbols,
+                           void *host) {
     int64_t extents[64];
     tessel_physical_extents(v, symbols, extents);
     const int rank = v->physical_rank > 1 ? v->physical_rank : 1;
@@ -117,7 +120,7 @@ static void place_values(const tessel_library *lib, int entry, tessel_call_frame
             b->dim = dims;
             for (int d = 0; d < v->rank; d++) dims[d] = src->dim[p->permutation[d]];
         } else {
-            void *host = p->kind == TESSEL_PLACE_ARENA ? arena + f->offsets[p->index]
+            void *host = p->kind == TESSEL_PLACE_ARENA      ? arena + f->offsets[p->index]
                          : p->kind == TESSEL_PLACE_PREPARED ? block + f->prepared_offsets[p->index]
                                                             : f->slots[p->index]->host;
             describe_dense(v, b, dims, f->symbols, host);
@@ -140,7 +143,8 @@ static int run_groups(const tessel_library *lib, int entry, int target, tessel_c
         int64_t extents[64];
         for (int e = 0; e < grp->extent_count && e < 64; e++) extents[e] = tessel_dim_extent(grp->extents[e], f->symbols);
         const int v = tessel_pick_variant(grp->guards, grp->guard_counts, grp->variant_count, extents);
-        if (v < 0 || v >= grp->variant_count) return fail(t, 3, "kernel %s (%s): no variant's guards can be evaluated", grp->name, suffix);
+        if (v < 0 || v >= grp->variant_count)
+            return fail(t, 3, "kernel %s (%s): no variant's guards can be evaluated", grp->name, suffix);
         for (int a = 0; a < grp->argument_count; a++) f->kernel_args[a] = f->slots[grp->arguments[a]];
         const int rc = grp->variants[v].run(f->kernel_args);
         note_variant(t, grp->name, grp->variants[v].label, suffix);
@@ -176,7 +180,8 @@ TESSEL_RT_API int tessel_library_call(const tessel_library *lib, tessel_library_
                         (long long)workspace_bytes, workspace, (long long)peak);
     }
     place_values(lib, entry, f, (uint8_t *)workspace, (uint8_t *)prepared);
-    if (state->target < 0) state->target = tessel_pick_target(lib->targets, lib->target_count, getenv("TESSEL_LIB_ISA"), tessel_cpu_supports);
+    if (state->target < 0)
+        state->target = tessel_pick_target(lib->targets, lib->target_count, getenv("TESSEL_LIB_ISA"), tessel_cpu_supports);
     if (state->target < 0) {
         free(owned);
         return fail(t, 3, "this CPU supports none of the library's targets (%s)%s", lib->targets_text,
@@ -187,8 +192,9 @@ TESSEL_RT_API int tessel_library_call(const tessel_library *lib, tessel_library_
     return rc;
 }
 
-TESSEL_RT_API int64_t tessel_library_workspace_bytes(const tessel_library *lib, int entry, struct halide_buffer_t *const *arguments,
-                                                     tessel_call_frame *f, tessel_call_text *t) {
+TESSEL_RT_API int64_t tessel_library_workspace_bytes(const tessel_library *lib, int entry,
+                                                     struct halide_buffer_t *const *arguments, tessel_call_frame *f,
+                                                     tessel_call_text *t) {
     int64_t peak = 0, prepared_total = 0;
     if (check_and_plan(lib, entry == TESSEL_ENTRY_WHOLE ? TESSEL_ENTRY_WHOLE : TESSEL_ENTRY_RUN_PREPARED, arguments, f, t, &peak,
                        &prepared_total))

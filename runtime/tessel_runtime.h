@@ -52,7 +52,7 @@ typedef struct tessel_value {
     const char *name;      /* the C parameter name of an argument; the graph's name otherwise */
     const char *type_text; /* "f32[M, K]", for messages */
     int type_code, type_bits, element_bytes;
-    int rank;              /* logical rank; a rank-0 tensor is a 1-D buffer of extent 1 */
+    int rank;               /* logical rank; a rank-0 tensor is a 1-D buffer of extent 1 */
     const tessel_dim *dims; /* outermost first */
     int physical_rank;
     const tessel_physical_dim *physical; /* outermost first */
@@ -159,8 +159,8 @@ void tessel_profile_write_to_env_file(const tessel_profile *p);
 typedef struct tessel_memory_plan {
     int allocation_count;
     const int *first_step, *last_step;
-    const int *value_begin; /* allocation_count + 1 entries */
-    const int *values;      /* value slots */
+    const int *value_begin;         /* allocation_count + 1 entries */
+    const int *values;              /* value slots */
     const unsigned char *conflicts; /* allocation_count^2 */
 } tessel_memory_plan;
 
@@ -170,7 +170,7 @@ typedef struct tessel_memory_plan {
 enum { TESSEL_PLACE_ARENA = 0, TESSEL_PLACE_PREPARED = 1, TESSEL_PLACE_ALIAS = 2, TESSEL_PLACE_STRIDED = 3 };
 typedef struct tessel_placement {
     int slot, kind;
-    int index;  /* ARENA: allocation; PREPARED: position in the block; ALIAS, STRIDED: source slot */
+    int index;              /* ARENA: allocation; PREPARED: position in the block; ALIAS, STRIDED: source slot */
     const int *permutation; /* STRIDED only */
 } tessel_placement;
 
@@ -209,7 +209,7 @@ typedef struct tessel_library {
     int slot_count, argument_count, max_rank;
     const tessel_value *values; /* per slot */
     int weight_count;
-    const int *weights; /* argument slots of the weights, in argument order */
+    const int *weights;                     /* argument slots of the weights, in argument order */
     const tessel_memory_plan *whole, *kept; /* kept: NULL without prepared groups */
     int prepared_count;
     const int *prepared; /* the prepared values' slots, in block order */
@@ -238,14 +238,14 @@ typedef struct tessel_call_text {
 
 /** Per-call storage, sized by the library (arrays of at least one element each). */
 typedef struct tessel_call_frame {
-    struct halide_buffer_t **slots;     /* slot_count */
-    struct halide_buffer_t *buffers;    /* slot_count */
-    struct halide_dimension_t *dims;    /* slot_count * max_rank */
-    int64_t *symbols;                   /* symbol_count */
-    int64_t *bytes, *offsets;           /* the larger plan's allocation_count */
-    int64_t *prepared_offsets;          /* prepared_count */
-    void *pack_scratch;                 /* TESSEL_PACK_SCRATCH_BYTES(allocations) */
-    void **kernel_args;                 /* the most arguments of any group */
+    struct halide_buffer_t **slots;  /* slot_count */
+    struct halide_buffer_t *buffers; /* slot_count */
+    struct halide_dimension_t *dims; /* slot_count * max_rank */
+    int64_t *symbols;                /* symbol_count */
+    int64_t *bytes, *offsets;        /* the larger plan's allocation_count */
+    int64_t *prepared_offsets;       /* prepared_count */
+    void *pack_scratch;              /* TESSEL_PACK_SCRATCH_BYTES(allocations) */
+    void **kernel_args;              /* the most arguments of any group */
 } tessel_call_frame;
 
 /** Runs `entry` over `arguments` (the entry's buffers: all slots below argument_count, or the
@@ -260,8 +260,8 @@ int tessel_library_call(const tessel_library *lib, tessel_library_state *state, 
 int64_t tessel_library_workspace_bytes(const tessel_library *lib, int entry, struct halide_buffer_t *const *arguments,
                                        tessel_call_frame *frame, tessel_call_text *text);
 /** Bytes of the prepared block for these weights; -1 on a bad one. */
-int64_t tessel_library_prepared_bytes(const tessel_library *lib, struct halide_buffer_t *const *weights,
-                                      tessel_call_frame *frame, tessel_call_text *text);
+int64_t tessel_library_prepared_bytes(const tessel_library *lib, struct halide_buffer_t *const *weights, tessel_call_frame *frame,
+                                      tessel_call_text *text);
 
 #ifdef __cplusplus
 }

@@ -105,9 +105,12 @@ public:
         Stage s = stage(d.stage);
         std::vector<VarOrRVar> v;
         for (const auto &n : d.vars) v.push_back(loop(d.stage, n));
-        if (v.size() == 1) s.gpu_blocks(v[0]);
-        else if (v.size() == 2) s.gpu_blocks(v[0], v[1]);
-        else s.gpu_blocks(v[0], v[1], v[2]);
+        if (v.size() == 1)
+            s.gpu_blocks(v[0]);
+        else if (v.size() == 2)
+            s.gpu_blocks(v[0], v[1]);
+        else
+            s.gpu_blocks(v[0], v[1], v[2]);
     }
     void operator()(const GpuThreads &d) {
         require_gpu("gpu_threads");
@@ -120,17 +123,20 @@ public:
             v.push_back(loop(d.stage, d.vars[i]));
             const int e = known_extent(d.stage, d.vars[i], "gpu_threads");
             if (e > per_dim_limit[i])
-                fail("GPU thread dimension " + std::to_string(i) + " ('" + d.vars[i] + "') has " +
-                     std::to_string(e) + " threads, over the limit of " + std::to_string(per_dim_limit[i]));
+                fail("GPU thread dimension " + std::to_string(i) + " ('" + d.vars[i] + "') has " + std::to_string(e) +
+                     " threads, over the limit of " + std::to_string(per_dim_limit[i]));
             total *= e;
         }
         resources.max_threads_per_block = std::max(resources.max_threads_per_block, total);
         if (total > limits_.max_threads_per_block)
             fail("GPU block of " + std::to_string(total) + " threads is over the limit of " +
                  std::to_string(limits_.max_threads_per_block) + " threads per block");
-        if (v.size() == 1) s.gpu_threads(v[0]);
-        else if (v.size() == 2) s.gpu_threads(v[0], v[1]);
-        else s.gpu_threads(v[0], v[1], v[2]);
+        if (v.size() == 1)
+            s.gpu_threads(v[0]);
+        else if (v.size() == 2)
+            s.gpu_threads(v[0], v[1]);
+        else
+            s.gpu_threads(v[0], v[1], v[2]);
     }
     void operator()(const ComputeAt &d) {
         Func f = func(d.func), at = func(d.at);
@@ -153,8 +159,7 @@ public:
         }
     }
     void operator()(const StageInput &d) {
-        if (t_.funcs.count(d.wrapper) || t_.inputs.count(d.wrapper))
-            fail("stage name '" + d.wrapper + "' is already taken");
+        if (t_.funcs.count(d.wrapper) || t_.inputs.count(d.wrapper)) fail("stage name '" + d.wrapper + "' is already taken");
         Func wrapper;
         auto in = t_.inputs.find(d.input);
         if (in != t_.inputs.end()) {
@@ -167,8 +172,9 @@ public:
     }
     void operator()(const RFactor &d) {
         if (t_.ordered_reductions)
-            fail("rfactor splits the reduction into partial sums, which reorders it; numeric mode 'exact' keeps "
-                 "every reduction in program order (use mode=strict or mode=fast to allow it)");
+            fail(
+                "rfactor splits the reduction into partial sums, which reorders it; numeric mode 'exact' keeps "
+                "every reduction in program order (use mode=strict or mode=fast to allow it)");
         if (d.stage.update < 0) fail("rfactor applies to an update definition, not the pure one");
         if (t_.funcs.count(d.intermediate)) fail("stage name '" + d.intermediate + "' is already taken");
         Stage s = stage(d.stage);
@@ -205,8 +211,8 @@ public:
     }
     void operator()(const AssumeAligned &d) {
         if (!is_power_of_two(d.lanes) || d.lanes < 1 || d.lanes > limits_.max_vector_lanes)
-            fail("assume_aligned lanes must be a power of two from 1 to " + std::to_string(limits_.max_vector_lanes) +
-                 ", got " + std::to_string(d.lanes));
+            fail("assume_aligned lanes must be a power of two from 1 to " + std::to_string(limits_.max_vector_lanes) + ", got " +
+                 std::to_string(d.lanes));
         std::vector<Halide::OutputImageParam> buffers;
         if (auto in = t_.inputs.find(d.buffer); in != t_.inputs.end()) {
             buffers.push_back(in->second);
@@ -234,8 +240,10 @@ public:
         VarOrRVar v = loop(d.stage, d.var);
         if (d.distance < 0) fail("prefetch distance must be non-negative");
         auto in = t_.inputs.find(d.input);
-        if (in != t_.inputs.end()) s.prefetch(in->second, v, v, d.distance);
-        else s.prefetch(func(d.input), v, v, d.distance);
+        if (in != t_.inputs.end())
+            s.prefetch(in->second, v, v, d.distance);
+        else
+            s.prefetch(func(d.input), v, v, d.distance);
     }
 
 private:
@@ -249,7 +257,6 @@ public:
     AppliedResources resources;
 
 private:
-
     static std::string key(const StageRef &s) { return to_string(s); }
 
     Func func(const std::string &name) {
@@ -317,8 +324,7 @@ private:
     }
 
     void require_gpu(const char *what) {
-        if (!t_.target.has_gpu_feature())
-            fail(std::string(what) + " needs a GPU target; target is " + t_.target.to_string());
+        if (!t_.target.has_gpu_feature()) fail(std::string(what) + " needs a GPU target; target is " + t_.target.to_string());
     }
 
     /** Sums the footprint of every GPU-shared Func whose extents are all bounded. */
@@ -331,7 +337,10 @@ private:
             bool known = true;
             for (const auto &a : f.args()) {
                 auto b = bounds_[name].find(a.name());
-                if (b == bounds_[name].end()) { known = false; break; }
+                if (b == bounds_[name].end()) {
+                    known = false;
+                    break;
+                }
                 bytes *= b->second;
             }
             if (known) total += bytes;
@@ -370,13 +379,11 @@ private:
 
 }  // namespace
 
-AppliedResources apply_schedule(const std::vector<Directive> &steps, ScheduleTarget &target,
-                                const std::string &schedule_name) {
+AppliedResources apply_schedule(const std::vector<Directive> &steps, ScheduleTarget &target, const std::string &schedule_name) {
     Applier applier(target);
     for (size_t i = 0; i < steps.size(); i++) {
         auto where = [&] {
-            return "invalid schedule '" + schedule_name + "', step " + std::to_string(i + 1) + " `" +
-                   to_string(steps[i]) + "`: ";
+            return "invalid schedule '" + schedule_name + "', step " + std::to_string(i + 1) + " `" + to_string(steps[i]) + "`: ";
         };
         try {
             std::visit(applier, steps[i]);

@@ -41,8 +41,8 @@ struct ScheduleTarget {
 
 /** Resource limits the checks use, derived from the target. */
 struct TargetLimits {
-    int natural_f32_lanes = 8;     ///< CPU: floats per native vector register
-    int max_vector_lanes = 32;     ///< widest vectorize() accepted
+    int natural_f32_lanes = 8;  ///< CPU: floats per native vector register
+    int max_vector_lanes = 32;  ///< widest vectorize() accepted
     int max_threads_per_block = 1024;
     int max_threads_x = 1024, max_threads_y = 1024, max_threads_z = 64;
     int max_shared_bytes = 48 * 1024;  ///< static shared memory per block
@@ -63,13 +63,12 @@ struct AppliedResources {
  * ScheduleError on the first invalid step; the Funcs are then partially scheduled and
  * must be discarded (define the algorithm afresh). */
 AppliedResources apply_schedule(const std::vector<Directive> &steps, ScheduleTarget &target,
-                    const std::string &schedule_name = "schedule");
+                                const std::string &schedule_name = "schedule");
 
 /** Checks a schedule without keeping its effect: applies it to a throwaway copy of the
  * algorithm produced by `define`. Returns "" when valid, else the error message. */
 template <typename DefineFn>
-std::string check_schedule(const std::vector<Directive> &steps, DefineFn define,
-                           const std::string &schedule_name = "schedule") {
+std::string check_schedule(const std::vector<Directive> &steps, DefineFn define, const std::string &schedule_name = "schedule") {
     try {
         ScheduleTarget t = define();
         apply_schedule(steps, t, schedule_name);

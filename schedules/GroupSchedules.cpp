@@ -52,8 +52,10 @@ void cpu_reductions(ScheduleSpec &s, const GroupShape &g, const std::string &row
     for (const auto &r : g.reductions) {
         const StageRef pure{r.name}, update{r.name, 0};
         const bool per_row = p.reductions_per_row && g.outputs.size() == 1 && r.row_local;
-        if (per_row) s.compute_at(r.name, g.outputs[0].first, row);
-        else s.compute_root(r.name);
+        if (per_row)
+            s.compute_at(r.name, g.outputs[0].first, row);
+        else
+            s.compute_root(r.name);
         // At root: parallel over the outermost axis, or along n when the outermost is reduced.
         std::string par = r.rank == 0 ? "" : r.row_local ? axis(0, r.rank) : r.n_is_data ? "n" : "";
         if (p.vectorize_reductions && r.along_n && !r.rvars.empty() && !g.ordered_reductions) {
@@ -61,8 +63,10 @@ void cpu_reductions(ScheduleSpec &s, const GroupShape &g, const std::string &row
             // the merged update then adds the lanes. The guarded tail leaves lanes at identity.
             const std::string lanes_func = r.name + "_lanes";
             s.split(update, r.rvars[0], "ro", "ri", lanes, kGuard).rfactor(update, "ri", "u", lanes_func);
-            if (r.rank >= 1) s.compute_at(lanes_func, r.name, axis(0, r.rank));
-            else s.compute_root(lanes_func);
+            if (r.rank >= 1)
+                s.compute_at(lanes_func, r.name, axis(0, r.rank));
+            else
+                s.compute_root(lanes_func);
             s.vectorize(StageRef{lanes_func}, "u").vectorize(StageRef{lanes_func, 0}, "u");
         } else if (p.vectorize_reductions && r.n_is_data && r.rank >= 1) {
             // Vector lanes along the kept axis n, innermost inside the reduction loops; with
@@ -71,7 +75,8 @@ void cpu_reductions(ScheduleSpec &s, const GroupShape &g, const std::string &row
             s.split(pure, "n", "no", "nl", lanes, kGuard).vectorize(pure, "nl");
             std::vector<std::string> order{"nl"};
             if (p.reduction_vectors > 1) {
-                s.split(update, "n", "no", "ni", p.reduction_vectors * lanes, kGuard).split(update, "ni", "nv", "nl", lanes, kGuard);
+                s.split(update, "n", "no", "ni", p.reduction_vectors * lanes, kGuard)
+                    .split(update, "ni", "nv", "nl", lanes, kGuard);
                 order.push_back("nv");
             } else {
                 s.split(update, "n", "no", "nl", lanes, kGuard);
@@ -114,9 +119,10 @@ ScheduleSpec cpu_group_schedule(const std::string &name, const GroupShape &g, co
                                                       : std::string("parallel over rows")
                                 : std::string("serial"));
     if (!g.reductions.empty())
-        s.description += std::string("; reductions ") + (p.vectorize_reductions ? "vectorized, " : "") +
-                         (g.outputs.size() == 1 && p.reductions_per_row ? "per output row where row-local, else at root"
-                                                                        : std::string("at root") + (p.parallel ? ", parallel" : ""));
+        s.description +=
+            std::string("; reductions ") + (p.vectorize_reductions ? "vectorized, " : "") +
+            (g.outputs.size() == 1 && p.reductions_per_row ? "per output row where row-local, else at root"
+                                                           : std::string("at root") + (p.parallel ? ", parallel" : ""));
     std::string first_row;
     for (const auto &[out, rank] : g.outputs) {
         const std::string row = cpu_output(s, out, rank, lanes, p);
@@ -165,8 +171,9 @@ void gpu_tile(ScheduleSpec &s, const StageRef &st, int rank, bool n_is_data) {
 
 ScheduleSpec cuda_tiles(const std::string &name, const GroupShape &g) {
     ScheduleSpec s(name, Device::Cuda);
-    s.description = "outputs tiled over GPU blocks and threads; reductions per thread in registers (one output, "
-                    "row-local) or at root in their own kernels";
+    s.description =
+        "outputs tiled over GPU blocks and threads; reductions per thread in registers (one output, "
+        "row-local) or at root in their own kernels";
     for (const auto &[out, rank] : g.outputs) gpu_tile(s, StageRef{out}, rank, true);
     for (const auto &r : g.reductions) {
         if (g.outputs.size() == 1 && r.row_local) {
@@ -212,7 +219,8 @@ ScheduleSpec cuda_rows(const GroupShape &g, const Halide::Target &target) {
     const auto &[y, rank] = g.outputs[0];
     const StageRef out{y};
     ScheduleSpec s("cuda_rows", Device::Cuda);
-    s.description = "one block per row: " + std::to_string(T) + " threads split each row reduction in shared memory, "
+    s.description = "one block per row: " + std::to_string(T) +
+                    " threads split each row reduction in shared memory, "
                     "then the row's outputs";
     // Thread i computes columns i, i + T, ... (adjacent threads, adjacent columns).
     std::vector<std::string> blocks{"m"};

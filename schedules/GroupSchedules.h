@@ -77,25 +77,25 @@ struct GroupShape {
     bool operator==(const GroupShape &) const = default;
 };
 
-constexpr int kCpuBlock = 4096;        ///< rank-1 outputs: elements per parallel task
-constexpr int kCudaRowThreads = 256;   ///< cuda_rows: threads per row (block)
+constexpr int kCpuBlock = 4096;       ///< rank-1 outputs: elements per parallel task
+constexpr int kCudaRowThreads = 256;  ///< cuda_rows: threads per row (block)
 
 /** The knobs of the CPU nest for elementwise and reduction groups. Every value is legal for
  * every group: splits guard their tails, and a knob that does not apply (per-row reductions in a
  * group of several outputs, lanes in exact mode) is ignored where it would be wrong. */
 struct CpuGroupParams {
-    int vectors = 2;                    ///< vectors of n per iteration (unrolled)
-    int rows_per_task = 1;              ///< outermost indices per parallel task (rank >= 2)
-    int block = kCpuBlock;              ///< rank-1 outputs: elements per parallel task
-    bool parallel = true;               ///< false: one thread (tiny groups, where a task costs more than it does)
-    bool reductions_per_row = true;     ///< row-local reductions inside the row loop of a single output
-    bool vectorize_reductions = true;   ///< lane partial sums along n (rfactor), or vectors along a kept n
+    int vectors = 2;                   ///< vectors of n per iteration (unrolled)
+    int rows_per_task = 1;             ///< outermost indices per parallel task (rank >= 2)
+    int block = kCpuBlock;             ///< rank-1 outputs: elements per parallel task
+    bool parallel = true;              ///< false: one thread (tiny groups, where a task costs more than it does)
+    bool reductions_per_row = true;    ///< row-local reductions inside the row loop of a single output
+    bool vectorize_reductions = true;  ///< lane partial sums along n (rfactor), or vectors along a kept n
     /** A reduction along another axis that keeps n (column sums): vectors of n per task, each an
      * independent accumulator per row (cpu_rows: 4). */
     int reduction_vectors = 1;
     /** cpu_elementwise (`vectorize_reductions` false) and cpu_rows (true). */
     static CpuGroupParams library(bool vectorize_reductions);
-    std::string to_string() const;      ///< "v=2 rows/task=1 reduce=row+lanes"
+    std::string to_string() const;  ///< "v=2 rows/task=1 reduce=row+lanes"
     bool operator==(const CpuGroupParams &) const = default;
 };
 

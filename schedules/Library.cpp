@@ -12,42 +12,63 @@ namespace tessel::sched {
 
 const std::vector<LibraryEntry> &schedule_library() {
     static const std::vector<LibraryEntry> library = {
-        {"cpu_blocked", Device::Cpu, dsl::GroupKind::MatmulEpilogue,
+        {"cpu_blocked",
+         Device::Cpu,
+         dsl::GroupKind::MatmulEpilogue,
          "register-blocked GEMM, packed w panel, fused epilogue; split-K with the register block for 8 <= M <= 16 "
          "(4 on AVX2), split-K gemv streams for M == 1, split-K decode nest for other small M",
          [](const Halide::Target &t) { return matmul_cpu_blocked(t); },
          {},
          matmul_cpu_blocked},
-        {"cpu_decode", Device::Cpu, dsl::GroupKind::MatmulEpilogue, "the split-K decode nest on its own (w streamed once), for any shape", matmul_cpu_decode},
-        {"cpu_tiled", Device::Cpu, dsl::GroupKind::MatmulEpilogue, "register-tiled GEMM, epilogue fused per tile", matmul_cpu_tiled},
-        {"cuda_simple", Device::Cuda, dsl::GroupKind::MatmulEpilogue, "one output per thread, k in a register", matmul_cuda_simple},
+        {"cpu_decode", Device::Cpu, dsl::GroupKind::MatmulEpilogue,
+         "the split-K decode nest on its own (w streamed once), for any shape", matmul_cpu_decode},
+        {"cpu_tiled", Device::Cpu, dsl::GroupKind::MatmulEpilogue, "register-tiled GEMM, epilogue fused per tile",
+         matmul_cpu_tiled},
+        {"cuda_simple", Device::Cuda, dsl::GroupKind::MatmulEpilogue, "one output per thread, k in a register",
+         matmul_cuda_simple},
         {"cuda_tiled", Device::Cuda, dsl::GroupKind::MatmulEpilogue,
          "register-tiled GEMM (64x128 / 8x8, 64x32 / 4x4), float4 loads; split-K gemv variants for M<=16 "
          "(ptxas-checked; not yet run on a GPU)",
          matmul_cuda_tiled},
-        {"cuda_decode", Device::Cuda, dsl::GroupKind::MatmulEpilogue, "split-K gemv for small M (float4 columns, w streamed once; not yet run on a GPU)",
-         matmul_cuda_decode},
+        {"cuda_decode", Device::Cuda, dsl::GroupKind::MatmulEpilogue,
+         "split-K gemv for small M (float4 columns, w streamed once; not yet run on a GPU)", matmul_cuda_decode},
         {"cuda_tiled_shared", Device::Cuda, dsl::GroupKind::MatmulEpilogue,
          "block tiles with shared-memory x/w staging and block sums, split-K decode for M<=16 "
          "(verified on an H200, docs/results/gpu_bench_h200.txt)",
          matmul_cuda_tiled_shared},
-        {"cpu_elementwise", Device::Cpu, dsl::GroupKind::Elementwise,
-         "2 vectors per step along n, unrolled; parallel over rows (rank 1: blocks of 4096)", {}, cpu_elementwise},
-        {"cpu_rows", Device::Cpu, dsl::GroupKind::Reduction,
-         "reductions per output row, vector partial sums (rfactor) along the row; outputs as cpu_elementwise", {},
+        {"cpu_elementwise",
+         Device::Cpu,
+         dsl::GroupKind::Elementwise,
+         "2 vectors per step along n, unrolled; parallel over rows (rank 1: blocks of 4096)",
+         {},
+         cpu_elementwise},
+        {"cpu_rows",
+         Device::Cpu,
+         dsl::GroupKind::Reduction,
+         "reductions per output row, vector partial sums (rfactor) along the row; outputs as cpu_elementwise",
+         {},
          cpu_rows},
-        {"cpu_attention", Device::Cpu, dsl::GroupKind::Attention,
+        {"cpu_attention",
+         Device::Cpu,
+         dsl::GroupKind::Attention,
          "online softmax over blocks of keys: per task a block of query rows, scores and probs V in register tiles, "
          "no S x L buffer",
-         {}, cpu_attention},
-        {"cuda_elementwise", Device::Cuda, dsl::GroupKind::Elementwise,
+         {},
+         cpu_attention},
+        {"cuda_elementwise",
+         Device::Cuda,
+         dsl::GroupKind::Elementwise,
          "outputs in 32x8 thread tiles; reductions per thread in registers, or own kernels for several outputs "
          "(ptxas-checked; not yet run on a GPU)",
-         {}, cuda_elementwise},
-        {"cuda_rows", Device::Cuda, dsl::GroupKind::Reduction,
+         {},
+         cuda_elementwise},
+        {"cuda_rows",
+         Device::Cuda,
+         dsl::GroupKind::Reduction,
          "one block per row, 256 threads split each row reduction in shared memory; else as cuda_elementwise "
          "(ptxas-checked; not yet run on a GPU)",
-         {}, cuda_rows},
+         {},
+         cuda_rows},
     };
     return library;
 }
@@ -134,7 +155,8 @@ GroupScheduleChoice resolve_group_schedule(const std::string &name_or_file, cons
     c.device = e.device;
     if (e.group_generic() || e.make_for_panels)
         c.make_for_group = [&e](const GroupShape &s, const Halide::Target &t) { return library_schedule(e.name, s, t); };
-    else c.fixed = e.build(target);
+    else
+        c.fixed = e.build(target);
     return c;
 }
 

@@ -67,14 +67,9 @@ std::vector<Directive> matmul_cpu_gemm_steps(const CpuBlocking &b, int panel_blo
     // (outer loops of extent 1) state those extents so unroll can check them.
     s.compute_at("matmul", "y", "mo").store_in("matmul", MemoryLevel::Register);
     for (const StageRef &stage : {kInit, kUpdate}) {
-        s.split(stage, "n", "nt", "nr", b.nr)
-            .split(stage, "nr", "nv", "nl", b.lanes)
-            .split(stage, "m", "mt", "mr", b.mr);
+        s.split(stage, "n", "nt", "nr", b.nr).split(stage, "nr", "nv", "nl", b.lanes).split(stage, "m", "mt", "mr", b.mr);
     }
-    s.reorder(kInit, {"nl", "nv", "mr", "nt", "mt"})
-        .vectorize(kInit, "nl")
-        .unroll(kInit, "nv")
-        .unroll(kInit, "mr");
+    s.reorder(kInit, {"nl", "nv", "mr", "nt", "mt"}).vectorize(kInit, "nl").unroll(kInit, "nv").unroll(kInit, "mr");
     if (b.gemm_k_unroll > 1) {
         s.split(kUpdate, "k", "ko", "ki", b.gemm_k_unroll, Tail::GuardWithIf)
             .reorder(kUpdate, {"nl", "nv", "mr", "ki", "ko", "nt", "mt"})
@@ -82,9 +77,7 @@ std::vector<Directive> matmul_cpu_gemm_steps(const CpuBlocking &b, int panel_blo
     } else {
         s.reorder(kUpdate, {"nl", "nv", "mr", "k", "nt", "mt"});
     }
-    s.vectorize(kUpdate, "nl")
-        .unroll(kUpdate, "nv")
-        .unroll(kUpdate, "mr");
+    s.vectorize(kUpdate, "nl").unroll(kUpdate, "nv").unroll(kUpdate, "mr");
     // Packed panel of w: the nr columns of this block for every k, contiguous, copied
     // once per column block (a strided read of w becomes one sequential stream).
     s.stage_input("w", "w_panel", "matmul")
@@ -139,8 +132,10 @@ std::vector<Directive> split_k_stream_steps(const CpuBlocking &b, int rows, bool
     add_partial_sums_at_root(s, b);
     s.split(kPartialUpdate, "n", "nv", "nl", b.lanes, Tail::GuardWithIf)
         .split(kPartialUpdate, "nv", "nvo", "nvi", 4, Tail::GuardWithIf);
-    if (far_apart) s.split(kPartialUpdate, "kc", "kg", "ks", std::max(1, b.k_chunk / rows), Tail::GuardWithIf);
-    else s.split(kPartialUpdate, "kc", "ks", "kg", rows, Tail::GuardWithIf);
+    if (far_apart)
+        s.split(kPartialUpdate, "kc", "kg", "ks", std::max(1, b.k_chunk / rows), Tail::GuardWithIf);
+    else
+        s.split(kPartialUpdate, "kc", "ks", "kg", rows, Tail::GuardWithIf);
     s.reorder(kPartialUpdate, {"nl", "nvi", "kg", "m", "nvo", "ks", "u"})
         .vectorize(kPartialUpdate, "nl")
         .unroll(kPartialUpdate, "nvi")
@@ -255,8 +250,7 @@ std::vector<Directive> matmul_cpu_panel_steps(const CpuBlocking &b, int rows) {
         .unroll(kY, "mi")
         .parallel(kY, "no");
     s.compute_at("matmul", "y", "mo").bound_extent("matmul", "n", b.nr).store_in("matmul", MemoryLevel::Register);
-    for (const StageRef &stage : {kInit, kUpdate})
-        s.split(stage, "n", "nv", "nl", b.lanes).split(stage, "m", "mt", "mr", rows);
+    for (const StageRef &stage : {kInit, kUpdate}) s.split(stage, "n", "nv", "nl", b.lanes).split(stage, "m", "mt", "mr", rows);
     s.reorder(kInit, {"nl", "nv", "mr", "mt"})
         .vectorize(kInit, "nl")
         .unroll(kInit, "nv")
@@ -279,9 +273,7 @@ std::vector<ScheduleSpec::Variant> matmul_cpu_panel_variants(const CpuBlocking &
 std::vector<Directive> matmul_cpu_general_steps(const CpuBlocking &b) {
     ScheduleSpec s;
     // One vector of outputs per tile, every tail guarded: correct for any extents.
-    s.split(kY, "n", "no", "ni", b.lanes, Tail::GuardWithIf)
-        .vectorize(kY, "ni")
-        .parallel(kY, "m");
+    s.split(kY, "n", "no", "ni", b.lanes, Tail::GuardWithIf).vectorize(kY, "ni").parallel(kY, "m");
     s.compute_at("matmul", "y", "no")
         .split(kInit, "n", "nv", "nl", b.lanes, Tail::GuardWithIf)
         .vectorize(kInit, "nl")
@@ -309,22 +301,23 @@ ScheduleSpec matmul_cpu_blocked(const Halide::Target &target, int64_t rhs_panel_
         s.steps = matmul_cpu_panel_steps(b, 1);  // the one-row nest is correct for every M
         return s;
     }
-    s.description = std::to_string(b.mr) + " rows x 3 vectors register block, packed w panel, fused epilogue; "
-                    "split-K with the register block for " + std::to_string(b.mr) + " <= M <= " +
-                    std::to_string(b.decode_max_m) +
-                    " (" + (b.k_block > 0 ? "w copied in blocks of " + std::to_string(b.k_block) + " rows up to M = " +
-                                                 std::to_string(b.k_block_max_m) + ", then "
-                                           : std::string()) +
+    s.description = std::to_string(b.mr) +
+                    " rows x 3 vectors register block, packed w panel, fused epilogue; "
+                    "split-K with the register block for " +
+                    std::to_string(b.mr) + " <= M <= " + std::to_string(b.decode_max_m) + " (" +
+                    (b.k_block > 0 ? "w copied in blocks of " + std::to_string(b.k_block) +
+                                         " rows up to M = " + std::to_string(b.k_block_max_m) + ", then "
+                                   : std::string()) +
                     "blocks of " + std::to_string(b.sums_block) + " rows added in registers, then into the chunk's sums)" +
-                    ", split-K gemv streams for M == 1, split-K decode nest for other M < " +
-                    std::to_string(b.mr);
+                    ", split-K gemv streams for M == 1, split-K decode nest for other M < " + std::to_string(b.mr);
     if (b.k_block > 0)
-        s.variants.push_back({{{"M", GuardOp::Ge, b.mr}, {"M", GuardOp::Le, b.k_block_max_m}, {"N", GuardOp::Ge, b.nr}}, matmul_cpu_splitk_gemm_steps(b)});
+        s.variants.push_back({{{"M", GuardOp::Ge, b.mr}, {"M", GuardOp::Le, b.k_block_max_m}, {"N", GuardOp::Ge, b.nr}},
+                              matmul_cpu_splitk_gemm_steps(b)});
     if (b.k_block_max_m < b.decode_max_m) {
         CpuBlocking in_place = b;
         in_place.k_block = 0;
-        s.variants.push_back(
-            {{{"M", GuardOp::Ge, b.mr}, {"M", GuardOp::Le, b.decode_max_m}, {"N", GuardOp::Ge, b.nr}}, matmul_cpu_splitk_gemm_steps(in_place)});
+        s.variants.push_back({{{"M", GuardOp::Ge, b.mr}, {"M", GuardOp::Le, b.decode_max_m}, {"N", GuardOp::Ge, b.nr}},
+                              matmul_cpu_splitk_gemm_steps(in_place)});
     }
     s.variants.push_back({{{"M", GuardOp::Eq, 1}}, matmul_cpu_gemv_steps(b)});
     s.variants.push_back({{{"M", GuardOp::Le, b.decode_max_m}}, matmul_cpu_decode_steps(b)});

@@ -50,19 +50,19 @@ namespace tessel::sched {
 
 /** The register block and column blocks the CPU schedules use on `target`. */
 struct CpuBlocking {
-    int lanes;        ///< f32 lanes of one vector register (16 on AVX-512, 8 on AVX2)
-    int mr;           ///< rows of the gemm register block
-    int nr;           ///< columns of the gemm register block (3 vectors)
-    int panel_blocks; ///< register blocks of columns per packed panel of w in the gemm nest
-    int k_unroll;     ///< rows of w read together by the decode nests
-    int gemm_k_unroll;///< reduction steps the gemm register block runs per loop iteration (tail guarded)
-    int decode_max_m; ///< largest M the decode nest is used for
-    int k_chunk;      ///< rows of w per parallel task in the split-K nests
-    int gemv_streams; ///< row streams per task in the gemv nest (M == 1)
-    int k_block;      ///< split-K gemm: rows of w copied whole per K block (0: in place, sums_block)
-    int k_block_max_m;///< largest M the K-blocked split-K gemm is used for (above it, in place)
-    int sums_block;   ///< split-K gemm in place: rows of w the register tiles add before the chunk's
-                      ///< sums in memory add the tiles
+    int lanes;          ///< f32 lanes of one vector register (16 on AVX-512, 8 on AVX2)
+    int mr;             ///< rows of the gemm register block
+    int nr;             ///< columns of the gemm register block (3 vectors)
+    int panel_blocks;   ///< register blocks of columns per packed panel of w in the gemm nest
+    int k_unroll;       ///< rows of w read together by the decode nests
+    int gemm_k_unroll;  ///< reduction steps the gemm register block runs per loop iteration (tail guarded)
+    int decode_max_m;   ///< largest M the decode nest is used for
+    int k_chunk;        ///< rows of w per parallel task in the split-K nests
+    int gemv_streams;   ///< row streams per task in the gemv nest (M == 1)
+    int k_block;        ///< split-K gemm: rows of w copied whole per K block (0: in place, sums_block)
+    int k_block_max_m;  ///< largest M the K-blocked split-K gemm is used for (above it, in place)
+    int sums_block;     ///< split-K gemm in place: rows of w the register tiles add before the chunk's
+                        ///< sums in memory add the tiles
     /** sums_block on every target (the cost model charges the passes it implies). */
     static constexpr int kSumsBlock = 16;
     static CpuBlocking for_target(const Halide::Target &target);

@@ -66,8 +66,7 @@ std::vector<Directive> matmul_cuda_tiled_steps(const CudaTileParams &p) {
             .vectorize(st, "nr")
             .unroll(st, "mr");
     }
-    s.reorder(kInit, {"nr", "mr", "nt", "mt", "nb", "mb"})
-        .reorder(kUpdate, {"nr", "mr", "nt", "mt", "nb", "mb", "ko"});
+    s.reorder(kInit, {"nr", "mr", "nt", "mt", "nb", "mb"}).reorder(kUpdate, {"nr", "mr", "nt", "mt", "nb", "mb", "ko"});
     // matmul_tile: per thread, its TN x TM partial sums over one k-tile in registers, the k
     // loop unrolled; read from the shared copies of x and w.
     s.compute_at("matmul_tile", "matmul", "nt");
@@ -269,7 +268,8 @@ std::vector<Guard> matmul_cuda_gemv_guards(const CudaGemvParams &p) {
 }
 
 std::vector<Guard> matmul_cuda_regtile_guards(const CudaRegTileParams &p) {
-    return {Guard{"N", GuardOp::Ge, p.BN}, Guard{"M", GuardOp::Ge, p.BM}, Guard{"N", GuardOp::Divisible, kVec}, Guard{"K", GuardOp::Divisible, p.KU}};
+    return {Guard{"N", GuardOp::Ge, p.BN}, Guard{"M", GuardOp::Ge, p.BM}, Guard{"N", GuardOp::Divisible, kVec},
+            Guard{"K", GuardOp::Divisible, p.KU}};
 }
 
 std::vector<Guard> matmul_cuda_tiled_guards(const CudaTileParams &p) {
@@ -284,11 +284,13 @@ std::vector<ScheduleSpec::Variant> matmul_cuda_gemv_variants() {
 
 ScheduleSpec matmul_cuda_tiled(const Halide::Target &target) {
     ScheduleSpec s("cuda_tiled", Device::Cuda);
-    s.description = "register-tiled GEMM: 64x128 blocks of 8x8 thread tiles (64x32 of 4x4 when M < 128) "
-                    "accumulated in registers, float4 loads of x and w through L1, fused epilogue; "
-                    "split-K gemv variants for M <= 16; cuda_simple where no variant fits";
+    s.description =
+        "register-tiled GEMM: 64x128 blocks of 8x8 thread tiles (64x32 of 4x4 when M < 128) "
+        "accumulated in registers, float4 loads of x and w through L1, fused epilogue; "
+        "split-K gemv variants for M <= 16; cuda_simple where no variant fits";
     s.variants = matmul_cuda_gemv_variants();
-    for (const CudaRegTileParams &p : kRegTileLibrary) s.variants.push_back({matmul_cuda_regtile_guards(p), matmul_cuda_regtile_steps(p)});
+    for (const CudaRegTileParams &p : kRegTileLibrary)
+        s.variants.push_back({matmul_cuda_regtile_guards(p), matmul_cuda_regtile_steps(p)});
     s.steps = matmul_cuda_simple(target).steps;
     return s;
 }
@@ -297,8 +299,9 @@ ScheduleSpec matmul_cuda_tiled_shared(const Halide::Target &target) {
     const CudaTileParams p;
     const CudaDecodeParams d;
     ScheduleSpec s("cuda_tiled_shared", Device::Cuda);
-    s.description = "the first design: block sums in shared memory (128x64 block, 4x8 thread tiles, x and w "
-                    "k-tiles of 16 in shared memory); split-K decode for M <= 16; cuda_simple elsewhere";
+    s.description =
+        "the first design: block sums in shared memory (128x64 block, 4x8 thread tiles, x and w "
+        "k-tiles of 16 in shared memory); split-K decode for M <= 16; cuda_simple elsewhere";
     s.variants.push_back({{Guard{"M", GuardOp::Le, d.MB}}, matmul_cuda_decode_steps(d)});
     s.variants.push_back({matmul_cuda_tiled_guards(p), matmul_cuda_tiled_steps(p)});
     s.steps = matmul_cuda_simple(target).steps;
@@ -307,9 +310,10 @@ ScheduleSpec matmul_cuda_tiled_shared(const Halide::Target &target) {
 
 ScheduleSpec matmul_cuda_decode(const Halide::Target &) {
     ScheduleSpec s("cuda_decode", Device::Cuda);
-    s.description = "small-M split-K gemv: a block owns 16 columns (float4 per thread) x 1, 4 or 16 rows, "
-                    "64/64/32 k-slices reduced through shared memory, w streamed once; the 32-column "
-                    "split-K kernel for shapes the gemv guards exclude";
+    s.description =
+        "small-M split-K gemv: a block owns 16 columns (float4 per thread) x 1, 4 or 16 rows, "
+        "64/64/32 k-slices reduced through shared memory, w streamed once; the 32-column "
+        "split-K kernel for shapes the gemv guards exclude";
     s.variants = matmul_cuda_gemv_variants();
     s.steps = matmul_cuda_decode_steps(CudaDecodeParams{});
     return s;

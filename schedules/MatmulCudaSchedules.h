@@ -64,10 +64,10 @@ std::vector<Guard> matmul_cuda_regtile_guards(const CudaRegTileParams &p);
 /** Sizes of the small-M (decode) kernel. Threads per block = (NB / 4) * KS; shared memory
  * holds the KS x NB x MB partial sums (4 bytes each). */
 struct CudaGemvParams {
-    int NB = 16;  ///< output columns per block, 4 (one float4) per thread of a k-slice
-    int KS = 64;  ///< k-slices (split-K inside the block)
-    int MB = 1;   ///< rows per block (the variant's guard includes M % MB == 0)
-    int KU = 8;   ///< k steps unrolled per slice (float4 loads of w in flight per thread)
+    int NB = 16;    ///< output columns per block, 4 (one float4) per thread of a k-slice
+    int KS = 64;    ///< k-slices (split-K inside the block)
+    int MB = 1;     ///< rows per block (the variant's guard includes M % MB == 0)
+    int KU = 8;     ///< k steps unrolled per slice (float4 loads of w in flight per thread)
     int MAXM = 16;  ///< the variant's guard M <= MAXM: row blocks beyond re-read w
 };
 

@@ -16,15 +16,13 @@ std::string join(const std::vector<std::string> &v) {
 }
 
 template <typename Enum, size_t N>
-Enum parse_enum(const std::string &s, const std::pair<Enum, const char *> (&table)[N],
-                const char *what) {
+Enum parse_enum(const std::string &s, const std::pair<Enum, const char *> (&table)[N], const char *what) {
     std::string expected;
     for (const auto &[e, name] : table) {
         if (s == name) return e;
         expected += (expected.empty() ? "" : ", ") + std::string(name);
     }
-    throw std::invalid_argument("unknown " + std::string(what) + " '" + s + "' (expected one of: " +
-                                expected + ")");
+    throw std::invalid_argument("unknown " + std::string(what) + " '" + s + "' (expected one of: " + expected + ")");
 }
 
 template <typename Enum, size_t N>
@@ -39,20 +37,17 @@ const std::pair<Tail, const char *> kTails[] = {{Tail::Auto, "auto"},
                                                 {Tail::ShiftInwards, "shift_inwards"},
                                                 {Tail::RoundUp, "round_up"},
                                                 {Tail::Predicate, "predicate"}};
-const std::pair<MemoryLevel, const char *> kLevels[] = {{MemoryLevel::Auto, "auto"},
-                                                        {MemoryLevel::Register, "register"},
-                                                        {MemoryLevel::Stack, "stack"},
-                                                        {MemoryLevel::Heap, "heap"},
-                                                        {MemoryLevel::GpuShared, "gpu_shared"},
-                                                        {MemoryLevel::GpuGlobal, "gpu_global"}};
+const std::pair<MemoryLevel, const char *> kLevels[] = {
+    {MemoryLevel::Auto, "auto"}, {MemoryLevel::Register, "register"},    {MemoryLevel::Stack, "stack"},
+    {MemoryLevel::Heap, "heap"}, {MemoryLevel::GpuShared, "gpu_shared"}, {MemoryLevel::GpuGlobal, "gpu_global"}};
 const std::pair<Device, const char *> kDevices[] = {{Device::Cpu, "cpu"}, {Device::Cuda, "cuda"}};
 
 /** Prints each directive as the Halide call it becomes. */
 struct DirectivePrinter {
     std::string operator()(const Split &d) const {
         std::string tail = d.tail == Tail::Auto ? "" : ", " + to_string(d.tail);
-        return to_string(d.stage) + ".split(" + d.var + ", " + d.outer + ", " + d.inner + ", " +
-               std::to_string(d.factor) + tail + ")";
+        return to_string(d.stage) + ".split(" + d.var + ", " + d.outer + ", " + d.inner + ", " + std::to_string(d.factor) + tail +
+               ")";
     }
     std::string operator()(const Fuse &d) const {
         return to_string(d.stage) + ".fuse(" + d.inner + ", " + d.outer + ", " + d.fused + ")";
@@ -68,9 +63,7 @@ struct DirectivePrinter {
     std::string operator()(const ComputeInline &d) const { return d.func + ".compute_inline()"; }
     std::string operator()(const StoreAt &d) const { return d.func + ".store_at(" + d.at + ", " + d.var + ")"; }
     std::string operator()(const StoreIn &d) const { return d.func + ".store_in(" + to_string(d.level) + ")"; }
-    std::string operator()(const StageInput &d) const {
-        return d.wrapper + " = " + d.input + ".in(" + d.consumer + ")";
-    }
+    std::string operator()(const StageInput &d) const { return d.wrapper + " = " + d.input + ".in(" + d.consumer + ")"; }
     std::string operator()(const RFactor &d) const {
         return d.intermediate + " = " + to_string(d.stage) + ".rfactor(" + d.rvar + ", " + d.new_var + ")";
     }
@@ -80,9 +73,7 @@ struct DirectivePrinter {
     std::string operator()(const BoundExtent &d) const {
         return d.func + ".bound_extent(" + d.var + ", " + std::to_string(d.extent) + ")";
     }
-    std::string operator()(const AssumeAligned &d) const {
-        return d.buffer + ".assume_aligned(" + std::to_string(d.lanes) + ")";
-    }
+    std::string operator()(const AssumeAligned &d) const { return d.buffer + ".assume_aligned(" + std::to_string(d.lanes) + ")"; }
     std::string operator()(const Prefetch &d) const {
         return to_string(d.stage) + ".prefetch(" + d.input + ", " + d.var + ", " + std::to_string(d.distance) + ")";
     }
@@ -97,9 +88,7 @@ Tail parse_tail(const std::string &s) { return parse_enum(s, kTails, "tail strat
 MemoryLevel parse_memory_level(const std::string &s) { return parse_enum(s, kLevels, "memory level"); }
 Device parse_device(const std::string &s) { return parse_enum(s, kDevices, "device"); }
 
-std::string to_string(const StageRef &s) {
-    return s.update < 0 ? s.func : s.func + ".update(" + std::to_string(s.update) + ")";
-}
+std::string to_string(const StageRef &s) { return s.update < 0 ? s.func : s.func + ".update(" + std::to_string(s.update) + ")"; }
 
 std::string to_string(const Directive &d) { return std::visit(DirectivePrinter{}, d); }
 
@@ -155,8 +144,8 @@ size_t ScheduleSpec::pick_variant(const std::map<std::string, long> &extents) co
     return variants.size();
 }
 
-ScheduleSpec &ScheduleSpec::split(const StageRef &s, const std::string &var, const std::string &outer,
-                                  const std::string &inner, int factor, Tail tail) {
+ScheduleSpec &ScheduleSpec::split(const StageRef &s, const std::string &var, const std::string &outer, const std::string &inner,
+                                  int factor, Tail tail) {
     steps.push_back(Split{s, var, outer, inner, factor, tail});
     return *this;
 }
@@ -209,8 +198,7 @@ ScheduleSpec &ScheduleSpec::store_in(const std::string &func, MemoryLevel level)
     steps.push_back(StoreIn{func, level});
     return *this;
 }
-ScheduleSpec &ScheduleSpec::stage_input(const std::string &input, const std::string &wrapper,
-                                        const std::string &consumer) {
+ScheduleSpec &ScheduleSpec::stage_input(const std::string &input, const std::string &wrapper, const std::string &consumer) {
     steps.push_back(StageInput{input, wrapper, consumer});
     return *this;
 }
@@ -231,8 +219,7 @@ ScheduleSpec &ScheduleSpec::assume_aligned(const std::string &buffer, int lanes)
     steps.push_back(AssumeAligned{buffer, lanes});
     return *this;
 }
-ScheduleSpec &ScheduleSpec::prefetch(const StageRef &s, const std::string &input, const std::string &var,
-                                     int distance) {
+ScheduleSpec &ScheduleSpec::prefetch(const StageRef &s, const std::string &input, const std::string &var, int distance) {
     steps.push_back(Prefetch{s, input, var, distance});
     return *this;
 }

@@ -45,46 +45,118 @@ struct StageRef {
     bool operator==(const StageRef &) const = default;
 };
 
-struct Split { StageRef stage; std::string var, outer, inner; int factor = 1; Tail tail = Tail::Auto; bool operator==(const Split &) const = default; };
-struct Fuse { StageRef stage; std::string inner, outer, fused; bool operator==(const Fuse &) const = default; };
-struct Reorder { StageRef stage; std::vector<std::string> vars; bool operator==(const Reorder &) const = default; };  ///< innermost first
-struct Vectorize { StageRef stage; std::string var; bool operator==(const Vectorize &) const = default; };
-struct Unroll { StageRef stage; std::string var; bool operator==(const Unroll &) const = default; };
-struct Parallel { StageRef stage; std::string var; bool operator==(const Parallel &) const = default; };
-struct GpuBlocks { StageRef stage; std::vector<std::string> vars; bool operator==(const GpuBlocks &) const = default; };   ///< innermost first
-struct GpuThreads { StageRef stage; std::vector<std::string> vars; bool operator==(const GpuThreads &) const = default; };  ///< innermost first
+struct Split {
+    StageRef stage;
+    std::string var, outer, inner;
+    int factor = 1;
+    Tail tail = Tail::Auto;
+    bool operator==(const Split &) const = default;
+};
+struct Fuse {
+    StageRef stage;
+    std::string inner, outer, fused;
+    bool operator==(const Fuse &) const = default;
+};
+struct Reorder {
+    StageRef stage;
+    std::vector<std::string> vars;
+    bool operator==(const Reorder &) const = default;
+};  ///< innermost first
+struct Vectorize {
+    StageRef stage;
+    std::string var;
+    bool operator==(const Vectorize &) const = default;
+};
+struct Unroll {
+    StageRef stage;
+    std::string var;
+    bool operator==(const Unroll &) const = default;
+};
+struct Parallel {
+    StageRef stage;
+    std::string var;
+    bool operator==(const Parallel &) const = default;
+};
+struct GpuBlocks {
+    StageRef stage;
+    std::vector<std::string> vars;
+    bool operator==(const GpuBlocks &) const = default;
+};  ///< innermost first
+struct GpuThreads {
+    StageRef stage;
+    std::vector<std::string> vars;
+    bool operator==(const GpuThreads &) const = default;
+};  ///< innermost first
 /** Compute `func` inside the loop `var` of `at`'s pure stage. */
-struct ComputeAt { std::string func, at, var; bool operator==(const ComputeAt &) const = default; };
-struct ComputeRoot { std::string func; bool operator==(const ComputeRoot &) const = default; };
-struct ComputeInline { std::string func; bool operator==(const ComputeInline &) const = default; };
-struct StoreAt { std::string func, at, var; bool operator==(const StoreAt &) const = default; };
-struct StoreIn { std::string func; MemoryLevel level = MemoryLevel::Auto; bool operator==(const StoreIn &) const = default; };
+struct ComputeAt {
+    std::string func, at, var;
+    bool operator==(const ComputeAt &) const = default;
+};
+struct ComputeRoot {
+    std::string func;
+    bool operator==(const ComputeRoot &) const = default;
+};
+struct ComputeInline {
+    std::string func;
+    bool operator==(const ComputeInline &) const = default;
+};
+struct StoreAt {
+    std::string func, at, var;
+    bool operator==(const StoreAt &) const = default;
+};
+struct StoreIn {
+    std::string func;
+    MemoryLevel level = MemoryLevel::Auto;
+    bool operator==(const StoreIn &) const = default;
+};
 /** Stage input `input` (an ImageParam or Func) through a wrapper Func named `wrapper`
  * (Halide's in()); later directives address the wrapper by that name. */
-struct StageInput { std::string input, wrapper, consumer; bool operator==(const StageInput &) const = default; };
+struct StageInput {
+    std::string input, wrapper, consumer;
+    bool operator==(const StageInput &) const = default;
+};
 /** Split a reduction: factor out reduction var `rvar` (after a split) into pure var
  * `new_var` of a new intermediate Func named `intermediate` (Halide's rfactor). */
-struct RFactor { StageRef stage; std::string rvar, new_var, intermediate; bool operator==(const RFactor &) const = default; };
+struct RFactor {
+    StageRef stage;
+    std::string rvar, new_var, intermediate;
+    bool operator==(const RFactor &) const = default;
+};
 /** Assume the extent of `var` of `func` is exactly `extent` starting at `min`. */
-struct Bound { std::string func, var; int min = 0, extent = 1; bool operator==(const Bound &) const = default; };
+struct Bound {
+    std::string func, var;
+    int min = 0, extent = 1;
+    bool operator==(const Bound &) const = default;
+};
 /** Assume the extent of `var` of `func` is exactly `extent`, wherever it starts (Halide's
  * bound_extent): gives a staged tile a constant size. The region computed grows to `extent`,
  * so the tile must never reach past its input's edge (guard the variant on divisibility). */
-struct BoundExtent { std::string func, var; int extent = 1; bool operator==(const BoundExtent &) const = default; };
+struct BoundExtent {
+    std::string func, var;
+    int extent = 1;
+    bool operator==(const BoundExtent &) const = default;
+};
 /** Promise that `buffer` (an input, or the output Func: every buffer of a Tuple) starts at index
  * 0 in every dimension and that its dimension-0 extent and every row stride are multiples of
  * `lanes` elements (lanes = 1: only the start, so tiles of a split from 0 start at multiples).
  * Halide asserts this when the pipeline runs (a buffer that breaks it is refused, never
  * misread) and can then prove `lanes`-wide loads and stores aligned (e.g. float4 ld.global.v4
  * on CUDA). Guard the variant on the extents' divisibility so dense buffers always qualify. */
-struct AssumeAligned { std::string buffer; int lanes = 4; bool operator==(const AssumeAligned &) const = default; };
+struct AssumeAligned {
+    std::string buffer;
+    int lanes = 4;
+    bool operator==(const AssumeAligned &) const = default;
+};
 /** Prefetch `input` `distance` iterations ahead of loop `var`. */
-struct Prefetch { StageRef stage; std::string input, var; int distance = 1; bool operator==(const Prefetch &) const = default; };
+struct Prefetch {
+    StageRef stage;
+    std::string input, var;
+    int distance = 1;
+    bool operator==(const Prefetch &) const = default;
+};
 
-using Directive = std::variant<Split, Fuse, Reorder, Vectorize, Unroll, Parallel, GpuBlocks,
-                               GpuThreads, ComputeAt, ComputeRoot, ComputeInline, StoreAt,
-                               StoreIn, StageInput, RFactor, Bound, Prefetch, BoundExtent,
-                               AssumeAligned>;
+using Directive = std::variant<Split, Fuse, Reorder, Vectorize, Unroll, Parallel, GpuBlocks, GpuThreads, ComputeAt, ComputeRoot,
+                               ComputeInline, StoreAt, StoreIn, StageInput, RFactor, Bound, Prefetch, BoundExtent, AssumeAligned>;
 
 /** A runtime guard over the extents of the pipeline's inputs, e.g. {"M", GuardOp::Eq, 1}
  * or {"N", GuardOp::Divisible, 16}. Extents are named by the algorithm (M, K, N). */
@@ -103,8 +175,7 @@ enum class Device { Cpu, Cuda };
 class ScheduleSpec {
 public:
     ScheduleSpec() = default;
-    explicit ScheduleSpec(std::string name, Device device = Device::Cpu)
-        : name(std::move(name)), device(device) {}
+    explicit ScheduleSpec(std::string name, Device device = Device::Cpu) : name(std::move(name)), device(device) {}
 
     std::string name;
     Device device = Device::Cpu;
@@ -131,10 +202,9 @@ public:
 
     // Fluent builders: each only appends a directive. Stage defaults to the pure definition;
     // use the StageRef overloads or `update` argument for update definitions.
-    ScheduleSpec &split(const StageRef &s, const std::string &var, const std::string &outer,
-                        const std::string &inner, int factor, Tail tail = Tail::Auto);
-    ScheduleSpec &fuse(const StageRef &s, const std::string &inner, const std::string &outer,
-                       const std::string &fused);
+    ScheduleSpec &split(const StageRef &s, const std::string &var, const std::string &outer, const std::string &inner, int factor,
+                        Tail tail = Tail::Auto);
+    ScheduleSpec &fuse(const StageRef &s, const std::string &inner, const std::string &outer, const std::string &fused);
     ScheduleSpec &reorder(const StageRef &s, std::vector<std::string> vars);
     ScheduleSpec &vectorize(const StageRef &s, const std::string &var);
     ScheduleSpec &unroll(const StageRef &s, const std::string &var);
@@ -146,14 +216,12 @@ public:
     ScheduleSpec &compute_inline(const std::string &func);
     ScheduleSpec &store_at(const std::string &func, const std::string &at, const std::string &var);
     ScheduleSpec &store_in(const std::string &func, MemoryLevel level);
-    ScheduleSpec &stage_input(const std::string &input, const std::string &wrapper,
-                              const std::string &consumer = "");
+    ScheduleSpec &stage_input(const std::string &input, const std::string &wrapper, const std::string &consumer = "");
     ScheduleSpec &rfactor(const StageRef &s, const std::string &rvar, const std::string &new_var,
                           const std::string &intermediate);
     ScheduleSpec &bound(const std::string &func, const std::string &var, int min, int extent);
     ScheduleSpec &bound_extent(const std::string &func, const std::string &var, int extent);
-    ScheduleSpec &prefetch(const StageRef &s, const std::string &input, const std::string &var,
-                           int distance);
+    ScheduleSpec &prefetch(const StageRef &s, const std::string &input, const std::string &var, int distance);
     ScheduleSpec &assume_aligned(const std::string &buffer, int lanes);
 
     bool operator==(const ScheduleSpec &) const = default;

@@ -56,10 +56,10 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Guard, extent, op, value)
 namespace {
 
 /** The "op" name of each Directive alternative, in variant order. */
-constexpr const char *kOpNames[] = {"split",        "fuse",         "reorder",   "vectorize",  "unroll",
-                                    "parallel",     "gpu_blocks",   "gpu_threads", "compute_at", "compute_root",
-                                    "compute_inline", "store_at",   "store_in",  "stage_input", "rfactor",
-                                    "bound",        "prefetch",     "bound_extent", "assume_aligned"};
+constexpr const char *kOpNames[] = {"split",          "fuse",       "reorder",      "vectorize",     "unroll",
+                                    "parallel",       "gpu_blocks", "gpu_threads",  "compute_at",    "compute_root",
+                                    "compute_inline", "store_at",   "store_in",     "stage_input",   "rfactor",
+                                    "bound",          "prefetch",   "bound_extent", "assume_aligned"};
 static_assert(std::size(kOpNames) == std::variant_size_v<Directive>, "every directive needs a JSON op name");
 
 json directive_to_json(const Directive &d) {
@@ -80,8 +80,7 @@ Directive directive_from_json(size_t index, const json &j) {
 
 /** Every number under `j` must be an integer within [lo, hi]: the fields are C++ ints (longs
  * for guard values), and nlohmann would otherwise truncate 2.5 to 2 and narrow 2^40 to 0. */
-void check_integers(const json &j, const std::string &where, const std::string &field, int64_t lo, int64_t hi,
-                    int depth = 0) {
+void check_integers(const json &j, const std::string &where, const std::string &field, int64_t lo, int64_t hi, int depth = 0) {
     if (depth > 16) throw ScheduleJsonError(where + ": field \"" + field + "\" is nested too deeply");
     if (j.is_object()) {
         for (auto it = j.begin(); it != j.end(); ++it) check_integers(it.value(), where, it.key(), lo, hi, depth + 1);
@@ -157,8 +156,8 @@ ScheduleSpec schedule_from_json(const json &j) {
         const std::string group = j.value("group", std::string("matmul+epilogue"));
         const auto kind = dsl::parse_group_kind(group);
         if (!kind)
-            throw ScheduleJsonError("\"group\": unknown fusion group kind '" + group + "' (expected one of: " +
-                                    dsl::group_kind_names() + ")");
+            throw ScheduleJsonError("\"group\": unknown fusion group kind '" + group +
+                                    "' (expected one of: " + dsl::group_kind_names() + ")");
         s.group = *kind;
     } catch (const ScheduleJsonError &) {
         throw;

@@ -1,10 +1,10 @@
 #include "schedules/TargetFacts.h"
 
+#include <unistd.h>
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <thread>
-#include <unistd.h>
 
 namespace tessel::sched {
 

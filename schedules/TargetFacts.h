@@ -34,8 +34,8 @@ struct CpuFacts {
     int natural_f32_lanes = 16;  ///< Halide's natural vector size for float on the target
     int f32_lanes = 16;          ///< natural_f32_lanes, at least 4 (what the schedules block by)
     bool avx512 = false;
-    int vector_registers = 32;   ///< 32 with AVX-512, else 16
-    int cores = 1;               ///< this host's hardware threads
+    int vector_registers = 32;                                             ///< 32 with AVX-512, else 16
+    int cores = 1;                                                         ///< this host's hardware threads
     int64_t l1_bytes = 32 << 10, l2_bytes = 1 << 20, l3_bytes = 32 << 20;  ///< this host's data caches
 };
 

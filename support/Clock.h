@@ -13,9 +13,7 @@ namespace tessel {
 using SteadyClock = std::chrono::steady_clock;
 
 /** Seconds from `t0` to now. */
-inline double seconds_since(SteadyClock::time_point t0) {
-    return std::chrono::duration<double>(SteadyClock::now() - t0).count();
-}
+inline double seconds_since(SteadyClock::time_point t0) { return std::chrono::duration<double>(SteadyClock::now() - t0).count(); }
 
 /** Now, in seconds since the clock's (arbitrary) epoch: for differences only. */
 inline double steady_seconds() { return std::chrono::duration<double>(SteadyClock::now().time_since_epoch()).count(); }

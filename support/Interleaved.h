@@ -128,9 +128,7 @@ public:
         timed_ = true;
     }
     /** Drops the contender: no sample this round, never called again. */
-    void fail(std::string why) {
-        failure_ = why.empty() ? std::string("failed") : std::move(why);
-    }
+    void fail(std::string why) { failure_ = why.empty() ? std::string("failed") : std::move(why); }
 
     bool timed() const { return timed_; }
     double seconds() const { return seconds_; }
@@ -153,8 +151,10 @@ struct Contender {
 
     template <typename Fn>
     Contender(std::string n, Fn fn) : name(std::move(n)) {
-        if constexpr (std::is_invocable_v<Fn &, Call &>) run = std::move(fn);
-        else run = [fn = std::move(fn)](Call &) mutable { fn(); };
+        if constexpr (std::is_invocable_v<Fn &, Call &>)
+            run = std::move(fn);
+        else
+            run = [fn = std::move(fn)](Call &) mutable { fn(); };
     }
 };
 
@@ -217,7 +217,8 @@ public:
                 break;
             }
             run_round();
-            const auto stop = o_.stop.after_round(r_.rounds, r_.seconds, [&] { return r_.fastest_separated(o_.stop.confidence); });
+            const auto stop =
+                o_.stop.after_round(r_.rounds, r_.seconds, [&] { return r_.fastest_separated(o_.stop.confidence); });
             if (stop) {
                 r_.stopped = *stop;
                 break;

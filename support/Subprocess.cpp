@@ -2,18 +2,18 @@
 // even when the child writes nothing.
 #include "support/Subprocess.h"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
-#include <fcntl.h>
-#include <poll.h>
-#include <spawn.h>
 #include <stdexcept>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 extern char **environ;
 
@@ -95,8 +95,8 @@ SubprocessResult run_subprocess(const std::vector<std::string> &argv, const Subp
         return r;
     }
     using Clock = std::chrono::steady_clock;
-    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                             std::chrono::duration<double>(options.timeout_seconds));
+    const auto deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.timeout_seconds));
     char buf[4096];
     for (;;) {
         int wait_ms = -1;
@@ -120,8 +120,7 @@ SubprocessResult run_subprocess(const std::vector<std::string> &argv, const Subp
     }
     ::close(fds[0]);
     int st = 0;
-    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-    }
+    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
     r.status = decode_wait_status(st);
     return r;
 }

@@ -73,11 +73,15 @@ Options parse_options(int argc, char **argv) {
             if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
             return argv[++i];
         };
-        if (a == "--threads") o.threads = std::stoi(value());
-        else if (a == "--schedule") o.schedule = value();
-        else if (a == "--target") o.target = value();
-        else throw std::invalid_argument("unknown argument " + a +
-                                         " (usage: tessel_peer_worker [--threads N] [--schedule NAME] [--target T])");
+        if (a == "--threads")
+            o.threads = std::stoi(value());
+        else if (a == "--schedule")
+            o.schedule = value();
+        else if (a == "--target")
+            o.target = value();
+        else
+            throw std::invalid_argument("unknown argument " + a +
+                                        " (usage: tessel_peer_worker [--threads N] [--schedule NAME] [--target T])");
     }
     if (o.threads < 1) throw std::invalid_argument("--threads must be >= 1");
     return o;
@@ -96,8 +100,8 @@ struct Shape {
     int M = 0, K = 0, N = 0;
     Buffer<float> x, w, bias;  // Buffer(K, M) is row-major [M, K]
     std::unique_ptr<GeluLayer> layer;
-    std::unique_ptr<GroupVariant> panels;   ///< tessel_panels
-    GroupVariant::Prepared prepared;        ///< its weights, prepared once
+    std::unique_ptr<GroupVariant> panels;  ///< tessel_panels
+    GroupVariant::Prepared prepared;       ///< its weights, prepared once
     std::map<std::string, Buffer<float> *> panel_buffers;
     AttentionShape attention{.batch = 0};  ///< load_attention: its sizes (batch 0: a GELU shape)
     Buffer<float> q, k, v;
@@ -187,16 +191,16 @@ private:
     std::string prepare(const std::string &system) {
         Shape &s = shape();
         const auto t0 = SteadyClock::now();
-        Buffer<float> &y = s.y[system] = s.attention.batch > 0 && system == "tessel_attention"
-                                             ? Buffer<float>((int)s.attention.depth, (int)s.attention.queries, (int)s.attention.batch)
-                                             : Buffer<float>(s.N, s.M);
+        Buffer<float> &y = s.y[system] =
+            s.attention.batch > 0 && system == "tessel_attention"
+                ? Buffer<float>((int)s.attention.depth, (int)s.attention.queries, (int)s.attention.batch)
+                : Buffer<float>(s.N, s.M);
         Shape *p = &s;
         if (system == "fma_probe") {
             if (!probe_)
-                probe_ = std::make_unique<autosched::FmaPeakProbe>(o_.threads, 0.02,
-                                                                  target_.has_feature(Halide::Target::AVX512)
-                                                                      ? autosched::VectorIsa::Avx512
-                                                                      : autosched::VectorIsa::Avx2);
+                probe_ = std::make_unique<autosched::FmaPeakProbe>(
+                    o_.threads, 0.02,
+                    target_.has_feature(Halide::Target::AVX512) ? autosched::VectorIsa::Avx512 : autosched::VectorIsa::Avx2);
             s.call[system] = [this] { probe_->run(); };
             s.call[system]();
             char buf[96];
@@ -275,7 +279,10 @@ int run(int argc, char **argv) {
               << "info schedule: " << o.schedule << "\n"
               << "info threads: " << o.threads << "\n"
               << "info openblas: " << openblas_description() << ", "
-              << (parallel == 2 ? "OpenMP" : parallel == 1 ? "pthread" : "sequential") << " build\n"
+              << (parallel == 2   ? "OpenMP"
+                  : parallel == 1 ? "pthread"
+                                  : "sequential")
+              << " build\n"
               << "ready" << std::endl;
     std::string line;
     while (std::getline(std::cin, line)) {

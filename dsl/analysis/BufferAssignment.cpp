@@ -47,10 +47,13 @@ int64_t concrete_bytes(const Graph &g, ValueId v, const std::map<std::string, in
     for (const Dim &d0 : g.node(v).type.dims) {
         const Dim d = resolve_dim(g, d0);
         int64_t size = -1;
-        if (d.is_static()) size = d.size;
-        else if (d.kind == Dim::Kind::Symbol && symbols.count(d.symbol)) size = symbols.at(d.symbol);
+        if (d.is_static())
+            size = d.size;
+        else if (d.kind == Dim::Kind::Symbol && symbols.count(d.symbol))
+            size = symbols.at(d.symbol);
         if (size <= 0)
-            throw std::invalid_argument("buffer assignment: the size of %" + g.display_name(v) + " is unknown (bind every symbol)");
+            throw std::invalid_argument("buffer assignment: the size of %" + g.display_name(v) +
+                                        " is unknown (bind every symbol)");
         if (__builtin_mul_overflow(n, size, &n))
             throw std::invalid_argument("buffer assignment: %" + g.display_name(v) + " has more bytes than int64 holds");
     }
@@ -70,9 +73,9 @@ struct GroupOrder {
 
 /** What the plan reads: per group, the values it takes from outside. */
 struct PlanFacts {
-    std::vector<std::vector<ValueId>> reads;           ///< per group, distinct, program order
-    std::unordered_map<ValueId, int> producer;         ///< group output -> group
-    std::unordered_set<ValueId> read_outside_kernels;  ///< read by effects or shape code
+    std::vector<std::vector<ValueId>> reads;                ///< per group, distinct, program order
+    std::unordered_map<ValueId, int> producer;              ///< group output -> group
+    std::unordered_set<ValueId> read_outside_kernels;       ///< read by effects or shape code
     std::unordered_map<ValueId, std::vector<int>> readers;  ///< value -> steps reading it, ascending
     GroupOrder order;
 };
@@ -92,8 +95,7 @@ PlanFacts plan_facts(const Graph &g, const FusionPlan &plan) {
     }
     for (int i = 0; i < n; i++)
         for (ValueId v : f.reads[i]) f.readers[v].push_back(i);
-    for (ValueId op : plan.outside_kernels)
-        for_each_dependency(g.node(op), [&](ValueId v) { f.read_outside_kernels.insert(v); });
+    for (ValueId op : plan.outside_kernels) for_each_dependency(g.node(op), [&](ValueId v) { f.read_outside_kernels.insert(v); });
     f.order.exact = n <= kMaxOrderedGroups;
     if (!f.order.exact) return f;
     f.order.ancestors.assign(n, std::vector<uint64_t>((n + 63) / 64, 0));
@@ -142,10 +144,10 @@ private:
     const BufferAssignmentOptions &o_;
     PlanFacts facts_;
     BufferAssignment a_;
-    std::unordered_map<ValueId, size_t> index_;   ///< value -> buffers index
-    std::vector<size_t> root_;                    ///< per buffer: the buffer whose storage it uses
+    std::unordered_map<ValueId, size_t> index_;                      ///< value -> buffers index
+    std::vector<size_t> root_;                                       ///< per buffer: the buffer whose storage it uses
     std::unordered_map<size_t, std::vector<size_t>> class_members_;  ///< root -> buffers sharing it
-    std::unordered_map<size_t, int> class_last_;  ///< root -> last step any member is read
+    std::unordered_map<size_t, int> class_last_;                     ///< root -> last step any member is read
 
     size_t root(size_t b) const { return root_[b] == b ? b : root(root_[b]); }
     LogicalBuffer &buf(ValueId v) { return a_.buffers[index_.at(v)]; }
@@ -168,9 +170,10 @@ private:
                 if (g_.node(v).op == Op::Input && !index_.count(v)) add(v, LogicalBuffer::Kind::GraphInput, 0);
         for (int i = 0; i < a_.steps; i++)
             for (ValueId v : plan_.groups[i].outputs)
-                add(v, g_.is_output(v)                                   ? LogicalBuffer::Kind::GraphOutput
-                       : o_.prepared_kept && plan_.groups[i].prepared ? LogicalBuffer::Kind::Prepared
-                                                                       : LogicalBuffer::Kind::Arena,
+                add(v,
+                    g_.is_output(v)                                ? LogicalBuffer::Kind::GraphOutput
+                    : o_.prepared_kept && plan_.groups[i].prepared ? LogicalBuffer::Kind::Prepared
+                                                                   : LogicalBuffer::Kind::Arena,
                     i);
         for (int j = 0; j < a_.steps; j++)
             for (ValueId v : facts_.reads[j])
@@ -205,14 +208,16 @@ private:
             const ValueId result = fg.outputs[0], operand = n.inputs[0];
             if (!index_.count(operand)) continue;
             if (g_.is_output(result)) {
-                record(i, result, operand, "view", false, name(result) + " is a graph output: the kernel writes the caller's dense buffer");
+                record(i, result, operand, "view", false,
+                       name(result) + " is a graph output: the kernel writes the caller's dense buffer");
                 continue;
             }
             const size_t ob = index_.at(operand);
             const Layout &ol = g_.node(operand).layout, &rl = g_.node(result).layout;
             if (n.op == Op::Transpose && (!rl.empty() || !ol.empty()) && rl == transposed_layout(ol, n.attrs.perm)) {
                 if (!dense(ob)) {
-                    record(i, result, operand, "view", false, name(operand) + " is a strided view: a bitcast of it would not be dense");
+                    record(i, result, operand, "view", false,
+                           name(operand) + " is a strided view: a bitcast of it would not be dense");
                     continue;
                 }
                 LogicalBuffer &rb = buf(result);
@@ -237,7 +242,8 @@ private:
                 continue;
             }
             if (n.op == Op::Reshape && !dense(ob)) {
-                record(i, result, operand, "view", false, "reshape of " + name(operand) + ", a strided view: its row-major bytes are not contiguous");
+                record(i, result, operand, "view", false,
+                       "reshape of " + name(operand) + ", a strided view: its row-major bytes are not contiguous");
                 continue;
             }
             LogicalBuffer &rb = buf(result);
@@ -319,7 +325,8 @@ private:
                 const size_t vb = index_.at(v);
                 const LogicalBuffer &in = a_.buffers[vb];
                 std::string why;
-                if (done) why = "the output already writes into another input";
+                if (done)
+                    why = "the output already writes into another input";
                 else if (!(g_.node(v).layout == g_.node(result).layout))
                     why = name(v) + " is stored in layout " + layout_name(g_.node(v).layout) + " and the output in " +
                           layout_name(g_.node(result).layout) + ": an element's place differs";
@@ -329,10 +336,12 @@ private:
                     why = name(v) + " is prepared from weights and kept for later calls";
                 else if (a_.buffers[root(vb)].kind == LogicalBuffer::Kind::GraphOutput || g_.is_output(v))
                     why = name(v) + " is (a view of) a graph output";
-                else if (!dense(vb)) why = name(v) + " is a strided view: the output is written densely";
+                else if (!dense(vb))
+                    why = name(v) + " is a strided view: the output is written densely";
                 else if (class_last_use(vb) > i)
                     why = name(v) + " (or a view of its storage) is read again at step " + std::to_string(class_last_use(vb));
-                else if (facts_.read_outside_kernels.count(v)) why = name(v) + " is read by an op outside kernels";
+                else if (facts_.read_outside_kernels.count(v))
+                    why = name(v) + " is read by an op outside kernels";
                 else if (o_.policy == ReusePolicy::NoConcurrentReuse) {
                     // A reader the dependence graph does not order before this group may run at
                     // the same time as it, and would see overwritten elements.
@@ -344,8 +353,7 @@ private:
                                 why = name(v) + " is also read by step " + std::to_string(j) +
                                       ", which may run concurrently with this one";
                     }
-                }
-                else {
+                } else {
                     for (ValueId w : facts_.reads[i])
                         if (w != v && index_.count(w) && root(index_.at(w)) == root(vb))
                             why = "the group also reads " + name(w) + ", which shares " + name(v) + "'s storage";
@@ -358,7 +366,8 @@ private:
                 rb.kind = LogicalBuffer::Kind::InPlace;
                 rb.shares_with = v;
                 join_class(index_.at(result), vb);
-                record(i, result, v, "in-place", true, name(v) + " dies here with the output's shape and dtype; each element is read before it is written");
+                record(i, result, v, "in-place", true,
+                       name(v) + " dies here with the output's shape and dtype; each element is read before it is written");
                 done = true;
             }
         }
@@ -477,7 +486,8 @@ private:
             last[i] = a_.allocations[i].last_step;
         }
         std::vector<int64_t> scratch(TESSEL_PACK_SCRATCH_BYTES(n) / sizeof(int64_t) + 1);
-        a_.planned_peak = tessel_pack((int)n, bytes.data(), first.data(), last.data(), conflicts.data(), offsets.data(), scratch.data());
+        a_.planned_peak =
+            tessel_pack((int)n, bytes.data(), first.data(), last.data(), conflicts.data(), offsets.data(), scratch.data());
         for (size_t i = 0; i < n; i++) a_.allocations[i].offset = offsets[i];
         a_.conflicts = std::move(conflicts);
         if (o_.policy == ReusePolicy::Serial) list_added_edges(touching);
@@ -491,7 +501,8 @@ private:
                 if (!(p.last_step < q.first_step) || p.offset >= q.offset + q.bytes || q.offset >= p.offset + p.bytes) continue;
                 for (int t : touching[x])
                     if (!facts_.order.reaches(t, q.first_step) && seen.insert({t, q.first_step}).second)
-                        a_.added_edges.push_back({t, q.first_step, name(p.values[0]) + "'s memory is reused by " + name(q.values[0])});
+                        a_.added_edges.push_back(
+                            {t, q.first_step, name(p.values[0]) + "'s memory is reused by " + name(q.values[0])});
             }
     }
 };
@@ -547,8 +558,8 @@ std::vector<std::string> check_no_overlap(const BufferAssignment &a, const Fusio
 std::string BufferAssignment::to_string(const Graph &g) const {
     std::ostringstream os;
     os << "memory plan (" << dsl::to_string(policy) << " reuse, " << steps << " steps):\n";
-    os << "  naive " << format_bytes(naive_bytes) << ", planned peak " << format_bytes(planned_peak)
-       << ", lower bound " << format_bytes(lower_bound);
+    os << "  naive " << format_bytes(naive_bytes) << ", planned peak " << format_bytes(planned_peak) << ", lower bound "
+       << format_bytes(lower_bound);
     if (lower_bound) os << " (planned / bound = " << (double)((int64_t)(quality() * 1000 + 0.5)) / 1000 << ")";
     os << "\n  buffer            bytes        live     offset  storage\n";
     for (const auto &b : buffers) {

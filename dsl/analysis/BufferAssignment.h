@@ -107,7 +107,7 @@ struct LogicalBuffer {
     ValueId value = kNoValue;
     int64_t bytes = 0;
     int def_step = 0, last_use_step = 0;
-    int allocation = -1;         ///< index in BufferAssignment::allocations; -1: caller's storage
+    int allocation = -1;  ///< index in BufferAssignment::allocations; -1: caller's storage
     /** Prepared: the output of a prepared group kept between calls (prepared_kept). */
     enum class Kind { Arena, View, InPlace, GraphInput, GraphOutput, Prepared } kind = Kind::Arena;
     ValueId shares_with = kNoValue;  ///< View/InPlace: the value whose storage it uses
@@ -118,9 +118,9 @@ const char *to_string(LogicalBuffer::Kind k);
 
 /** A contiguous range of the arena holding one or more logical buffers over their joint life. */
 struct Allocation {
-    int64_t offset = 0, bytes = 0;   ///< bytes rounded up to kArenaAlignment
+    int64_t offset = 0, bytes = 0;  ///< bytes rounded up to kArenaAlignment
     int first_step = 0, last_step = 0;
-    std::vector<ValueId> values;     ///< the logical buffers it holds, first the one that defines it
+    std::vector<ValueId> values;  ///< the logical buffers it holds, first the one that defines it
 };
 
 /** An in-place or view candidate and what became of it. */
@@ -128,27 +128,27 @@ struct AliasDecision {
     int group = -1;
     ValueId result = kNoValue, operand = kNoValue;
     bool applied = false;
-    std::string rule;    ///< "in-place" or "view"
+    std::string rule;  ///< "in-place" or "view"
     std::string reason;
 };
 
 /** A dependence the plan adds by reusing memory: group `before` must finish before `after` starts. */
 struct OrderingEdge {
     int before = -1, after = -1;
-    std::string why;     ///< "%h's memory is reused by %z"
+    std::string why;  ///< "%h's memory is reused by %z"
 };
 
 struct BufferAssignment {
     ReusePolicy policy = ReusePolicy::Serial;
     int steps = 0;
-    std::vector<LogicalBuffer> buffers;      ///< in definition order
+    std::vector<LogicalBuffer> buffers;  ///< in definition order
     std::vector<Allocation> allocations;
     std::vector<AliasDecision> decisions;
-    std::vector<OrderingEdge> added_edges;   ///< Serial policy only
+    std::vector<OrderingEdge> added_edges;  ///< Serial policy only
     int64_t naive_bytes = 0, lower_bound = 0, planned_peak = 0;
     /** Bytes live at each step (allocations), whose maximum is lower_bound. */
     std::vector<int64_t> live_bytes;
-    std::vector<std::string> notes;          ///< how the plan was made where it deviates (large graphs)
+    std::vector<std::string> notes;  ///< how the plan was made where it deviates (large graphs)
     /** Which allocations may not share bytes (allocations^2, row-major, nonzero: conflict), as the
      * best-fit packer saw it; empty for a plan packed by linear scan. */
     std::vector<unsigned char> conflicts;

@@ -14,11 +14,16 @@ namespace {
 std::string escape_xml(const std::string &s) {
     std::string out;
     for (char c : s) {
-        if (c == '<') out += "&lt;";
-        else if (c == '>') out += "&gt;";
-        else if (c == '&') out += "&amp;";
-        else if (c == '"') out += "&quot;";
-        else out += c;
+        if (c == '<')
+            out += "&lt;";
+        else if (c == '>')
+            out += "&gt;";
+        else if (c == '&')
+            out += "&amp;";
+        else if (c == '"')
+            out += "&quot;";
+        else
+            out += c;
     }
     return out;
 }
@@ -34,11 +39,11 @@ std::string buffer_timeline_svg(const Graph &g, const BufferAssignment &a) {
     auto y_of = [&](double bytes) { return top + height - bytes * sy; };
 
     std::ostringstream os;
-    os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << left + width + 20 << "\" height=\""
-       << top + height + bottom << "\" font-family=\"sans-serif\" font-size=\"11\">\n";
+    os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << left + width + 20 << "\" height=\"" << top + height + bottom
+       << "\" font-family=\"sans-serif\" font-size=\"11\">\n";
     os << "<text x=\"" << left << "\" y=\"20\" font-size=\"14\">" << escape_xml(g.name) << ": memory plan ("
-       << to_string(a.policy) << " reuse) — naive " << format_bytes(a.naive_bytes) << ", planned "
-       << format_bytes(a.planned_peak) << ", bound " << format_bytes(a.lower_bound) << "</text>\n";
+       << to_string(a.policy) << " reuse) — naive " << format_bytes(a.naive_bytes) << ", planned " << format_bytes(a.planned_peak)
+       << ", bound " << format_bytes(a.lower_bound) << "</text>\n";
     os << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << width << "\" height=\"" << height
        << "\" fill=\"none\" stroke=\"#888\"/>\n";
     static const char *kFill[] = {"#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69", "#fccde5"};
@@ -48,16 +53,15 @@ std::string buffer_timeline_svg(const Graph &g, const BufferAssignment &a) {
         const double y1 = y_of((double)al.offset), y0 = y_of((double)(al.offset + al.bytes));
         std::string label;
         for (ValueId v : al.values) label += (label.empty() ? "%" : " %") + g.display_name(v);
-        os << "<rect x=\"" << x0 << "\" y=\"" << y0 << "\" width=\"" << x1 - x0 << "\" height=\"" << y1 - y0
-           << "\" fill=\"" << kFill[i % 8] << "\" stroke=\"#333\"><title>" << escape_xml(label) << ": "
-           << format_bytes(al.bytes) << " at offset " << al.offset << ", steps " << al.first_step << "-"
-           << al.last_step << "</title></rect>\n";
+        os << "<rect x=\"" << x0 << "\" y=\"" << y0 << "\" width=\"" << x1 - x0 << "\" height=\"" << y1 - y0 << "\" fill=\""
+           << kFill[i % 8] << "\" stroke=\"#333\"><title>" << escape_xml(label) << ": " << format_bytes(al.bytes) << " at offset "
+           << al.offset << ", steps " << al.first_step << "-" << al.last_step << "</title></rect>\n";
         if (y1 - y0 >= 12)
             os << "<text x=\"" << x0 + 3 << "\" y=\"" << (y0 + y1) / 2 + 4 << "\">" << escape_xml(label) << "</text>\n";
     }
     auto line = [&](double bytes, const char *colour, const std::string &text) {
-        os << "<line x1=\"" << left << "\" x2=\"" << left + width << "\" y1=\"" << y_of(bytes) << "\" y2=\""
-           << y_of(bytes) << "\" stroke=\"" << colour << "\" stroke-dasharray=\"6,3\"/>\n";
+        os << "<line x1=\"" << left << "\" x2=\"" << left + width << "\" y1=\"" << y_of(bytes) << "\" y2=\"" << y_of(bytes)
+           << "\" stroke=\"" << colour << "\" stroke-dasharray=\"6,3\"/>\n";
         os << "<text x=\"4\" y=\"" << y_of(bytes) + 4 << "\" fill=\"" << colour << "\">" << escape_xml(text) << "</text>\n";
     };
     if (a.planned_peak == a.lower_bound) {

@@ -27,21 +27,18 @@ int64_t value_bytes(const Graph &g, ValueId v, const SymbolSizes &sizes) {
     return saturating_mul(value_numel(g, v, sizes), byte_size(g.node(v).type.dtype));
 }
 
-TrafficEstimate estimate_traffic_unfused(const Graph &g, const std::vector<ValueId> &ops,
-                                         const SymbolSizes &sizes) {
+TrafficEstimate estimate_traffic_unfused(const Graph &g, const std::vector<ValueId> &ops, const SymbolSizes &sizes) {
     TrafficEstimate t;
     for (ValueId v : ops) {
         const Node &n = g.node(v);
         std::set<ValueId> read(n.inputs.begin(), n.inputs.end());
         for (ValueId in : read) t.bytes_read = saturating_add(t.bytes_read, value_bytes(g, in, sizes));
-        if (n.has_result() && n.op != Op::Constant)
-            t.bytes_written = saturating_add(t.bytes_written, value_bytes(g, v, sizes));
+        if (n.has_result() && n.op != Op::Constant) t.bytes_written = saturating_add(t.bytes_written, value_bytes(g, v, sizes));
     }
     return t;
 }
 
-TrafficEstimate estimate_traffic_grouped(const Graph &g, const std::vector<FusionGroup> &groups,
-                                         const SymbolSizes &sizes) {
+TrafficEstimate estimate_traffic_grouped(const Graph &g, const std::vector<FusionGroup> &groups, const SymbolSizes &sizes) {
     TrafficEstimate t;
     for (const FusionGroup &grp : groups) {
         std::set<ValueId> members(grp.nodes.begin(), grp.nodes.end()), read;
@@ -57,10 +54,14 @@ TrafficEstimate estimate_traffic_grouped(const Graph &g, const std::vector<Fusio
 std::string format_bytes(int64_t bytes) {
     char buf[64];
     const double b = (double)bytes;
-    if (bytes < 1024) std::snprintf(buf, sizeof buf, "%lld B", (long long)bytes);
-    else if (bytes < (1 << 20)) std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024);
-    else if (bytes < (int64_t(1) << 30)) std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1 << 20));
-    else std::snprintf(buf, sizeof buf, "%.2f GiB", b / (int64_t(1) << 30));
+    if (bytes < 1024)
+        std::snprintf(buf, sizeof buf, "%lld B", (long long)bytes);
+    else if (bytes < (1 << 20))
+        std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024);
+    else if (bytes < (int64_t(1) << 30))
+        std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1 << 20));
+    else
+        std::snprintf(buf, sizeof buf, "%.2f GiB", b / (int64_t(1) << 30));
     return buf;
 }
 

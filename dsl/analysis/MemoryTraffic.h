@@ -42,12 +42,10 @@ int64_t value_numel(const Graph &g, ValueId v, const SymbolSizes &sizes);
 int64_t value_bytes(const Graph &g, ValueId v, const SymbolSizes &sizes);
 
 /** Unfused: every op in `ops` reads each distinct operand and writes its result. */
-TrafficEstimate estimate_traffic_unfused(const Graph &g, const std::vector<ValueId> &ops,
-                                         const SymbolSizes &sizes);
+TrafficEstimate estimate_traffic_unfused(const Graph &g, const std::vector<ValueId> &ops, const SymbolSizes &sizes);
 /** Fused: each group reads each distinct value it takes from outside (once, however many of its
  * ops read it) and writes its outputs. Constants inside a group are free. */
-TrafficEstimate estimate_traffic_grouped(const Graph &g, const std::vector<FusionGroup> &groups,
-                                         const SymbolSizes &sizes);
+TrafficEstimate estimate_traffic_grouped(const Graph &g, const std::vector<FusionGroup> &groups, const SymbolSizes &sizes);
 
 /** "12.0 MiB", "512 B". */
 std::string format_bytes(int64_t bytes);

@@ -1,5 +1,5 @@
 // Map: facts about shape values (positive, non-zero, factors of an element count) -> one check
-// per failure mode (division, reshape, written extents, state_read, assert) -> run_time_failure().
+// per failure mode (division, reshape, slice, written extents, state_read, assert) -> run_time_failure().
 #include "dsl/analysis/RunTimeFailures.h"
 
 #include <map>
@@ -30,12 +30,10 @@ bool positive(const Graph &g, ValueId v, std::map<ValueId, bool> &memo, int dept
         const Node &n = g.node(v);
         switch (n.op) {
         case Op::ShapeOf: r = true; break;
-        case Op::ShapeAdd: case Op::ShapeMul: case Op::ShapeMin:
-            r = positive(g, n.inputs[0], memo, depth + 1) && positive(g, n.inputs[1], memo, depth + 1);
-            break;
-        case Op::ShapeMax:
-            r = positive(g, n.inputs[0], memo, depth + 1) || positive(g, n.inputs[1], memo, depth + 1);
-            break;
+        case Op::ShapeAdd:
+        case Op::ShapeMul:
+        case Op::ShapeMin: r = positive(g, n.inputs[0], memo, depth + 1) && positive(g, n.inputs[1], memo, depth + 1); break;
+        case Op::ShapeMax: r = positive(g, n.inputs[0], memo, depth + 1) || positive(g, n.inputs[1], memo, depth + 1); break;
         default: break;
         }
     }
@@ -57,8 +55,10 @@ struct Factors {
 void add_factors(const Graph &g, const Dim &d0, Factors &f, int depth = 0) {
     const Dim d = resolve_dim(g, d0);
     if (d.is_static()) {
-        if (d.size < 1 || f.fixed > kMaxElements / d.size) f.ok = false;
-        else f.fixed *= d.size;
+        if (d.size < 1 || f.fixed > kMaxElements / d.size)
+            f.ok = false;
+        else
+            f.fixed *= d.size;
     } else if (d.kind == Dim::Kind::Symbol) {
         f.others.insert("symbol " + d.symbol);
     } else if (depth < kMaxShapeDepth && g.contains(d.value) && g.node(d.value).op == Op::ShapeMul) {
@@ -89,8 +89,7 @@ FailureCheck division(const Graph &g, const Node &n) {
         return never();
     }
     if (positive(g, b)) return never();
-    return may("division by zero in shape code if the divisor " + nm(g, b) + " (" + shape_code_text(g, b) +
-               ") is 0");
+    return may("division by zero in shape code if the divisor " + nm(g, b) + " (" + shape_code_text(g, b) + ") is 0");
 }
 
 FailureCheck reshape(const Graph &g, const Node &n) {
@@ -100,10 +99,19 @@ FailureCheck reshape(const Graph &g, const Node &n) {
     for (Dim &d : a.dims) d = resolve_dim(g, d);
     for (Dim &d : b.dims) d = resolve_dim(g, d);
     if (a.all_static() && b.all_static())
-        return always("reshape: element counts differ: " + print_type(g, from) + " and " +
-                      print_type(g, n.type));
-    return may("reshape: the element counts of " + print_type(g, from) + " and " + print_type(g, n.type) +
-               " may differ");
+        return always("reshape: element counts differ: " + print_type(g, from) + " and " + print_type(g, n.type));
+    return may("reshape: the element counts of " + print_type(g, from) + " and " + print_type(g, n.type) + " may differ");
+}
+
+/** A slice whose extents are not both static may run past its operand (static ones were checked
+ * by infer_type). */
+FailureCheck slice(const Graph &g, const Node &n) {
+    const size_t axis = (size_t)n.attrs.axis;
+    const Dim extent = resolve_dim(g, g.node(n.inputs[0]).type.dims[axis]), size = resolve_dim(g, n.type.dims[axis]);
+    if (extent.is_static() && size.is_static()) return never();
+    if (n.attrs.start == 0 && same_dim(g, extent, size)) return never();
+    return may("slice: start=" + std::to_string(n.attrs.start) + " plus the extent of " + print_type(g, n.type) + " along axis " +
+               std::to_string(axis) + " may run past " + print_type(g, g.node(n.inputs[0]).type));
 }
 
 /** Extents of a written type that shape code computes. (Inferred types take their dims from
@@ -117,8 +125,7 @@ FailureCheck written_extents(const Graph &g, const Node &n) {
             return always("dimension " + nm(g, d.value) + " evaluates to " + std::to_string(r.size) +
                           "; extents must be positive (zero-size tensors are not supported)");
         if (r.kind == Dim::Kind::Value && !positive(g, r.value) && worst.kind == Failure::Never)
-            worst = may("the extent " + nm(g, r.value) + " (" + shape_code_text(g, r.value) +
-                        ") may not be positive");
+            worst = may("the extent " + nm(g, r.value) + " (" + shape_code_text(g, r.value) + ") may not be positive");
     }
     return worst;
 }
@@ -144,14 +151,13 @@ FailureCheck state_read(const Graph &g, const Node &n) {
         const TensorType &t = g.node(w.inputs[0]).type;
         if (before) latest = id;
         if (!same_type(g, t, n.type) && r.kind == Failure::Never)
-            r = may("state \"" + n.attrs.var + "\" is also written as " + print_type(g, t) + " (by " +
-                    print_node(g, id) + ")");
+            r = may("state \"" + n.attrs.var + "\" is also written as " + print_type(g, t) + " (by " + print_node(g, id) + ")");
     }
     if (latest != kNoValue) {
         const TensorType &t = g.node(g.node(latest).inputs[0]).type;
         if (provably_different(g, t, n.type))
-            return always("it declares " + print_type(g, n.type) + " but the last write before it, " +
-                          print_node(g, latest) + ", stores " + print_type(g, t));
+            return always("it declares " + print_type(g, n.type) + " but the last write before it, " + print_node(g, latest) +
+                          ", stores " + print_type(g, t));
     }
     return r;
 }
@@ -163,8 +169,7 @@ FailureCheck assertion(const Graph &g, const Node &n) {
     for (size_t i = 0; i < cond.attrs.value.size(); ++i)
         if (cond.attrs.value[i] == 0.0)
             return always(cond.attrs.value.size() == 1
-                              ? "its condition " + nm(g, c) + " is the constant " +
-                                    print_number(cond.attrs.value[0])
+                              ? "its condition " + nm(g, c) + " is the constant " + print_number(cond.attrs.value[0])
                               : "element " + std::to_string(i) + " of its condition " + nm(g, c) + " is 0");
     return never("no element of its condition " + nm(g, c) + " is 0, so it can never fail");
 }
@@ -180,6 +185,7 @@ FailureCheck run_time_failure(const Graph &g, ValueId id) {
         FailureCheck e = written_extents(g, n);
         if (e.kind == Failure::Always) return e;
         FailureCheck own = n.op == Op::Reshape     ? reshape(g, n)
+                           : n.op == Op::Slice     ? slice(g, n)
                            : n.op == Op::StateRead ? state_read(g, n)
                                                    : never();
         return own.kind > e.kind ? own : e;

@@ -76,6 +76,12 @@ double binary_fn(Op op, double a, double b) {
     case Op::Div: return a / b;
     case Op::Max: return nan_max(a, b);
     case Op::Min: return nan_min(a, b);
+    case Op::Less: return a < b;
+    case Op::LessEqual: return a <= b;
+    case Op::Greater: return a > b;
+    case Op::GreaterEqual: return a >= b;
+    case Op::Equal: return a == b;
+    case Op::NotEqual: return a != b;
     default: throw InternalError("not a binary op");
     }
 }
@@ -94,6 +100,11 @@ double unary_fn(Op op, double x) {
     case Op::Abs: return std::fabs(x);
     case Op::Sqrt: return std::sqrt(x);
     case Op::Rsqrt: return 1.0 / std::sqrt(x);
+    case Op::Log: return std::log(x);
+    case Op::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
+    case Op::Silu: return x / (1.0 + std::exp(-x));
+    case Op::Sin: return std::sin(x);
+    case Op::Cos: return std::cos(x);
     default: throw InternalError("not a unary op");
     }
 }
@@ -148,8 +159,10 @@ Tensor reduce(Op op, const Tensor &a, const Attrs &attrs, const std::vector<int6
         int64_t o = 0;
         for (size_t i = 0; i < idx.size(); ++i) o += red[i] ? 0 : idx[i] * ks[i];
         double v = a.data[(size_t)lin];
-        if (op == Op::ReduceMax) r.data[(size_t)o] = std::isnan(r.data[(size_t)o]) ? r.data[(size_t)o] : nan_max(r.data[(size_t)o], v);
-        else r.data[(size_t)o] += v;
+        if (op == Op::ReduceMax)
+            r.data[(size_t)o] = std::isnan(r.data[(size_t)o]) ? r.data[(size_t)o] : nan_max(r.data[(size_t)o], v);
+        else
+            r.data[(size_t)o] += v;
         ++count[(size_t)o];
     });
     if (op == Op::ReduceMean)
@@ -182,9 +195,8 @@ Tensor transpose(const Tensor &a, const std::vector<int64_t> &perm, const std::v
     auto as = strides_of(a.shape);
     std::vector<int64_t> src(perm.size());
     for (size_t i = 0; i < perm.size(); ++i) src[i] = as[(size_t)perm[i]];
-    for_each_index(out_shape, [&](int64_t lin, const std::vector<int64_t> &idx) {
-        r.data[(size_t)lin] = a.data[(size_t)dot(idx, src)];
-    });
+    for_each_index(out_shape,
+                   [&](int64_t lin, const std::vector<int64_t> &idx) { r.data[(size_t)lin] = a.data[(size_t)dot(idx, src)]; });
     return r;
 }
 
@@ -215,8 +227,7 @@ void check_element_limit(const std::string &what, const std::string &dtype, cons
         over = over || __builtin_mul_overflow(numel, d, &numel) || numel > kMaxInterpreterElements;
     }
     if (over)
-        throw RuntimeError(what + ": " + dtype + shape_str(shape) + " has more than " +
-                           std::to_string(kMaxInterpreterElements) +
+        throw RuntimeError(what + ": " + dtype + shape_str(shape) + " has more than " + std::to_string(kMaxInterpreterElements) +
                            " elements, the reference interpreter's limit (2^28; docs/TSL.md, \"Limits\")");
 }
 
@@ -227,8 +238,7 @@ double random_element(Op op, uint64_t seed, uint64_t index) {
     return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
 }
 
-Tensor evaluate_pure(const Node &n, const std::vector<const Tensor *> &in,
-                     const std::vector<int64_t> &shape) {
+Tensor evaluate_pure(const Node &n, const std::vector<const Tensor *> &in, const std::vector<int64_t> &shape) {
     DType dt = n.type.dtype;
     if (is_binary_elementwise(n.op)) {
         const Tensor &a = *in[0], &b = *in[1];
@@ -238,6 +248,16 @@ Tensor evaluate_pure(const Node &n, const std::vector<const Tensor *> &in,
             r.data[(size_t)lin] = binary_fn(n.op, a.data[(size_t)dot(idx, sa)], b.data[(size_t)dot(idx, sb)]);
         });
         round_all(r);
+        return r;
+    }
+    if (n.op == Op::Where) {
+        Tensor r = make(dt, shape);
+        auto sc = broadcast_strides(in[0]->shape, shape), sa = broadcast_strides(in[1]->shape, shape),
+             sb = broadcast_strides(in[2]->shape, shape);
+        for_each_index(shape, [&](int64_t lin, const std::vector<int64_t> &idx) {
+            const bool pick_a = in[0]->data[(size_t)dot(idx, sc)] != 0.0;  // NaN is nonzero
+            r.data[(size_t)lin] = pick_a ? in[1]->data[(size_t)dot(idx, sa)] : in[2]->data[(size_t)dot(idx, sb)];
+        });
         return r;
     }
     if (is_unary_elementwise(n.op) || n.op == Op::Cast || n.op == Op::Copy) {
@@ -253,9 +273,8 @@ Tensor evaluate_pure(const Node &n, const std::vector<const Tensor *> &in,
         auto v = eval_shape_op(n.op, a, b, dt, &why);
         if (!v) {
             if ((n.op == Op::ShapeFloorDiv || n.op == Op::ShapeMod) && b == 0)
-                throw RuntimeError(std::string(to_string(n.op)) + ": division by zero in shape code (" +
-                                   std::to_string(a) + (n.op == Op::ShapeMod ? " mod " : " floordiv ") +
-                                   std::to_string(b) + ")");
+                throw RuntimeError(std::string(to_string(n.op)) + ": division by zero in shape code (" + std::to_string(a) +
+                                   (n.op == Op::ShapeMod ? " mod " : " floordiv ") + std::to_string(b) + ")");
             throw RuntimeError(why);
         }
         return Tensor::scalar(dt, (double)*v);
@@ -264,9 +283,12 @@ Tensor evaluate_pure(const Node &n, const std::vector<const Tensor *> &in,
     switch (n.op) {
     case Op::Constant: {
         Tensor r = make(dt, shape);
-        if (n.attrs.value.size() == 1) std::fill(r.data.begin(), r.data.end(), n.attrs.value[0]);
-        else if ((int64_t)n.attrs.value.size() == r.numel()) r.data = n.attrs.value;
-        else throw RuntimeError("constant: " + std::to_string(n.attrs.value.size()) + " values for shape " + shape_str(shape));
+        if (n.attrs.value.size() == 1)
+            std::fill(r.data.begin(), r.data.end(), n.attrs.value[0]);
+        else if ((int64_t)n.attrs.value.size() == r.numel())
+            r.data = n.attrs.value;
+        else
+            throw RuntimeError("constant: " + std::to_string(n.attrs.value.size()) + " values for shape " + shape_str(shape));
         round_all(r);
         return r;
     }
@@ -290,6 +312,34 @@ Tensor evaluate_pure(const Node &n, const std::vector<const Tensor *> &in,
         return r;
     }
     case Op::Softmax: return softmax(*in[0], n.attrs.axis);
+    case Op::Slice: {
+        const Tensor &a = *in[0];
+        const size_t axis = (size_t)n.attrs.axis;
+        if (n.attrs.start + shape[axis] > a.shape[axis])
+            throw RuntimeError("slice: start=" + std::to_string(n.attrs.start) + " plus extent " + std::to_string(shape[axis]) +
+                               " runs past " + shape_str(a.shape) + " along axis " + std::to_string(axis));
+        Tensor r = make(dt, shape);
+        const auto sa = broadcast_strides(a.shape, a.shape);
+        for_each_index(shape, [&](int64_t lin, const std::vector<int64_t> &idx) {
+            std::vector<int64_t> j = idx;
+            j[axis] += n.attrs.start;
+            r.data[(size_t)lin] = a.data[(size_t)dot(j, sa)];
+        });
+        return r;
+    }
+    case Op::Concat: {
+        const Tensor &a = *in[0], &b = *in[1];
+        const size_t axis = (size_t)n.attrs.axis;
+        Tensor r = make(dt, shape);
+        const auto sa = broadcast_strides(a.shape, a.shape), sb = broadcast_strides(b.shape, b.shape);
+        for_each_index(shape, [&](int64_t lin, const std::vector<int64_t> &idx) {
+            std::vector<int64_t> j = idx;
+            const bool in_a = j[axis] < a.shape[axis];
+            if (!in_a) j[axis] -= a.shape[axis];
+            r.data[(size_t)lin] = in_a ? a.data[(size_t)dot(j, sa)] : b.data[(size_t)dot(j, sb)];
+        });
+        return r;
+    }
     default: throw InternalError(std::string("evaluate_pure: ") + to_string(n.op) + " is not a pure computation");
     }
 }
@@ -298,8 +348,7 @@ namespace {
 
 class Interpreter {
 public:
-    Interpreter(const Graph &g, const std::map<std::string, Tensor> &inputs, InterpreterState &st,
-                const RunOptions &opt)
+    Interpreter(const Graph &g, const std::map<std::string, Tensor> &inputs, InterpreterState &st, const RunOptions &opt)
         : g_(g), inputs_(inputs), st_(st), opt_(opt) {}
 
     RunResult run() {
@@ -321,8 +370,10 @@ public:
                     if (gi != group_of.end() && gi->second == i) return;
                     if (trigger == kNoValue || position.at(d) > position.at(trigger)) trigger = d;
                 });
-            if (trigger == kNoValue) run_first.push_back(i);
-            else run_after[trigger].push_back(i);
+            if (trigger == kNoValue)
+                run_first.push_back(i);
+            else
+                run_after[trigger].push_back(i);
         }
         for (size_t i : run_first) run_external(opt_.external_groups[i]);
         for (ValueId id : g_.order()) {
@@ -349,9 +400,7 @@ private:
         }
     }
 
-    std::string where(const Node &n) const {
-        return "%" + g_.display_name(n.id) + " (" + to_string(n.op) + ")";
-    }
+    std::string where(const Node &n) const { return "%" + g_.display_name(n.id) + " (" + to_string(n.op) + ")"; }
 
     int64_t dim_value(const Node &n, const Dim &d, bool bind_default) {
         switch (d.kind) {
@@ -420,7 +469,8 @@ private:
             throw RuntimeError("input '" + name + "' is " + to_string(t.dtype) + shape_str(t.shape) + " but holds " +
                                std::to_string(t.data.size()) + " values");
         if ((int)t.shape.size() != n.type.rank() || t.dtype != n.type.dtype)
-            throw RuntimeError("input '" + name + "' is " + to_string(t.dtype) + shape_str(t.shape) + " but the graph declares " + print_type(g_, n.type));
+            throw RuntimeError("input '" + name + "' is " + to_string(t.dtype) + shape_str(t.shape) + " but the graph declares " +
+                               print_type(g_, n.type));
         for (int i = 0; i < n.type.rank(); ++i) {
             if (t.shape[i] < 1)
                 throw RuntimeError("input '" + name + "' is " + to_string(t.dtype) + shape_str(t.shape) +
@@ -461,18 +511,15 @@ private:
             break;
         }
         case Op::StateWrite: st_.vars[n.attrs.var] = *in[0]; return;
-        case Op::Print:
-            res_.printed += n.attrs.text + ": " + to_string(*in[0]) + "\n";
-            return;
+        case Op::Print: res_.printed += n.attrs.text + ": " + to_string(*in[0]) + "\n"; return;
         case Op::Assert:
             for (double v : in[0]->data)
                 if (v == 0.0)
                     throw AssertionFailure("assertion failed at %" + g_.display_name(n.id) + ": " +
-                                           (n.attrs.text.empty() ? "(no message)" : n.attrs.text) +
-                                           " (operand " + to_string(*in[0]) + ")");
+                                           (n.attrs.text.empty() ? "(no message)" : n.attrs.text) + " (operand " +
+                                           to_string(*in[0]) + ")");
             return;
-        default:
-            out = evaluate_pure(n, in, concrete_shape(n, true));
+        default: out = evaluate_pure(n, in, concrete_shape(n, true));
         }
         check_shape(n, out);
         vals_[n.id] = std::move(out);
@@ -488,13 +535,12 @@ private:
 
 }  // namespace
 
-RunResult interpret(const Graph &g, const std::map<std::string, Tensor> &inputs,
-                    InterpreterState &state, const RunOptions &options) {
+RunResult interpret(const Graph &g, const std::map<std::string, Tensor> &inputs, InterpreterState &state,
+                    const RunOptions &options) {
     return Interpreter(g, inputs, state, options).run();
 }
 
-RunResult interpret(const Graph &g, const std::map<std::string, Tensor> &inputs,
-                    const RunOptions &options) {
+RunResult interpret(const Graph &g, const std::map<std::string, Tensor> &inputs, const RunOptions &options) {
     InterpreterState st;
     return interpret(g, inputs, st, options);
 }

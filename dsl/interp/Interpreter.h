@@ -54,8 +54,7 @@ struct InterpreterState {
 struct ExternalGroup {
     std::vector<ValueId> members;
     std::vector<ValueId> outputs;
-    std::function<std::vector<Tensor>(const std::map<ValueId, Tensor> &values,
-                                      const std::map<std::string, int64_t> &symbols)>
+    std::function<std::vector<Tensor>(const std::map<ValueId, Tensor> &values, const std::map<std::string, int64_t> &symbols)>
         run;
 };
 
@@ -73,11 +72,11 @@ struct RunOptions {
 };
 
 struct RunResult {
-    std::vector<Tensor> outputs;           ///< in Graph::outputs order
-    std::vector<std::string> output_names; ///< Graph::output_name(i) of each output: the interface
-    std::map<std::string, Tensor> inputs;  ///< every input used, given or generated, by name
+    std::vector<Tensor> outputs;             ///< in Graph::outputs order
+    std::vector<std::string> output_names;   ///< Graph::output_name(i) of each output: the interface
+    std::map<std::string, Tensor> inputs;    ///< every input used, given or generated, by name
     std::map<std::string, int64_t> symbols;  ///< symbol bindings used
-    std::string printed;                   ///< everything `print` wrote
+    std::string printed;                     ///< everything `print` wrote
 };
 
 /** Run g. Inputs are keyed by the input value's name (`%x` -> "x"). Throws RuntimeError for a
@@ -86,16 +85,14 @@ struct RunResult {
  * tensors are not supported), or shape code dividing by zero; AssertionFailure when an assert
  * fails.
  * Example: interpret(g, {{"x", Tensor::filled(DType::F32, {2, 4}, 1.0)}}).outputs[0] */
-RunResult interpret(const Graph &g, const std::map<std::string, Tensor> &inputs,
-                    InterpreterState &state, const RunOptions &options = {});
-/** Same with a fresh state. */
-RunResult interpret(const Graph &g, const std::map<std::string, Tensor> &inputs = {},
+RunResult interpret(const Graph &g, const std::map<std::string, Tensor> &inputs, InterpreterState &state,
                     const RunOptions &options = {});
+/** Same with a fresh state. */
+RunResult interpret(const Graph &g, const std::map<std::string, Tensor> &inputs = {}, const RunOptions &options = {});
 
 /** Evaluate one pure, non-input node on concrete operands with the given result shape (used by
  * constant folding so folded values are bit-identical to interpreted ones). */
-Tensor evaluate_pure(const Node &n, const std::vector<const Tensor *> &operands,
-                     const std::vector<int64_t> &result_shape);
+Tensor evaluate_pure(const Node &n, const std::vector<const Tensor *> &operands, const std::vector<int64_t> &result_shape);
 
 /** The generator documented above: element `index` of a draw of `op` (RandomUniform or
  * RandomNormal) with `seed`, before rounding to the dtype. */

@@ -26,9 +26,7 @@ bool is_value_name(const std::string &s) {
 
 /** What the lexer reads as an identifier (graph names, symbols): a value name not starting with
  * a digit or '.'. */
-bool is_identifier(const std::string &s) {
-    return is_value_name(s) && (std::isalpha((unsigned char)s[0]) || s[0] == '_');
-}
+bool is_identifier(const std::string &s) { return is_value_name(s) && (std::isalpha((unsigned char)s[0]) || s[0] == '_'); }
 
 bool is_shape_scalar(const TensorType &t) { return t.is_scalar() && is_int(t.dtype); }
 
@@ -44,22 +42,18 @@ GraphBuilder &builder_of(const Value &a, const Value &b, Op op) {
 
 GraphBuilder &builder_of(const Value &v, Op op) { return builder_of(v, v, op); }
 
-Value unary(Op op, const Value &v, Attrs attrs = {}) {
-    return builder_of(v, op).add_op(op, {v}, std::move(attrs));
-}
+Value unary(Op op, const Value &v, Attrs attrs = {}) { return builder_of(v, op).add_op(op, {v}, std::move(attrs)); }
 
 /** The parser's infix rule: shape code when both sides are rank-0 integers. */
 Value binary(Op elementwise, Op shape, const Value &a, const Value &b) {
     GraphBuilder &g = builder_of(a, b, elementwise);
-    bool is_shape = a.defined() && b.defined() && a.builder() == b.builder() &&
-                    is_shape_scalar(a.type()) && is_shape_scalar(b.type());
+    bool is_shape =
+        a.defined() && b.defined() && a.builder() == b.builder() && is_shape_scalar(a.type()) && is_shape_scalar(b.type());
     return g.add_op(is_shape ? shape : elementwise, {a, b});
 }
 
 /** A number on the left or right of an op takes the dtype of the Value beside it. */
-Value literal_for(const Value &like, double v, Op op) {
-    return builder_of(like, op).literal(v, like);
-}
+Value literal_for(const Value &like, double v, Op op) { return builder_of(like, op).literal(v, like); }
 
 Value reduce(Op op, const Value &v, const std::vector<int64_t> &axes, bool keepdims) {
     Attrs a;
@@ -101,19 +95,17 @@ GraphBuilder::GraphBuilder(const std::string &name, NumericMode mode) {
 }
 
 void GraphBuilder::check_usable(const std::string &what) const {
-    if (built_)
-        throw UserError(what + ": GraphBuilder '" + name_ +
-                        "' was already finished by build(); start a new builder");
+    if (built_) throw UserError(what + ": GraphBuilder '" + name_ + "' was already finished by build(); start a new builder");
 }
 
 void GraphBuilder::check_operand(const std::string &what, const Value &v) const {
     if (!v.defined())
-        throw UserError(what + ": operand is an undefined Value (default-constructed, never "
-                               "assigned from a builder)");
+        throw UserError(what +
+                        ": operand is an undefined Value (default-constructed, never "
+                        "assigned from a builder)");
     if (v.builder() != this)
-        throw UserError(what + ": operand %" + v.builder()->graph_.display_name(v.id()) +
-                        " belongs to GraphBuilder '" + v.builder()->name_ +
-                        "', not to GraphBuilder '" + name_ +
+        throw UserError(what + ": operand %" + v.builder()->graph_.display_name(v.id()) + " belongs to GraphBuilder '" +
+                        v.builder()->name_ + "', not to GraphBuilder '" + name_ +
                         "'; a Value can only be used in the builder that made it");
 }
 
@@ -133,8 +125,7 @@ const Node &GraphBuilder::node(const Value &v) const {
 
 Dim GraphBuilder::symbol(const std::string &name) const {
     if (!is_identifier(name))
-        throw UserError("symbol '" + name +
-                        "' is not an identifier (a letter or '_', then letters, digits, '_', '.')");
+        throw UserError("symbol '" + name + "' is not an identifier (a letter or '_', then letters, digits, '_', '.')");
     return Dim::sym(name);
 }
 
@@ -163,14 +154,11 @@ Value GraphBuilder::name(const Value &v, const std::string &name) {
     check_usable("name %" + name);
     check_operand("name %" + name, v);
     Node &n = graph_.node(v.id());
-    if (!n.has_result())
-        throw UserError("name %" + name + ": " + to_string(n.op) + " has no result to name");
-    if (!is_value_name(name))
-        throw UserError("name %" + name + " is not a value name (letters, digits, '_', '.')");
+    if (!n.has_result()) throw UserError("name %" + name + ": " + to_string(n.op) + " has no result to name");
+    if (!is_value_name(name)) throw UserError("name %" + name + " is not a value name (letters, digits, '_', '.')");
     if (user_named_[v.id()]) {
         if (n.name == name) return v;
-        throw UserError("%" + n.name + " cannot also be named %" + name +
-                        ": a value has one name, as in the text form");
+        throw UserError("%" + n.name + " cannot also be named %" + name + ": a value has one name, as in the text form");
     }
     ValueId other = graph_.find(name);
     if (other != kNoValue && other != v.id()) {
@@ -185,8 +173,7 @@ Value GraphBuilder::name(const Value &v, const std::string &name) {
 
 // ---- GraphBuilder: nodes ----
 
-Value GraphBuilder::add_op(Op op, const std::vector<Value> &operands, Attrs attrs,
-                           std::optional<TensorType> type) {
+Value GraphBuilder::add_op(Op op, const std::vector<Value> &operands, Attrs attrs, std::optional<TensorType> type) {
     check_usable(to_string(op));
     std::vector<ValueId> ins;
     for (const Value &v : operands) {
@@ -198,8 +185,8 @@ Value GraphBuilder::add_op(Op op, const std::vector<Value> &operands, Attrs attr
     if (n.op == Op::Constant)
         for (double &x : n.attrs.value) {
             if (is_int(n.type.dtype) && (std::isnan(x) || std::isinf(x) || std::trunc(x) != x))
-                throw TypeError("constant: value " + print_number(x) +
-                                " is not an integer, but type is " + print_type(graph_, n.type));
+                throw TypeError("constant: value " + print_number(x) + " is not an integer, but type is " +
+                                print_type(graph_, n.type));
             x = round_to(n.type.dtype, x);
         }
     ValueId id = graph_.add(std::move(n));
@@ -237,8 +224,7 @@ Value GraphBuilder::constant(const std::vector<double> &values, DType dtype, con
 }
 
 Value GraphBuilder::shape_const(int64_t value, DType dtype) {
-    if (!is_int(dtype))
-        throw TypeError(std::string("constant: shape code is integer, not ") + to_string(dtype));
+    if (!is_int(dtype)) throw TypeError(std::string("constant: shape code is integer, not ") + to_string(dtype));
     return constant((double)value, dtype);
 }
 
@@ -273,8 +259,7 @@ void GraphBuilder::output(const Value &v) {
     check_usable("output");
     check_operand("output", v);
     if (!graph_.node(v.id()).has_result())
-        throw UserError(std::string("output: ") + to_string(graph_.node(v.id()).op) +
-                        " has no result");
+        throw UserError(std::string("output: ") + to_string(graph_.node(v.id()).op) + " has no result");
     graph_.outputs.push_back(v.id());
 }
 
@@ -292,7 +277,8 @@ const Graph &GraphBuilder::graph() {
 Graph GraphBuilder::build() && {
     check_usable("build()");
     if (graph_.outputs.empty())
-        throw UserError("GraphBuilder '" + graph_.name + "': build(): the graph has no output (call output(...)), as the text form requires");
+        throw UserError("GraphBuilder '" + graph_.name +
+                        "': build(): the graph has no output (call output(...)), as the text form requires");
     verify_or_throw(graph_, "GraphBuilder '" + graph_.name + "'");
     built_ = true;
     return std::move(graph_);
@@ -319,22 +305,14 @@ Value min(const Value &a, const Value &b) { return binary(Op::Min, Op::ShapeMin,
 Value max(const Value &a, double b) { return max(a, literal_for(a, b, Op::Max)); }
 Value min(const Value &a, double b) { return min(a, literal_for(a, b, Op::Min)); }
 
-Value floordiv(const Value &a, const Value &b) {
-    return builder_of(a, b, Op::ShapeFloorDiv).add_op(Op::ShapeFloorDiv, {a, b});
-}
-Value mod(const Value &a, const Value &b) {
-    return builder_of(a, b, Op::ShapeMod).add_op(Op::ShapeMod, {a, b});
-}
-Value floordiv(const Value &a, int64_t b) {
-    return floordiv(a, literal_for(a, (double)b, Op::ShapeFloorDiv));
-}
+Value floordiv(const Value &a, const Value &b) { return builder_of(a, b, Op::ShapeFloorDiv).add_op(Op::ShapeFloorDiv, {a, b}); }
+Value mod(const Value &a, const Value &b) { return builder_of(a, b, Op::ShapeMod).add_op(Op::ShapeMod, {a, b}); }
+Value floordiv(const Value &a, int64_t b) { return floordiv(a, literal_for(a, (double)b, Op::ShapeFloorDiv)); }
 Value mod(const Value &a, int64_t b) { return mod(a, literal_for(a, (double)b, Op::ShapeMod)); }
 
 // ---- Tensor ops ----
 
-Value matmul(const Value &a, const Value &b) {
-    return builder_of(a, b, Op::MatMul).add_op(Op::MatMul, {a, b});
-}
+Value matmul(const Value &a, const Value &b) { return builder_of(a, b, Op::MatMul).add_op(Op::MatMul, {a, b}); }
 Value gelu(const Value &v) { return unary(Op::Gelu, v); }
 Value gelu_tanh(const Value &v) { return unary(Op::GeluTanh, v); }
 Value tanh(const Value &v) { return unary(Op::Tanh, v); }
@@ -344,6 +322,29 @@ Value neg(const Value &v) { return unary(Op::Neg, v); }
 Value abs(const Value &v) { return unary(Op::Abs, v); }
 Value sqrt(const Value &v) { return unary(Op::Sqrt, v); }
 Value rsqrt(const Value &v) { return unary(Op::Rsqrt, v); }
+Value log(const Value &v) { return unary(Op::Log, v); }
+Value sigmoid(const Value &v) { return unary(Op::Sigmoid, v); }
+Value silu(const Value &v) { return unary(Op::Silu, v); }
+Value sin(const Value &v) { return unary(Op::Sin, v); }
+Value cos(const Value &v) { return unary(Op::Cos, v); }
+
+#define TESSEL_COMPARISON(name, op)                                                                \
+    Value name(const Value &a, const Value &b) { return builder_of(a, b, op).add_op(op, {a, b}); } \
+    Value name(const Value &a, double b) { return name(a, literal_for(a, b, op)); }
+TESSEL_COMPARISON(lt, Op::Less)
+TESSEL_COMPARISON(le, Op::LessEqual)
+TESSEL_COMPARISON(gt, Op::Greater)
+TESSEL_COMPARISON(ge, Op::GreaterEqual)
+TESSEL_COMPARISON(eq, Op::Equal)
+TESSEL_COMPARISON(ne, Op::NotEqual)
+#undef TESSEL_COMPARISON
+
+Value where(const Value &cond, const Value &a, const Value &b) {
+    GraphBuilder &g = cond.defined() ? builder_of(cond, Op::Where) : builder_of(a, b, Op::Where);
+    return g.add_op(Op::Where, {cond, a, b});
+}
+Value where(const Value &cond, const Value &a, double b) { return where(cond, a, literal_for(a, b, Op::Where)); }
+Value where(const Value &cond, double a, const Value &b) { return where(cond, literal_for(b, a, Op::Where), b); }
 
 Value transpose(const Value &v) {
     builder_of(v, Op::Transpose);  // an undefined Value gets the operand message, not a type one
@@ -361,6 +362,24 @@ Value transpose(const Value &v, const std::vector<int64_t> &perm) {
 Value reshape(const Value &v, const Shape &dims) {
     GraphBuilder &g = builder_of(v, Op::Reshape);
     return g.add_op(Op::Reshape, {v}, {}, g.make_type(v.dtype(), dims));
+}
+
+Value slice(const Value &v, int64_t axis, int64_t start, const DimArg &size) {
+    GraphBuilder &g = builder_of(v, Op::Slice);
+    TensorType t = v.type();
+    if (axis < 0 || axis >= t.rank())
+        throw TypeError("slice: axis " + std::to_string(axis) + " out of range for rank " + std::to_string(t.rank()));
+    t.dims[(size_t)axis] = g.make_type(v.dtype(), {size}).dims[0];
+    Attrs a;
+    a.axis = axis;
+    a.start = start;
+    return g.add_op(Op::Slice, {v}, std::move(a), t);
+}
+
+Value concat(const Value &a, const Value &b, int64_t axis) {
+    Attrs at;
+    at.axis = axis;
+    return builder_of(a, b, Op::Concat).add_op(Op::Concat, {a, b}, std::move(at));
 }
 
 Value reduce_sum(const Value &v, const std::vector<int64_t> &axes, bool keepdims) {

@@ -80,8 +80,7 @@ private:
 class DimArg {
 public:
     DimArg(const Dim &d) : dim_(d) {}
-    template <typename I,
-              std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
+    template <typename I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
     DimArg(I size) : dim_(Dim::fixed((int64_t)size)) {}
     DimArg(const char *symbol) : dim_(Dim::sym(symbol)) {}
     DimArg(const std::string &symbol) : dim_(Dim::sym(symbol)) {}
@@ -147,8 +146,7 @@ public:
      * annotation; see OpKinds.def). The free functions below all go through here. Throws
      * TypeError (from infer_type) or UserError (operands from another builder). Returns the new
      * value; for ops without a result (print, assert, state_write) a Value that cannot be used. */
-    Value add_op(Op op, const std::vector<Value> &operands, Attrs attrs = {},
-                 std::optional<TensorType> type = std::nullopt);
+    Value add_op(Op op, const std::vector<Value> &operands, Attrs attrs = {}, std::optional<TensorType> type = std::nullopt);
     /** A rank-0 constant of `like`'s dtype: how a C++ number next to a Value becomes an operand. */
     Value literal(double value, const Value &like);
     /** dtype[dims] with every dim checked (symbols are identifiers, sizes >= 0, Values from this
@@ -218,11 +216,38 @@ Value neg(const Value &v);
 Value abs(const Value &v);
 Value sqrt(const Value &v);
 Value rsqrt(const Value &v);
+Value log(const Value &v);
+Value sigmoid(const Value &v);
+Value silu(const Value &v);  ///< x * sigmoid(x), written x / (1 + exp(-x))
+Value sin(const Value &v);
+Value cos(const Value &v);
+/** Comparisons: 1 where the relation holds, else 0, in the operands' dtype (a mask value). */
+Value lt(const Value &a, const Value &b);
+Value le(const Value &a, const Value &b);
+Value gt(const Value &a, const Value &b);
+Value ge(const Value &a, const Value &b);
+Value eq(const Value &a, const Value &b);
+Value ne(const Value &a, const Value &b);
+Value lt(const Value &a, double b);
+Value le(const Value &a, double b);
+Value gt(const Value &a, double b);
+Value ge(const Value &a, double b);
+Value eq(const Value &a, double b);
+Value ne(const Value &a, double b);
+/** `a` where `cond` is nonzero, else `b`; the three broadcast. A number takes the dtype of the
+ * Value beside it: where(mask, x, -INFINITY). */
+Value where(const Value &cond, const Value &a, const Value &b);
+Value where(const Value &cond, const Value &a, double b);
+Value where(const Value &cond, double a, const Value &b);
 /** Reverse the axes (the text form's default). */
 Value transpose(const Value &v);
 Value transpose(const Value &v, const std::vector<int64_t> &perm);
 /** Same dtype and element count, new dims: reshape(x, {M, k_view}). */
 Value reshape(const Value &v, const Shape &dims);
+/** `size` elements of v from `start` along `axis`; size may be a symbol or shape code. */
+Value slice(const Value &v, int64_t axis, int64_t start, const DimArg &size);
+/** a then b along `axis` (static extents there; the other dims equal). */
+Value concat(const Value &a, const Value &b, int64_t axis);
 /** Reduce along `axes` (non-negative, each once); keepdims leaves size-1 dims in their place. */
 Value reduce_sum(const Value &v, const std::vector<int64_t> &axes, bool keepdims = false);
 Value reduce_max(const Value &v, const std::vector<int64_t> &axes, bool keepdims = false);

@@ -18,11 +18,16 @@ inline std::string escape_bytes(const std::string &s, bool keep_newlines = false
     static const char *hex = "0123456789abcdef";
     std::string out;
     for (unsigned char c : s) {
-        if (c == '\n' && keep_newlines) out += '\n';
-        else if (c == '\n') out += "\\n";
-        else if (c == '\t') out += "\\t";
-        else if (c >= 0x20 && c < 0x7f) out += (char)c;
-        else out += std::string("\\x") + hex[c >> 4] + hex[c & 15];
+        if (c == '\n' && keep_newlines)
+            out += '\n';
+        else if (c == '\n')
+            out += "\\n";
+        else if (c == '\t')
+            out += "\\t";
+        else if (c >= 0x20 && c < 0x7f)
+            out += (char)c;
+        else
+            out += std::string("\\x") + hex[c >> 4] + hex[c & 15];
     }
     return out;
 }
@@ -45,8 +50,7 @@ public:
 class LocatedError : public UserError {
 public:
     LocatedError(std::string file, SourceLoc loc, std::string message)
-        : UserError(located(file, loc, message)), file(std::move(file)), loc(loc),
-          message(std::move(message)) {}
+        : UserError(located(file, loc, message)), file(std::move(file)), loc(loc), message(std::move(message)) {}
     std::string file;
     SourceLoc loc;
     std::string message;  ///< The message without the location prefix.

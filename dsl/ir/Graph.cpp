@@ -24,13 +24,11 @@ NumericMode parse_numeric_mode(const std::string &text) {
     throw std::invalid_argument("unknown numeric mode '" + text + "' (expected 'exact', 'strict' or 'fast')");
 }
 
-
 namespace {
 
 const std::vector<OpInfo> &table() {
     static const std::vector<OpInfo> t = {
-#define DSL_OP(e, s, ar, res, eff, it, attrs) \
-    OpInfo{Op::e, s, ar, res, Effect::eff, IterSpace::it, attrs},
+#define DSL_OP(e, s, ar, res, eff, it, attrs) OpInfo{Op::e, s, ar, res, Effect::eff, IterSpace::it, attrs},
 #include "dsl/ir/OpKinds.def"
 #undef DSL_OP
     };
@@ -38,8 +36,7 @@ const std::vector<OpInfo> &table() {
 }
 
 bool same_bits(const std::vector<double> &a, const std::vector<double> &b) {
-    return a.size() == b.size() &&
-           (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
+    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
 }
 
 }  // namespace
@@ -81,9 +78,8 @@ const char *to_string(IterSpace s) {
 }
 
 bool Attrs::operator==(const Attrs &o) const {
-    return same_bits(value, o.value) && axis == o.axis && axes == o.axes &&
-           keepdims == o.keepdims && perm == o.perm && seed == o.seed && var == o.var &&
-           text == o.text && weight == o.weight;
+    return same_bits(value, o.value) && axis == o.axis && axes == o.axes && keepdims == o.keepdims && start == o.start &&
+           perm == o.perm && seed == o.seed && var == o.var && text == o.text && weight == o.weight;
 }
 
 Graph::Graph(const Graph &o) { *this = o; }
@@ -173,18 +169,21 @@ void Graph::link_before(ValueId pos, ValueId id) {
     ValueId before = pos == kNoValue ? tail_ : prev_[pos];
     prev_[id] = before;
     next_[id] = pos;
-    if (before == kNoValue) head_ = id;
-    else next_[before] = id;
-    if (pos == kNoValue) tail_ = id;
-    else prev_[pos] = id;
+    if (before == kNoValue)
+        head_ = id;
+    else
+        next_[before] = id;
+    if (pos == kNoValue)
+        tail_ = id;
+    else
+        prev_[pos] = id;
     order_dirty_ = true;
 }
 
 ValueId Graph::add(Node n) { return insert_before(kNoValue, std::move(n)); }
 
 ValueId Graph::insert_before(ValueId pos, Node n) {
-    if (pos != kNoValue && !contains(pos))
-        throw InternalError("value " + std::to_string(pos) + " is not in program order");
+    if (pos != kNoValue && !contains(pos)) throw InternalError("value " + std::to_string(pos) + " is not in program order");
     n.id = (ValueId)nodes_.size();
     fix_name(n);
     nodes_.push_back(std::move(n));
@@ -205,10 +204,14 @@ void Graph::erase(ValueId id) {
     if (!contains(id)) throw InternalError("value " + std::to_string(id) + " is not in program order");
     unindex_name(id);
     const ValueId p = prev_[id], nx = next_[id];
-    if (p == kNoValue) head_ = nx;
-    else next_[p] = nx;
-    if (nx == kNoValue) tail_ = p;
-    else prev_[nx] = p;
+    if (p == kNoValue)
+        head_ = nx;
+    else
+        next_[p] = nx;
+    if (nx == kNoValue)
+        tail_ = p;
+    else
+        prev_[nx] = p;
     erased_[id] = 1;
     --live_;
     order_dirty_ = true;
@@ -248,8 +251,7 @@ const std::vector<ValueId> &Graph::order() const {
 
 size_t Graph::position(ValueId id) const {
     rebuild_order();
-    if (!contains(id) || pos_[id] == SIZE_MAX)
-        throw InternalError("value " + std::to_string(id) + " is not in program order");
+    if (!contains(id) || pos_[id] == SIZE_MAX) throw InternalError("value " + std::to_string(id) + " is not in program order");
     return pos_[id];
 }
 
@@ -329,9 +331,7 @@ std::vector<ValueId> Graph::users(ValueId id) const {
     return r;
 }
 
-bool Graph::is_output(ValueId id) const {
-    return std::find(outputs.begin(), outputs.end(), id) != outputs.end();
-}
+bool Graph::is_output(ValueId id) const { return std::find(outputs.begin(), outputs.end(), id) != outputs.end(); }
 
 std::string Graph::display_name(ValueId id) const {
     if (id >= nodes_.size()) return "<invalid:" + std::to_string(id) + ">";
@@ -345,8 +345,10 @@ ValueId Graph::find(const std::string &display) const {
     ValueId best = kNoValue;
     for (ValueId id : it->second) {
         if (!contains(id) || display_name(id) != display) continue;
-        if (best == kNoValue) best = id;
-        else if (position(id) < position(best)) best = id;
+        if (best == kNoValue)
+            best = id;
+        else if (position(id) < position(best))
+            best = id;
     }
     return best;
 }

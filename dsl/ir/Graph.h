@@ -38,16 +38,17 @@ enum class Effect { Pure, ReadsState, WritesState, Random, Observable };
 enum class IterSpace { Elementwise, Broadcast, Reduction, Contraction, Permutation, Opaque };
 
 // Attribute mask bits used by OpKinds.def.
-constexpr unsigned kAttrValue = 1u << 0;     ///< constant: value=...
-constexpr unsigned kAttrAxis = 1u << 1;      ///< shape_of, softmax: axis=
-constexpr unsigned kAttrAxes = 1u << 2;      ///< reductions: axes=[...]
-constexpr unsigned kAttrKeepDims = 1u << 3;  ///< reductions: keepdims=true
-constexpr unsigned kAttrPerm = 1u << 4;      ///< transpose: perm=[...]
-constexpr unsigned kAttrSeed = 1u << 5;      ///< random draws: seed=
-constexpr unsigned kAttrVar = 1u << 6;       ///< state ops: var="name"
-constexpr unsigned kAttrLabel = 1u << 7;     ///< print: label="..."
-constexpr unsigned kAttrMsg = 1u << 8;       ///< assert: msg="..."
+constexpr unsigned kAttrValue = 1u << 0;           ///< constant: value=...
+constexpr unsigned kAttrAxis = 1u << 1;            ///< shape_of, softmax: axis=
+constexpr unsigned kAttrAxes = 1u << 2;            ///< reductions: axes=[...]
+constexpr unsigned kAttrKeepDims = 1u << 3;        ///< reductions: keepdims=true
+constexpr unsigned kAttrPerm = 1u << 4;            ///< transpose: perm=[...]
+constexpr unsigned kAttrSeed = 1u << 5;            ///< random draws: seed=
+constexpr unsigned kAttrVar = 1u << 6;             ///< state ops: var="name"
+constexpr unsigned kAttrLabel = 1u << 7;           ///< print: label="..."
+constexpr unsigned kAttrMsg = 1u << 8;             ///< assert: msg="..."
 constexpr unsigned kTypeFromAnnotation = 1u << 9;  ///< result type is written, not inferred
+constexpr unsigned kAttrStart = 1u << 10;          ///< slice: start=
 
 enum class Op {
 #define DSL_OP(e, s, ar, res, eff, it, attrs) e,
@@ -74,20 +75,23 @@ bool parse_op(const std::string &name, Op *out);
 const std::vector<OpInfo> &all_ops();
 
 inline bool is_shape_arith(Op op) { return op >= Op::ShapeAdd && op <= Op::ShapeMax; }
-inline bool is_binary_elementwise(Op op) { return op >= Op::Add && op <= Op::Min; }
-inline bool is_unary_elementwise(Op op) { return op >= Op::Gelu && op <= Op::Rsqrt; }
+/** Comparisons are binary elementwise ops whose result is 1 or 0 in the operands' dtype. */
+inline bool is_comparison(Op op) { return op >= Op::Less && op <= Op::NotEqual; }
+inline bool is_binary_elementwise(Op op) { return op >= Op::Add && op <= Op::NotEqual; }
+inline bool is_unary_elementwise(Op op) { return op >= Op::Gelu && op <= Op::Cos; }
 inline bool is_reduction(Op op) { return op >= Op::ReduceSum && op <= Op::ReduceMean; }
 
 /** Operation attributes; only the fields named by the op's attr mask are meaningful. */
 struct Attrs {
-    std::vector<double> value;   ///< constant: 1 element (splat) or numel elements, row-major
+    std::vector<double> value;  ///< constant: 1 element (splat) or numel elements, row-major
     int64_t axis = 0;
+    int64_t start = 0;  ///< slice: the first index taken along axis
     std::vector<int64_t> axes;
     bool keepdims = false;
     std::vector<int64_t> perm;
     uint64_t seed = 0;
-    std::string var;    ///< state variable name
-    std::string text;   ///< print label / assert message
+    std::string var;   ///< state variable name
+    std::string text;  ///< print label / assert message
     /** input: a weight, constant across calls (`%w = weight : f32[K, N]`). Values computed from
      * weights alone are prepared once per weight, not per call (dsl/passes/WeightPrepare.h). */
     bool weight = false;
@@ -100,7 +104,7 @@ struct Node {
     ValueId id = kNoValue;
     Op op = Op::Input;
     std::vector<ValueId> inputs;
-    TensorType type;   ///< unused for ops without a result
+    TensorType type;  ///< unused for ops without a result
     /** Physical layout where the value is stored (dsl/ir/Layout.h); empty = row-major. On a
      * weight it is the layout kernels read, which preparing converts the caller's row-major
      * data to; on other inputs, the layout of the caller's buffer; on a value a group
@@ -115,8 +119,7 @@ struct Node {
     bool has_result() const { return info().has_result; }
     bool is_pure() const { return info().effect == Effect::Pure; }
 
-    static Node make(Op op, std::vector<ValueId> inputs, TensorType type, std::string name = {},
-                     Attrs attrs = {}) {
+    static Node make(Op op, std::vector<ValueId> inputs, TensorType type, std::string name = {}, Attrs attrs = {}) {
         Node n;
         n.op = op;
         n.inputs = std::move(inputs);

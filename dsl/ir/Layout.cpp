@@ -21,7 +21,8 @@ std::string to_string(const Layout &l) {
         for (size_t i = 0; i < l.order.size(); i++) os << (i ? ", " : "") << l.order[i];
         os << "]";
     }
-    if (l.has_panels()) os << (l.order.empty() ? "" : " ") << "panels(axis=" << l.panel_axis << ", width=" << l.panel_width << ")";
+    if (l.has_panels())
+        os << (l.order.empty() ? "" : " ") << "panels(axis=" << l.panel_axis << ", width=" << l.panel_width << ")";
     return os.str();
 }
 
@@ -60,8 +61,9 @@ std::optional<Layout> parse_layout(const std::string &text, std::string *error) 
     Cursor c{text};
     Layout l;
     auto fail = [&](const std::string &why) -> std::optional<Layout> {
-        if (error) *error = "layout \"" + text + "\": " + why + " at character " + std::to_string(c.i + 1) +
-                            " (expected row_major, [axes...], panels(axis=A, width=W), or [axes...] panels(...))";
+        if (error)
+            *error = "layout \"" + text + "\": " + why + " at character " + std::to_string(c.i + 1) +
+                     " (expected row_major, [axes...], panels(axis=A, width=W), or [axes...] panels(...))";
         return std::nullopt;
     };
     if (c.eat("row_major")) return c.done() ? std::optional<Layout>(l) : fail("unexpected text after row_major");
@@ -104,10 +106,13 @@ std::string check_layout(const Layout &l, int rank) {
         std::sort(sorted.begin(), sorted.end());
         bool perm = (int)sorted.size() == rank;
         for (int i = 0; perm && i < rank; i++) perm = sorted[i] == i;
-        if (!perm) return "order " + to_string(Layout::ordered(l.order)) + " is not a permutation of the " + std::to_string(rank) + " axes";
+        if (!perm)
+            return "order " + to_string(Layout::ordered(l.order)) + " is not a permutation of the " + std::to_string(rank) +
+                   " axes";
     }
     if (l.has_panels()) {
-        if (l.panel_axis >= rank) return "panel axis " + std::to_string(l.panel_axis) + " is not an axis of a rank-" + std::to_string(rank) + " tensor";
+        if (l.panel_axis >= rank)
+            return "panel axis " + std::to_string(l.panel_axis) + " is not an axis of a rank-" + std::to_string(rank) + " tensor";
         if (l.panel_width < 1 || l.panel_width > (int64_t(1) << 20))
             return "panel width " + std::to_string(l.panel_width) + " is outside [1, 1048576]";
     }

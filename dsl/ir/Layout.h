@@ -28,9 +28,9 @@
 namespace tessel::dsl {
 
 struct Layout {
-    std::vector<int> order;  ///< logical axes, outermost physical first; empty = row-major
-    int panel_axis = -1;     ///< axis cut into panels, or -1
-    int64_t panel_width = 0; ///< elements per panel when panel_axis >= 0
+    std::vector<int> order;   ///< logical axes, outermost physical first; empty = row-major
+    int panel_axis = -1;      ///< axis cut into panels, or -1
+    int64_t panel_width = 0;  ///< elements per panel when panel_axis >= 0
 
     bool empty() const { return order.empty() && panel_axis < 0; }
     bool has_panels() const { return panel_axis >= 0; }
@@ -41,9 +41,7 @@ struct Layout {
 
     static Layout row_major() { return {}; }
     static Layout ordered(std::vector<int> order) { return Layout{std::move(order), -1, 0}; }
-    static Layout panels(int axis, int64_t width, std::vector<int> order = {}) {
-        return Layout{std::move(order), axis, width};
-    }
+    static Layout panels(int axis, int64_t width, std::vector<int> order = {}) { return Layout{std::move(order), axis, width}; }
     /** The same layout with a row-major order written as empty, so equal layouts compare equal. */
     Layout canonical() const;
 };
@@ -94,9 +92,12 @@ std::vector<Index> physical_index(const std::vector<PhysicalDim> &dims, const st
     out.reserve(dims.size());
     for (const PhysicalDim &p : dims) {
         const Index &i = idx[p.axis];
-        if (p.part == PhysicalDim::Part::Whole) out.push_back(i);
-        else if (p.part == PhysicalDim::Part::PanelIndex) out.push_back(i / (int)p.width);
-        else out.push_back(i % (int)p.width);
+        if (p.part == PhysicalDim::Part::Whole)
+            out.push_back(i);
+        else if (p.part == PhysicalDim::Part::PanelIndex)
+            out.push_back(i / (int)p.width);
+        else
+            out.push_back(i % (int)p.width);
     }
     return out;
 }
@@ -109,9 +110,12 @@ std::vector<Index> logical_index(const std::vector<PhysicalDim> &dims, const std
     std::vector<bool> set(rank, false);
     for (size_t d = 0; d < dims.size(); d++) {
         const PhysicalDim &p = dims[d];
-        if (p.part == PhysicalDim::Part::Whole) idx[p.axis] = phys[d];
-        else if (p.part == PhysicalDim::Part::PanelIndex) idx[p.axis] = phys[d] * (int)p.width + (set[p.axis] ? idx[p.axis] : Index(0));
-        else idx[p.axis] = (set[p.axis] ? idx[p.axis] : Index(0)) + phys[d];
+        if (p.part == PhysicalDim::Part::Whole)
+            idx[p.axis] = phys[d];
+        else if (p.part == PhysicalDim::Part::PanelIndex)
+            idx[p.axis] = phys[d] * (int)p.width + (set[p.axis] ? idx[p.axis] : Index(0));
+        else
+            idx[p.axis] = (set[p.axis] ? idx[p.axis] : Index(0)) + phys[d];
         set[p.axis] = true;
     }
     return idx;

@@ -30,7 +30,10 @@ public:
             skip_space();
             Token t;
             t.loc = {line_, col_};
-            if (i_ >= s_.size()) { out.push_back(t); return out; }
+            if (i_ >= s_.size()) {
+                out.push_back(t);
+                return out;
+            }
             char c = s_[i_];
             if (std::isalpha((unsigned char)c) || c == '_') {
                 t.kind = Tok::Ident;
@@ -40,19 +43,21 @@ public:
                 t.kind = Tok::Value;
                 t.text = take_word();
                 if (t.text.empty()) throw ParseError(file_, t.loc, "expected a value name after '%'");
-            } else if (std::isdigit((unsigned char)c) || (c == '.' && i_ + 1 < s_.size() && std::isdigit((unsigned char)s_[i_ + 1]))) {
+            } else if (std::isdigit((unsigned char)c) ||
+                       (c == '.' && i_ + 1 < s_.size() && std::isdigit((unsigned char)s_[i_ + 1]))) {
                 lex_number(t);
             } else if (c == '"') {
                 lex_string(t);
             } else {
                 static const std::string punct = "()[]{},=:+-*/";
-                static const Tok kinds[] = {Tok::LParen, Tok::RParen, Tok::LBracket, Tok::RBracket,
-                                            Tok::LBrace, Tok::RBrace, Tok::Comma, Tok::Equal,
-                                            Tok::Colon, Tok::Plus, Tok::Minus, Tok::Star, Tok::Slash};
+                static const Tok kinds[] = {Tok::LParen, Tok::RParen, Tok::LBracket, Tok::RBracket, Tok::LBrace,
+                                            Tok::RBrace, Tok::Comma,  Tok::Equal,    Tok::Colon,    Tok::Plus,
+                                            Tok::Minus,  Tok::Star,   Tok::Slash};
                 size_t k = punct.find(c);
                 if (k == std::string::npos)
-                    throw ParseError(file_, t.loc, "unexpected character '" + escape_bytes(std::string(1, c)) + "'" +
-                                                       (c == '\0' || (unsigned char)c >= 0x80 ? " (is this a binary file?)" : ""));
+                    throw ParseError(file_, t.loc,
+                                     "unexpected character '" + escape_bytes(std::string(1, c)) + "'" +
+                                         (c == '\0' || (unsigned char)c >= 0x80 ? " (is this a binary file?)" : ""));
                 t.kind = kinds[k];
                 t.text = std::string(1, c);
                 advance();
@@ -63,21 +68,25 @@ public:
 
 private:
     void advance() {
-        if (s_[i_] == '\n') ++line_, col_ = 1;
-        else ++col_;
+        if (s_[i_] == '\n')
+            ++line_, col_ = 1;
+        else
+            ++col_;
         ++i_;
     }
     void skip_space() {
         while (i_ < s_.size()) {
-            if (std::isspace((unsigned char)s_[i_])) advance();
-            else if (s_[i_] == '#') { while (i_ < s_.size() && s_[i_] != '\n') advance(); }
-            else break;
+            if (std::isspace((unsigned char)s_[i_]))
+                advance();
+            else if (s_[i_] == '#') {
+                while (i_ < s_.size() && s_[i_] != '\n') advance();
+            } else
+                break;
         }
     }
     std::string take_word() {
         std::string w;
-        while (i_ < s_.size() && (std::isalnum((unsigned char)s_[i_]) || s_[i_] == '_' || s_[i_] == '.'))
-            w += s_[i_], advance();
+        while (i_ < s_.size() && (std::isalnum((unsigned char)s_[i_]) || s_[i_] == '_' || s_[i_] == '.')) w += s_[i_], advance();
         return w;
     }
     void lex_number(Token &t) {
@@ -85,15 +94,18 @@ private:
         bool is_float = false;
         while (i_ < s_.size()) {
             char c = s_[i_];
-            if (std::isdigit((unsigned char)c)) w += c;
-            else if (c == '.') is_float = true, w += c;
+            if (std::isdigit((unsigned char)c))
+                w += c;
+            else if (c == '.')
+                is_float = true, w += c;
             else if ((c == 'e' || c == 'E')) {
                 is_float = true;
                 w += c;
                 advance();
                 if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) w += s_[i_], advance();
                 continue;
-            } else break;
+            } else
+                break;
             advance();
         }
         char *end = nullptr;
@@ -116,7 +128,8 @@ private:
             if (s_[i_] == '\\' && i_ + 1 < s_.size()) {
                 advance();
                 v += s_[i_] == 'n' ? '\n' : s_[i_];
-            } else v += s_[i_];
+            } else
+                v += s_[i_];
             advance();
         }
         if (i_ >= s_.size() || s_[i_] != '"') throw ParseError(file_, t.loc, "unterminated string");

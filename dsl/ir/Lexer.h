@@ -16,9 +16,27 @@
 
 namespace tessel::dsl::tsl {
 
-
-enum class Tok { End, Ident, Value, Int, Float, String, LParen, RParen, LBracket, RBracket,
-                 LBrace, RBrace, Comma, Equal, Colon, Plus, Minus, Star, Slash };
+enum class Tok {
+    End,
+    Ident,
+    Value,
+    Int,
+    Float,
+    String,
+    LParen,
+    RParen,
+    LBracket,
+    RBracket,
+    LBrace,
+    RBrace,
+    Comma,
+    Equal,
+    Colon,
+    Plus,
+    Minus,
+    Star,
+    Slash
+};
 
 struct Token {
     Tok kind = Tok::End;

@@ -7,8 +7,16 @@
 namespace tessel::dsl {
 
 namespace {
-uint32_t bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
-float from_bits(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
+uint32_t bits(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+}
+float from_bits(uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+}
 }  // namespace
 
 uint16_t float_to_half_bits(float f) {

@@ -34,11 +34,15 @@ Operand Parser::parse_call(const Token &name) {
             } else {
                 args.push_back(parse_expr());
             }
-            if (peek().kind == Tok::Comma) { next(); continue; }
+            if (peek().kind == Tok::Comma) {
+                next();
+                continue;
+            }
             expect(Tok::RParen, "',' or ')' in call to '" + name.text + "'");
             break;
         }
-    } else next();
+    } else
+        next();
     if (op == Op::ShapeOf && peek().kind == Tok::LBracket) {
         next();
         attrs.axis = small_int(expect(Tok::Int, "an axis index"), false);
@@ -46,8 +50,7 @@ Operand Parser::parse_call(const Token &name) {
         has_axis = true;
     }
     if ((int)args.size() != info.arity)
-        error(name.loc, name.text + " expects " + std::to_string(info.arity) +
-                            " operand(s), got " + std::to_string(args.size()));
+        error(name.loc, name.text + " expects " + std::to_string(info.arity) + " operand(s), got " + std::to_string(args.size()));
     if ((info.attrs & kAttrAxis) && !has_axis) error(name.loc, name.text + " needs axis=");
     if ((info.attrs & kAttrAxes) && !has_axes) error(name.loc, name.text + " needs axes=[...]");
     if ((info.attrs & kAttrValue) && !has_value) error(name.loc, name.text + " needs value=[...]");
@@ -55,7 +58,11 @@ Operand Parser::parse_call(const Token &name) {
     bool all_int = true;
     for (const Operand &a : args) all_int &= a.literal && a.is_int;
     for (const Operand &a : args)
-        if (!a.literal) { lit = g_.node(a.id).type.dtype; all_int = false; break; }
+        if (!a.literal) {
+            lit = g_.node(a.id).type.dtype;
+            all_int = false;
+            break;
+        }
     if (all_int) lit = DType::I64;
     std::vector<ValueId> ins;
     for (Operand &a : args) ins.push_back(a.literal ? add_constant(a, TensorType{lit, {}}) : a.id);
@@ -77,17 +84,29 @@ void Parser::check_layout_rank(const Layout &l, int rank, const SourceLoc &loc) 
     if (const std::string bad = check_layout(l, rank); !bad.empty()) error(loc, "layout \"" + to_string(l) + "\": " + bad);
 }
 
-void Parser::parse_attr(Op op, const Token &key, Attrs &a, Layout &layout, bool &has_perm,
-                        bool &has_axis, bool &has_axes, bool &has_value) {
+void Parser::parse_attr(Op op, const Token &key, Attrs &a, Layout &layout, bool &has_perm, bool &has_axis, bool &has_axes,
+                        bool &has_value) {
     unsigned m = op_info(op).attrs;
     const std::string &k = key.text;
     auto want = [&](unsigned bit) {
         if (!(m & bit)) error(key.loc, std::string(to_string(op)) + " has no attribute '" + k + "'");
     };
-    if (k == "perm") { want(kAttrPerm); a.perm = int_list(); has_perm = true; }
-    else if (k == "axes") { want(kAttrAxes); a.axes = int_list(); has_axes = true; }
-    else if (k == "axis") { want(kAttrAxis); a.axis = signed_int(); has_axis = true; }
-    else if (k == "seed") {
+    if (k == "perm") {
+        want(kAttrPerm);
+        a.perm = int_list();
+        has_perm = true;
+    } else if (k == "axes") {
+        want(kAttrAxes);
+        a.axes = int_list();
+        has_axes = true;
+    } else if (k == "axis") {
+        want(kAttrAxis);
+        a.axis = signed_int();
+        has_axis = true;
+    } else if (k == "start") {
+        want(kAttrStart);
+        a.start = signed_int();
+    } else if (k == "seed") {
         want(kAttrSeed);
         Token t = expect(Tok::Int, "an integer seed");
         try {
@@ -95,18 +114,22 @@ void Parser::parse_attr(Op op, const Token &key, Attrs &a, Layout &layout, bool 
         } catch (const std::exception &) {
             error(t.loc, "seed " + t.text + " does not fit in 64 bits");
         }
-    }
-    else if (k == "var") { want(kAttrVar); a.var = expect(Tok::String, "a quoted variable name").text; }
-    else if (k == "label") { want(kAttrLabel); a.text = expect(Tok::String, "a quoted label").text; }
-    else if (k == "msg") { want(kAttrMsg); a.text = expect(Tok::String, "a quoted message").text; }
-    else if (k == "layout") {
+    } else if (k == "var") {
+        want(kAttrVar);
+        a.var = expect(Tok::String, "a quoted variable name").text;
+    } else if (k == "label") {
+        want(kAttrLabel);
+        a.text = expect(Tok::String, "a quoted label").text;
+    } else if (k == "msg") {
+        want(kAttrMsg);
+        a.text = expect(Tok::String, "a quoted message").text;
+    } else if (k == "layout") {
         const Token t = expect(Tok::String, "a quoted layout");
         std::string why;
         const auto parsed = parse_layout(t.text, &why);
         if (!parsed) error(t.loc, why);
         layout = *parsed;
-    }
-    else if (k == "keepdims") {
+    } else if (k == "keepdims") {
         want(kAttrKeepDims);
         Token b = expect(Tok::Ident, "true or false");
         if (b.text != "true" && b.text != "false") error(b.loc, "expected true or false, got " + describe(b));
@@ -114,15 +137,21 @@ void Parser::parse_attr(Op op, const Token &key, Attrs &a, Layout &layout, bool 
     } else if (k == "value") {
         want(kAttrValue);
         has_value = true;
-        if (peek().kind != Tok::LBracket) { a.value = {number()}; return; }
+        if (peek().kind != Tok::LBracket) {
+            a.value = {number()};
+            return;
+        }
         next();
         while (peek().kind != Tok::RBracket) {
             a.value.push_back(number());
-            if (peek().kind == Tok::Comma) next();
-            else if (peek().kind != Tok::RBracket) error(peek().loc, "expected ',' or ']' in value list, got " + describe(peek()));
+            if (peek().kind == Tok::Comma)
+                next();
+            else if (peek().kind != Tok::RBracket)
+                error(peek().loc, "expected ',' or ']' in value list, got " + describe(peek()));
         }
         next();
-    } else error(key.loc, std::string(to_string(op)) + " has no attribute '" + k + "'");
+    } else
+        error(key.loc, std::string(to_string(op)) + " has no attribute '" + k + "'");
 }
 
 int64_t Parser::signed_int() {
@@ -141,8 +170,10 @@ std::vector<int64_t> Parser::int_list() {
     std::vector<int64_t> v;
     while (peek().kind != Tok::RBracket) {
         v.push_back(signed_int());
-        if (peek().kind == Tok::Comma) next();
-        else if (peek().kind != Tok::RBracket) error(peek().loc, "expected ',' or ']' in list, got " + describe(peek()));
+        if (peek().kind == Tok::Comma)
+            next();
+        else if (peek().kind != Tok::RBracket)
+            error(peek().loc, "expected ',' or ']' in list, got " + describe(peek()));
     }
     next();
     return v;
@@ -154,10 +185,14 @@ double Parser::number() {
     double v;
     if (t.kind == Tok::Int && (!t.int_fits || t.inum > kMaxExactInteger) && !inexact_int_)
         inexact_int_ = t;  // fine for a float constant; refused by infer() for an integer one
-    if (t.kind == Tok::Int || t.kind == Tok::Float) v = t.num;
-    else if (t.kind == Tok::Ident && t.text == "nan") v = NAN;
-    else if (t.kind == Tok::Ident && t.text == "inf") v = INFINITY;
-    else error(t.loc, "expected a number, got " + describe(t));
+    if (t.kind == Tok::Int || t.kind == Tok::Float)
+        v = t.num;
+    else if (t.kind == Tok::Ident && t.text == "nan")
+        v = NAN;
+    else if (t.kind == Tok::Ident && t.text == "inf")
+        v = INFINITY;
+    else
+        error(t.loc, "expected a number, got " + describe(t));
     return neg ? -v : v;
 }
 

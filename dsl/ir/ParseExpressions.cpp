@@ -41,8 +41,10 @@ Operand Parser::parse_unary() {
             v.loc = m.loc;
             v.text = "-" + v.text;
             if (v.is_int) {
-                if (v.ivalue == INT64_MIN) v.int_fits = false;
-                else v.ivalue = -v.ivalue;
+                if (v.ivalue == INT64_MIN)
+                    v.int_fits = false;
+                else
+                    v.ivalue = -v.ivalue;
             }
             return v;
         }
@@ -64,8 +66,7 @@ Operand Parser::parse_primary() {
         return e;
     }
     case Tok::Ident:
-        if (t.text == "nan" || t.text == "inf")
-            return Operand{true, kNoValue, t.text == "nan" ? NAN : INFINITY, false, t.loc};
+        if (t.text == "nan" || t.text == "inf") return Operand{true, kNoValue, t.text == "nan" ? NAN : INFINITY, false, t.loc};
         if ((t.text == "input" || t.text == "weight") && peek().kind != Tok::LParen) {
             Attrs attrs;
             attrs.weight = t.text == "weight";
@@ -79,8 +80,7 @@ Operand Parser::parse_primary() {
             return o;
         }
         return parse_call(t);
-    default:
-        error(t.loc, "expected a value (%name), a number or an op call, got " + describe(t));
+    default: error(t.loc, "expected a value (%name), a number or an op call, got " + describe(t));
     }
 }
 

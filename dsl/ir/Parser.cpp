@@ -21,9 +21,7 @@ namespace tessel::dsl {
 
 namespace tsl {
 
-Parser::Parser(const std::string &text, std::string file) : file_(std::move(file)) {
-    toks_ = lex(text, file_);
-}
+Parser::Parser(const std::string &text, std::string file) : file_(std::move(file)) { toks_ = lex(text, file_); }
 
 Graph Parser::parse_graph() {
     expect_ident("graph");
@@ -32,10 +30,14 @@ Graph Parser::parse_graph() {
         next();
         expect(Tok::Equal, "'='");
         Token m = expect(Tok::Ident, "'exact', 'strict' or 'fast'");
-        if (m.text == "exact") g_.mode = NumericMode::Exact;
-        else if (m.text == "strict") g_.mode = NumericMode::Strict;
-        else if (m.text == "fast") g_.mode = NumericMode::Fast;
-        else error(m.loc, "expected 'exact', 'strict' or 'fast', got " + describe(m));
+        if (m.text == "exact")
+            g_.mode = NumericMode::Exact;
+        else if (m.text == "strict")
+            g_.mode = NumericMode::Strict;
+        else if (m.text == "fast")
+            g_.mode = NumericMode::Fast;
+        else
+            error(m.loc, "expected 'exact', 'strict' or 'fast', got " + describe(m));
     }
     expect(Tok::LBrace, "'{'");
     while (peek().kind != Tok::RBrace) {
@@ -44,8 +46,7 @@ Graph Parser::parse_graph() {
     }
     Token close = next();
     if (peek().kind != Tok::End) error(peek().loc, "expected end of file after '}', got " + describe(peek()));
-    if (g_.outputs.empty())
-        error(close.loc, "graph '" + g_.name + "' has no output; add 'output %value' before '}'");
+    if (g_.outputs.empty()) error(close.loc, "graph '" + g_.name + "' has no output; add 'output %value' before '}'");
     check_output_names();
     g_.source = file_;
     return std::move(g_);
@@ -93,13 +94,13 @@ void Parser::parse_statement() {
         TensorType t = ann ? *ann : TensorType{r.is_int ? DType::I64 : DType::F32, {}};
         r.id = add_constant(r, t);
     } else if (g_.size() == first_new) {
-        error(r.loc, "expected an operation after '=', got existing value %" +
-                         g_.display_name(r.id) + " (aliases are not allowed)");
+        error(r.loc,
+              "expected an operation after '=', got existing value %" + g_.display_name(r.id) + " (aliases are not allowed)");
     } else if (!g_.node(r.id).has_result()) {
         error(r.loc, std::string("'") + to_string(g_.node(r.id).op) + "' has no result to name");
     } else if (pending_ == r.id) {
-        if (!ann) error(peek().loc, std::string("expected ':' and a result type after '") +
-                                        to_string(g_.node(r.id).op) + "(...)'");
+        if (!ann)
+            error(peek().loc, std::string("expected ':' and a result type after '") + to_string(g_.node(r.id).op) + "(...)'");
         Node &n = g_.node(r.id);
         n.type = *ann;
         infer(n);
@@ -108,9 +109,8 @@ void Parser::parse_statement() {
     } else if (ann) {
         Node &n = g_.node(r.id);
         if (!same_type(g_, n.type, *ann))
-            error(ann_loc, std::string(to_string(n.op)) + ": declared type " +
-                               print_type(g_, *ann) + " does not match inferred type " +
-                               print_type(g_, n.type));
+            error(ann_loc, std::string(to_string(n.op)) + ": declared type " + print_type(g_, *ann) +
+                               " does not match inferred type " + print_type(g_, n.type));
         n.type = *ann;
     }
     check_pending(r.id);
@@ -124,8 +124,8 @@ void Parser::check_output_names() {
         const ValueId other = g_.find(tok.text);
         if (other == kNoValue || other == g_.outputs[i] || !g_.node(other).has_result()) continue;
         if (!g_.node(other).name.empty())
-            error(tok.loc, "output name %" + tok.text + " is the name of another value; write 'output %" +
-                               tok.text + "' or bind another name");
+            error(tok.loc, "output name %" + tok.text + " is the name of another value; write 'output %" + tok.text +
+                               "' or bind another name");
         g_.respell_unnamed(other);
     }
 }
@@ -135,8 +135,7 @@ void Parser::check_pending(ValueId root) {
     if (pending_ == kNoValue) return;
     const Node &n = g_.node(pending_);
     error(n.loc, std::string("'") + to_string(n.op) +
-                     "' needs a result type: write it as its own statement '%v = " +
-                     to_string(n.op) + "(...) : type'");
+                     "' needs a result type: write it as its own statement '%v = " + to_string(n.op) + "(...) : type'");
 }
 
 void Parser::define(const Token &name, ValueId id) {
@@ -145,8 +144,7 @@ void Parser::define(const Token &name, ValueId id) {
         Node &o = g_.node(other);
         if (!o.name.empty()) {
             auto it = def_loc_.find(name.text);
-            std::string where = it == def_loc_.end() ? "" :
-                " (first defined at line " + std::to_string(it->second.line) + ")";
+            std::string where = it == def_loc_.end() ? "" : " (first defined at line " + std::to_string(it->second.line) + ")";
             error(name.loc, "redefinition of %" + name.text + where);
         }
         g_.respell_unnamed(other);  // an unnamed value printed as this number
@@ -157,8 +155,7 @@ void Parser::define(const Token &name, ValueId id) {
 
 ValueId Parser::lookup(const Token &v) {
     ValueId id = g_.find(v.text);
-    if (id == kNoValue || !def_loc_.count(v.text))
-        error(v.loc, "use of undefined value %" + v.text);
+    if (id == kNoValue || !def_loc_.count(v.text)) error(v.loc, "use of undefined value %" + v.text);
     if (!g_.node(id).has_result()) error(v.loc, "%" + v.text + " has no value");
     return id;
 }
@@ -170,15 +167,26 @@ TensorType Parser::parse_type() {
     TensorType t{*dt, {}};
     if (peek().kind != Tok::LBracket) return t;
     next();
-    if (peek().kind == Tok::RBracket) { next(); return t; }
+    if (peek().kind == Tok::RBracket) {
+        next();
+        return t;
+    }
     for (;;) {
         Token x = next();
-        if (x.kind == Tok::Int) t.dims.push_back(Dim::fixed(extent(x, x.loc, false)));
-        else if (x.kind == Tok::Minus && peek().kind == Tok::Int) t.dims.push_back(Dim::fixed(extent(next(), x.loc, true)));
-        else if (x.kind == Tok::Ident) t.dims.push_back(Dim::sym(x.text));
-        else if (x.kind == Tok::Value) t.dims.push_back(Dim::ref(lookup(x)));
-        else error(x.loc, "expected a dimension (integer, symbol or %value), got " + describe(x));
-        if (peek().kind == Tok::Comma) { next(); continue; }
+        if (x.kind == Tok::Int)
+            t.dims.push_back(Dim::fixed(extent(x, x.loc, false)));
+        else if (x.kind == Tok::Minus && peek().kind == Tok::Int)
+            t.dims.push_back(Dim::fixed(extent(next(), x.loc, true)));
+        else if (x.kind == Tok::Ident)
+            t.dims.push_back(Dim::sym(x.text));
+        else if (x.kind == Tok::Value)
+            t.dims.push_back(Dim::ref(lookup(x)));
+        else
+            error(x.loc, "expected a dimension (integer, symbol or %value), got " + describe(x));
+        if (peek().kind == Tok::Comma) {
+            next();
+            continue;
+        }
         expect(Tok::RBracket, "',' or ']' in shape");
         return t;
     }
@@ -205,8 +213,9 @@ ValueId Parser::add_constant(const Operand &lit, const TensorType &t) {
         const int64_t hi = t.dtype == DType::I32 ? INT32_MAX : kMaxExactInteger;
         if (!lit.int_fits || lit.ivalue < lo || lit.ivalue > hi)
             error(lit.loc, "integer literal " + lit.text + " is out of range for " + to_string(t.dtype) +
-                               (t.dtype == DType::I32 ? " (32 bits)" : " (integer constants are exact up to 2^53 = " +
-                                                                           std::to_string(kMaxExactInteger) + ")"));
+                               (t.dtype == DType::I32
+                                    ? " (32 bits)"
+                                    : " (integer constants are exact up to 2^53 = " + std::to_string(kMaxExactInteger) + ")"));
         a.value = {(double)lit.ivalue};
     }
     Node n = Node::make(Op::Constant, {}, t, {}, a);
@@ -221,8 +230,10 @@ ValueId Parser::add_node(Op op, std::vector<ValueId> ins, Attrs attrs, SourceLoc
     Node n = Node::make(op, std::move(ins), {}, {}, std::move(attrs));
     n.loc = loc;
     ValueId id = g_.add(std::move(n));
-    if (op_info(op).attrs & kTypeFromAnnotation) pending_ = id;
-    else infer(g_.node(id));
+    if (op_info(op).attrs & kTypeFromAnnotation)
+        pending_ = id;
+    else
+        infer(g_.node(id));
     return id;
 }
 
@@ -236,7 +247,8 @@ void Parser::infer(Node &n) {
         if (n.op == Op::Constant)
             for (double &v : n.attrs.value) {
                 if (is_int(n.type.dtype) && (std::isnan(v) || std::trunc(v) != v))
-                    error(n.loc, "constant value " + print_number(v) + " is not an integer, but type is " + print_type(g_, n.type));
+                    error(n.loc,
+                          "constant value " + print_number(v) + " is not an integer, but type is " + print_type(g_, n.type));
                 v = round_to(n.type.dtype, v);
             }
     } catch (const TypeError &e) {
@@ -246,9 +258,7 @@ void Parser::infer(Node &n) {
 
 }  // namespace tsl
 
-Graph parse(const std::string &text, const std::string &filename) {
-    return tsl::Parser(text, filename).parse_graph();
-}
+Graph parse(const std::string &text, const std::string &filename) { return tsl::Parser(text, filename).parse_graph(); }
 
 Graph parse_file(const std::string &path) {
     std::error_code ec;

@@ -22,7 +22,10 @@ std::string quote(const std::string &s) {
     std::string r = "\"";
     for (char c : s) {
         if (c == '"' || c == '\\') r += '\\';
-        if (c == '\n') { r += "\\n"; continue; }
+        if (c == '\n') {
+            r += "\\n";
+            continue;
+        }
         r += c;
     }
     return r + "\"";
@@ -38,8 +41,7 @@ std::string print_number(double v) {
     char buf[64];
     for (int prec = 1; prec <= 17; ++prec) {
         std::snprintf(buf, sizeof buf, "%.*g", prec, v);
-        if (std::strtod(buf, nullptr) == v && std::signbit(std::strtod(buf, nullptr)) == std::signbit(v))
-            break;
+        if (std::strtod(buf, nullptr) == v && std::signbit(std::strtod(buf, nullptr)) == std::signbit(v)) break;
     }
     return buf;
 }
@@ -93,11 +95,11 @@ std::string print_node(const Graph &g, ValueId id) {
         const Attrs &a = n.attrs;
         if (info.attrs & kAttrValue) {
             sep() << "value=[";
-            for (size_t i = 0; i < a.value.size(); ++i)
-                os << (i ? ", " : "") << print_number(a.value[i], n.type.dtype);
+            for (size_t i = 0; i < a.value.size(); ++i) os << (i ? ", " : "") << print_number(a.value[i], n.type.dtype);
             os << "]";
         }
         if (info.attrs & kAttrAxis) sep() << "axis=" << a.axis;
+        if (info.attrs & kAttrStart) sep() << "start=" << a.start;
         if (info.attrs & kAttrAxes) sep() << "axes=" << int_list(a.axes);
         if ((info.attrs & kAttrKeepDims) && a.keepdims) sep() << "keepdims=true";
         if (info.attrs & kAttrPerm) sep() << "perm=" << int_list(a.perm);
@@ -114,8 +116,7 @@ std::string print_node(const Graph &g, ValueId id) {
 
 std::string print(const Graph &g) {
     std::ostringstream os;
-    os << "graph " << g.name << " mode=" << to_string(g.mode)
-       << " {\n";
+    os << "graph " << g.name << " mode=" << to_string(g.mode) << " {\n";
     for (ValueId id : g.order()) os << "  " << print_node(g, id) << "\n";
     if (!g.outputs.empty()) {
         os << "  output ";

@@ -50,15 +50,18 @@ public:
 private:
     // ---- token helpers ----
     const Token &peek(int k = 0) const { return toks_[std::min(pos_ + k, toks_.size() - 1)]; }
-    Token next() { Token t = peek(); if (pos_ < toks_.size() - 1) ++pos_; return t; }
+    Token next() {
+        Token t = peek();
+        if (pos_ < toks_.size() - 1) ++pos_;
+        return t;
+    }
     [[noreturn]] void error(SourceLoc loc, const std::string &msg) { throw ParseError(file_, loc, msg); }
     Token expect(Tok k, const std::string &what) {
         if (peek().kind != k) error(peek().loc, "expected " + what + ", got " + describe(peek()));
         return next();
     }
     void expect_ident(const std::string &w) {
-        if (peek().kind != Tok::Ident || peek().text != w)
-            error(peek().loc, "expected '" + w + "', got " + describe(peek()));
+        if (peek().kind != Tok::Ident || peek().text != w) error(peek().loc, "expected '" + w + "', got " + describe(peek()));
         next();
     }
 
@@ -90,8 +93,8 @@ private:
     // ---- op calls and attributes (ParseCalls.cpp) ----
     Operand parse_call(const Token &name);
     void check_layout_rank(const Layout &l, int rank, const SourceLoc &loc);
-    void parse_attr(Op op, const Token &key, Attrs &a, Layout &layout, bool &has_perm,
-                    bool &has_axis, bool &has_axes, bool &has_value);
+    void parse_attr(Op op, const Token &key, Attrs &a, Layout &layout, bool &has_perm, bool &has_axis, bool &has_axes,
+                    bool &has_value);
     int64_t signed_int();
     /** An axis or permutation entry: |v| <= 2^31 (no tensor has that many axes). */
     int64_t small_int(const Token &t, bool negative);

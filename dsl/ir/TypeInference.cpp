@@ -10,14 +10,11 @@ namespace tessel::dsl {
 
 namespace {
 
-[[noreturn]] void fail(const Node &n, const std::string &msg) {
-    throw TypeError(std::string(to_string(n.op)) + ": " + msg);
-}
+[[noreturn]] void fail(const Node &n, const std::string &msg) { throw TypeError(std::string(to_string(n.op)) + ": " + msg); }
 
 const TensorType &operand(const Graph &g, const Node &n, size_t i) {
     const Node &in = g.node(n.inputs[i]);
-    if (!in.has_result())
-        fail(n, "operand %" + g.display_name(in.id) + " (" + to_string(in.op) + ") has no value");
+    if (!in.has_result()) fail(n, "operand %" + g.display_name(in.id) + " (" + to_string(in.op) + ") has no value");
     return in.type;
 }
 
@@ -27,35 +24,40 @@ void require_float(const Graph &g, const Node &n, const TensorType &t) {
 
 /** For binary ops: the message names both operands, as every other binary-op error does. */
 void require_float(const Graph &g, const Node &n, const TensorType &a, const TensorType &b) {
-    if (!is_float(a.dtype))
-        fail(n, "expected floating-point operands, got " + print_type(g, a) + " and " +
-                    print_type(g, b));
+    if (!is_float(a.dtype)) fail(n, "expected floating-point operands, got " + print_type(g, a) + " and " + print_type(g, b));
 }
 
 /** numpy broadcasting of two shapes; dims equal or one of them statically 1. */
-std::vector<Dim> broadcast(const Graph &g, const Node &n, const TensorType &a,
-                           const TensorType &b) {
+std::vector<Dim> broadcast(const Graph &g, const Node &n, const TensorType &a, const TensorType &b) {
     int r = std::max(a.rank(), b.rank());
     std::vector<Dim> out(r);
     for (int i = 0; i < r; ++i) {
         int ia = i - (r - a.rank()), ib = i - (r - b.rank());
-        if (ia < 0) { out[i] = b.dims[ib]; continue; }
-        if (ib < 0) { out[i] = a.dims[ia]; continue; }
+        if (ia < 0) {
+            out[i] = b.dims[ib];
+            continue;
+        }
+        if (ib < 0) {
+            out[i] = a.dims[ia];
+            continue;
+        }
         Dim da = resolve_dim(g, a.dims[ia]), db = resolve_dim(g, b.dims[ib]);
-        if (same_dim(g, da, db)) out[i] = a.dims[ia];
-        else if (da.is_static() && da.size == 1) out[i] = b.dims[ib];
-        else if (db.is_static() && db.size == 1) out[i] = a.dims[ia];
+        if (same_dim(g, da, db))
+            out[i] = a.dims[ia];
+        else if (da.is_static() && da.size == 1)
+            out[i] = b.dims[ib];
+        else if (db.is_static() && db.size == 1)
+            out[i] = a.dims[ia];
         else
-            fail(n, "incompatible shapes " + print_type(g, a) + " and " + print_type(g, b) +
-                        " (dim " + std::to_string(i) + ")");
+            fail(n, "incompatible shapes " + print_type(g, a) + " and " + print_type(g, b) + " (dim " + std::to_string(i) + ")");
     }
     return out;
 }
 
 void check_axis(const Graph &g, const Node &n, int64_t axis, const TensorType &t) {
     if (axis < 0 || axis >= t.rank())
-        fail(n, "axis " + std::to_string(axis) + " out of range for rank " +
-                    std::to_string(t.rank()) + " operand " + print_type(g, t));
+        fail(n, "axis " + std::to_string(axis) + " out of range for rank " + std::to_string(t.rank()) + " operand " +
+                    print_type(g, t));
 }
 
 /** The node's own (written or previous) type: dims refer to scalar integers defined earlier, and
@@ -71,17 +73,15 @@ void check_extents(const Graph &g, const Node &n) {
             if (!g.contains(d.value)) fail(n, "dimension refers to an undefined value");
             const Node &dn = g.node(d.value);
             if (!dn.has_result() || !dn.type.is_scalar() || !is_int(dn.type.dtype))
-                fail(n, "dimension %" + g.display_name(d.value) +
-                            " must be a scalar integer value, got " + print_type(g, dn.type));
+                fail(n,
+                     "dimension %" + g.display_name(d.value) + " must be a scalar integer value, got " + print_type(g, dn.type));
             if (auto v = constant_shape_value(g, d.value); v && *v < 1)
-                fail(n, "dimension %" + g.display_name(d.value) + " (" + shape_code_text(g, d.value) +
-                            ") evaluates to " + std::to_string(*v) +
-                            "; extents must be positive (zero-size tensors are not supported)");
+                fail(n, "dimension %" + g.display_name(d.value) + " (" + shape_code_text(g, d.value) + ") evaluates to " +
+                            std::to_string(*v) + "; extents must be positive (zero-size tensors are not supported)");
         }
         const Dim r = resolve_dim(g, d);
         if (r.is_static() && r.size >= 1) {
-            if (numel > kMaxElements / r.size)
-                fail(n, print_type(g, n.type) + " has more than 2^62 elements");
+            if (numel > kMaxElements / r.size) fail(n, print_type(g, n.type) + " has more than 2^62 elements");
             numel *= r.size;
         }
     }
@@ -99,18 +99,27 @@ std::string shape_code_text(const Graph &g, ValueId v) {
 }
 
 std::optional<int64_t> eval_shape_op(Op op, int64_t a, int64_t b, DType dtype, std::string *error) {
-    const char *sym = op == Op::ShapeAdd ? " + " : op == Op::ShapeSub ? " - " : op == Op::ShapeMul ? " * "
-                    : op == Op::ShapeMod ? " mod " : op == Op::ShapeFloorDiv ? " floordiv " : ", ";
+    const char *sym = op == Op::ShapeAdd        ? " + "
+                      : op == Op::ShapeSub      ? " - "
+                      : op == Op::ShapeMul      ? " * "
+                      : op == Op::ShapeMod      ? " mod "
+                      : op == Op::ShapeFloorDiv ? " floordiv "
+                                                : ", ";
     auto fail = [&](const std::string &why) -> std::optional<int64_t> {
-        if (error)
-            *error = std::string(to_string(op)) + ": " + std::to_string(a) + sym + std::to_string(b) + " " + why;
+        if (error) *error = std::string(to_string(op)) + ": " + std::to_string(a) + sym + std::to_string(b) + " " + why;
         return std::nullopt;
     };
     int64_t r = 0;
     switch (op) {
-    case Op::ShapeAdd: if (__builtin_add_overflow(a, b, &r)) return fail("overflows 64 bits"); break;
-    case Op::ShapeSub: if (__builtin_sub_overflow(a, b, &r)) return fail("overflows 64 bits"); break;
-    case Op::ShapeMul: if (__builtin_mul_overflow(a, b, &r)) return fail("overflows 64 bits"); break;
+    case Op::ShapeAdd:
+        if (__builtin_add_overflow(a, b, &r)) return fail("overflows 64 bits");
+        break;
+    case Op::ShapeSub:
+        if (__builtin_sub_overflow(a, b, &r)) return fail("overflows 64 bits");
+        break;
+    case Op::ShapeMul:
+        if (__builtin_mul_overflow(a, b, &r)) return fail("overflows 64 bits");
+        break;
     case Op::ShapeMin: r = std::min(a, b); break;
     case Op::ShapeMax: r = std::max(a, b); break;
     case Op::ShapeFloorDiv: {
@@ -123,7 +132,10 @@ std::optional<int64_t> eval_shape_op(Op op, int64_t a, int64_t b, DType dtype, s
     }
     case Op::ShapeMod: {
         if (b == 0) return fail("divides by zero");
-        if (b == -1) { r = 0; break; }
+        if (b == -1) {
+            r = 0;
+            break;
+        }
         int64_t m = a % b;
         if (m != 0 && ((m < 0) != (b < 0))) m += b;
         r = m;
@@ -131,11 +143,10 @@ std::optional<int64_t> eval_shape_op(Op op, int64_t a, int64_t b, DType dtype, s
     }
     default: return fail("is not shape arithmetic");
     }
-    if (dtype == DType::I32 && (r < INT32_MIN || r > INT32_MAX))
-        return fail("= " + std::to_string(r) + " overflows i32");
+    if (dtype == DType::I32 && (r < INT32_MIN || r > INT32_MAX)) return fail("= " + std::to_string(r) + " overflows i32");
     if (r < -kMaxExactInteger || r > kMaxExactInteger)
-        return fail("= " + std::to_string(r) + " is out of range (shape values are limited to 2^53 = " +
-                    std::to_string(kMaxExactInteger) + ")");
+        return fail("= " + std::to_string(r) +
+                    " is out of range (shape values are limited to 2^53 = " + std::to_string(kMaxExactInteger) + ")");
     return r;
 }
 
@@ -172,7 +183,10 @@ std::optional<int64_t> constant_shape_value(const Graph &g, ValueId v) {
     std::vector<std::pair<ValueId, bool>> stack{{v, false}};
     while (!stack.empty()) {
         auto [id, expanded] = stack.back();
-        if (memo.count(id)) { stack.pop_back(); continue; }
+        if (memo.count(id)) {
+            stack.pop_back();
+            continue;
+        }
         const Node *n = g.contains(id) ? &g.node(id) : nullptr;
         if (!n || !is_shape_scalar(*n) || !is_shape_arith(n->op) || n->inputs.size() != 2) {
             memo[id] = n && is_shape_scalar(*n) ? leaf_shape_value(g, *n) : std::nullopt;
@@ -198,15 +212,12 @@ Dim resolve_dim(const Graph &g, const Dim &d) {
     const Node &n = g.node(d.value);
     if (n.op == Op::ShapeOf && g.contains(n.inputs[0])) {
         const TensorType &t = g.node(n.inputs[0]).type;
-        if (n.attrs.axis >= 0 && n.attrs.axis < t.rank())
-            return resolve_dim(g, t.dims[(size_t)n.attrs.axis]);
+        if (n.attrs.axis >= 0 && n.attrs.axis < t.rank()) return resolve_dim(g, t.dims[(size_t)n.attrs.axis]);
     }
     return d;
 }
 
-bool same_dim(const Graph &g, const Dim &a, const Dim &b) {
-    return resolve_dim(g, a) == resolve_dim(g, b);
-}
+bool same_dim(const Graph &g, const Dim &a, const Dim &b) { return resolve_dim(g, a) == resolve_dim(g, b); }
 
 bool same_type(const Graph &g, const TensorType &a, const TensorType &b) {
     if (a.dtype != b.dtype || a.rank() != b.rank()) return false;
@@ -218,8 +229,7 @@ bool same_type(const Graph &g, const TensorType &a, const TensorType &b) {
 TensorType infer_type(const Graph &g, const Node &n) {
     const OpInfo &info = n.info();
     if ((int)n.inputs.size() != info.arity)
-        fail(n, "expected " + std::to_string(info.arity) + " operand(s), got " +
-                    std::to_string(n.inputs.size()));
+        fail(n, "expected " + std::to_string(info.arity) + " operand(s), got " + std::to_string(n.inputs.size()));
     check_extents(g, n);
     switch (n.op) {
     case Op::Input:
@@ -238,21 +248,23 @@ TensorType infer_type(const Graph &g, const Node &n) {
         size_t k = n.attrs.value.size();
         if (k == 0) fail(n, "constant needs a value");
         if (k > 1) {
-            if (!n.type.all_static())
-                fail(n, "a dense constant needs a static shape, got " + print_type(g, n.type));
+            if (!n.type.all_static()) fail(n, "a dense constant needs a static shape, got " + print_type(g, n.type));
             if ((int64_t)k != n.type.static_numel())
-                fail(n, "constant has " + std::to_string(k) + " values but type " +
-                            print_type(g, n.type) + " holds " +
+                fail(n, "constant has " + std::to_string(k) + " values but type " + print_type(g, n.type) + " holds " +
                             std::to_string(n.type.static_numel()));
         }
         return n.type;
     }
-    case Op::ShapeAdd: case Op::ShapeSub: case Op::ShapeMul: case Op::ShapeFloorDiv:
-    case Op::ShapeMod: case Op::ShapeMin: case Op::ShapeMax: {
+    case Op::ShapeAdd:
+    case Op::ShapeSub:
+    case Op::ShapeMul:
+    case Op::ShapeFloorDiv:
+    case Op::ShapeMod:
+    case Op::ShapeMin:
+    case Op::ShapeMax: {
         const TensorType &a = operand(g, n, 0), &b = operand(g, n, 1);
         if (!a.is_scalar() || !b.is_scalar() || !is_int(a.dtype) || a.dtype != b.dtype)
-            fail(n, "expected two scalar integers of one dtype, got " + print_type(g, a) +
-                        " and " + print_type(g, b));
+            fail(n, "expected two scalar integers of one dtype, got " + print_type(g, a) + " and " + print_type(g, b));
         return a;
     }
     case Op::ShapeOf: {
@@ -263,11 +275,9 @@ TensorType infer_type(const Graph &g, const Node &n) {
     case Op::MatMul: {
         const TensorType &a = operand(g, n, 0), &b = operand(g, n, 1);
         require_float(g, n, a, b);
-        if (a.dtype != b.dtype)
-            fail(n, "dtype mismatch " + print_type(g, a) + " and " + print_type(g, b));
+        if (a.dtype != b.dtype) fail(n, "dtype mismatch " + print_type(g, a) + " and " + print_type(g, b));
         if (a.rank() < 2 || b.rank() < 2)
-            fail(n, "operands must have rank >= 2, got " + print_type(g, a) + " and " +
-                        print_type(g, b));
+            fail(n, "operands must have rank >= 2, got " + print_type(g, a) + " and " + print_type(g, b));
         if (!same_dim(g, a.dims[a.rank() - 1], b.dims[b.rank() - 2]))
             fail(n, "contraction dims differ: " + print_type(g, a) + " and " + print_type(g, b));
         TensorType ba{a.dtype, std::vector<Dim>(a.dims.begin(), a.dims.end() - 2)};
@@ -277,15 +287,48 @@ TensorType infer_type(const Graph &g, const Node &n) {
         r.dims.push_back(b.dims[b.rank() - 1]);
         return r;
     }
-    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Max: case Op::Min: {
+    case Op::Add:
+    case Op::Sub:
+    case Op::Mul:
+    case Op::Div:
+    case Op::Max:
+    case Op::Min:
+    case Op::Less:
+    case Op::LessEqual:
+    case Op::Greater:
+    case Op::GreaterEqual:
+    case Op::Equal:
+    case Op::NotEqual: {
         const TensorType &a = operand(g, n, 0), &b = operand(g, n, 1);
         require_float(g, n, a, b);
-        if (a.dtype != b.dtype)
-            fail(n, "dtype mismatch " + print_type(g, a) + " and " + print_type(g, b));
+        if (a.dtype != b.dtype) fail(n, "dtype mismatch " + print_type(g, a) + " and " + print_type(g, b));
         return TensorType{a.dtype, broadcast(g, n, a, b)};
     }
-    case Op::Gelu: case Op::GeluTanh: case Op::Tanh: case Op::Exp: case Op::Relu: case Op::Neg:
-    case Op::Abs: case Op::Sqrt: case Op::Rsqrt: case Op::Copy: {
+    case Op::Where: {
+        const TensorType &c = operand(g, n, 0), &a = operand(g, n, 1), &b = operand(g, n, 2);
+        require_float(g, n, a, b);
+        require_float(g, n, c);
+        if (a.dtype != b.dtype || c.dtype != a.dtype)
+            fail(n, "dtype mismatch: condition " + print_type(g, c) + ", values " + print_type(g, a) + " and " +
+                        print_type(g, b) + " (a condition is a mask of the values' dtype)");
+        const TensorType ab{a.dtype, broadcast(g, n, a, b)};
+        return TensorType{a.dtype, broadcast(g, n, c, ab)};
+    }
+    case Op::Gelu:
+    case Op::GeluTanh:
+    case Op::Tanh:
+    case Op::Exp:
+    case Op::Relu:
+    case Op::Neg:
+    case Op::Abs:
+    case Op::Sqrt:
+    case Op::Rsqrt:
+    case Op::Log:
+    case Op::Sigmoid:
+    case Op::Silu:
+    case Op::Sin:
+    case Op::Cos:
+    case Op::Copy: {
         const TensorType &a = operand(g, n, 0);
         require_float(g, n, a);
         return a;
@@ -294,8 +337,7 @@ TensorType infer_type(const Graph &g, const Node &n) {
         const TensorType &a = operand(g, n, 0);
         TensorType want{n.type.dtype, a.dims};
         if (!same_type(g, want, n.type))
-            fail(n, "cast keeps the shape: operand " + print_type(g, a) + ", result " +
-                        print_type(g, n.type));
+            fail(n, "cast keeps the shape: operand " + print_type(g, a) + ", result " + print_type(g, n.type));
         return n.type;
     }
     case Op::Transpose: {
@@ -304,20 +346,62 @@ TensorType infer_type(const Graph &g, const Node &n) {
         std::vector<char> seen(a.rank(), 0);
         bool ok = (int)p.size() == a.rank();
         for (int64_t i : p) {
-            if (!ok || i < 0 || i >= a.rank() || seen[i]) { ok = false; break; }
+            if (!ok || i < 0 || i >= a.rank() || seen[i]) {
+                ok = false;
+                break;
+            }
             seen[i] = 1;
         }
-        if (!ok) fail(n, "perm " + [&] { std::string s = "["; for (size_t i = 0; i < p.size(); ++i) s += (i ? ", " : "") + std::to_string(p[i]); return s + "]"; }() +
-                             " is not a permutation of the axes of " + print_type(g, a));
+        if (!ok)
+            fail(
+                n, "perm " +
+                       [&] {
+                           std::string s = "[";
+                           for (size_t i = 0; i < p.size(); ++i) s += (i ? ", " : "") + std::to_string(p[i]);
+                           return s + "]";
+                       }() +
+                       " is not a permutation of the axes of " + print_type(g, a));
         TensorType r{a.dtype, {}};
         for (int64_t i : p) r.dims.push_back(a.dims[(size_t)i]);
+        return r;
+    }
+    case Op::Slice: {
+        const TensorType &a = operand(g, n, 0);
+        check_axis(g, n, n.attrs.axis, a);
+        const int axis = (int)n.attrs.axis;
+        const std::string both = "operand " + print_type(g, a) + ", result " + print_type(g, n.type);
+        if (a.dtype != n.type.dtype || a.rank() != n.type.rank()) fail(n, "slice keeps the dtype and rank: " + both);
+        for (int i = 0; i < a.rank(); ++i)
+            if (i != axis && !same_dim(g, a.dims[(size_t)i], n.type.dims[(size_t)i]))
+                fail(n, "slice along axis " + std::to_string(axis) + " keeps dim " + std::to_string(i) + ": " + both);
+        if (n.attrs.start < 0) fail(n, "start=" + std::to_string(n.attrs.start) + " is negative");
+        const Dim extent = resolve_dim(g, a.dims[(size_t)axis]), size = resolve_dim(g, n.type.dims[(size_t)axis]);
+        if (extent.is_static() && size.is_static() && n.attrs.start + size.size > extent.size)
+            fail(n, "start=" + std::to_string(n.attrs.start) + " plus the result's extent " + std::to_string(size.size) +
+                        " runs past the operand's extent " + std::to_string(extent.size) + " along axis " + std::to_string(axis) +
+                        ": " + both);
+        return n.type;
+    }
+    case Op::Concat: {
+        const TensorType &a = operand(g, n, 0), &b = operand(g, n, 1);
+        check_axis(g, n, n.attrs.axis, a);
+        const int axis = (int)n.attrs.axis;
+        const std::string both = print_type(g, a) + " and " + print_type(g, b);
+        if (a.dtype != b.dtype || a.rank() != b.rank()) fail(n, "concat needs one dtype and rank: " + both);
+        for (int i = 0; i < a.rank(); ++i)
+            if (i != axis && !same_dim(g, a.dims[(size_t)i], b.dims[(size_t)i]))
+                fail(n, "concat along axis " + std::to_string(axis) + " needs dim " + std::to_string(i) + " equal: " + both);
+        const Dim ea = resolve_dim(g, a.dims[(size_t)axis]), eb = resolve_dim(g, b.dims[(size_t)axis]);
+        if (!ea.is_static() || !eb.is_static())
+            fail(n, "concat along axis " + std::to_string(axis) + " needs static extents there: " + both);
+        TensorType r = a;
+        r.dims[(size_t)axis] = Dim::fixed(ea.size + eb.size);
         return r;
     }
     case Op::Reshape: {
         const TensorType &a = operand(g, n, 0);
         if (a.dtype != n.type.dtype)
-            fail(n, "reshape keeps the dtype: operand " + print_type(g, a) + ", result " +
-                        print_type(g, n.type));
+            fail(n, "reshape keeps the dtype: operand " + print_type(g, a) + ", result " + print_type(g, n.type));
         TensorType ra = a, rn = n.type;
         for (Dim &d : ra.dims) d = resolve_dim(g, d);
         for (Dim &d : rn.dims) d = resolve_dim(g, d);
@@ -325,23 +409,24 @@ TensorType infer_type(const Graph &g, const Node &n) {
             fail(n, "element counts differ: " + print_type(g, a) + " and " + print_type(g, n.type));
         return n.type;
     }
-    case Op::ReduceSum: case Op::ReduceMax: case Op::ReduceMean: {
+    case Op::ReduceSum:
+    case Op::ReduceMax:
+    case Op::ReduceMean: {
         const TensorType &a = operand(g, n, 0);
         require_float(g, n, a);
-        if (n.attrs.axes.empty())
-            fail(n, "axes must not be empty (operand " + print_type(g, a) + ")");
+        if (n.attrs.axes.empty()) fail(n, "axes must not be empty (operand " + print_type(g, a) + ")");
         std::vector<char> red(a.rank(), 0);
         for (int64_t ax : n.attrs.axes) {
             check_axis(g, n, ax, a);
-            if (red[ax])
-                fail(n, "axis " + std::to_string(ax) + " listed twice (operand " +
-                            print_type(g, a) + ")");
+            if (red[ax]) fail(n, "axis " + std::to_string(ax) + " listed twice (operand " + print_type(g, a) + ")");
             red[ax] = 1;
         }
         TensorType r{a.dtype, {}};
         for (int i = 0; i < a.rank(); ++i) {
-            if (!red[i]) r.dims.push_back(a.dims[i]);
-            else if (n.attrs.keepdims) r.dims.push_back(Dim::fixed(1));
+            if (!red[i])
+                r.dims.push_back(a.dims[i]);
+            else if (n.attrs.keepdims)
+                r.dims.push_back(Dim::fixed(1));
         }
         return r;
     }
@@ -355,15 +440,13 @@ TensorType infer_type(const Graph &g, const Node &n) {
     case Op::Print:
     case Op::Assert:
         operand(g, n, 0);
-        if (n.op != Op::Print && n.op != Op::Assert && n.attrs.var.empty())
-            fail(n, "needs var=\"name\"");
+        if (n.op != Op::Print && n.op != Op::Assert && n.attrs.var.empty()) fail(n, "needs var=\"name\"");
         return TensorType{};
     }
     fail(n, "unknown op");
 }
 
-Node make_node(const Graph &g, Op op, std::vector<ValueId> inputs, Attrs attrs,
-               std::optional<TensorType> type) {
+Node make_node(const Graph &g, Op op, std::vector<ValueId> inputs, Attrs attrs, std::optional<TensorType> type) {
     Node n = Node::make(op, std::move(inputs), type ? *type : TensorType{}, {}, std::move(attrs));
     n.type = infer_type(g, n);
     return n;

@@ -45,7 +45,6 @@ std::string shape_code_text(const Graph &g, ValueId v);
  * division or mod by zero and for a result outside [-2^53, 2^53] (kMaxExactInteger; i32:
  * outside 32 bits); `error` (if given) then says which, naming the op and both operands:
  * "shape.mul: 4398046511104 * 4398046511104 overflows (shape values are limited to 2^53)". */
-std::optional<int64_t> eval_shape_op(Op op, int64_t a, int64_t b, DType dtype = DType::I64,
-                                     std::string *error = nullptr);
+std::optional<int64_t> eval_shape_op(Op op, int64_t a, int64_t b, DType dtype = DType::I64, std::string *error = nullptr);
 
 }  // namespace tessel::dsl

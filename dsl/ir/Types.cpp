@@ -24,8 +24,10 @@ bool is_int(DType t) { return t == DType::I32 || t == DType::I64; }
 
 int byte_size(DType t) {
     switch (t) {
-    case DType::F32: case DType::I32: return 4;
-    case DType::F16: case DType::BF16: return 2;
+    case DType::F32:
+    case DType::I32: return 4;
+    case DType::F16:
+    case DType::BF16: return 2;
     case DType::I64: return 8;
     }
     return 0;

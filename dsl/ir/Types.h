@@ -38,8 +38,8 @@ int byte_size(DType t);
 struct Dim {
     enum class Kind { Static, Symbol, Value };
     Kind kind = Kind::Static;
-    int64_t size = 0;      ///< Kind::Static
-    std::string symbol;    ///< Kind::Symbol, e.g. "M"
+    int64_t size = 0;          ///< Kind::Static
+    std::string symbol;        ///< Kind::Symbol, e.g. "M"
     ValueId value = kNoValue;  ///< Kind::Value: a rank-0 integer value defined earlier
 
     static Dim fixed(int64_t n) { return Dim{Kind::Static, n, {}, kNoValue}; }
@@ -47,9 +47,7 @@ struct Dim {
     static Dim ref(ValueId v) { return Dim{Kind::Value, 0, {}, v}; }
     bool is_static() const { return kind == Kind::Static; }
     /** Syntactic equality (no resolution through shape code). */
-    bool operator==(const Dim &o) const {
-        return kind == o.kind && size == o.size && symbol == o.symbol && value == o.value;
-    }
+    bool operator==(const Dim &o) const { return kind == o.kind && size == o.size && symbol == o.symbol && value == o.value; }
     bool operator!=(const Dim &o) const { return !(*this == o); }
 };
 

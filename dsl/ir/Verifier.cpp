@@ -43,8 +43,8 @@ std::vector<std::string> verify(const Graph &g) {
         if (!g.contains(o) || !pos.count(o) || !g.node(o).has_result())
             errs.push_back("output " + std::to_string(o) + " is not a value of the graph");
     if (g.output_names.size() > g.outputs.size())
-        errs.push_back(std::to_string(g.output_names.size()) + " output names for " +
-                       std::to_string(g.outputs.size()) + " outputs");
+        errs.push_back(std::to_string(g.output_names.size()) + " output names for " + std::to_string(g.outputs.size()) +
+                       " outputs");
     for (size_t k = 0; k < g.outputs.size() && k < g.output_names.size(); ++k) {
         // A bound name must not also name a value: `output %a = %x` next to a value %a is ambiguous.
         const std::string &name = g.output_names[k];

@@ -24,7 +24,7 @@ std::string key_of(const Node &n) {
         std::memcpy(&b, &v, sizeof b);
         os << std::hex << b << std::dec << ',';
     }
-    os << '|' << a.axis << '|' << a.keepdims << '|' << a.seed << '|';
+    os << '|' << a.axis << '|' << a.start << '|' << a.keepdims << '|' << a.seed << '|';
     for (int64_t x : a.axes) os << x << ',';
     os << '|';
     for (int64_t x : a.perm) os << x << ',';
@@ -51,8 +51,7 @@ bool eliminate_common_subexpressions(Graph &g, RewriteLog *log) {
             why = "pure op with identical op, attributes, operands and type computes the same value";
         } else if (n.op == Op::StateRead) {
             key = "read|" + std::to_string(writes[n.attrs.var]) + "|" + key_of(n);
-            why = "both read state \"" + n.attrs.var +
-                  "\" with no write to it between them in program order";
+            why = "both read state \"" + n.attrs.var + "\" with no write to it between them in program order";
         } else {
             continue;  // inputs, random draws, state writes, print and assert are never merged
         }
@@ -64,8 +63,9 @@ bool eliminate_common_subexpressions(Graph &g, RewriteLog *log) {
         std::string before = print_node(g, id);
         g.replace_all_uses(id, it->second);
         g.erase(id);
-        if (log) log->record({"cse", n.op == Op::StateRead ? "cse-state-read" : "cse-pure", before,
-                              "%" + g.display_name(it->second), why});
+        if (log)
+            log->record(
+                {"cse", n.op == Op::StateRead ? "cse-state-read" : "cse-pure", before, "%" + g.display_name(it->second), why});
         changed = true;
     }
     return changed;

@@ -16,9 +16,9 @@ const char *kPass = "fold-constants";
 std::string explain_dim(const Graph &g, const Dim &from, const Dim &to) {
     const Node &v = g.node(from.value);
     if (v.op == Op::ShapeOf)
-        return "%" + g.display_name(from.value) + " = shape_of(%" + g.display_name(v.inputs[0]) +
-               ")[" + std::to_string(v.attrs.axis) + "] is dim " + std::to_string(v.attrs.axis) +
-               " of %" + g.display_name(v.inputs[0]) + ", which is " + print_dim(g, to);
+        return "%" + g.display_name(from.value) + " = shape_of(%" + g.display_name(v.inputs[0]) + ")[" +
+               std::to_string(v.attrs.axis) + "] is dim " + std::to_string(v.attrs.axis) + " of %" + g.display_name(v.inputs[0]) +
+               ", which is " + print_dim(g, to);
     return "%" + g.display_name(from.value) + " evaluates to the constant " + print_dim(g, to);
 }
 
@@ -106,8 +106,8 @@ bool fold_constants(Graph &g, RewriteLog *log) {
             Dim r = resolve_dim(g, g.node(n.inputs[0]).type.dims[(size_t)n.attrs.axis]);
             if (!r.is_static()) continue;
             replace(g, id, constant_node(DType::I64, {}, {(double)r.size}), "fold-shape-of",
-                    "dim " + std::to_string(n.attrs.axis) + " of %" + g.display_name(n.inputs[0]) +
-                        " is statically " + std::to_string(r.size),
+                    "dim " + std::to_string(n.attrs.axis) + " of %" + g.display_name(n.inputs[0]) + " is statically " +
+                        std::to_string(r.size),
                     log);
             changed = true;
             continue;

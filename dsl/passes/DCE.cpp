@@ -14,8 +14,8 @@ namespace {
 bool is_root(const Graph &g, ValueId id) {
     const Node &n = g.node(id);
     Effect e = n.info().effect;
-    return n.op == Op::Input || e == Effect::WritesState || e == Effect::Observable ||
-           e == Effect::Random || run_time_failure(g, id).kind != Failure::Never;
+    return n.op == Op::Input || e == Effect::WritesState || e == Effect::Observable || e == Effect::Random ||
+           run_time_failure(g, id).kind != Failure::Never;
 }
 
 }  // namespace

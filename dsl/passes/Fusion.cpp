@@ -15,9 +15,9 @@
 
 #include "dsl/analysis/MemoryTraffic.h"
 #include "dsl/analysis/WeightDerived.h"
-#include "dsl/passes/AttentionFusion.h"
 #include "dsl/ir/Printer.h"
 #include "dsl/ir/TypeInference.h"
+#include "dsl/passes/AttentionFusion.h"
 #include "dsl/passes/FusionPolicy.h"
 
 namespace tessel::dsl {
@@ -95,9 +95,11 @@ public:
                 FusionDecision d;
                 if (root_[p] == root_[c]) {
                     // The policy judged all of c's reads from this group when c joined it.
-                    d = FusionDecision::yes("epilogue", nm(g_, p) + " is already in the group of " + nm(g_, c) + " (joined through another operand)");
+                    d = FusionDecision::yes(
+                        "epilogue", nm(g_, p) + " is already in the group of " + nm(g_, c) + " (joined through another operand)");
                 } else if (sealed_.count(root_[p])) {
-                    d = FusionDecision::no("attention", nm(g_, p) + " is written by the online-softmax nest of an attention group; " +
+                    d = FusionDecision::no("attention", nm(g_, p) +
+                                                            " is written by the online-softmax nest of an attention group; " +
                                                             nm(g_, c) + " reads it from memory");
                 } else if (derived(p) != derived(c)) {
                     d = FusionDecision::no("weight-prepare", nm(g_, p) + " is computed from weights alone and prepared once; " +
@@ -169,13 +171,16 @@ private:
                 if (!e.fits) why_not = "the blocks would not fit: " + e.to_string();
                 if (opts_.target.gpu) why_not = "the GPU target " + opts_.target.name + " has no attention schedule yet";
             }
-            if (a && why_not.empty() && std::none_of(a->nodes.begin(), a->nodes.end(), [&](ValueId n) { return attention_root_.count(n) || derived(n); })) {
+            if (a && why_not.empty() && std::none_of(a->nodes.begin(), a->nodes.end(), [&](ValueId n) {
+                    return attention_root_.count(n) || derived(n);
+                })) {
                 for (ValueId n : a->nodes) attention_root_[n] = v;
                 sealed_.insert(v);
                 attention_of_[v] = *a;
                 d = FusionDecision::yes("attention", "softmax(" + std::string(a->scale != 1.0 ? "scale * " : "") + nm(g_, a->q) +
-                                                         " @ " + nm(g_, a->kt) + (a->mask != kNoValue ? " + " + nm(g_, a->mask) : "") +
-                                                         ") @ " + nm(g_, a->v) + " is one online-softmax nest over blocks of " +
+                                                         " @ " + nm(g_, a->kt) +
+                                                         (a->mask != kNoValue ? " + " + nm(g_, a->mask) : "") + ") @ " +
+                                                         nm(g_, a->v) + " is one online-softmax nest over blocks of " +
                                                          std::to_string(kAttentionKvBlock) + " keys: no [S, L] matrix in memory");
             } else if (!why_not.empty()) {
                 d = FusionDecision::no("attention", why_not + "; planned unfused");
@@ -288,8 +293,8 @@ private:
                     if (u.count(cut_[i].p) && u.count(cut_[i].c)) first_cut = std::min(first_cut, i);
         if (first_cut != SIZE_MAX) {
             const Cut &cut = cut_[first_cut];
-            return FusionDecision::no("merge", "would put back together " + nm(g_, cut.p) + " -> " + nm(g_, cut.c) +
-                                      ", cut earlier (" + cut.why + ")");
+            return FusionDecision::no(
+                "merge", "would put back together " + nm(g_, cut.p) + " -> " + nm(g_, cut.c) + ", cut earlier (" + cut.why + ")");
         }
         if (ValueId via = cycle_through(u); via != kNoValue)
             return FusionDecision::no("merge", "would create a cycle between groups through " + nm(g_, via));
@@ -371,7 +376,7 @@ private:
             grp.name = "g" + std::to_string(grp.id) + "_" +
                        sanitize(grp.outputs.empty() ? g_.display_name(grp.nodes.back()) : g_.display_name(grp.outputs[0]));
             grp.estimate = grp.kind == GroupKind::Attention ? attention_estimate(g_, attention_of_.at(r), opts_)
-                                                             : policy_.estimate(g_, grp.nodes, opts_);
+                                                            : policy_.estimate(g_, grp.nodes, opts_);
             plan_.groups.push_back(std::move(grp));
         }
         // Values with several readers: recomputed / computed once inside one group, or materialized.
@@ -383,16 +388,17 @@ private:
             std::vector<std::string> elsewhere;
             for (ValueId u : us)
                 if (!root_.count(u) || root_[u] != root_[v])
-                    elsewhere.push_back(nm(g_, u) + (root_.count(u) ? " (group " + std::to_string(id_of[root_[u]]) + ")"
-                                                                   : " (outside kernels)"));
+                    elsewhere.push_back(
+                        nm(g_, u) + (root_.count(u) ? " (group " + std::to_string(id_of[root_[u]]) + ")" : " (outside kernels)"));
             FusionDecision d;
             const std::string n = std::to_string(us.size());
             if (elsewhere.empty() && !is_output(v)) {
-                const bool cheap = fusion_class(g_, v) == FusionClass::Elementwise ||
-                                   fusion_class(g_, v) == FusionClass::Permutation;
-                d = FusionDecision::yes("multi-consumer",
-                                        cheap ? "recomputed inline in each of its " + n + " readers, all in group " + std::to_string(gv)
-                                              : "computed once in group " + std::to_string(gv) + " and read by its " + n + " readers there");
+                const bool cheap =
+                    fusion_class(g_, v) == FusionClass::Elementwise || fusion_class(g_, v) == FusionClass::Permutation;
+                d = FusionDecision::yes(
+                    "multi-consumer",
+                    cheap ? "recomputed inline in each of its " + n + " readers, all in group " + std::to_string(gv)
+                          : "computed once in group " + std::to_string(gv) + " and read by its " + n + " readers there");
             } else {
                 std::string list;
                 for (const auto &s : elsewhere) list += (list.empty() ? "" : ", ") + s;
@@ -453,10 +459,9 @@ std::string FusionPlan::to_string(const Graph &g) const {
         os << ": " << d.reason << "\n";
     }
     if (decisions.empty()) os << "  (no candidate edges)\n";
-    os << "memory traffic: before fusion " << format_bytes(before.bytes_read) << " read + "
-       << format_bytes(before.bytes_written) << " written = " << format_bytes(before.total())
-       << "; after " << format_bytes(after.bytes_read) << " read + " << format_bytes(after.bytes_written)
-       << " written = " << format_bytes(after.total());
+    os << "memory traffic: before fusion " << format_bytes(before.bytes_read) << " read + " << format_bytes(before.bytes_written)
+       << " written = " << format_bytes(before.total()) << "; after " << format_bytes(after.bytes_read) << " read + "
+       << format_bytes(after.bytes_written) << " written = " << format_bytes(after.total());
     if (!symbol_sizes.empty()) {
         os << " with";
         for (const auto &[sym, n] : symbol_sizes) os << " " << sym << "=" << (n < 0 ? -n : n) << (n < 0 ? " (default)" : "");

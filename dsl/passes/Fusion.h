@@ -90,8 +90,12 @@ struct FusionDecision {
     std::string rule;
     std::string reason;
 
-    static FusionDecision yes(std::string rule, std::string reason) { return {kNoValue, kNoValue, true, std::move(rule), std::move(reason)}; }
-    static FusionDecision no(std::string rule, std::string reason) { return {kNoValue, kNoValue, false, std::move(rule), std::move(reason)}; }
+    static FusionDecision yes(std::string rule, std::string reason) {
+        return {kNoValue, kNoValue, true, std::move(rule), std::move(reason)};
+    }
+    static FusionDecision no(std::string rule, std::string reason) {
+        return {kNoValue, kNoValue, false, std::move(rule), std::move(reason)};
+    }
     explicit operator bool() const { return fused; }
 };
 
@@ -110,9 +114,9 @@ struct ResourceEstimate {
 
 struct FusionGroup {
     int id = 0;
-    std::string name;             ///< a C identifier: "g<id>_<first output>"
-    std::vector<ValueId> nodes;   ///< program order; pure kernel ops only, no Input nodes
-    std::vector<ValueId> outputs; ///< values read outside the group, or graph outputs
+    std::string name;              ///< a C identifier: "g<id>_<first output>"
+    std::vector<ValueId> nodes;    ///< program order; pure kernel ops only, no Input nodes
+    std::vector<ValueId> outputs;  ///< values read outside the group, or graph outputs
     GroupKind kind = GroupKind::Elementwise;
     ResourceEstimate estimate;
     /** Computed from weights alone (dsl/analysis/WeightDerived.h): run once when the weights
@@ -127,9 +131,9 @@ struct TrafficEstimate {
 };
 
 struct FusionPlan {
-    std::vector<FusionGroup> groups;           ///< topological order
-    std::vector<FusionDecision> decisions;     ///< candidate edges in consumer program order, then multi-consumer
-    std::vector<ValueId> outside_kernels;      ///< effects and shape code, program order
+    std::vector<FusionGroup> groups;        ///< topological order
+    std::vector<FusionDecision> decisions;  ///< candidate edges in consumer program order, then multi-consumer
+    std::vector<ValueId> outside_kernels;   ///< effects and shape code, program order
     TrafficEstimate before, after;
     /** Sizes the estimates used for the graph's symbols; negative: -kDefaultSymbolSize, unbound. */
     std::map<std::string, int64_t> symbol_sizes;
@@ -146,14 +150,14 @@ struct FusionPlan {
 struct TargetResources {
     std::string name = "generic";
     int vector_registers = 32;
-    int vector_lanes = 16;                    ///< f32 lanes per vector register
+    int vector_lanes = 16;  ///< f32 lanes per vector register
     int64_t shared_memory_bytes = 48 * 1024;
     int64_t l2_cache_bytes = 1 << 20;
-    bool gpu = false;                         ///< a GPU target (attention groups are CPU-only so far)
+    bool gpu = false;  ///< a GPU target (attention groups are CPU-only so far)
 
-    static TargetResources host_avx2();       ///< 16 x 8 lanes, no shared memory, 256 KiB L2
-    static TargetResources host_avx512();     ///< 32 x 16 lanes, no shared memory, 1 MiB L2
-    static TargetResources cuda_sm90();       ///< 255 regs/thread, 48 KiB static shared, 50 MiB L2
+    static TargetResources host_avx2();    ///< 16 x 8 lanes, no shared memory, 256 KiB L2
+    static TargetResources host_avx512();  ///< 32 x 16 lanes, no shared memory, 1 MiB L2
+    static TargetResources cuda_sm90();    ///< 255 regs/thread, 48 KiB static shared, 50 MiB L2
 };
 
 /** Size used for a symbolic dimension that FusionOptions::symbol_sizes does not bind. */

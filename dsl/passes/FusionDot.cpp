@@ -40,7 +40,8 @@ std::string fusion_plan_to_dot(const Graph &g, const FusionPlan &p) {
         std::string estimate = grp.estimate.to_string();
         estimate = estimate.substr(0, estimate.find(" ("));
         os << "  subgraph cluster_g" << grp.id << " {\n    label=\""
-           << esc("group " + std::to_string(grp.id) + " " + grp.name + " (" + std::string(dsl::to_string(grp.kind)) + ")\n" + estimate)
+           << esc("group " + std::to_string(grp.id) + " " + grp.name + " (" + std::string(dsl::to_string(grp.kind)) + ")\n" +
+                  estimate)
            << "\";\n    style=filled; color=\"#c0c0c0\"; fillcolor=\"#f0f4ff\";\n";
         for (ValueId v : grp.nodes)
             if (placed.insert(v).second) os << "    n" << v << " [label=\"" << esc(node_label(g, v)) << "\"];\n";
@@ -63,8 +64,8 @@ std::string fusion_plan_to_dot(const Graph &g, const FusionPlan &p) {
             os << "  n" << d << " -> n" << v;
             auto it = cut.find({d, v});
             if (it != cut.end())
-                os << " [style=dashed, color=red, fontcolor=red, label=\""
-                   << esc(it->second->rule + ": " + it->second->reason) << "\"]";
+                os << " [style=dashed, color=red, fontcolor=red, label=\"" << esc(it->second->rule + ": " + it->second->reason)
+                   << "\"]";
             os << ";\n";
         });
     }

@@ -29,7 +29,7 @@ FusionClass fusion_class(const Graph &g, ValueId v) {
     case IterSpace::Opaque: break;
     }
     if (n.op == Op::Constant || n.op == Op::CausalMask) return FusionClass::Constant;
-    if (n.op == Op::Reshape) return FusionClass::Reshape;
+    if (n.op == Op::Reshape || n.op == Op::Slice || n.op == Op::Concat) return FusionClass::Reshape;
     return FusionClass::Outside;
 }
 
@@ -93,7 +93,8 @@ std::set<int64_t> reduced_axes(const Graph &g, ValueId r) {
     const Node &n = g.node(r);
     const int rank = g.node(n.inputs[0]).type.rank();
     std::set<int64_t> axes;
-    if (n.op == Op::Softmax) axes.insert(n.attrs.axis < 0 ? n.attrs.axis + rank : n.attrs.axis);
+    if (n.op == Op::Softmax)
+        axes.insert(n.attrs.axis < 0 ? n.attrs.axis + rank : n.attrs.axis);
     else
         for (int64_t a : n.attrs.axes) axes.insert(a < 0 ? a + rank : a);
     return axes;
@@ -156,7 +157,8 @@ std::vector<ReductionRead> reductions_read(const Graph &g, ValueId c, const std:
         const ValueId v = work.back();
         work.pop_back();
         const FusionClass k = fusion_class(g, v);
-        if (k == FusionClass::Reduction) found.push_back(v);
+        if (k == FusionClass::Reduction)
+            found.push_back(v);
         else if (k == FusionClass::Elementwise)
             for (ValueId in : g.node(v).inputs) visit(in, v);
     }
@@ -200,14 +202,13 @@ std::string broadcast_conflict(const Graph &g, const ReductionRead &rr, ValueId 
             const Dim d = resolve_dim(g, n.type.dims[j]);
             const int at = off + j;
             if (at == kept[j] || (d.is_static() && d.size == 1)) continue;
-            const std::string onto = red.count(at) ? ", the axis " + nm(g, r) + " reduced"
-                                                   : " (axis " + std::to_string(at) + " of " + nm(g, x) +
-                                                         "), not axis " + std::to_string(kept[j]);
+            const std::string onto =
+                red.count(at) ? ", the axis " + nm(g, r) + " reduced"
+                              : " (axis " + std::to_string(at) + " of " + nm(g, x) + "), not axis " + std::to_string(kept[j]);
             return nm(g, c) + " : " + print_type(g, cn.type) + " reads " + nm(g, r) + " : " + print_type(g, n.type) +
-                   through(g, rr) + " aligned at the last axis, which puts axis " + std::to_string(j) + " of " +
-                   nm(g, r) + " (kept from axis " + std::to_string(kept[j]) + " of " + nm(g, x) + ") onto axis " +
-                   std::to_string(at) + " of " + nm(g, c) + onto + ": fused, every element of " + nm(g, c) +
-                   " would recompute the reduction";
+                   through(g, rr) + " aligned at the last axis, which puts axis " + std::to_string(j) + " of " + nm(g, r) +
+                   " (kept from axis " + std::to_string(kept[j]) + " of " + nm(g, x) + ") onto axis " + std::to_string(at) +
+                   " of " + nm(g, c) + onto + ": fused, every element of " + nm(g, c) + " would recompute the reduction";
         }
         *how = reads + " broadcast back along the reduced axes " + axes_text(red) + " of the rows it traverses";
         return "";
@@ -216,8 +217,8 @@ std::string broadcast_conflict(const Graph &g, const ReductionRead &rr, ValueId 
         *how = nm(g, c) + " iterates the output space of " + nm(g, r) + through(g, rr);
         return "";
     }
-    return nm(g, c) + " : " + print_type(g, cn.type) + " iterates neither the rows of " + nm(g, r) + " (" +
-           print_type(g, in) + ") nor its result" + through(g, rr);
+    return nm(g, c) + " : " + print_type(g, cn.type) + " iterates neither the rows of " + nm(g, r) + " (" + print_type(g, in) +
+           ") nor its result" + through(g, rr);
 }
 
 /** The first node of `group` that is of class c, or kNoValue. */
@@ -229,8 +230,7 @@ ValueId first_of(const Graph &g, const std::vector<ValueId> &group, FusionClass 
 
 class DefaultFusionPolicy : public FusionPolicy {
 public:
-    FusionDecision producer_consumer(const Graph &g, ValueId p, ValueId c,
-                                     const std::vector<ValueId> &group) const override {
+    FusionDecision producer_consumer(const Graph &g, ValueId p, ValueId c, const std::vector<ValueId> &group) const override {
         const ValueId mm = first_of(g, group, FusionClass::Contraction);
         const ValueId red = first_of(g, group, FusionClass::Reduction);
         const Node &cn = g.node(c);
@@ -244,55 +244,57 @@ public:
                 for (const ReductionRead &rr : reads) {
                     std::string how;
                     const std::string conflict = broadcast_conflict(g, rr, c, &how);
-                    if (!conflict.empty())
-                        return FusionDecision::no("broadcast-back", conflict + "; materialize " + nm(g, p));
+                    if (!conflict.empty()) return FusionDecision::no("broadcast-back", conflict + "; materialize " + nm(g, p));
                     why += (why.empty() ? "" : "; ") + how;
                 }
                 return FusionDecision::yes("broadcast-back", why);
             }
             const char *what = mm != kNoValue ? "in the epilogue of the contraction " : "inline at the output index of ";
             return FusionDecision::yes("epilogue", nm(g, c) + " is elementwise: computed " + what +
-                                       (mm != kNoValue ? nm(g, mm) : nm(g, p)) + ", no intermediate in memory");
+                                                       (mm != kNoValue ? nm(g, mm) : nm(g, p)) + ", no intermediate in memory");
         }
         case FusionClass::Reduction: {
             if (mm != kNoValue)
-                return FusionDecision::no("reduce-input", "the reduction " + nm(g, c) + " spans whole rows of " +
-                                          nm(g, p) + ", the output of contraction " + nm(g, mm) +
-                                          ", whose tile it cannot share; materialize " + nm(g, p));
+                return FusionDecision::no("reduce-input", "the reduction " + nm(g, c) + " spans whole rows of " + nm(g, p) +
+                                                              ", the output of contraction " + nm(g, mm) +
+                                                              ", whose tile it cannot share; materialize " + nm(g, p));
             for (ValueId r : of_class(g, group, FusionClass::Reduction))
                 if (!same_traversal(g, r, c))
                     return FusionDecision::no("reduce-input", nm(g, c) + " reduces axes " + axes_text(reduced_axes(g, c)) +
-                                              " of " + print_type(g, g.node(cn.inputs[0]).type) + " but " + nm(g, r) +
-                                              " in the group reduces axes " + axes_text(reduced_axes(g, r)) + " of " +
-                                              print_type(g, g.node(g.node(r).inputs[0]).type) +
-                                              ": incompatible iteration spaces; materialize " + nm(g, p));
-            return FusionDecision::yes("reduce-input", nm(g, c) + " reads " + nm(g, p) + " inline while reducing axes " +
-                                       axes_text(reduced_axes(g, c)) +
-                                       (red != kNoValue ? ", the same rows " + nm(g, red) + " traverses" : ""));
+                                                                  " of " + print_type(g, g.node(cn.inputs[0]).type) + " but " +
+                                                                  nm(g, r) + " in the group reduces axes " +
+                                                                  axes_text(reduced_axes(g, r)) + " of " +
+                                                                  print_type(g, g.node(g.node(r).inputs[0]).type) +
+                                                                  ": incompatible iteration spaces; materialize " + nm(g, p));
+            return FusionDecision::yes(
+                "reduce-input", nm(g, c) + " reads " + nm(g, p) + " inline while reducing axes " + axes_text(reduced_axes(g, c)) +
+                                    (red != kNoValue ? ", the same rows " + nm(g, red) + " traverses" : ""));
         }
         case FusionClass::Contraction: {
             if (mm != kNoValue)
                 return FusionDecision::no("matmul-operand", "operand " + nm(g, p) + " of " + nm(g, c) +
-                                          " comes from the contraction " + nm(g, mm) +
-                                          "; the k-loop reads whole rows of it, so it is materialized");
+                                                                " comes from the contraction " + nm(g, mm) +
+                                                                "; the k-loop reads whole rows of it, so it is materialized");
             if (red != kNoValue)
-                return FusionDecision::no("matmul-operand", "operand " + nm(g, p) + " of " + nm(g, c) +
-                                          " depends on the reduction " + nm(g, red) +
-                                          " in its group, which the k-loop would re-run per tile; materialize " + nm(g, p));
+                return FusionDecision::no("matmul-operand",
+                                          "operand " + nm(g, p) + " of " + nm(g, c) + " depends on the reduction " + nm(g, red) +
+                                              " in its group, which the k-loop would re-run per tile; materialize " + nm(g, p));
             if (group.size() > kMaxOperandChain)
                 return FusionDecision::no("matmul-operand", "operand chain of " + nm(g, p) + " has " +
-                                          std::to_string(group.size()) + " ops > " + std::to_string(kMaxOperandChain) +
-                                          " to recompute in the k-loop; materialize " + nm(g, p));
-            return FusionDecision::yes("matmul-operand", "operand " + nm(g, p) + " is a cheap elementwise chain of group inputs (" +
-                                       std::to_string(group.size()) + " ops), recomputed in the k-loop of " + nm(g, c));
+                                                                std::to_string(group.size()) + " ops > " +
+                                                                std::to_string(kMaxOperandChain) +
+                                                                " to recompute in the k-loop; materialize " + nm(g, p));
+            return FusionDecision::yes("matmul-operand",
+                                       "operand " + nm(g, p) + " is a cheap elementwise chain of group inputs (" +
+                                           std::to_string(group.size()) + " ops), recomputed in the k-loop of " + nm(g, c));
         }
         case FusionClass::Permutation:
         case FusionClass::Reshape: {
-            const std::string rule = fusion_class(g, c) == FusionClass::Permutation ? "transpose" : "reshape";
+            const std::string rule = fusion_class(g, c) == FusionClass::Permutation ? "transpose" : to_string(cn.op);
             const ValueId heavy = mm != kNoValue ? mm : red;
             if (heavy != kNoValue)
                 return FusionDecision::no(rule, nm(g, c) + " writes " + nm(g, p) + " in another index order than the tiles of " +
-                                          nm(g, heavy) + " produce it; materialize " + nm(g, p));
+                                                    nm(g, heavy) + " produce it; materialize " + nm(g, p));
             return FusionDecision::yes(rule, nm(g, c) + " remaps the index of the elementwise " + nm(g, p) + " inline");
         }
         default: break;
@@ -306,16 +308,17 @@ public:
         // After CSE, two ops computing the same thing exist only when rematerialization placed a
         // recomputation late on purpose; one traversal would compute it early and keep it.
         if (ca == cb && (ca == FusionClass::Contraction || ca == FusionClass::Reduction) && same_computation(g, s, c, 8))
-            return FusionDecision::no("sibling", nm(g, c) + " recomputes " + nm(g, s) +
-                                      " (rematerialized): it stays next to its readers");
+            return FusionDecision::no("sibling",
+                                      nm(g, c) + " recomputes " + nm(g, s) + " (rematerialized): it stays next to its readers");
         if (ca == FusionClass::Contraction && cb == FusionClass::Contraction) {
             if (a.inputs[0] != b.inputs[0]) return std::nullopt;
             if (!same_type(g, a.type, b.type))
                 return FusionDecision::no("sibling", nm(g, s) + " and " + nm(g, c) + " read " + nm(g, a.inputs[0]) +
-                                          " but produce " + print_type(g, a.type) + " and " + print_type(g, b.type));
+                                                         " but produce " + print_type(g, a.type) + " and " +
+                                                         print_type(g, b.type));
             return FusionDecision::yes("sibling", nm(g, s) + " and " + nm(g, c) + " both read " + nm(g, a.inputs[0]) +
-                                       " as left operand with result " + print_type(g, a.type) +
-                                       ": one traversal (a Tuple matmul) reads it once");
+                                                      " as left operand with result " + print_type(g, a.type) +
+                                                      ": one traversal (a Tuple matmul) reads it once");
         }
         if (ca == FusionClass::Reduction && cb == FusionClass::Reduction) {
             std::set<ValueId> sa = row_sources(g, a.inputs[0]), sb = row_sources(g, b.inputs[0]);
@@ -325,11 +328,11 @@ public:
             if (common == kNoValue) return std::nullopt;
             if (!same_traversal(g, s, c))
                 return FusionDecision::no("sibling", nm(g, s) + " and " + nm(g, c) + " both read " + nm(g, common) +
-                                          " but reduce axes " + axes_text(reduced_axes(g, s)) + " and " +
-                                          axes_text(reduced_axes(g, c)));
+                                                         " but reduce axes " + axes_text(reduced_axes(g, s)) + " and " +
+                                                         axes_text(reduced_axes(g, c)));
             return FusionDecision::yes("sibling", nm(g, s) + " and " + nm(g, c) + " reduce axes " +
-                                       axes_text(reduced_axes(g, c)) + " of rows derived from " + nm(g, common) +
-                                       ": one pass over the rows");
+                                                      axes_text(reduced_axes(g, c)) + " of rows derived from " + nm(g, common) +
+                                                      ": one pass over the rows");
         }
         return std::nullopt;
     }
@@ -351,22 +354,23 @@ public:
         auto ra = of_class(g, a, FusionClass::Reduction), rb = of_class(g, b, FusionClass::Reduction);
         if ((!ma.empty() && !rb.empty()) || (!mb.empty() && !ra.empty())) {
             ValueId m = !ma.empty() ? ma[0] : mb[0], r = !ra.empty() ? ra[0] : rb[0];
-            return FusionDecision::no("merge", "one group holds one traversal: contraction " + nm(g, m) +
-                                      " and reduction " + nm(g, r) + " iterate different spaces");
+            return FusionDecision::no("merge", "one group holds one traversal: contraction " + nm(g, m) + " and reduction " +
+                                                   nm(g, r) + " iterate different spaces");
         }
         for (ValueId x : ma)
             for (ValueId y : mb) {
                 const Node &nx = g.node(x), &ny = g.node(y);
                 if (nx.inputs[0] != ny.inputs[0] || !same_type(g, nx.type, ny.type))
                     return FusionDecision::no("merge", "one contraction traversal per group: " + nm(g, x) + " reads " +
-                                              nm(g, nx.inputs[0]) + " and " + nm(g, y) + " reads " + nm(g, ny.inputs[0]));
+                                                           nm(g, nx.inputs[0]) + " and " + nm(g, y) + " reads " +
+                                                           nm(g, ny.inputs[0]));
             }
         for (ValueId x : ra)
             for (ValueId y : rb)
                 if (!same_traversal(g, x, y))
                     return FusionDecision::no("merge", "reductions " + nm(g, x) + " (axes " + axes_text(reduced_axes(g, x)) +
-                                              ") and " + nm(g, y) + " (axes " + axes_text(reduced_axes(g, y)) +
-                                              ") traverse different rows");
+                                                           ") and " + nm(g, y) + " (axes " + axes_text(reduced_axes(g, y)) +
+                                                           ") traverse different rows");
         return FusionDecision::yes("merge", "compatible iteration spaces");
     }
 
@@ -384,9 +388,7 @@ int64_t count_exported(const Graph &g, const std::set<ValueId> &members) {
     return n;
 }
 
-std::string fits_text(int64_t need, int64_t limit) {
-    return need <= limit ? " <= " : " > ";
-}
+std::string fits_text(int64_t need, int64_t limit) { return need <= limit ? " <= " : " > "; }
 
 ResourceEstimate DefaultFusionPolicy::estimate(const Graph &g, const std::vector<ValueId> &nodes,
                                                const FusionOptions &opts) const {
@@ -428,8 +430,8 @@ ResourceEstimate DefaultFusionPolicy::estimate(const Graph &g, const std::vector
         }
         e.registers_f32 = S * TM * TN + std::max(operands, epilogue) + prologue;
         reg_detail = "tile " + std::to_string(TM) + "x" + std::to_string(TN) + ": acc " + std::to_string(S * TM * TN) +
-                     " + max(operands " + std::to_string(operands) + ", epilogue " + std::to_string(epilogue) +
-                     ") + prologue " + std::to_string(prologue);
+                     " + max(operands " + std::to_string(operands) + ", epilogue " + std::to_string(epilogue) + ") + prologue " +
+                     std::to_string(prologue);
         const int64_t BM = 64, BN = 64, BK = 32;
         e.shared_bytes = 4 * (BM * BK + S * BK * BN + X * BN);
         shared_detail = "A 64x32 + " + std::to_string(S) + " B 32x64 + " + std::to_string(X) + " epilogue rows";
@@ -461,8 +463,8 @@ ResourceEstimate DefaultFusionPolicy::estimate(const Graph &g, const std::vector
                 if (!members.count(in) && same_dims(g, g.node(in).type, g.node(in0).type)) full_inputs.insert(in);
         }
         e.registers_f32 = L * ((int64_t)reds.size() + std::min<int64_t>(ew, 3) + 1);
-        reg_detail = std::to_string(reds.size()) + " reductions, " + std::to_string(ew) + " elementwise, " +
-                     std::to_string(L) + " lanes";
+        reg_detail =
+            std::to_string(reds.size()) + " reductions, " + std::to_string(ew) + " elementwise, " + std::to_string(L) + " lanes";
         e.shared_bytes = saturating_mul(4, row);
         shared_detail = "one row of " + std::to_string(row);
         e.cache_bytes = saturating_mul(saturating_mul(4, row), std::max<int64_t>(1, (int64_t)full_inputs.size()));
@@ -486,14 +488,13 @@ ResourceEstimate DefaultFusionPolicy::estimate(const Graph &g, const std::vector
                std::to_string(budget) + " (" + std::to_string(t.vector_registers) + " x " + std::to_string(L) + " lanes)";
     if (e.shared_bytes) {
         e.detail += "; shared " + shared_detail + " = " + format_bytes(e.shared_bytes);
-        e.detail += t.shared_memory_bytes ? fits_text(e.shared_bytes, t.shared_memory_bytes) +
-                                               format_bytes(t.shared_memory_bytes)
-                                         : " (not checked)";
+        e.detail += t.shared_memory_bytes ? fits_text(e.shared_bytes, t.shared_memory_bytes) + format_bytes(t.shared_memory_bytes)
+                                          : " (not checked)";
     }
     if (e.cache_bytes) {
         e.detail += "; cache " + cache_detail + " = " + format_bytes(e.cache_bytes);
-        e.detail += t.l2_cache_bytes ? fits_text(e.cache_bytes, t.l2_cache_bytes) + format_bytes(t.l2_cache_bytes)
-                                     : " (not checked)";
+        e.detail +=
+            t.l2_cache_bytes ? fits_text(e.cache_bytes, t.l2_cache_bytes) + format_bytes(t.l2_cache_bytes) : " (not checked)";
     }
     e.detail += " on " + t.name;
     return e;

@@ -50,8 +50,7 @@ public:
      * whole group, so the answer must cover everything of `group` that c would read inline:
      * through any of its operands in the group and any chain of members behind them (the
      * mechanism does not ask again for c's other operands once c is in the group). */
-    virtual FusionDecision producer_consumer(const Graph &g, ValueId p, ValueId c,
-                                             const std::vector<ValueId> &group) const = 0;
+    virtual FusionDecision producer_consumer(const Graph &g, ValueId p, ValueId c, const std::vector<ValueId> &group) const = 0;
     /** Is `earlier` (in another group) a sibling of c that should share c's traversal?
      * nullopt when the pair is no candidate at all (nothing is logged). */
     virtual std::optional<FusionDecision> sibling(const Graph &g, ValueId earlier, ValueId c) const = 0;
@@ -60,11 +59,9 @@ public:
      * nullopt (the default) promises nothing, and every earlier planned node is asked. */
     virtual std::optional<std::vector<ValueId>> sibling_keys(const Graph &, ValueId) const { return std::nullopt; }
     /** May groups a and b become one group (at most one traversal per group)? */
-    virtual FusionDecision merge(const Graph &g, const std::vector<ValueId> &a,
-                                 const std::vector<ValueId> &b) const = 0;
+    virtual FusionDecision merge(const Graph &g, const std::vector<ValueId> &a, const std::vector<ValueId> &b) const = 0;
     /** What the group `nodes` (in program order) would need on opts.target. */
-    virtual ResourceEstimate estimate(const Graph &g, const std::vector<ValueId> &nodes,
-                                      const FusionOptions &opts) const = 0;
+    virtual ResourceEstimate estimate(const Graph &g, const std::vector<ValueId> &nodes, const FusionOptions &opts) const = 0;
 };
 
 /** The rules documented in Fusion.h and the resource model above. */

@@ -5,8 +5,7 @@
 
 namespace tessel::dsl {
 
-std::optional<std::map<std::string, int64_t>> GroupExtents::concrete(
-    const std::map<std::string, int64_t> &symbols) const {
+std::optional<std::map<std::string, int64_t>> GroupExtents::concrete(const std::map<std::string, int64_t> &symbols) const {
     std::map<std::string, int64_t> out;
     for (const auto &[name, e] : extents) {
         if (e.dim.is_static()) {

@@ -47,7 +47,6 @@ int LayoutCostModel::family(int64_t m) const {
 
 namespace {
 
-
 std::string nm(const Graph &g, ValueId v) { return "%" + g.display_name(v); }
 
 int64_t size_of(const Graph &g, const Dim &d0, const std::map<std::string, int64_t> &sizes) {
@@ -72,7 +71,6 @@ ValueId matmul_reading_rhs(const Graph &g, ValueId v, ValueId reader) {
     }
     return kNoValue;
 }
-
 
 /** How a reader's innermost loop walks a per-call value: which of the value's axes (-1: none,
  * the reader broadcasts along its innermost axis), and what kind of read it is. */
@@ -294,7 +292,8 @@ void assign_per_call(Graph &g, const FusionPlan &plan, const LayoutOptions &opti
             break;
         }
         if (r.chosen > 0 && r.chosen == each && strided_readers > 1) {
-            for (const auto &[member, axis] : strided_members) copies.push_back({v, with_innermost(axis, n.type.rank()), {member}});
+            for (const auto &[member, axis] : strided_members)
+                copies.push_back({v, with_innermost(axis, n.type.rank()), {member}});
         } else if (r.chosen > 0) {
             Pending p{v, r.candidates[r.chosen].layout, {}};
             for (const auto &[member, axis] : strided_members)
@@ -344,8 +343,10 @@ LayoutPlan assign_layouts(Graph &g, const FusionPlan &plan, const LayoutOptions 
         std::string other;
         for (ValueId u : r.readers) {
             const ValueId mm = matmul_reading_rhs(g, v, u);
-            if (mm == kNoValue) other = nm(g, u) + " (" + to_string(g.node(u).op) + ")";
-            else matmuls.push_back(mm);
+            if (mm == kNoValue)
+                other = nm(g, u) + " (" + to_string(g.node(u).op) + ")";
+            else
+                matmuls.push_back(mm);
         }
         // Costs over the expected shapes, in bytes at the row-major read rate.
         const int64_t elem = byte_size(t.dtype);
@@ -364,8 +365,10 @@ LayoutPlan assign_layouts(Graph &g, const FusionPlan &plan, const LayoutOptions 
                     const int64_t m = size_of(g, g.node(mm).type.dims[g.node(mm).type.rank() - 2], sizes);
                     const int f = model.family(m);
                     const double bytes = (double)k * padded * elem;
-                    if (panels) total += weight * bytes / model.panel_rate[f];
-                    else total += weight * bytes * (f == 3 ? 1.0 + model.gemm_pack_bytes : 1.0);
+                    if (panels)
+                        total += weight * bytes / model.panel_rate[f];
+                    else
+                        total += weight * bytes * (f == 3 ? 1.0 + model.gemm_pack_bytes : 1.0);
                 }
             }
             return total;
@@ -382,7 +385,8 @@ LayoutPlan assign_layouts(Graph &g, const FusionPlan &plan, const LayoutOptions 
         }
         if (!n.layout.empty()) {
             r.forced = true;
-            auto it = std::find_if(r.candidates.begin(), r.candidates.end(), [&](const LayoutCandidate &c) { return c.layout == n.layout; });
+            auto it = std::find_if(r.candidates.begin(), r.candidates.end(),
+                                   [&](const LayoutCandidate &c) { return c.layout == n.layout; });
             if (it == r.candidates.end()) {
                 r.candidates.push_back({n.layout, 0, 0, "set in the text"});
                 it = r.candidates.end() - 1;
@@ -429,14 +433,17 @@ std::string LayoutPlan::to_string(const Graph &g) const {
         for (size_t i = 0; i < r.candidates.size(); i++) {
             const LayoutCandidate &c = r.candidates[i];
             os << "  " << (i == r.chosen ? "* " : "  ");
-            if (per_call) os << (i == 0 ? "no copy" : "copy to " + name(c.layout));
-            else os << name(c.layout);
+            if (per_call)
+                os << (i == 0 ? "no copy" : "copy to " + name(c.layout));
+            else
+                os << name(c.layout);
             os << ": " << (int64_t)c.per_call_bytes << " B per call" << (i == 0 ? " (forcing the producer's layout)" : "");
             if (!per_call) os << ", one-time " << c.one_time_bytes << " B";
             os << "; " << c.why << "\n";
         }
-        os << "  -> " << (per_call ? (r.chosen == 0 ? std::string("no copy") : "copy to " + name(r.candidates[r.chosen].layout))
-                                   : name(r.candidates[r.chosen].layout))
+        os << "  -> "
+           << (per_call ? (r.chosen == 0 ? std::string("no copy") : "copy to " + name(r.candidates[r.chosen].layout))
+                        : name(r.candidates[r.chosen].layout))
            << ": " << r.reason;
         for (ValueId c : r.copies) os << (c == r.copies.front() ? "; inserted " : ", ") << nm(g, c);
         os << "\n";

@@ -72,9 +72,9 @@ namespace tessel::dsl {
  * (mr <= M <= decode_max_m), gemm (larger M). Defaults: measured by `make bench` (the layout
  * rows, docs/results/layouts_cpu.txt); see LayoutCostModel::measured(). */
 struct LayoutCostModel {
-    int panel_width = 48;     ///< columns of the register block (CpuBlocking::nr)
-    int mr = 8;               ///< rows of the register block
-    int decode_max_m = 16;    ///< largest M of the split-K nests
+    int panel_width = 48;   ///< columns of the register block (CpuBlocking::nr)
+    int mr = 8;             ///< rows of the register block
+    int decode_max_m = 16;  ///< largest M of the split-K nests
     /** Read rate of panels relative to row-major, per family: gemv, decode, split-K gemm, gemm. */
     double panel_rate[4] = {1.0, 1.0, 1.0, 1.0};
     /** Extra bytes per byte of w the gemm nest moves packing a row-major w per call (read strided,
@@ -92,21 +92,21 @@ struct LayoutCostModel {
 };
 
 struct LayoutCandidate {
-    Layout layout;              ///< per-call regions: the layout of the copy (empty: no copy)
-    double per_call_bytes = 0;  ///< cost per call, in bytes read at the row-major rate
-    int64_t one_time_bytes = 0; ///< converting when prepared (0: the layout it is computed in)
+    Layout layout;               ///< per-call regions: the layout of the copy (empty: no copy)
+    double per_call_bytes = 0;   ///< cost per call, in bytes read at the row-major rate
+    int64_t one_time_bytes = 0;  ///< converting when prepared (0: the layout it is computed in)
     std::string why;
 };
 
 struct LayoutRegion {
     enum class Kind { Weight, PerCall } kind = Kind::Weight;
     ValueId value = kNoValue;
-    std::vector<ValueId> readers;           ///< per-call ops that read the value
-    std::vector<LayoutCandidate> candidates; ///< candidates[0] is the producer's (row-major)
+    std::vector<ValueId> readers;             ///< per-call ops that read the value
+    std::vector<LayoutCandidate> candidates;  ///< candidates[0] is the producer's (row-major)
     size_t chosen = 0;
-    bool forced = false;                    ///< the text set the layout; not changed
+    bool forced = false;  ///< the text set the layout; not changed
     std::string reason;
-    std::vector<ValueId> copies;            ///< the copies inserted (a weight's: its prepared copy)
+    std::vector<ValueId> copies;  ///< the copies inserted (a weight's: its prepared copy)
 };
 
 struct LayoutPlan {

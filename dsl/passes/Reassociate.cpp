@@ -28,8 +28,8 @@ bool interior(const Graph &g, ValueId v, const Node &root) {
 }
 
 /** Leaves of the chain rooted at `id`, left to right; `shape` gets its bracketing. */
-void collect(const Graph &g, ValueId id, const Node &root, bool is_root,
-             std::vector<ValueId> *leaves, std::vector<ValueId> *inner, std::string *shape) {
+void collect(const Graph &g, ValueId id, const Node &root, bool is_root, std::vector<ValueId> *leaves,
+             std::vector<ValueId> *inner, std::string *shape) {
     if (!is_root && !interior(g, id, root)) {
         leaves->push_back(id);
         *shape += "%" + g.display_name(id);
@@ -44,8 +44,7 @@ void collect(const Graph &g, ValueId id, const Node &root, bool is_root,
     *shape += ")";
 }
 
-std::string plan_shape(const Graph &g, const std::vector<ValueId> &vars,
-                       const std::vector<ValueId> &consts, Op op) {
+std::string plan_shape(const Graph &g, const std::vector<ValueId> &vars, const std::vector<ValueId> &consts, Op op) {
     const char *sym = op == Op::Add ? " + " : " * ";
     auto chain = [&](const std::vector<ValueId> &xs) {
         std::string s = "%" + g.display_name(xs[0]);
@@ -81,8 +80,7 @@ bool reassociate(Graph &g, RewriteLog *log) {
         if (after == before) continue;
         auto combine = [&](const std::vector<ValueId> &xs) {
             ValueId acc = xs[0];
-            for (size_t i = 1; i < xs.size(); ++i)
-                acc = g.insert_before(id, make_node(g, root.op, {acc, xs[i]}));
+            for (size_t i = 1; i < xs.size(); ++i) acc = g.insert_before(id, make_node(g, root.op, {acc, xs[i]}));
             return acc;
         };
         ValueId v = combine(vars);
@@ -90,8 +88,8 @@ bool reassociate(Graph &g, RewriteLog *log) {
         g.replace_all_uses(id, v);
         for (ValueId x : inner) g.erase(x);
         if (log)
-            log->record({"reassociate", root.op == Op::Add ? "reassociate-add" : "reassociate-mul",
-                         before, after + "  (as " + print_node(g, v) + ")",
+            log->record({"reassociate", root.op == Op::Add ? "reassociate-add" : "reassociate-mul", before,
+                         after + "  (as " + print_node(g, v) + ")",
                          "fast mode allows reassociation (it may change rounding); variables "
                          "ordered by id and constants grouped to expose folding and CSE"});
         changed = true;

@@ -28,8 +28,21 @@ double op_flops(const Graph &g, ValueId v, const std::map<std::string, int64_t> 
         return 2 * out * (double)dim_size(g, a.type.dims.back(), symbols);
     }
     case Op::Softmax: return 4 * (double)value_numel(g, n.inputs[0], symbols);
-    case Op::Gelu: case Op::GeluTanh: case Op::Tanh: case Op::Exp: return 10 * out;  // a polynomial each
-    case Op::Transpose: case Op::Reshape: case Op::Constant: case Op::Input: return 0;
+    case Op::Gelu:
+    case Op::GeluTanh:
+    case Op::Tanh:
+    case Op::Exp:
+    case Op::Log:
+    case Op::Sigmoid:
+    case Op::Silu:
+    case Op::Sin:
+    case Op::Cos: return 10 * out;  // a polynomial each
+    case Op::Transpose:
+    case Op::Reshape:
+    case Op::Slice:
+    case Op::Concat:
+    case Op::Constant:
+    case Op::Input: return 0;
     default:
         if (is_reduction(n.op)) return (double)value_numel(g, n.inputs[0], symbols);
         return out;
@@ -40,8 +53,8 @@ std::string RematDecision::to_string() const {
     std::ostringstream os;
     os << (applied ? "[recompute] " : "[keep] ") << "%" << value_name << " (" << format_bytes(bytes) << ") for readers from step "
        << late_step << ": " << cone_ops << " ops, +" << extra_flops << " FLOP, traffic " << (traffic_delta >= 0 ? "+" : "")
-       << format_bytes(traffic_delta >= 0 ? traffic_delta : -traffic_delta) << (traffic_delta >= 0 ? "" : " saved")
-       << ", net " << net_seconds * 1e6 << " us; peak " << format_bytes(peak_before) << " -> " << format_bytes(peak_after)
+       << format_bytes(traffic_delta >= 0 ? traffic_delta : -traffic_delta) << (traffic_delta >= 0 ? "" : " saved") << ", net "
+       << net_seconds * 1e6 << " us; peak " << format_bytes(peak_before) << " -> " << format_bytes(peak_after)
        << ", bytes x steps " << byte_steps_before << " -> " << byte_steps_after << ": " << reason;
     return os.str();
 }
@@ -50,7 +63,9 @@ std::string RematResult::to_string() const {
     std::ostringstream os;
     if (!skipped.empty()) return "rematerialization skipped: " + skipped + "\n";
     os << "rematerialization: peak " << format_bytes(peak_before) << " -> " << format_bytes(peak_after);
-    if (budget) os << ", budget " << format_bytes(*budget) << (fits ? " (fits)" : " (does not fit: over by " + format_bytes(peak_after - *budget) + ")");
+    if (budget)
+        os << ", budget " << format_bytes(*budget)
+           << (fits ? " (fits)" : " (does not fit: over by " + format_bytes(peak_after - *budget) + ")");
     os << "\n";
     for (const auto &d : decisions) os << "  " << d.to_string() << "\n";
     return os.str();

@@ -55,10 +55,10 @@ constexpr size_t kMaxRematKernelOps = 2000;
 constexpr size_t kMaxRematCandidates = 24;
 
 struct RematOptions {
-    FusionOptions fusion;                      ///< how groups are planned (as the compiler will)
-    std::map<std::string, int64_t> symbols;    ///< concrete sizes for the memory plan
-    std::optional<int64_t> memory_budget;      ///< bytes of planned peak (arena) allowed
-    double flops_per_second = 1.5e11;          ///< machine numbers for the time terms
+    FusionOptions fusion;                    ///< how groups are planned (as the compiler will)
+    std::map<std::string, int64_t> symbols;  ///< concrete sizes for the memory plan
+    std::optional<int64_t> memory_budget;    ///< bytes of planned peak (arena) allowed
+    double flops_per_second = 1.5e11;        ///< machine numbers for the time terms
     double bytes_per_second = 2.0e10;
     size_t max_cone_ops = 8;
     int max_rounds = 32;
@@ -75,15 +75,15 @@ struct RematOptions {
 struct RematDecision {
     ValueId value = kNoValue;
     std::string value_name;
-    int late_step = 0;                 ///< readers at this step and after get the clone
+    int late_step = 0;  ///< readers at this step and after get the clone
     bool applied = false;
     size_t cone_ops = 0;
     int64_t bytes = 0;
     int64_t peak_before = 0, peak_after = 0;
     int64_t byte_steps_before = 0, byte_steps_after = 0;
     double extra_flops = 0;
-    int64_t traffic_delta = 0;         ///< fused plan's bytes moved, after - before
-    double net_seconds = 0;            ///< extra FLOPs / F + traffic_delta / B
+    int64_t traffic_delta = 0;  ///< fused plan's bytes moved, after - before
+    double net_seconds = 0;     ///< extra FLOPs / F + traffic_delta / B
     std::string reason;
     std::string to_string() const;
 };
@@ -93,8 +93,8 @@ struct RematResult {
     std::vector<RematDecision> decisions;  ///< in the order they were weighed
     int64_t peak_before = 0, peak_after = 0;
     std::optional<int64_t> budget;
-    bool fits = true;                      ///< peak_after <= budget (true without a budget)
-    std::string skipped;                   ///< why the graph was not considered at all (too large)
+    bool fits = true;     ///< peak_after <= budget (true without a budget)
+    std::string skipped;  ///< why the graph was not considered at all (too large)
     std::string to_string() const;
 };
 

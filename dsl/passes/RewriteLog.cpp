@@ -12,8 +12,7 @@ std::vector<RewriteRecord> RewriteLog::with_rule(const std::string &rule) const 
 std::string RewriteLog::to_string() const {
     std::string s;
     for (const auto &r : records_)
-        s += "[" + r.pass + "] " + r.rule + ": " + r.before + "\n    -> " + r.after +
-             "\n    why: " + r.why + "\n";
+        s += "[" + r.pass + "] " + r.rule + ": " + r.before + "\n    -> " + r.after + "\n    why: " + r.why + "\n";
     return s;
 }
 

@@ -49,7 +49,7 @@ int main() {
             const double want = 0.5 * acc * (1 + std::erf(acc / std::sqrt(2.0)));
             worst = std::fmax(worst, std::fabs(y[m * N + n] - want) / (1 + std::fabs(want)));
         }
-    std::printf("gelu_layer: %smax relative error %.2e; first result %.2f ms after main() began\n", gelu_layer_variants(),
-                worst, first_ms);
+    std::printf("gelu_layer: %smax relative error %.2e; first result %.2f ms after main() began\n", gelu_layer_variants(), worst,
+                first_ms);
     return worst < 1e-4 ? 0 : 1;
 }

@@ -27,7 +27,8 @@ public:
         return out;
     }
     /** Ten rounds of the formula's time: equal times tie, different ones separate. */
-    std::vector<Measurement> measure_interleaved(const MeasureTask &, const std::vector<sched::ScheduleSpec> &candidates) override {
+    std::vector<Measurement> measure_interleaved(const MeasureTask &,
+                                                 const std::vector<sched::ScheduleSpec> &candidates) override {
         std::vector<Measurement> out;
         for (const auto &c : candidates) {
             interleaved_calls++;

@@ -14,8 +14,8 @@
 #include "lowering/ScheduleGroup.h"
 #include "schedules/GroupSchedules.h"
 #include "tests/TempDir.h"
-#include "tests/autoscheduler/FakeMeasurer.h"
 #include "tests/TensorCompare.h"
+#include "tests/autoscheduler/FakeMeasurer.h"
 
 #include <doctest/doctest.h>
 
@@ -166,11 +166,11 @@ TEST_CASE("points of the group-kind space match the interpreter at awkward sizes
     const TargetModel m = TargetModel::for_target(host);
     const int64_t L = m.cpu.lanes;
     const std::vector<Shape> shapes = {
-        {{"M", 1}, {"N", 1}, {"K", 1}},                 // one element
-        {{"M", 13}, {"N", 37}, {"K", 37}},              // primes
-        {{"M", 2}, {"N", L - 1}, {"K", L - 1}},         // a row shorter than one vector
+        {{"M", 1}, {"N", 1}, {"K", 1}},                   // one element
+        {{"M", 13}, {"N", 37}, {"K", 37}},                // primes
+        {{"M", 2}, {"N", L - 1}, {"K", L - 1}},           // a row shorter than one vector
         {{"M", 67}, {"N", 4 * L + 3}, {"K", 4 * L + 3}},  // past four vectors, rows not a task multiple
-        {{"M", 3}, {"N", 70001}, {"K", 5}},             // rank 1: several blocks and a tail
+        {{"M", 3}, {"N", 70001}, {"K", 5}},               // rank 1: several blocks and a tail
     };
     struct Case {
         const char *name;
@@ -188,7 +188,8 @@ TEST_CASE("points of the group-kind space match the interpreter at awkward sizes
         // for every size, so each runs at every shape below.
         for (size_t pick = 0;; pick += 3) {
             bool any = false;
-            const ScheduleChooser choose = [&](const dsl::FusionGroup &fg, const lower::LoweredGroup &) -> std::optional<sched::ScheduleSpec> {
+            const ScheduleChooser choose = [&](const dsl::FusionGroup &fg,
+                                               const lower::LoweredGroup &) -> std::optional<sched::ScheduleSpec> {
                 if (fg.kind == dsl::GroupKind::MatmulEpilogue) return std::nullopt;
                 const Workload w = workload_of(c.p, fg, {{"M", 256}, {"N", 4096}, {"K", 4096}});
                 const auto kept = prune(enumerate_space(w, m), w, m);

@@ -5,15 +5,15 @@
  */
 #include "autoscheduler/Measurer.h"
 
+#include "algorithms/GeluMlp.h"
 #include "baselines/GeluReference.h"
 #include "codegen/Compile.h"
-#include "dsl/Simplify.h"
-#include "dsl/passes/Fusion.h"
-#include "algorithms/GeluMlp.h"
 #include "driver/GeluLayer.h"
 #include "driver/HalideAutoschedulers.h"
-#include "support/Random.h"
+#include "dsl/Simplify.h"
+#include "dsl/passes/Fusion.h"
 #include "schedules/Library.h"
+#include "support/Random.h"
 
 #include "tests/GeluMlpText.h"
 
@@ -49,10 +49,9 @@ TEST_CASE("isolated measurer: crash and hang are recorded, good candidates still
     // (about 0.5 s here, more when ctest runs tests in parallel).
     task.timeout_seconds = 5;
     std::vector<std::string> lines;
-    std::vector<Measurement> r = m.measure(task, {good("first"), good("crashes"), good("hangs"), good("last")},
-                                           [&](int done, int total, double best, double eta) {
-                                               lines.push_back(format_progress(done, total, best, eta, 4));
-                                           });
+    std::vector<Measurement> r = m.measure(
+        task, {good("first"), good("crashes"), good("hangs"), good("last")},
+        [&](int done, int total, double best, double eta) { lines.push_back(format_progress(done, total, best, eta, 4)); });
     REQUIRE(r.size() == 4);
     CHECK(r[0].status == Status::Ok);
     CHECK(r[1].status == Status::Crash);
@@ -145,7 +144,11 @@ TEST_CASE("task and measurement JSON round-trip") {
 }
 
 TEST_CASE("progress bar") {
-    struct Row { int done, total; double best, eta; const char *want; };
+    struct Row {
+        int done, total;
+        double best, eta;
+        const char *want;
+    };
     const Row rows[] = {
         {0, 10, 0, 0, "[----------] 0/10 best - eta 0 s"},
         {5, 10, 1.234, 12.4, "[#####-----] 5/10 best 1.23 ms eta 12 s"},

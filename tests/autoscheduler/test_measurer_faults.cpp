@@ -8,12 +8,12 @@
  * commit succeeds. Faults are the test hooks of MeasureTask.h, injected in the real child.
  */
 #include "autoscheduler/Measurer.h"
-#include "support/Clock.h"
 #include "autoscheduler/Tuner.h"
 #include "autoscheduler/TuningDatabase.h"
 #include "codegen/Compile.h"
 #include "dsl/Simplify.h"
 #include "dsl/passes/Fusion.h"
+#include "support/Clock.h"
 
 #include "tests/TempDir.h"
 
@@ -23,15 +23,15 @@
 
 #include <algorithm>
 
-#include <chrono>
-#include <csignal>
-#include <cmath>
 #include <dirent.h>
-#include <fstream>
 #include <sys/prctl.h>
 #include <sys/wait.h>
-#include <thread>
 #include <unistd.h>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <fstream>
+#include <thread>
 
 using namespace tessel;
 using namespace tessel::autosched;
@@ -126,7 +126,9 @@ TEST_CASE("faulty children: each fault is a recorded failure and the good candid
         }
     }
     // The wrong result names the output, the element and both values, and carries the error.
-    const size_t wrong = (size_t)(std::find_if(used.begin(), used.end(), [](const Row &r) { return r.fault == Fault::WrongResult; }) - used.begin());
+    const size_t wrong =
+        (size_t)(std::find_if(used.begin(), used.end(), [](const Row &r) { return r.fault == Fault::WrongResult; }) -
+                 used.begin());
     CHECK(contains(got[wrong].message, "output 'y' element 0"));
     CHECK(got[wrong].max_error > 0.1);
 }
@@ -150,9 +152,13 @@ TEST_CASE("the output cap is the measurer's: a smaller one stops a smaller flood
 }
 
 TEST_CASE("validate_measurement: only finite, non-negative times with samples are Ok") {
-    struct Row { double median; std::vector<double> samples; bool ok; };
-    const Row rows[] = {{1.0, {1.0}, true}, {0.0, {0.0}, true},  {-1.0, {1.0}, false}, {NAN, {1.0}, false},
-                        {INFINITY, {1.0}, false}, {1.0, {}, false}, {1.0, {1.0, -0.5}, false}, {1.0, {NAN}, false}};
+    struct Row {
+        double median;
+        std::vector<double> samples;
+        bool ok;
+    };
+    const Row rows[] = {{1.0, {1.0}, true},       {0.0, {0.0}, true}, {-1.0, {1.0}, false},      {NAN, {1.0}, false},
+                        {INFINITY, {1.0}, false}, {1.0, {}, false},   {1.0, {1.0, -0.5}, false}, {1.0, {NAN}, false}};
     for (const Row &r : rows) {
         Measurement m;
         m.median_ms = r.median;
@@ -183,15 +189,16 @@ TEST_CASE("a measuring child dies with its parent, even one killed with SIGKILL"
             task.timeout_seconds = 600;
             task.fault = Fault::Hang;
             m.measure_one(task, good("hangs"));
-        } catch (...) {
-        }
+        } catch (...) {}
         _exit(0);
     }
     pid_t child = -1;
     for (int i = 0; i < 500 && child < 0; i++) {
         const auto kids = children_of(tuner);
-        if (!kids.empty()) child = kids[0];
-        else std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        if (!kids.empty())
+            child = kids[0];
+        else
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     REQUIRE(child > 0);
     std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let it get past exec
@@ -202,8 +209,10 @@ TEST_CASE("a measuring child dies with its parent, even one killed with SIGKILL"
     bool ended = false;
     for (int i = 0; i < 500 && !ended; i++) {
         const pid_t r = waitpid(child, &st, WNOHANG);
-        if (r == child) ended = true;
-        else std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        if (r == child)
+            ended = true;
+        else
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     if (!ended) {
         kill(child, SIGKILL);

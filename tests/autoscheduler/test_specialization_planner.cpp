@@ -30,7 +30,16 @@ VariantCosts fallback() {
 }
 
 std::vector<VariantCosts> candidates() {
-    VariantCosts gemv{"gemv", {{"M", sched::GuardOp::Eq, 1, }}, {{m(1), 4e-4}}, 0.6, 5, 40000};
+    VariantCosts gemv{"gemv",
+                      {{
+                          "M",
+                          sched::GuardOp::Eq,
+                          1,
+                      }},
+                      {{m(1), 4e-4}},
+                      0.6,
+                      5,
+                      40000};
     VariantCosts decode{"decode", {{"M", sched::GuardOp::Le, 16}}, {}, 0.8, 2, 60000};
     for (long M : {1, 4, 16}) decode.seconds_per_call[m(M)] = 5e-4 + M * 3e-5;
     VariantCosts big{"gemm_m256", {{"M", sched::GuardOp::Eq, 256}}, {{m(256), 4.2e-3}}, 1.2, 30, 250000};
@@ -99,8 +108,8 @@ TEST_CASE("planner: shapes outside a candidate's guards or times go to the next 
     const auto c = candidates();
     // decode has no time for M = 1 here: gemv's guard fails for M = 4, so M = 4 goes to decode.
     const PlanTotals t = plan_totals(decode_heavy(), one(c, fallback()), {{0, 1}}, {});
-    const double calls = 90000 * 4e-4 + 5000 * (5e-4 + 4 * 3e-5) + 3000 * (5e-4 + 16 * 3e-5) +
-                         200 * (2e-3 + 64e-5) + 100 * (2e-3 + 256e-5);
+    const double calls =
+        90000 * 4e-4 + 5000 * (5e-4 + 4 * 3e-5) + 3000 * (5e-4 + 16 * 3e-5) + 200 * (2e-3 + 64e-5) + 100 * (2e-3 + 256e-5);
     CHECK(t.run_seconds == doctest::Approx(calls));
     CHECK_THROWS_WITH(plan_specializations(parse_shape_profile("M=2 K=1 N=1 calls=1"), one(c, fallback())),
                       doctest::Contains("no time for the profiled shape K=1 M=2 N=1"));
@@ -119,7 +128,8 @@ TEST_CASE("planner: greedy search past the exhaustive limit finds the same plan 
     const SpecializationPlan p = plan_specializations(profile, one(per_shape, f));
     CHECK(p.search.find("greedy") == 0);
     // Worth it where 1000 calls x 0.9 ms = 0.9 s > 0.05 s; not where 1 call saves 0.9 ms.
-    for (const auto &e : profile) CHECK(p.served_by[0].at(e.shape) == (e.calls > 1 ? "m" + std::to_string(e.shape.at("M")) : "gemm"));
+    for (const auto &e : profile)
+        CHECK(p.served_by[0].at(e.shape) == (e.calls > 1 ? "m" + std::to_string(e.shape.at("M")) : "gemm"));
     CHECK(regret(p.totals.total(), {p.fallback_only.total(), p.every_candidate.total()}) == 0);
     CHECK(regret(2.0, {1.0, 4.0}) == doctest::Approx(1.0));
 }

@@ -3,11 +3,11 @@
 #include "autoscheduler/Coverage.h"
 #include "autoscheduler/Pruning.h"
 #include "autoscheduler/Tuner.h"
+#include "baselines/GeluReference.h"
 #include "codegen/Compile.h"
+#include "driver/GeluLayer.h"
 #include "dsl/Simplify.h"
 #include "dsl/passes/Fusion.h"
-#include "driver/GeluLayer.h"
-#include "baselines/GeluReference.h"
 #include "schedules/Library.h"
 #include "schedules/MatmulCpuSchedules.h"
 #include "schedules/ScheduleJson.h"
@@ -58,7 +58,8 @@ TEST_CASE("the search space follows the target: vector width and register file")
         if (p.nest == NestFamily::Gemm) CHECK(p.mr * p.nr_vectors <= 16);
     CHECK(space512.size() > space2.size());
     auto cuda = enumerate_space(w, TargetModel::for_target(parse_target("host-cuda")));
-    CHECK(std::all_of(cuda.begin(), cuda.end(), [](const CandidateParams &p) { return nest_device(p.nest) == sched::Device::Cuda; }));
+    CHECK(std::all_of(cuda.begin(), cuda.end(),
+                      [](const CandidateParams &p) { return nest_device(p.nest) == sched::Device::Cuda; }));
 }
 
 TEST_CASE("pruning rules each remove what they state, and report counts") {
@@ -79,8 +80,10 @@ TEST_CASE("pruning rules each remove what they state, and report counts") {
         }
     }
     auto decode_kept = prune(enumerate_space(decode, m), decode, m);
-    CHECK(std::none_of(decode_kept.begin(), decode_kept.end(), [](const CandidateParams &p) { return p.nest == NestFamily::Gemm && p.mr > 1; }));
-    CHECK(std::any_of(decode_kept.begin(), decode_kept.end(), [](const CandidateParams &p) { return p.nest == NestFamily::Decode; }));
+    CHECK(std::none_of(decode_kept.begin(), decode_kept.end(),
+                       [](const CandidateParams &p) { return p.nest == NestFamily::Gemm && p.mr > 1; }));
+    CHECK(std::any_of(decode_kept.begin(), decode_kept.end(),
+                      [](const CandidateParams &p) { return p.nest == NestFamily::Decode; }));
     // A rule's reason names the numbers.
     CandidateParams big;
     big.nest = NestFamily::Gemm, big.mr = 16, big.nr_vectors = 2, big.panel_blocks = 1;
@@ -227,7 +230,7 @@ TEST_CASE("final round: paired rounds separate a faster candidate, or tie and le
     CHECK(Tuner::pick_final(ranked, {0, 1, 2}, 0.95, &why, 2) == 2);
     CHECK(why.find("the library's point stays") != std::string::npos);
     CHECK(Tuner::pick_final(ranked, {0, 1, 2}, 0.95, &why) != 2);  // without an incumbent, the model's order
-    for (int i = 0; i < 12; i++) lib[i] = fast[i] * 1.05;  // #2 faster in every round: it replaces the library
+    for (int i = 0; i < 12; i++) lib[i] = fast[i] * 1.05;          // #2 faster in every round: it replaces the library
     ranked[2].measured = measured(lib);
     ranked[0].measured = measured(std::vector<double>(12, 9.0));
     CHECK(Tuner::pick_final(ranked, {0, 1, 2}, 0.95, &why, 2) == 1);
@@ -265,7 +268,7 @@ TEST_CASE("interleaved rounds: a permutation per round, and no contender always 
         CHECK(sorted == std::vector<size_t>{0, 1, 2, 3});
         for (size_t k = 1; k < order.size(); k++) follows.insert({order[k - 1], order[k]});
     }
-    CHECK(follows.size() == 12);  // all 4 x 3 ordered pairs
+    CHECK(follows.size() == 12);                    // all 4 x 3 ordered pairs
     CHECK(round_order(4, 7) == round_order(4, 7));  // a run repeats
     CHECK(round_order(1, 3) == std::vector<size_t>{0});
     CHECK(round_order(0, 3).empty());
@@ -280,13 +283,16 @@ TEST_CASE("tuner: front-runners within the band get a final interleaved round") 
     SUBCASE("the faster one wins when the rounds separate them") {
         MemoryTuningCache cache;
         FakeMeasurer fake;
-        fake.time_ms = [](const sched::ScheduleSpec &s) { return s.name == "candidate_2" ? 1.0 : s.name == "candidate_1" ? 1.05 : 2.0; };
+        fake.time_ms = [](const sched::ScheduleSpec &s) {
+            return s.name == "candidate_2" ? 1.0 : s.name == "candidate_1" ? 1.05 : 2.0;
+        };
         const TuneResult t = Tuner(model, &fake, &cache, params).tune(r);
         // #1 and #2, and the library's point though it screened 2x behind (screening can be that
         // wrong): it is timed again, and the winner must be separated from it.
         CHECK(fake.interleaved_calls == 3);
         const auto lib = library_point(r.workload, parse_target("host"));
-        const auto lib_it = std::find_if(t.ranked.begin(), t.ranked.end(), [&](const RankedCandidate &c) { return c.params == *lib; });
+        const auto lib_it =
+            std::find_if(t.ranked.begin(), t.ranked.end(), [&](const RankedCandidate &c) { return c.params == *lib; });
         REQUIRE(lib_it != t.ranked.end());
         CHECK(lib_it->screened.has_value());  // it was a finalist
         CHECK(t.params == t.ranked[1].params);
@@ -295,7 +301,9 @@ TEST_CASE("tuner: front-runners within the band get a final interleaved round") 
     SUBCASE("tied: the cost model's better-ranked one") {
         MemoryTuningCache cache;
         FakeMeasurer fake;
-        fake.time_ms = [](const sched::ScheduleSpec &s) { return s.name == "candidate_2" || s.name == "candidate_1" ? 1.0 : 2.0; };
+        fake.time_ms = [](const sched::ScheduleSpec &s) {
+            return s.name == "candidate_2" || s.name == "candidate_1" ? 1.0 : 2.0;
+        };
         const TuneResult t = Tuner(model, &fake, &cache, params).tune(r);
         CHECK(t.params == t.ranked[0].params);
         CHECK(t.decision.find("(tied)") != std::string::npos);
@@ -303,7 +311,9 @@ TEST_CASE("tuner: front-runners within the band get a final interleaved round") 
     SUBCASE("off") {
         MemoryTuningCache cache;
         FakeMeasurer fake;
-        fake.time_ms = [](const sched::ScheduleSpec &s) { return s.name == "candidate_2" ? 1.0 : s.name == "candidate_1" ? 1.05 : 2.0; };
+        fake.time_ms = [](const sched::ScheduleSpec &s) {
+            return s.name == "candidate_2" ? 1.0 : s.name == "candidate_1" ? 1.05 : 2.0;
+        };
         params.finalists = 0;
         Tuner(model, &fake, &cache, params).tune(r);
         CHECK(fake.interleaved_calls == 0);
@@ -313,7 +323,7 @@ TEST_CASE("tuner: front-runners within the band get a final interleaved round") 
 TEST_CASE("spearman rank correlation") {
     CHECK(spearman({1, 2, 3, 4}, {10, 20, 30, 40}) == doctest::Approx(1));
     CHECK(spearman({1, 2, 3, 4}, {40, 30, 20, 10}) == doctest::Approx(-1));
-    CHECK(spearman({1, 2}, {1, 2}) == 0);  // too few points
+    CHECK(spearman({1, 2}, {1, 2}) == 0);        // too few points
     CHECK(spearman({1, 1, 1}, {1, 2, 3}) == 0);  // no spread
 }
 
@@ -405,7 +415,8 @@ TEST_CASE("tuned schedules are correct on shapes they were not tuned for") {
     auto kept = prune(enumerate_space(tuned_for, m), tuned_for, m);
     AnalyticalCostModel model(m);
     auto costs = model.predict(tuned_for, kept);
-    const size_t best = std::min_element(costs.begin(), costs.end(), [](auto &a, auto &b) { return a.total_s() < b.total_s(); }) - costs.begin();
+    const size_t best =
+        std::min_element(costs.begin(), costs.end(), [](auto &a, auto &b) { return a.total_s() < b.total_s(); }) - costs.begin();
     CandidateParams dec;
     dec.nest = NestFamily::Decode, dec.k_chunk = 64, dec.k_unroll = 4;
     for (const CandidateParams &p : {kept[best], dec}) {
@@ -460,8 +471,10 @@ TEST_CASE("tuner: an imported record is checked before use; a wrong one is refus
     tessel::testing::TempDir tmp;
     TuningDatabase db(tmp.file("t.db"));
     auto import = [&](const sched::ScheduleSpec &s, double ms) {
-        const TuningRecord rec{Tuner::key_for(r), sched::to_json(s), ms, {ms}, "analytic-1", kMeasured, now_unix(), "from elsewhere"};
-        db.import_json(nlohmann::json{{"format", "tessel-tuning-db"}, {"schema_version", kTuningDatabaseSchemaVersion},
+        const TuningRecord rec{Tuner::key_for(r), sched::to_json(s), ms,         {ms},
+                               "analytic-1",      kMeasured,         now_unix(), "from elsewhere"};
+        db.import_json(nlohmann::json{{"format", "tessel-tuning-db"},
+                                      {"schema_version", kTuningDatabaseSchemaVersion},
                                       {"records", nlohmann::json::array({rec.to_json()})}});
     };
     auto count = [&](const char *by) {

@@ -46,7 +46,7 @@ nlohmann::json sample_schedule(int tile) {
 }
 
 TuningRecord sample_record(const TuningKey &k, double ms, std::string by = "measured", std::string notes = "") {
-    return TuningRecord{k, sample_schedule(16), ms, {ms, ms * 1.01, ms * 0.99}, "analytic-1", std::move(by),
+    return TuningRecord{k,          sample_schedule(16), ms, {ms, ms * 1.01, ms * 0.99}, "analytic-1", std::move(by),
                         1735689600, std::move(notes)};
 }
 
@@ -272,7 +272,10 @@ TEST_CASE("tuning database: writer threads with their own connections lose no re
 TEST_CASE("tuning database: a file from a newer schema is refused with a clear message") {
     TempDir tmp;
     const std::string path = tmp.file("new.db");
-    { TuningDatabase db(path); db.commit(sample_record(sample_key(), 1.0)); }
+    {
+        TuningDatabase db(path);
+        db.commit(sample_record(sample_key(), 1.0));
+    }
     sqlite3 *raw = nullptr;
     REQUIRE(sqlite3_open(path.c_str(), &raw) == SQLITE_OK);
     REQUIRE(sqlite3_exec(raw, "UPDATE tessel_schema SET version = 99", nullptr, nullptr, nullptr) == SQLITE_OK);

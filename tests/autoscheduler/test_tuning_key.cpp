@@ -211,8 +211,10 @@ TEST_CASE("TuningKey: versions, canonical text and JSON") {
     k.target = "x86-64-linux-avx2-fma";
     k.numeric_mode = to_key_string(dsl::NumericMode::Fast);
     k.space_version = 2;
-    CHECK(k.to_string() == "tk1 group=abc class=- shapes=K=4096,M=1,N=4096 target=x86-64-linux-avx2-fma "
-                           "mode=fast space=2 tessel=0.1.0 halide=" + k.halide_version);
+    CHECK(k.to_string() ==
+          "tk1 group=abc class=- shapes=K=4096,M=1,N=4096 target=x86-64-linux-avx2-fma "
+          "mode=fast space=2 tessel=0.1.0 halide=" +
+              k.halide_version);
     CHECK(TuningKey::from_json(k.to_json()) == k);
     CHECK(TuningKey::from_json(nlohmann::json::parse(k.to_json().dump())) == k);
     nlohmann::json bad = k.to_json();

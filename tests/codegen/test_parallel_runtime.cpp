@@ -20,7 +20,7 @@ namespace {
 
 struct Record {
     std::mutex mutex;
-    std::vector<int> runs;                 // how often each index ran
+    std::vector<int> runs;  // how often each index ran
     std::set<std::thread::id> threads;
     std::atomic<int> waiting{0};
     int fail_at = -1;

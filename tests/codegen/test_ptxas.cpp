@@ -1,8 +1,8 @@
 #include "codegen/Compile.h"
 #include "codegen/Ptxas.h"
 #include "driver/GeluLayer.h"
-#include "tests/TempDir.h"
 #include "schedules/Library.h"
+#include "tests/TempDir.h"
 
 #include <doctest/doctest.h>
 
@@ -64,8 +64,8 @@ TEST_CASE("ahead-of-time compilation writes a static library, header and stateme
     const GeluLayer layer(GeluForm::Erf, dsl::NumericMode::Strict, sched::library_schedule("cpu_tiled", host), host,
                           KernelBackend::AheadOfTime);
     const tessel::testing::TempDir dir;
-    const auto files = layer.kernel().write_files(dir.dir, "gelu_mlp",
-                                                  {AotOutput::StaticLibrary, AotOutput::Header, AotOutput::Stmt});
+    const auto files =
+        layer.kernel().write_files(dir.dir, "gelu_mlp", {AotOutput::StaticLibrary, AotOutput::Header, AotOutput::Stmt});
     CHECK(files.size() == 3);
     for (const auto &f : files) CHECK(std::filesystem::file_size(f) > 0);
 }

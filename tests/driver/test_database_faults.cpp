@@ -16,8 +16,8 @@
  * (none lost, none duplicated).
  */
 #include "autoscheduler/TuningDatabase.h"
-#include "support/Clock.h"
 #include "schedules/ScheduleJson.h"
+#include "support/Clock.h"
 
 #include "tests/TempDir.h"
 
@@ -27,18 +27,18 @@
 
 #include <sqlite3.h>
 
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <chrono>
 #include <csignal>
-#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <random>
 #include <sstream>
-#include <sys/wait.h>
 #include <thread>
-#include <unistd.h>
 
 using namespace tessel;
 using namespace tessel::autosched;
@@ -63,9 +63,10 @@ std::string quote(const std::string &s) { return "'" + s + "'"; }
 
 /** May this process make private read-only and full file systems (root in a mount namespace)? */
 bool can_sandbox() {
-    static const bool ok = geteuid() == 0 &&
-                           shell("unshare -m sh -c 'd=$(mktemp -d) && mount -t tmpfs -o size=64k tmpfs $d && "
-                                 "umount $d && rmdir $d'").rc == 0;
+    static const bool ok = geteuid() == 0 && shell(
+                                                 "unshare -m sh -c 'd=$(mktemp -d) && mount -t tmpfs -o size=64k tmpfs $d && "
+                                                 "umount $d && rmdir $d'")
+                                                     .rc == 0;
     return ok;
 }
 
@@ -103,8 +104,8 @@ void make_sqlite(const std::string &path, const std::string &sql) {
 }
 
 std::string export_with(const std::string &records_json, int schema_version = kTuningDatabaseSchemaVersion) {
-    return R"({"format": "tessel-tuning-db", "schema_version": )" + std::to_string(schema_version) +
-           R"(, "records": )" + records_json + "}";
+    return R"({"format": "tessel-tuning-db", "schema_version": )" + std::to_string(schema_version) + R"(, "records": )" +
+           records_json + "}";
 }
 
 enum class Where { Plain, ReadOnly, Full };
@@ -116,8 +117,8 @@ struct Case {
     std::string args;  ///< after `tessel`; DB and GRAPH and DIR are replaced
     Where where;
     int rc;
-    const char *message;     ///< must appear in the output
-    bool db_unchanged;       ///< the database file's bytes are the same afterwards (or it still does not exist)
+    const char *message;  ///< must appear in the output
+    bool db_unchanged;    ///< the database file's bytes are the same afterwards (or it still does not exist)
 };
 
 /** Runs a case's command; a ReadOnly or Full case runs inside a private tmpfs holding a copy of
@@ -153,10 +154,12 @@ Result run_case(const Case &c, const TempDir &tmp) {
         return r;
     }
     const std::string mnt = quote(root);
-    std::string script = "mkdir -p " + mnt + " && mount -t tmpfs -o size=1m tmpfs " + mnt + " && cp " +
-                         quote(tmp.dir.string()) + "/*.* " + mnt + "/ && ";
-    if (c.where == Where::ReadOnly) script += "mount -o remount,ro " + mnt + " && ";
-    else script += "(dd if=/dev/zero of=" + mnt + "/fill bs=4k 2>/dev/null; true) && ";
+    std::string script = "mkdir -p " + mnt + " && mount -t tmpfs -o size=1m tmpfs " + mnt + " && cp " + quote(tmp.dir.string()) +
+                         "/*.* " + mnt + "/ && ";
+    if (c.where == Where::ReadOnly)
+        script += "mount -o remount,ro " + mnt + " && ";
+    else
+        script += "(dd if=/dev/zero of=" + mnt + "/fill bs=4k 2>/dev/null; true) && ";
     script += tessel;
     return shell("unshare -m sh -c " + quote(script));
 }
@@ -174,16 +177,16 @@ std::vector<Case> cases() {
     const std::string tune = "tune GRAPH --db DB --shapes 4x8x16 --budget 1 --repeats 1 --no-coverage";
     return {
         // The database path is not a database.
-        {"db ls: a directory", [](const TempDir &t) { fs::create_directory(t.file("t.db")); }, "db ls --db DB",
-         Where::Plain, 1, "is a directory", false},
+        {"db ls: a directory", [](const TempDir &t) { fs::create_directory(t.file("t.db")); }, "db ls --db DB", Where::Plain, 1,
+         "is a directory", false},
         {"tune: a directory", [](const TempDir &t) { fs::create_directory(t.file("t.db")); }, tune, Where::Plain, 1,
          "is a directory", false},
         {"db ls: a corrupt file", [](const TempDir &t) { write_file(t.file("t.db"), std::string(8192, '\x5a')); },
          "db ls --db DB", Where::Plain, 1, "not a valid tuning database", true},
         {"run: a corrupt file", [](const TempDir &t) { write_file(t.file("t.db"), std::string(8192, '\x5a')); },
          "run GRAPH --db DB --dim M=4", Where::Plain, 1, "not a valid tuning database", true},
-        {"tune: a corrupt file", [](const TempDir &t) { write_file(t.file("t.db"), std::string(8192, '\x5a')); },
-         tune, Where::Plain, 1, "not a valid tuning database", true},
+        {"tune: a corrupt file", [](const TempDir &t) { write_file(t.file("t.db"), std::string(8192, '\x5a')); }, tune,
+         Where::Plain, 1, "not a valid tuning database", true},
         {"db ls: a truncated database",
          [](const TempDir &t) {
              make_database(t.file("t.db"));
@@ -191,21 +194,22 @@ std::vector<Case> cases() {
          },
          "db ls --db DB", Where::Plain, 1, "tuning database", true},
         {"db ls: another program's SQLite file",
-         [](const TempDir &t) { make_sqlite(t.file("t.db"), "CREATE TABLE photos (id INTEGER, path TEXT)"); },
-         "db ls --db DB", Where::Plain, 1, "not a Tessel tuning database", true},
-        {"tune: another program's SQLite file",
-         [](const TempDir &t) { make_sqlite(t.file("t.db"), "CREATE TABLE photos (id INTEGER, path TEXT)"); }, tune,
+         [](const TempDir &t) { make_sqlite(t.file("t.db"), "CREATE TABLE photos (id INTEGER, path TEXT)"); }, "db ls --db DB",
          Where::Plain, 1, "not a Tessel tuning database", true},
+        {"tune: another program's SQLite file",
+         [](const TempDir &t) { make_sqlite(t.file("t.db"), "CREATE TABLE photos (id INTEGER, path TEXT)"); }, tune, Where::Plain,
+         1, "not a Tessel tuning database", true},
         {"db ls: a newer schema version",
          [](const TempDir &t) {
-             make_sqlite(t.file("t.db"), "CREATE TABLE tessel_schema (name TEXT PRIMARY KEY, version INTEGER NOT NULL);"
-                                         "INSERT INTO tessel_schema VALUES ('tuning', 99)");
+             make_sqlite(t.file("t.db"),
+                         "CREATE TABLE tessel_schema (name TEXT PRIMARY KEY, version INTEGER NOT NULL);"
+                         "INSERT INTO tessel_schema VALUES ('tuning', 99)");
          },
          "db ls --db DB", Where::Plain, 1, "schema version 99, newer than this Tessel supports", true},
         {"db ls: no such file", nothing, "db ls --db DB", Where::Plain, 1, "no tuning database", true},
         // Malformed imports: refused before the database is created.
-        {"db import: not JSON", json_file("{\"format\": "), "db import DIR/in.json --db DB", Where::Plain, 1,
-         "is not valid JSON", true},
+        {"db import: not JSON", json_file("{\"format\": "), "db import DIR/in.json --db DB", Where::Plain, 1, "is not valid JSON",
+         true},
         {"db import: another format", json_file("{\"format\": \"csv\"}"), "db import DIR/in.json --db DB", Where::Plain, 1,
          "not a Tessel tuning database export", true},
         {"db import: no records", json_file(R"({"format": "tessel-tuning-db", "schema_version": 1})"),
@@ -232,7 +236,8 @@ std::vector<Case> cases() {
         {"compile: read-only", db, "compile GRAPH --db DB --dim M=4 -o DIR/../out", Where::ReadOnly, 0,
          "model picks are not stored", true},
         {"tune: read-only", db, tune, Where::ReadOnly, 1, "cannot be written", true},
-        {"db import: read-only", [](const TempDir &t) {
+        {"db import: read-only",
+         [](const TempDir &t) {
              make_database(t.file("t.db"));
              write_file(t.file("in.json"), export_with("[]"));
          },
@@ -288,9 +293,9 @@ TEST_CASE("kill -9 during tessel tune never corrupts the database; a rerun loses
     TempDir tmp;
     write_file(tmp.file("g.tsl"), kGraph);
     const std::string db_path = tmp.file("t.db");
-    const std::vector<std::string> argv_s = {TESSEL_EXECUTABLE, "tune",      tmp.file("g.tsl"), "--db",      db_path,
-                                             "--shapes",        "3x8x16,5x8x16,7x8x16,9x8x16", "--budget", "2",
-                                             "--repeats",       "1",         "--no-coverage"};
+    const std::vector<std::string> argv_s = {
+        TESSEL_EXECUTABLE, "tune", tmp.file("g.tsl"), "--db", db_path,        "--shapes", "3x8x16,5x8x16,7x8x16,9x8x16",
+        "--budget",        "2",    "--repeats",       "1",    "--no-coverage"};
     auto start_tune = [&] {
         const pid_t pid = fork();
         if (pid == 0) {

@@ -23,8 +23,8 @@ struct Shape {
 
 // M=1 (decode), primes, sizes not divisible by the tiles or the vector width, and a
 // scaled-down MLP shape.
-const Shape kShapes[] = {{1, 1, 1},   {1, 64, 48},   {1, 37, 101}, {2, 3, 5},    {7, 13, 17},
-                         {8, 32, 32}, {37, 53, 29},  {64, 64, 64}, {31, 129, 77}, {128, 256, 512}};
+const Shape kShapes[] = {{1, 1, 1},   {1, 64, 48},  {1, 37, 101}, {2, 3, 5},     {7, 13, 17},
+                         {8, 32, 32}, {37, 53, 29}, {64, 64, 64}, {31, 129, 77}, {128, 256, 512}};
 
 double tolerance(int K) { return 2e-5 * std::sqrt((double)K) + 1e-6; }
 

@@ -35,9 +35,9 @@ std::map<std::string, int64_t> sizes_for(const std::string &file, const std::map
 TEST_CASE("tessel run: every example graph matches the interpreter") {
     const char *graphs[] = {"gelu_mlp.tsl", "gated_mlp.tsl", "mlp2.tsl", "softmax_rows.tsl", "layernorm_matmul.tsl"};
     const std::map<std::string, int64_t> shapes[] = {
-        {{"M", 1}, {"K", 7}, {"N", 5}, {"H", 3}},       // decode row, tiny everything
-        {{"M", 13}, {"K", 37}, {"N", 41}, {"H", 29}},   // primes, not multiples of any tile
-        {{"M", 16}, {"K", 64}, {"N", 96}, {"H", 48}},   // multiples of the vector width
+        {{"M", 1}, {"K", 7}, {"N", 5}, {"H", 3}},      // decode row, tiny everything
+        {{"M", 13}, {"K", 37}, {"N", 41}, {"H", 29}},  // primes, not multiples of any tile
+        {{"M", 16}, {"K", 64}, {"N", 96}, {"H", 48}},  // multiples of the vector width
     };
     const tessel::testing::TempDir tmp;  // a tuning database of this test's own
     for (const char *g : graphs) {

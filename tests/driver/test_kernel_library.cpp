@@ -5,18 +5,18 @@
 #include "dsl/interp/Interpreter.h"
 #include "dsl/ir/Parser.h"
 #include "schedules/MatmulCpuSchedules.h"
+#include "support/Subprocess.h"
 #include "tests/Shell.h"
 #include "tests/TempDir.h"
 #include "tests/TensorCompare.h"
-#include "support/Subprocess.h"
 
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstdlib>
-#include <functional>
-#include <fstream>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -71,12 +71,15 @@ std::string consumer(const dsl::Graph &g, const std::string &name, bool prepared
         const auto &dims = g.node(args[i].first).type.dims;
         const std::string n = "a" + std::to_string(i);
         c << "    halide_dimension_t d" << n << "[" << std::max<size_t>(1, dims.size()) << "];\n    int e" << n << "[] = {";
-        for (size_t k = 0; k < dims.size(); k++) c << (k ? ", " : "") << (dims[k].is_static() ? std::to_string(dims[k].size) : dims[k].symbol);
+        for (size_t k = 0; k < dims.size(); k++)
+            c << (k ? ", " : "") << (dims[k].is_static() ? std::to_string(dims[k].size) : dims[k].symbol);
         if (dims.empty()) c << "1";
-        c << "};\n    halide_buffer_t " << n << " = make(" << std::max<size_t>(1, dims.size()) << ", e" << n << ", " << i << ", d" << n << ");\n";
+        c << "};\n    halide_buffer_t " << n << " = make(" << std::max<size_t>(1, dims.size()) << ", e" << n << ", " << i << ", d"
+          << n << ");\n";
         call += "&" + n + ", ";
     }
-    c << "    int rc = " << name << "(" << call << "NULL, 0);\n    printf(\"rc %d\\nvariants %s\\n\", rc, " << name << "_variants());\n";
+    c << "    int rc = " << name << "(" << call << "NULL, 0);\n    printf(\"rc %d\\nvariants %s\\n\", rc, " << name
+      << "_variants());\n";
     for (size_t i = inputs; i < args.size(); i++)
         c << "    snprintf(path, sizeof path, \"%s/" << args[i].second << ".bin\", dir);\n    save(&a" << i << ", path);\n";
     if (prepared) {
@@ -89,15 +92,18 @@ std::string consumer(const dsl::Graph &g, const std::string &name, bool prepared
           << "    void *block = aligned_alloc(64, (size_t)block_bytes);\n"
           << "    printf(\"prepare rc %d\\n\", " << name << "_prepare(" << weights << "block, block_bytes));\n";
         for (size_t i = inputs; i < args.size(); i++) {
-            c << "    { long n = 1; for (int d = 0; d < a" << i << ".dimensions; d++) n *= a" << i << ".dim[d].extent; memset(a" << i
-              << ".host, 0, n * sizeof(float)); }\n";
+            c << "    { long n = 1; for (int d = 0; d < a" << i << ".dimensions; d++) n *= a" << i << ".dim[d].extent; memset(a"
+              << i << ".host, 0, n * sizeof(float)); }\n";
         }
         c << "    printf(\"run_prepared rc %d\\n\", " << name << "_run_prepared(" << call << "block, NULL, 0));\n";
         for (size_t i = inputs; i < args.size(); i++)
-            c << "    snprintf(path, sizeof path, \"%s/" << args[i].second << ".prepared.bin\", dir);\n    save(&a" << i << ", path);\n";
-        c << "    printf(\"small block rc %d: %s\\n\", " << name << "_prepare(" << weights << "block, 64), " << name << "_error());\n";
+            c << "    snprintf(path, sizeof path, \"%s/" << args[i].second << ".prepared.bin\", dir);\n    save(&a" << i
+              << ", path);\n";
+        c << "    printf(\"small block rc %d: %s\\n\", " << name << "_prepare(" << weights << "block, 64), " << name
+          << "_error());\n";
     }
-    c << "    da0[0].extent += 1;\n    printf(\"bad extent rc %d: %s\\n\", " << name << "(" << call << "NULL, 0), " << name << "_error());\n"
+    c << "    da0[0].extent += 1;\n    printf(\"bad extent rc %d: %s\\n\", " << name << "(" << call << "NULL, 0), " << name
+      << "_error());\n"
       << "    da0[0].extent -= 1;\n";
     std::string with_null = call;
     with_null.replace(with_null.find("&a0"), 3, "NULL");
@@ -115,15 +121,12 @@ dsl::Tensor input(const std::vector<int64_t> &shape, int arg) {
     return t;
 }
 
-
-
 /** Output of `cmd`, which must succeed. */
 std::string run(const std::string &cmd) {
     const tessel::testing::ShellResult r = tessel::testing::shell(cmd);
     CHECK(r.rc == 0);
     return r.output;
 }
-
 
 struct BuiltLibrary {
     dsl::Graph graph;
@@ -144,14 +147,15 @@ BuiltLibrary build_library(const tessel::testing::TempDir &tmp, const std::strin
     REQUIRE(write_kernel_library(o, log) == 0);
     BuiltLibrary b{dsl::parse_file(o.file), tmp.file(graph + "_app"), log.str()};
     std::ofstream(tmp.file(graph + ".c")) << consumer(b.graph, b.graph.name, prepared);
-    const SubprocessResult linked = run_subprocess({"cc", "-O1", tmp.file(graph + ".c"), "-I" + o.out_dir,
-                                                    o.out_dir + "/lib" + b.graph.name + ".a", "-lgomp", "-lpthread", "-ldl", "-lm",
-                                                    "-o", b.app});
+    const SubprocessResult linked =
+        run_subprocess({"cc", "-O1", tmp.file(graph + ".c"), "-I" + o.out_dir, o.out_dir + "/lib" + b.graph.name + ".a", "-lgomp",
+                        "-lpthread", "-ldl", "-lm", "-o", b.app});
     REQUIRE_MESSAGE(linked.ok(), linked.output);
     CHECK(run("ldd '" + b.app + "' | grep -ci halide || true").find('1') == std::string::npos);
     // Parallel loops on OpenMP, as in the JIT: the entry hands Halide its own do_par_for.
     CHECK(run("nm '" + o.out_dir + "/lib" + b.graph.name + ".a' | grep -c ' U GOMP_parallel' || true").find('0') != 0);
-    CHECK(run("nm '" + o.out_dir + "/lib" + b.graph.name + ".a' | grep -c ' U halide_set_custom_do_par_for' || true").find('0') != 0);
+    CHECK(run("nm '" + o.out_dir + "/lib" + b.graph.name + ".a' | grep -c ' U halide_set_custom_do_par_for' || true").find('0') !=
+          0);
     return b;
 }
 
@@ -165,7 +169,8 @@ std::string run_checked(const tessel::testing::TempDir &tmp, const BuiltLibrary 
     for (const auto &[sym, n] : sizes) argv += " " + std::to_string(n);
     const std::string out_dir = tmp.file("out" + std::to_string(runs++));
     std::filesystem::create_directories(out_dir);
-    const std::string text = run((isa.empty() ? "" : "TESSEL_LIB_ISA=" + isa + " ") + "'" + b.app + "'" + argv + " '" + out_dir + "'");
+    const std::string text =
+        run((isa.empty() ? "" : "TESSEL_LIB_ISA=" + isa + " ") + "'" + b.app + "'" + argv + " '" + out_dir + "'");
     INFO(b.log << text);
     CHECK(text.find("rc 0\n") == 0);
     std::map<std::string, dsl::Tensor> in;
@@ -213,7 +218,8 @@ TEST_CASE("tessel lib: a consumer without libHalide runs the whole graph, dispat
     CHECK(m70.find("g0_h1=" + gemm) != std::string::npos);
     CHECK(m70.find(33 >= b.nr ? "g2_y=" + gemm : std::string("g2_y=fallback")) != std::string::npos);
     // x's K axis made 9: x binds K first, so g (K = 8) disagrees.
-    CHECK(m13.find("bad extent rc 1: argument g: extent 8 in axis 0 (K), but K = 9 from an earlier argument") != std::string::npos);
+    CHECK(m13.find("bad extent rc 1: argument g: extent 8 in axis 0 (K), but K = 9 from an earlier argument") !=
+          std::string::npos);
     CHECK(m13.find("null rc 1: argument x (f32[M, K]) is null") != std::string::npos);
     CHECK(m13.find("workspace rc 2: the workspace holds 64 bytes") != std::string::npos);
 
@@ -254,8 +260,8 @@ TEST_CASE("tessel lib: weights prepared once (transposed, bf16, two layers), and
     // mlp_nk: two prepared transposes and a per-call intermediate between its two matmuls.
     for (const char *graph : {"linear_nk", "decode_bf16", "mlp_nk"}) {
         const BuiltLibrary lib = build_library(tmp, graph, "host", {}, /*prepared=*/true);
-        for (auto sizes : std::vector<std::map<std::string, int64_t>>{{{"K", 37}, {"M", 1}, {"N", 19}},
-                                                                      {{"K", 64}, {"M", 13}, {"N", 53}}}) {
+        for (auto sizes :
+             std::vector<std::map<std::string, int64_t>>{{{"K", 37}, {"M", 1}, {"N", 19}}, {{"K", 64}, {"M", 13}, {"N", 53}}}) {
             if (std::string(graph) == "mlp_nk") sizes["H"] = sizes["N"] + 4;
             const std::string text = run_checked(tmp, lib, sizes);
             INFO(graph << "\n" << text);
@@ -285,7 +291,8 @@ TEST_CASE("tessel lib: the same plan as the JIT, a layout conversion included") 
 
 TEST_CASE("tessel lib: graphs it cannot hold are refused with the reason") {
     const tessel::testing::TempDir tmp;
-    std::ofstream(tmp.file("noisy.tsl")) << "graph noisy {\n  %x = input : f32[4]\n  %y = exp(%x)\n  print(%y, label=\"y\")\n  output %y\n}\n";
+    std::ofstream(tmp.file("noisy.tsl"))
+        << "graph noisy {\n  %x = input : f32[4]\n  %y = exp(%x)\n  print(%y, label=\"y\")\n  output %y\n}\n";
     KernelLibraryOptions o;
     o.file = tmp.file("noisy.tsl");
     o.out_dir = tmp.file("lib");

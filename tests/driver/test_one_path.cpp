@@ -7,10 +7,10 @@
 #include "algorithms/GeluMlp.h"
 #include "baselines/GeluReference.h"
 #include "codegen/Compile.h"
+#include "driver/GeluLayer.h"
 #include "dsl/Simplify.h"
 #include "dsl/ir/Parser.h"
 #include "dsl/ir/Printer.h"
-#include "driver/GeluLayer.h"
 #include "lowering/CompiledKernel.h"
 #include "lowering/ScheduleGroup.h"
 #include "schedules/Library.h"
@@ -39,10 +39,14 @@ double error_vs_reference(const CompiledKernel &kernel, int M, int K, int N, uin
     y.fill(NAN);  // an output element the kernel forgets stays NaN and fails
     std::vector<halide_buffer_t *> args;
     for (const auto &a : kernel.arguments()) {
-        if (a.name == "x") args.push_back(x.raw_buffer());
-        else if (a.name == "w") args.push_back(w.raw_buffer());
-        else if (a.name == "bias") args.push_back(bias.raw_buffer());
-        else if (a.name == "y") args.push_back(y.raw_buffer());
+        if (a.name == "x")
+            args.push_back(x.raw_buffer());
+        else if (a.name == "w")
+            args.push_back(w.raw_buffer());
+        else if (a.name == "bias")
+            args.push_back(bias.raw_buffer());
+        else if (a.name == "y")
+            args.push_back(y.raw_buffer());
     }
     REQUIRE(args.size() == 4);
     kernel.run(args);
@@ -89,9 +93,11 @@ TEST_CASE("the layer the benchmark times is the group tessel compile ships") {
     // builder's layer. With the same schedule both lower the same group structure.
     const Halide::Target host = parse_target("host");
     const GeluLayer layer(GeluForm::Erf, dsl::NumericMode::Strict, sched::library_schedule("cpu_tiled", host), host);
-    const dsl::Graph text = dsl::simplify_text("graph gelu_mlp {\n  %x = input : f32[M, K]\n  %w = input : f32[K, N]\n"
-                                               "  %bias = input : f32[N]\n  %y = gelu(matmul(%x, %w) + %bias)\n"
-                                               "  output %y\n}\n", "<layer>")
+    const dsl::Graph text = dsl::simplify_text(
+                                "graph gelu_mlp {\n  %x = input : f32[M, K]\n  %w = input : f32[K, N]\n"
+                                "  %bias = input : f32[N]\n  %y = gelu(matmul(%x, %w) + %bias)\n"
+                                "  output %y\n}\n",
+                                "<layer>")
                                 .graph;
     CHECK(dsl::print(layer.graph()) == dsl::print(text));
     const dsl::FusionGroup group = gelu_layer_group(text, host);
@@ -99,6 +105,7 @@ TEST_CASE("the layer the benchmark times is the group tessel compile ships") {
     CHECK(group.nodes.size() == layer.group().nodes.size());
     const CompiledKernel shipped(text, group, sched::library_schedule("cpu_tiled", host), host, KernelBackend::AheadOfTime);
     REQUIRE(shipped.arguments().size() == layer.kernel().arguments().size());
-    for (size_t i = 0; i < shipped.arguments().size(); i++) CHECK(shipped.arguments()[i].name == layer.kernel().arguments()[i].name);
+    for (size_t i = 0; i < shipped.arguments().size(); i++)
+        CHECK(shipped.arguments()[i].name == layer.kernel().arguments()[i].name);
     CHECK(shipped.variants().size() == layer.kernel().variants().size());
 }

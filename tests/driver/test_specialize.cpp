@@ -2,8 +2,8 @@
 // choice, its check by measurement, and a budget that even the fallback cannot meet.
 #include "codegen/ObjectCodeSize.h"
 #include "driver/Specialize.h"
-#include "tests/TempDir.h"
 #include "support/Subprocess.h"
+#include "tests/TempDir.h"
 
 #include <doctest/doctest.h>
 
@@ -29,7 +29,6 @@ TEST_CASE("tessel specialize: every variant measured, a plan chosen and checked 
     CHECK(s.find("K=64 M=1 N=48 -> ") != std::string::npos);
     CHECK(s.find("fallback only: expected") != std::string::npos);
     CHECK(s.find("regret of the plan") != std::string::npos);
-
 }
 
 TEST_CASE("code size is read from the object's executable sections") {

@@ -1,5 +1,6 @@
 // Random graphs of kernel ops (matmuls, elementwise chains, row and column reductions,
-// softmax, transposes, reshapes) over static 2-D shapes, for the memory planner and the compiled
+// softmax, transposes, reshapes, masks and where, a rotate-half of slices and a concat) over
+// static 2-D shapes, for the memory planner and the compiled
 // runner. Shapes mix 1, primes and sizes not divisible by any tile. Deterministic per seed.
 #pragma once
 
@@ -12,8 +13,10 @@
 namespace tessel::dsl::test {
 
 /** With `weights`, a matmul's fresh right operand is a weight (prepared once; the layout pass
- * may store it in panels) instead of an input. */
-inline Graph random_kernel_graph(uint64_t seed, int ops = 12, bool weights = false) {
+ * may store it in panels) instead of an input. With `block_ops`, masks, where, the
+ * transcendental ops and rotate-halves join the mix (the graphs of a seed without them are
+ * unchanged). */
+inline Graph random_kernel_graph(uint64_t seed, int ops = 12, bool weights = false, bool block_ops = false) {
     std::mt19937_64 rng(seed);
     auto pick = [&](int n) { return (int)(rng() % (uint64_t)n); };
     static const int64_t kSizes[] = {1, 3, 5, 8, 13, 17};
@@ -37,7 +40,7 @@ inline Graph random_kernel_graph(uint64_t seed, int ops = 12, bool weights = fal
         Value a = recent();
         const auto [m, n] = dims(a);
         Value r;
-        switch (pick(9)) {
+        switch (pick(block_ops ? 13 : 9)) {
         case 0: {  // matmul with a fresh or existing right operand
             Value w;
             for (const Value &u : values)
@@ -57,7 +60,16 @@ inline Graph random_kernel_graph(uint64_t seed, int ops = 12, bool weights = fal
         case 5: r = reduce_max(a, {0}, true) + 1.0; break;
         case 6: r = softmax(a, 1); break;
         case 7: r = transpose(a); break;
-        default: r = reshape(a, {n, m}); break;
+        case 8: r = reshape(a, {n, m}); break;
+        case 9: r = where(gt(a, same_shape(a)), a, sigmoid(a)); break;
+        case 10: r = silu(a) * cos(a); break;
+        case 11: r = log(abs(a) + 1.0) - sin(a); break;
+        default:  // rotate half of each row, as rotary embeddings do
+            if (n < 2)
+                r = lt(a, 0.5);
+            else
+                r = concat(slice(a, 1, n / 2, n - n / 2), slice(a, 1, 0, n / 2), 1);
+            break;
         }
         values.push_back(r);
     }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
 #include <map>
 #include <numeric>
 #include <random>
@@ -35,8 +36,7 @@ public:
         for (int i = 0; i < n_inputs; ++i) {
             TensorType t{DType::F32, {}};
             int rank = 1 + pick(3);
-            for (int d = 0; d < rank; ++d)
-                t.dims.push_back(d == 0 && pick(4) == 0 ? Dim::sym("M") : Dim::fixed(1 + pick(3)));
+            for (int d = 0; d < rank; ++d) t.dims.push_back(d == 0 && pick(4) == 0 ? Dim::sym("M") : Dim::fixed(1 + pick(3)));
             pool_.push_back(g_.add(Node::make(Op::Input, {}, t, "in" + std::to_string(i))));
         }
         int steps = 6 + pick(20);
@@ -53,7 +53,10 @@ private:
     ValueId add(Op op, std::vector<ValueId> in, Attrs a = {}, std::optional<TensorType> t = {}) {
         return g_.add(make_node(g_, op, std::move(in), std::move(a), std::move(t)));
     }
-    ValueId keep(ValueId v) { pool_.push_back(v); return v; }
+    ValueId keep(ValueId v) {
+        pool_.push_back(v);
+        return v;
+    }
 
     double special() {
         static const double vals[] = {0.0, -0.0, 1.0, -1.0, 2.0, 0.5, 3.25, -7.0, NAN, INFINITY, -INFINITY, 1e-40, 65504.0};
@@ -63,7 +66,8 @@ private:
     ValueId constant(const TensorType &t) {
         Attrs a;
         if (t.all_static() && pick(2)) {
-            for (int64_t i = 0; i < t.static_numel(); ++i) a.value.push_back(pick(3) ? (double)(float)(pick(200) / 16.0 - 6) : special());
+            for (int64_t i = 0; i < t.static_numel(); ++i)
+                a.value.push_back(pick(3) ? (double)(float)(pick(200) / 16.0 - 6) : special());
             if (a.value.size() == 1) a.value.push_back(0), a.value.pop_back();
         } else {
             a.value = {special()};
@@ -76,7 +80,8 @@ private:
         int c = pick(4);
         if (c == 0) {
             std::vector<ValueId> same;
-            for (ValueId p : pool_) if (same_type(g_, type(p), type(v))) same.push_back(p);
+            for (ValueId p : pool_)
+                if (same_type(g_, type(p), type(v))) same.push_back(p);
             return same[(size_t)pick((int)same.size())];
         }
         if (c == 1) return constant(TensorType{DType::F32, {}});
@@ -100,7 +105,10 @@ private:
             const ValueId a = terms[i], b = terms[i + 1];
             switch (pick(6)) {
             case 0: terms[i] = add(op, {a, a}); break;  // shared: one node reads a twice
-            case 1: terms[i] = add(op, {add(op, {a, b}), add(op, {a, b})}); terms.erase(terms.begin() + (long)i + 1); break;
+            case 1:
+                terms[i] = add(op, {add(op, {a, b}), add(op, {a, b})});
+                terms.erase(terms.begin() + (long)i + 1);
+                break;
             default: terms[i] = add(op, {a, b}); terms.erase(terms.begin() + (long)i + 1);
             }
         }
@@ -111,13 +119,22 @@ private:
         ValueId v = any();
         if (fast_ && pick(3) == 0) return chain(v);
         int r = type(v).rank();
-        static const Op unary[] = {Op::Gelu, Op::GeluTanh, Op::Tanh, Op::Exp, Op::Relu, Op::Neg, Op::Abs, Op::Sqrt, Op::Rsqrt};
-        static const Op binary[] = {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Max, Op::Min};
+        static const Op unary[] = {Op::Gelu, Op::GeluTanh, Op::Tanh, Op::Exp,     Op::Relu, Op::Neg, Op::Abs,
+                                   Op::Sqrt, Op::Rsqrt,    Op::Log,  Op::Sigmoid, Op::Silu, Op::Sin, Op::Cos};
+        static const Op binary[] = {Op::Add,  Op::Sub,       Op::Mul,     Op::Div,          Op::Max,   Op::Min,
+                                    Op::Less, Op::LessEqual, Op::Greater, Op::GreaterEqual, Op::Equal, Op::NotEqual};
+        const int nu = (int)std::size(unary), nb = (int)std::size(binary);
         switch (pick(14)) {
-        case 0: keep(add(unary[pick(9)], {v})); break;
-        case 1: case 2: {
+        case 0: keep(add(unary[pick(nu)], {v})); break;
+        case 1:
+        case 2: {
             ValueId w = partner(v);
-            keep(pick(2) ? add(binary[pick(6)], {v, w}) : add(binary[pick(6)], {w, v}));
+            if (pick(4) == 0) {  // where(v cmp w, v, w) or with the operands swapped
+                const ValueId c = add(binary[6 + pick(6)], {v, w});
+                keep(pick(2) ? add(Op::Where, {c, v, w}) : add(Op::Where, {c, w, v}));
+                break;
+            }
+            keep(pick(2) ? add(binary[pick(nb)], {v, w}) : add(binary[pick(nb)], {w, v}));
             break;
         }
         case 3: {  // transpose pair: inverse or not
@@ -128,7 +145,8 @@ private:
             if (pick(2)) {
                 b.perm.assign((size_t)r, 0);
                 for (int i = 0; i < r; ++i) b.perm[(size_t)a.perm[(size_t)i]] = i;
-            } else b.perm = random_perm(r);
+            } else
+                b.perm = random_perm(r);
             keep(add(Op::Transpose, {t}, b));
             break;
         }
@@ -148,7 +166,8 @@ private:
         case 5: {
             if (r == 0) break;
             Attrs a;
-            for (int i = 0; i < r; ++i) if (pick(2)) a.axes.push_back(i);
+            for (int i = 0; i < r; ++i)
+                if (pick(2)) a.axes.push_back(i);
             if (a.axes.empty()) a.axes.push_back(pick(r));
             a.keepdims = pick(2);
             static const Op red[] = {Op::ReduceSum, Op::ReduceMax, Op::ReduceMean};
@@ -231,9 +250,15 @@ private:
             case 0: keep(add(Op::StateRead, {}, a, it->second)); break;
             case 1:
                 for (ValueId p : pool_)
-                    if (same_type(g_, type(p), it->second)) { add(Op::StateWrite, {p}, a); break; }
+                    if (same_type(g_, type(p), it->second)) {
+                        add(Op::StateWrite, {p}, a);
+                        break;
+                    }
                 break;
-            case 2: a.text = "p" + std::to_string(pick(9)); add(Op::Print, {v}, a); break;
+            case 2:
+                a.text = "p" + std::to_string(pick(9));
+                add(Op::Print, {v}, a);
+                break;
             default: {
                 Attrs one;
                 one.value = {1.0};
@@ -334,7 +359,7 @@ std::map<ValueId, std::vector<double>> reassociation_deltas(const Graph &g, cons
         const Node &c = g.node(child);
         return c.op == parent.op && same_type(g, c.type, parent.type);
     };
-    std::map<ValueId, double> leaves;               // leaves of the tree below each add/mul node
+    std::map<ValueId, double> leaves;                // leaves of the tree below each add/mul node
     std::map<ValueId, std::vector<double>> abs_sum;  // sum of |leaf| per element (add trees)
     for (ValueId id : g.order()) {
         const Node &n = g.node(id);
@@ -374,7 +399,8 @@ std::map<ValueId, std::vector<double>> cast_pair_deltas(const Graph &g, const st
         while (g.node(x).op == Op::Cast) x = g.node(x).inputs[0];
         if (!values.count(x) || values.at(x).data.size() != values.at(id).data.size()) continue;
         std::vector<double> &d = deltas[id];
-        for (size_t e = 0; e < values.at(id).data.size(); ++e) d.push_back(std::fabs(values.at(x).data[e] - values.at(id).data[e]));
+        for (size_t e = 0; e < values.at(id).data.size(); ++e)
+            d.push_back(std::fabs(values.at(x).data[e] - values.at(id).data[e]));
     }
     return deltas;
 }
@@ -397,8 +423,8 @@ Graph perturbed(const Graph &g, ValueId v, const std::vector<double> &delta, dou
 }
 
 /** Allowed |fast - original| per element of each observable (see above); +inf where a moved run overflows. */
-std::vector<std::vector<double>> fast_tolerance(const Graph &g, const std::map<std::string, Tensor> &inputs,
-                                                const RunOptions &o, const std::vector<Tensor> &base) {
+std::vector<std::vector<double>> fast_tolerance(const Graph &g, const std::map<std::string, Tensor> &inputs, const RunOptions &o,
+                                                const std::vector<Tensor> &base) {
     std::vector<std::vector<double>> tol(base.size());
     for (size_t k = 0; k < base.size(); ++k) tol[k].assign(base[k].data.size(), 0.0);
     const std::map<ValueId, Tensor> values = all_values(g, inputs, o);
@@ -492,11 +518,11 @@ TEST_CASE("differential: strict pipeline preserves interpreter results bit for b
     MESSAGE("graphs changed by the pipeline: " << changed << "/" << iters);
     CHECK(changed > (int)iters / 2);
     if (iters >= 200) {
-        for (const char *rule : {"fold-constant", "fold-dim", "transpose-pair-identity", "cse-pure", "dead-value", "mul-one", "neg-neg"})
+        for (const char *rule :
+             {"fold-constant", "fold-dim", "transpose-pair-identity", "cse-pure", "dead-value", "mul-one", "neg-neg"})
             CHECK_MESSAGE(rules[rule] > 0, "rule never fired: " << rule);
     }
 }
-
 
 TEST_CASE("differential: fast pipeline moves results by no more than reassociation allows") {
     // Fast-mode graphs (finite constants, extra add/mul chains, some shared as in (x + y) + (x + y))
@@ -545,14 +571,14 @@ TEST_CASE("differential: fast pipeline moves results by no more than reassociati
                     continue;
                 }
                 if (tol[k][e] > 0 && std::isfinite(tol[k][e])) worst = std::max(worst, d / tol[k][e]);
-                CHECK_MESSAGE(d <= tol[k][e], "observable " << k << " element " << e << ": " << got << " vs "
-                                                            << want << ", allowed " << tol[k][e]);
+                CHECK_MESSAGE(d <= tol[k][e], "observable " << k << " element " << e << ": " << got << " vs " << want
+                                                            << ", allowed " << tol[k][e]);
             }
         }
         overflowed += overflow;
     }
-    MESSAGE("fast: " << compared << "/" << iters << " graphs compared, " << reassociated << " reassociated, "
-                     << overflowed << " overflowed only after reassociation; worst difference / bound " << worst);
+    MESSAGE("fast: " << compared << "/" << iters << " graphs compared, " << reassociated << " reassociated, " << overflowed
+                     << " overflowed only after reassociation; worst difference / bound " << worst);
     CHECK(compared > (int)iters / 2);
     CHECK(reassociated > (int)iters / 2);
     CHECK(overflowed <= 1 + (int)iters / 50);

@@ -13,11 +13,9 @@ using namespace tessel::dsl::test;
 namespace {
 const std::string kFile = TESSEL_SOURCE_DIR "/algorithms/gelu_mlp.tsl";
 
-bool log_has(const RewriteLog &log, const std::string &rule, const std::string &before_part,
-             const std::string &why_part) {
+bool log_has(const RewriteLog &log, const std::string &rule, const std::string &before_part, const std::string &why_part) {
     for (const auto &r : log.records())
-        if (r.rule == rule && r.before.find(before_part) != std::string::npos &&
-            r.why.find(why_part) != std::string::npos)
+        if (r.rule == rule && r.before.find(before_part) != std::string::npos && r.why.find(why_part) != std::string::npos)
             return true;
     return false;
 }

@@ -35,12 +35,13 @@ TEST_CASE("gelu_mlp_design() simplifies exactly as the text does") {
 TEST_CASE("gelu_mlp_layer() prints as its text parses, for both forms and modes") {
     for (bool tanh_form : {true, false}) {
         for (NumericMode mode : {NumericMode::Strict, NumericMode::Fast}) {
-            std::string text = std::string("graph gelu_mlp mode=") +
-                               (mode == NumericMode::Fast ? "fast" : "strict") + " {\n"
+            std::string text = std::string("graph gelu_mlp mode=") + (mode == NumericMode::Fast ? "fast" : "strict") +
+                               " {\n"
                                "  %x = input : f32[M, K]\n"
                                "  %w = input : f32[K, N]\n"
                                "  %bias = input : f32[N]\n"
-                               "  %y = " + (tanh_form ? "gelu_tanh" : "gelu") +
+                               "  %y = " +
+                               (tanh_form ? "gelu_tanh" : "gelu") +
                                "(matmul(%x, %w) + %bias)\n"
                                "  output %y\n"
                                "}\n";

@@ -20,7 +20,6 @@
  * (labels fuzz and perf, so not in `make test`) runs 10000 graphs.
  */
 #include "autoscheduler/CostModel.h"
-#include "support/Clock.h"
 #include "autoscheduler/Tuner.h"
 #include "codegen/Compile.h"
 #include "compiler/ScheduleSelection.h"
@@ -31,6 +30,7 @@
 #include "dsl/passes/LayoutAssignment.h"
 #include "lowering/CompiledGraph.h"
 #include "lowering/ScheduleGroup.h"
+#include "support/Clock.h"
 #include "support/ErrorStats.h"
 #include "tests/dsl/RandomKernelGraphs.h"
 
@@ -78,9 +78,10 @@ struct Counts {
 /** One random graph of `seed`, compiled and compared with the interpreter (CHECKs inside). */
 void check_graph(uint64_t seed, const Halide::Target &target, Counts &counts) {
     int &groups = counts.groups, &model_picked = counts.model_picked, &specials = counts.specials;
-    // Every fourth graph with weights, through layout assignment (below).
-    const bool layouts = seed % 4 == 3;
-    const dsl::Graph original = dsl::test::random_kernel_graph(70000 + seed, 3 + (int)(seed % 8), layouts);
+    // Every fourth graph with weights, through layout assignment (below); every fourth with the
+    // block ops (masks, where, log, sigmoid, silu, sin, cos, slices and concats).
+    const bool layouts = seed % 4 == 3, block_ops = seed % 4 == 1;
+    const dsl::Graph original = dsl::test::random_kernel_graph(70000 + seed, 3 + (int)(seed % 8), layouts, block_ops);
     dsl::Graph g = original;
     dsl::default_pipeline().run(g);
     dsl::FusionPlan plan = dsl::plan_fusion(g, lower::fusion_options(target));
@@ -152,7 +153,6 @@ void check_graph(uint64_t seed, const Halide::Target &target, Counts &counts) {
     }
 }
 
-
 }  // namespace
 
 TEST_CASE("differential: compiled graphs match the interpreter, special values and awkward extents included") {
@@ -160,13 +160,12 @@ TEST_CASE("differential: compiled graphs match the interpreter, special values a
     const Halide::Target target = parse_target("host");
     const tessel::SteadyClock::time_point t0 = tessel::SteadyClock::now();
     Counts counts;
-    for (uint64_t i = 0; i < iters; i++)
-        check_graph(base + i, target, counts);
+    for (uint64_t i = 0; i < iters; i++) check_graph(base + i, target, counts);
     const int groups = counts.groups, model_picked = counts.model_picked, specials = counts.specials;
     const double s = tessel::seconds_since(t0);
-    MESSAGE(iters << " graphs, " << groups << " compiled groups (" << model_picked << " with the model's pick), "
-                  << specials << " special input values, " << counts.conversions << " layout conversions inserted ("
-                  << counts.panels << " weights in panels), in " << s << " s");
+    MESSAGE(iters << " graphs, " << groups << " compiled groups (" << model_picked << " with the model's pick), " << specials
+                  << " special input values, " << counts.conversions << " layout conversions inserted (" << counts.panels
+                  << " weights in panels), in " << s << " s");
     CHECK(groups > 0);
     if (iters >= 30) CHECK(model_picked > 0);
     if (iters >= 30) CHECK(counts.conversions > 0);

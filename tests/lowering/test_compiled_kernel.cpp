@@ -117,8 +117,8 @@ TEST_CASE("numeric mode exact: no variant splits the k sum, and the result still
     // Decode shapes (which strict serves with split-K) are served by an in-order nest, correctly.
     const CompiledGraph program(exact.g, dsl::plan_fusion(exact.g, lower::fusion_options(host)), host,
                                 [&](const dsl::FusionGroup &, const lower::LoweredGroup &) { return blocked; });
-    for (auto symbols : std::vector<std::map<std::string, int64_t>>{{{"M", 1}, {"K", 300}, {"N", 70}},
-                                                                    {{"M", 9}, {"K", 65}, {"N", 129}}}) {
+    for (auto symbols :
+         std::vector<std::map<std::string, int64_t>>{{{"M", 1}, {"K", 300}, {"N", 70}}, {{"M", 9}, {"K", 65}, {"N", 129}}}) {
         dsl::RunOptions o;
         o.random_missing_inputs = true;
         o.symbol_sizes = symbols;
@@ -132,11 +132,13 @@ TEST_CASE("numeric mode exact: rfactor is refused with the reason, a split-only 
     const Planned exact = plan(gelu_text("exact"), host);
     // cpu_decode's fallback is the split-K decode nest itself.
     CHECK_THROWS_WITH_AS(CompiledKernel(exact.g, exact.group, sched::library_schedule("cpu_decode", host), host),
-                         doctest::Contains("numeric mode 'exact' keeps every reduction in program order"),
-                         sched::ScheduleError);
+                         doctest::Contains("numeric mode 'exact' keeps every reduction in program order"), sched::ScheduleError);
     // Group-generic row reductions keep their sums in order too (no vector partial sums).
-    const dsl::Graph rows = dsl::simplify_text("graph r mode=exact {\n  %x = input : f32[M, N]\n"
-                                               "  %s = reduce_sum(%x, axes=[1])\n  output %s\n}\n", "<rows>").graph;
+    const dsl::Graph rows = dsl::simplify_text(
+                                "graph r mode=exact {\n  %x = input : f32[M, N]\n"
+                                "  %s = reduce_sum(%x, axes=[1])\n  output %s\n}\n",
+                                "<rows>")
+                                .graph;
     const dsl::FusionGroup g = dsl::plan_fusion(rows, lower::fusion_options(host)).groups.at(0);
     const sched::ScheduleSpec cpu_rows = lower::library_schedule_for("cpu_rows", lower::lower_group(rows, g), host);
     CHECK_FALSE(has_rfactor(cpu_rows.steps));

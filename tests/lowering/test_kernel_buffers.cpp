@@ -16,18 +16,18 @@
 
 #include "tests/Shell.h"
 
-#include "tests/GeluMlpText.h"
 #include "support/Subprocess.h"
+#include "tests/GeluMlpText.h"
 
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <sstream>
-#include <sys/wait.h>
 
 using namespace tessel;
 using Halide::Runtime::Buffer;
@@ -82,19 +82,41 @@ TEST_CASE("JIT kernel: wrong buffers are refused with the argument and both shap
         std::vector<const char *> message;
     };
     const Row rows[] = {
-        {"wrong K in w", [&] { return std::vector{x.raw_buffer(), w_short.raw_buffer(), bias.raw_buffer(), y_canary.raw_buffer()}; },
+        {"wrong K in w",
+         [&] {
+             return std::vector{x.raw_buffer(), w_short.raw_buffer(), bias.raw_buffer(), y_canary.raw_buffer()};
+         },
          {"argument 'w' (input) has shape [33,96]", "expects [32,96]", "from 'x'"}},
-        {"too-small output", [&] { return std::vector{x.raw_buffer(), w.raw_buffer(), bias.raw_buffer(), y_small.raw_buffer()}; },
+        {"too-small output",
+         [&] {
+             return std::vector{x.raw_buffer(), w.raw_buffer(), bias.raw_buffer(), y_small.raw_buffer()};
+         },
          {"argument 'y' (output) has shape [4,95]", "expects [4,96]"}},
-        {"null buffer", [&] { return std::vector<halide_buffer_t *>{x.raw_buffer(), nullptr, bias.raw_buffer(), y_canary.raw_buffer()}; },
+        {"null buffer",
+         [&] {
+             return std::vector<halide_buffer_t *>{x.raw_buffer(), nullptr, bias.raw_buffer(), y_canary.raw_buffer()};
+         },
          {"argument 'w' (input) is a null buffer"}},
-        {"null host pointer", [&] { return std::vector{&no_host, w.raw_buffer(), bias.raw_buffer(), y_canary.raw_buffer()}; },
+        {"null host pointer",
+         [&] {
+             return std::vector{&no_host, w.raw_buffer(), bias.raw_buffer(), y_canary.raw_buffer()};
+         },
          {"argument 'x' (input) has no memory"}},
-        {"uint8 input", [&] { return std::vector{x_u8.raw_buffer(), w.raw_buffer(), bias.raw_buffer(), y_canary.raw_buffer()}; },
+        {"uint8 input",
+         [&] {
+             return std::vector{x_u8.raw_buffer(), w.raw_buffer(), bias.raw_buffer(), y_canary.raw_buffer()};
+         },
          {"argument 'x' (input) has element type uint8", "float32"}},
-        {"3-D input", [&] { return std::vector{x_3d.raw_buffer(), w.raw_buffer(), bias.raw_buffer(), y_canary.raw_buffer()}; },
+        {"3-D input",
+         [&] {
+             return std::vector{x_3d.raw_buffer(), w.raw_buffer(), bias.raw_buffer(), y_canary.raw_buffer()};
+         },
          {"argument 'x' (input) has 3 dimensions [2,4,32]", "expects 2"}},
-        {"too few buffers", [&] { return std::vector{x.raw_buffer(), w.raw_buffer()}; }, {"takes 4 buffers", "got 2"}},
+        {"too few buffers",
+         [&] {
+             return std::vector{x.raw_buffer(), w.raw_buffer()};
+         },
+         {"takes 4 buffers", "got 2"}},
     };
     for (const Row &r : rows) {
         CAPTURE(r.what);
@@ -153,8 +175,8 @@ TEST_CASE("ahead-of-time library: a too-small buffer is an error code and a mess
     for (std::string d; std::getline(dirs, d, ';');)
         if (!d.empty()) includes += " -I'" + d + "'";
     const std::string exe = tmp.file("caller");
-    const RunResult build = shell("c++ -std=c++17 -O0 -I'" + tmp.dir.string() + "'" + includes + " '" +
-                                  tmp.file("caller.cpp") + "' '" + tmp.file(base + ".a") + "' -lpthread -ldl -o '" + exe + "'");
+    const RunResult build = shell("c++ -std=c++17 -O0 -I'" + tmp.dir.string() + "'" + includes + " '" + tmp.file("caller.cpp") +
+                                  "' '" + tmp.file(base + ".a") + "' -lpthread -ldl -o '" + exe + "'");
     INFO(build.output);
     REQUIRE(build.rc == 0);
 
@@ -163,8 +185,8 @@ TEST_CASE("ahead-of-time library: a too-small buffer is an error code and a mess
     CHECK(with.rc == 0);  // the process survived and returned normally
     CHECK_FALSE(contains(with.output, "rc=0\n"));
     CHECK(contains(with.output, "message=Input buffer bias"));
-    CHECK(contains(with.output, "canary=-7"));      // the input's neighbour is unchanged
-    CHECK(contains(with.output, "untouched=1"));    // refused before the output was written
+    CHECK(contains(with.output, "canary=-7"));    // the input's neighbour is unchanged
+    CHECK(contains(with.output, "untouched=1"));  // refused before the output was written
     MESSAGE("the library's error, as the caller received it: " << with.output);
 
     const RunResult without = shell("'" + exe + "'");

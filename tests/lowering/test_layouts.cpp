@@ -58,7 +58,6 @@ std::unique_ptr<Compiled> compile(const std::string &file, const std::map<std::s
     return c;
 }
 
-
 }  // namespace
 
 TEST_CASE("layout examples match the interpreter at awkward shapes, packed and unpacked") {
@@ -67,9 +66,9 @@ TEST_CASE("layout examples match the interpreter at awkward shapes, packed and u
     // test_planned_run with every other example graph.
     const dsl::LayoutOptions packed = packing_options(8);
     for (const char *name : {"linear_nk", "decode_bf16", "decode_packed", "attention_fwd"}) {
-        for (const auto &symbols : std::vector<std::map<std::string, int64_t>>{
-                 {{"M", 1}, {"K", 37}, {"N", 19}, {"S", 1}}, {{"M", 13}, {"K", 64}, {"N", 53}, {"S", 23}},
-                 {{"M", 37}, {"K", 5}, {"N", 8}, {"S", 7}}}) {
+        for (const auto &symbols : std::vector<std::map<std::string, int64_t>>{{{"M", 1}, {"K", 37}, {"N", 19}, {"S", 1}},
+                                                                               {{"M", 13}, {"K", 64}, {"N", 53}, {"S", 23}},
+                                                                               {{"M", 37}, {"K", 5}, {"N", 8}, {"S", 7}}}) {
             {
                 INFO(name << " M=" << symbols.at("M") << " N=" << symbols.at("N") << " packed");
                 auto c = compile(dir + name + ".tsl", symbols, &packed, "cpu_blocked");
@@ -122,7 +121,9 @@ TEST_CASE("layout chains match the interpreter under the pass's choice, forcing,
   %p = softmax(transpose(%a), axis=1) : f32[5, 4]
   %r = reduce_max(transpose(%a), axes=[1]) : f32[5]
   output %p, %r
-})", "cols.tsl")).graph;
+})",
+                                                        "cols.tsl"))
+                             .graph;
     const Halide::Target target = parse_target("host");
     dsl::Graph converted = g;
     dsl::LayoutOptions o = lower::layout_options(target);
@@ -131,8 +132,8 @@ TEST_CASE("layout chains match the interpreter under the pass's choice, forcing,
     CHECK(lp.conversions == 1);
     const dsl::FusionPlan plan = dsl::plan_fusion(converted, lower::fusion_options(target));
     CompiledGraph program(converted, plan, target);
-    dsl::Tensor a{dsl::DType::F32, {4, 5}, {NAN, 1, -0.0, 2, INFINITY, 0.5, -INFINITY, 3, -1, 0.0,
-                                            -0.0, 2, 1e30, -1e30, 7, 1, 1, -0.0, NAN, -INFINITY}};
+    dsl::Tensor a{dsl::DType::F32, {4, 5}, {NAN,  1, -0.0, 2,     INFINITY, 0.5, -INFINITY, 3,    -1,  0.0,
+                                            -0.0, 2, 1e30, -1e30, 7,        1,   1,         -0.0, NAN, -INFINITY}};
     const dsl::RunResult ref = dsl::interpret(g, {{"a", a}}, {});
     const auto got = program.run({{"a", a}}, {});
     REQUIRE(got.size() == 2);
@@ -158,8 +159,10 @@ TEST_CASE("bf16 and f16 storage round like the interpreter, bit for bit, on spec
     const Halide::Target target = parse_target("host");
     const dsl::FusionPlan plan = dsl::plan_fusion(g, lower::fusion_options(target));
     CompiledGraph program(g, plan, target);
-    dsl::Tensor w{dsl::DType::F32, {2, 8}, {NAN, INFINITY, -INFINITY, -0.0, 1e-40, 3.4e38, 1.00390625, 1.01171875,
-                                            -2.5, 65504.0, 65520.0, 6e-8, 1.0 / 3, -1e-45, 0.0, 255.5}};
+    dsl::Tensor w{dsl::DType::F32,
+                  {2, 8},
+                  {NAN, INFINITY, -INFINITY, -0.0, 1e-40, 3.4e38, 1.00390625, 1.01171875, -2.5, 65504.0, 65520.0, 6e-8, 1.0 / 3,
+                   -1e-45, 0.0, 255.5}};
     dsl::Tensor x = w;
     for (double &v : x.data) v = std::isnan(v) ? v : -v;
     const std::map<std::string, dsl::Tensor> inputs{{"x", x}, {"w", w}};
@@ -205,7 +208,8 @@ TEST_CASE("a packed input buffer of the wrong physical shape is refused with bot
   %bias = input : f32[N]
   %y = matmul(%x, %w) + %bias
   output %y
-})TSL", "p.tsl");
+})TSL",
+                                    "p.tsl");
     const Halide::Target target = parse_target("host");
     const dsl::FusionPlan plan = dsl::plan_fusion(g, lower::fusion_options(target));
     CompiledKernel k(g, plan.groups[0], sched::library_schedule("cpu_blocked", target), target);
@@ -230,7 +234,8 @@ TEST_CASE("a per-call group never writes over a prepared value (they are kept be
   %a = %p + %s
   %y = relu(%a)
   output %y
-})", "keep.tsl");
+})",
+                                    "keep.tsl");
     const Halide::Target target = parse_target("host");
     dsl::FusionOptions fo = lower::fusion_options(target);
     fo.policy = &dsl::unfused_policy();

@@ -9,8 +9,8 @@
 #include "dsl/passes/FusionPolicy.h"
 #include "lowering/CompiledGraph.h"
 #include "lowering/ScheduleGroup.h"
-#include "tests/TempDir.h"
 #include "schedules/Library.h"
+#include "tests/TempDir.h"
 
 #include "support/ErrorStats.h"
 #include "tests/TensorCompare.h"
@@ -119,7 +119,9 @@ TEST_CASE("fused groups match the interpreter on awkward shapes") {
         std::vector<std::map<std::string, int64_t>> shapes;
     };
     const Row rows[] = {
-        {"gelu mlp", kGeluMlp, {{{"M", 1}, {"K", 7}, {"N", 5}}, {{"M", 13}, {"K", 37}, {"N", 41}}, {{"M", 64}, {"K", 33}, {"N", 70}}}},
+        {"gelu mlp",
+         kGeluMlp,
+         {{{"M", 1}, {"K", 7}, {"N", 5}}, {{"M", 13}, {"K", 37}, {"N", 41}}, {{"M", 64}, {"K", 33}, {"N", 70}}}},
         {"gated mlp", kGatedMlp, {{{"M", 1}, {"K", 16}, {"N", 3}}, {{"M", 9}, {"K", 31}, {"N", 47}}}},
         {"softmax", kSoftmax, {{{"M", 1}, {"N", 1}}, {{"M", 5}, {"N", 37}}}},
         {"layernorm then matmul", kLayerNormLike, {{{"M", 3}, {"K", 29}, {"N", 17}}}},
@@ -141,9 +143,10 @@ TEST_CASE("a library schedule with guarded variants applies to a lowered group b
     const ScheduleChooser library = [](const dsl::FusionGroup &, const LoweredGroup &) {
         return std::optional<sched::ScheduleSpec>(sched::library_schedule("cpu_blocked", parse_target("host")));
     };
-    for (auto shape : std::vector<std::map<std::string, int64_t>>{
-             {{"M", 1}, {"K", 9}, {"N", 1030}}, {{"M", 3}, {"K", 17}, {"N", 300}}, {{"M", 19}, {"K", 23}, {"N", 101}},
-             {{"M", 5}, {"K", 7}, {"N", 3}}}) {
+    for (auto shape : std::vector<std::map<std::string, int64_t>>{{{"M", 1}, {"K", 9}, {"N", 1030}},
+                                                                  {{"M", 3}, {"K", 17}, {"N", 300}},
+                                                                  {{"M", 19}, {"K", 23}, {"N", 101}},
+                                                                  {{"M", 5}, {"K", 7}, {"N", 3}}}) {
         CAPTURE(shape.at("M"));
         std::string note;
         CHECK(max_relative_difference(kGeluMlp, shape, library, &note) < 1e-4);
@@ -200,9 +203,10 @@ TEST_CASE("the gated MLP's sibling matmuls read x once per reduction step") {
 namespace {
 
 /** The interpreter's and the compiled graph's outputs for `inputs` (one group, as above). */
-std::pair<std::vector<dsl::Tensor>, std::vector<dsl::Tensor>> run_both(
-    const dsl::Graph &g, const std::map<std::string, dsl::Tensor> &inputs,
-    const std::map<std::string, int64_t> &symbols, const ScheduleChooser &choose = {}) {
+std::pair<std::vector<dsl::Tensor>, std::vector<dsl::Tensor>> run_both(const dsl::Graph &g,
+                                                                       const std::map<std::string, dsl::Tensor> &inputs,
+                                                                       const std::map<std::string, int64_t> &symbols,
+                                                                       const ScheduleChooser &choose = {}) {
     dsl::RunOptions opts;
     opts.symbol_sizes = symbols;
     const dsl::RunResult ref = dsl::interpret(g, inputs, opts);
@@ -227,8 +231,8 @@ SpecialCompare compare_special(const std::vector<dsl::Tensor> &got, const std::v
             const double rel = pair_error(a, b).second;
             const bool zero_sign = a == 0 && b == 0 && std::signbit(a) != std::signbit(b);
             if ((rel > 1e-4 || zero_sign) && c.first_bad.empty())
-                c.first_bad = "output " + std::to_string(o) + " element " + std::to_string(i) + ": got " +
-                              std::to_string(a) + (std::signbit(a) ? " (sign set)" : "") + ", want " + std::to_string(b) +
+                c.first_bad = "output " + std::to_string(o) + " element " + std::to_string(i) + ": got " + std::to_string(a) +
+                              (std::signbit(a) ? " (sign set)" : "") + ", want " + std::to_string(b) +
                               (std::signbit(b) ? " (sign set)" : "");
             c.max_rel = std::max(c.max_rel, rel);
             c.sign_of_zero_mismatches += zero_sign;
@@ -250,18 +254,21 @@ std::map<std::string, dsl::Tensor> special_inputs(const dsl::Graph &g, const std
     auto inputs = dsl::interpret(g, {}, opts).inputs;
     for (auto &[name, t] : inputs)
         for (size_t i = 0; i < t.data.size(); i++) {
-            if (i % (7 * spread) == 3) t.data[i] = NAN;
-            else if (i % (11 * spread) == 5) t.data[i] = INFINITY;
-            else if (i % (13 * spread) == 6) t.data[i] = -INFINITY;
-            else if (i % 5 == 1) t.data[i] = -0.0;
+            if (i % (7 * spread) == 3)
+                t.data[i] = NAN;
+            else if (i % (11 * spread) == 5)
+                t.data[i] = INFINITY;
+            else if (i % (13 * spread) == 6)
+                t.data[i] = -INFINITY;
+            else if (i % 5 == 1)
+                t.data[i] = -0.0;
         }
     return inputs;
 }
 
 /** `text` in `mode` (strict or fast), simplified, compiled and run on special_inputs(). */
-SpecialCompare special_value_difference(std::string text, const std::map<std::string, int64_t> &symbols,
-                                        size_t spread, const char *mode = "strict",
-                                        const ScheduleChooser &choose = {}) {
+SpecialCompare special_value_difference(std::string text, const std::map<std::string, int64_t> &symbols, size_t spread,
+                                        const char *mode = "strict", const ScheduleChooser &choose = {}) {
     text.replace(text.find('{'), 1, std::string("mode=") + mode + " {");
     const dsl::Graph g = dsl::simplify_text(text, "<test>").graph;
     const auto [got, want] = run_both(g, special_inputs(g, symbols, spread), symbols, choose);
@@ -292,12 +299,11 @@ TEST_CASE("special values: max, min and relu follow IEEE maximum/minimum in comp
         }
     const std::map<std::string, int64_t> symbols{{"M", rows}, {"N", cols}};
     for (const char *mode : {"strict", "fast"}) {
-        for (const char *expr : {"max(%a, %b)", "max(%b, %a)", "min(%a, %b)", "min(%b, %a)", "relu(%a)", "relu(%b)",
-                                 "max(%a, 0)", "min(0, %b)", "relu(%a * %b) + min(%a, %b)"}) {
+        for (const char *expr : {"max(%a, %b)", "max(%b, %a)", "min(%a, %b)", "min(%b, %a)", "relu(%a)", "relu(%b)", "max(%a, 0)",
+                                 "min(0, %b)", "relu(%a * %b) + min(%a, %b)"}) {
             INFO(std::string(mode) << ": " << std::string(expr));
             const std::string text = std::string("graph m mode=") + mode +
-                                     " {\n %a = input : f32[M, N]\n %b = input : f32[M, N]\n %y = " + expr +
-                                     "\n output %y\n}";
+                                     " {\n %a = input : f32[M, N]\n %b = input : f32[M, N]\n %y = " + expr + "\n output %y\n}";
             const dsl::Graph g = dsl::simplify_text(text, "<test>").graph;
             for (const char *schedule : {"cpu_elementwise", "cpu_rows"}) {
                 if (std::string(mode) == "fast" && std::string(schedule) == "cpu_elementwise") continue;  // time
@@ -335,13 +341,13 @@ TEST_CASE("special values: reduce_max and softmax rows propagate NaN in compiled
         for (int64_t j = 0; j < n; j++) x.data[i * (size_t)n + (size_t)j] = rows[i][(size_t)j];
     const std::map<std::string, int64_t> symbols{{"M", (int64_t)rows.size()}, {"N", n}};
     const char *bodies[] = {"%y = reduce_max(%x, axes=[1])", "%y = reduce_max(%x, axes=[1], keepdims=true)",
-                            "%y = softmax(%x, axis=1)", "%y = reduce_max(%x, axes=[0])",
-                            "%y = softmax(%x, axis=0)", "%y = %x - reduce_max(%x, axes=[1], keepdims=true)"};
+                            "%y = softmax(%x, axis=1)",      "%y = reduce_max(%x, axes=[0])",
+                            "%y = softmax(%x, axis=0)",      "%y = %x - reduce_max(%x, axes=[1], keepdims=true)"};
     for (const char *mode : {"strict", "fast"}) {
         for (const char *body : bodies) {
             INFO(std::string(mode) << ": " << std::string(body));
-            const std::string text = std::string("graph r mode=") + mode + " {\n %x = input : f32[M, N]\n " + body +
-                                     "\n output %y\n}";
+            const std::string text =
+                std::string("graph r mode=") + mode + " {\n %x = input : f32[M, N]\n " + body + "\n output %y\n}";
             const dsl::Graph g = dsl::simplify_text(text, "<test>").graph;
             for (const char *schedule : {"cpu_elementwise", "cpu_rows"}) {
                 if (std::string(mode) == "fast" && std::string(schedule) == "cpu_elementwise") continue;  // time
@@ -405,8 +411,7 @@ TEST_CASE("special values: fused groups and the running example on inputs with N
         return std::optional<sched::ScheduleSpec>(sched::library_schedule("cpu_blocked", parse_target("host")));
     };
     for (const char *text : {kGeluMlp, kReluMlp}) {
-        const SpecialCompare c = special_value_difference(text, {{"M", 19}, {"K", 23}, {"N", 101}}, 16,
-                                                          "strict", blocked);
+        const SpecialCompare c = special_value_difference(text, {{"M", 19}, {"K", 23}, {"N", 101}}, 16, "strict", blocked);
         INFO(c.first_bad);
         CHECK(c.max_rel < 1e-4);
     }
@@ -422,8 +427,8 @@ TEST_CASE("special values: exp and the tanh GELU follow their formulas on NaN, i
     for (const char *e : {"exp(%a)", "gelu_tanh(%a)"}) {
         for (const char *mode : {"strict", "fast"}) {
             INFO(std::string(mode) << ": " << std::string(e));
-            const std::string text = std::string("graph k mode=") + mode + " {\n %a = input : f32[M, N]\n %y = " + e +
-                                     "\n output %y\n}";
+            const std::string text =
+                std::string("graph k mode=") + mode + " {\n %a = input : f32[M, N]\n %y = " + e + "\n output %y\n}";
             const dsl::Graph g = dsl::simplify_text(text, "<test>").graph;
             const auto [got, want] = run_both(g, {{"a", a}}, {{"M", 1}, {"N", kNumSpecials + 1}});
             const SpecialCompare c = compare_special(got, want);
@@ -442,7 +447,8 @@ TEST_CASE("special values: the erf GELU follows its formula on NaN, infinities a
     a.data[kNumSpecials + 1] = 3.99;  // just below the saturation point: the polynomial
     for (const char *mode : {"strict", "fast"}) {
         INFO(std::string(mode));
-        const std::string text = std::string("graph k mode=") + mode + " {\n %a = input : f32[M, N]\n %y = gelu(%a)\n output %y\n}";
+        const std::string text =
+            std::string("graph k mode=") + mode + " {\n %a = input : f32[M, N]\n %y = gelu(%a)\n output %y\n}";
         const dsl::Graph g = dsl::simplify_text(text, "<test>").graph;
         const auto [got, want] = run_both(g, {{"a", a}}, {{"M", 1}, {"N", kNumSpecials + 3}});
         const SpecialCompare c = compare_special(got, want);
@@ -516,8 +522,8 @@ TEST_CASE("special values: CUDA row reductions on order keys assemble, with inte
           doctest::skip(find_ptxas().empty())) {
     // cuda_rows keeps each row's maximum and its per-thread partials in shared memory; on order
     // keys they are int32 and the merge is max.s32. Checked without a device (ptxas only).
-    for (const char *body : {"%y = softmax(%a, axis=1)", "%y = reduce_max(%a, axes=[1], keepdims=true) + %a",
-                             "%y = relu(max(%a, %a * 2))"}) {
+    for (const char *body :
+         {"%y = softmax(%a, axis=1)", "%y = reduce_max(%a, axes=[1], keepdims=true) + %a", "%y = relu(max(%a, %a * 2))"}) {
         INFO(std::string(body));
         const dsl::Graph g =
             dsl::simplify_text(std::string("graph c {\n %a = input : f32[M, N]\n ") + body + "\n output %y\n}", "<test>").graph;
@@ -532,8 +538,7 @@ TEST_CASE("special values: CUDA row reductions on order keys assemble, with inte
 
 TEST_CASE("the PTX check assembles for the target's CUDA capability, not a fixed architecture" *
           doctest::skip(find_ptxas().empty())) {
-    const dsl::Graph g =
-        dsl::simplify_text("graph c {\n %a = input : f32[M, N]\n %y = relu(%a)\n output %y\n}", "<test>").graph;
+    const dsl::Graph g = dsl::simplify_text("graph c {\n %a = input : f32[M, N]\n %y = relu(%a)\n output %y\n}", "<test>").graph;
     for (const auto &[target, arch] : {std::pair<const char *, const char *>{"host-cuda", "sm_86"},
                                        {"x86-64-linux-avx2-fma-cuda-cuda_capability_80", "sm_80"}}) {
         INFO(target);

@@ -46,7 +46,8 @@ std::unique_ptr<Program> compile(const std::string &text, const Halide::Target &
     p->g = dsl::simplify_graph(dsl::parse(text, "panels.tsl")).graph;
     p->plan = dsl::plan_fusion(p->g, lower::fusion_options(target));
     Program *raw = p.get();
-    ScheduleChooser choose = [&, raw](const dsl::FusionGroup &fg, const lower::LoweredGroup &lg) -> std::optional<sched::ScheduleSpec> {
+    ScheduleChooser choose = [&, raw](const dsl::FusionGroup &fg,
+                                      const lower::LoweredGroup &lg) -> std::optional<sched::ScheduleSpec> {
         if (fg.kind != dsl::GroupKind::MatmulEpilogue) return std::nullopt;
         sched::ScheduleSpec s = lower::library_schedule_for("cpu_blocked", lg, target);
         raw->schedule_description = s.description;
@@ -55,7 +56,6 @@ std::unique_ptr<Program> compile(const std::string &text, const Halide::Target &
     p->compiled = std::make_unique<CompiledGraph>(p->g, p->plan, target, choose);
     return p;
 }
-
 
 }  // namespace
 
@@ -70,10 +70,17 @@ TEST_CASE("panel nests read a panel-stored w in place at awkward shapes, every M
             auto p = compile(panel_graph(b.nr, dtype), target);
             // The panel nests, not the row-major ones reading through n / nr and n % nr.
             CHECK(p->schedule_description.find("panels of " + std::to_string(b.nr)) != std::string::npos);
-            const std::vector<std::array<int64_t, 3>> shapes{
-                {1, 37, 19},        {1, 1, 1},         {2, 64, b.nr},     {3, 5, b.nr + 1}, {b.mr - 1, 37, b.nr - 1},
-                {b.mr, 33, 2 * b.nr + 5}, {b.mr + 1, 7, 53}, {13, 100, 47},   {16, 64, 97},     {17, 3, 200},
-                {37, 19, 3 * b.nr}};
+            const std::vector<std::array<int64_t, 3>> shapes{{1, 37, 19},
+                                                             {1, 1, 1},
+                                                             {2, 64, b.nr},
+                                                             {3, 5, b.nr + 1},
+                                                             {b.mr - 1, 37, b.nr - 1},
+                                                             {b.mr, 33, 2 * b.nr + 5},
+                                                             {b.mr + 1, 7, 53},
+                                                             {13, 100, 47},
+                                                             {16, 64, 97},
+                                                             {17, 3, 200},
+                                                             {37, 19, 3 * b.nr}};
             for (const auto &[m, k, n] : shapes) {
                 INFO("M=" << m << " K=" << k << " N=" << n);
                 const std::map<std::string, int64_t> symbols{{"M", m}, {"K", k}, {"N", n}};

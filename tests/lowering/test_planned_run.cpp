@@ -113,8 +113,8 @@ TEST_CASE("planned runs: both reuse policies and a caller's workspace give the s
     workspace.workspace_bytes = planned.plan.planned_peak;
     CHECK(run_against_interpreter(g, symbols, false, workspace).error < 1e-4);
     workspace.workspace_bytes = planned.plan.planned_peak - 1;
-    CHECK_THROWS_WITH_AS(run_against_interpreter(g, symbols, false, workspace),
-                         doctest::Contains("the memory plan needs"), lower::LoweringError);
+    CHECK_THROWS_WITH_AS(run_against_interpreter(g, symbols, false, workspace), doctest::Contains("the memory plan needs"),
+                         lower::LoweringError);
 }
 
 TEST_CASE("planned runs: graphs with effects are interpreter-driven, and say why") {
@@ -124,7 +124,8 @@ graph noisy {
   %y = exp(%x)
   print(%y, label="y")
   output %y
-})", "<noisy>");
+})",
+                                    "<noisy>");
     const Outcome o = run_against_interpreter(g, {}, true);
     CHECK_FALSE(o.stats.planned);
     CHECK(o.stats.interpreted_because.find("print") != std::string::npos);
@@ -143,7 +144,8 @@ graph branches {
   %d = matmul(%c, %w)
   %y = %b * %d
   output %y
-})", "<branches>");
+})",
+                                    "<branches>");
     ArenaOptions concurrent;
     concurrent.policy = dsl::ReusePolicy::NoConcurrentReuse;
     concurrent.concurrent_groups = true;
@@ -154,8 +156,8 @@ graph branches {
     }
     ArenaOptions serial_plan;
     serial_plan.concurrent_groups = true;
-    CHECK_THROWS_WITH_AS(run_against_interpreter(g, {{"M", 19}}, true, serial_plan),
-                         doctest::Contains("no-concurrent-reuse"), lower::LoweringError);
+    CHECK_THROWS_WITH_AS(run_against_interpreter(g, {{"M", 19}}, true, serial_plan), doctest::Contains("no-concurrent-reuse"),
+                         lower::LoweringError);
 }
 
 TEST_CASE("planned runs: values whose names hold '.', as rematerialized clones do, lower and run") {
@@ -167,7 +169,8 @@ graph dotted {
   %a_b = exp(%a.b * 0.1)
   %y = matmul(transpose(%a.b), %a_b)
   output %y
-})", "<dotted>");
+})",
+                                    "<dotted>");
     for (bool fused : {true, false}) CHECK(run_against_interpreter(g, {}, fused).error < 1e-5);
 }
 
@@ -178,12 +181,14 @@ graph counted {
   %w = input : f32[8, 4]
   %y = relu(matmul(%x, %w))
   output %y
-})", "<counted>").graph;
+})",
+                                            "<counted>")
+                             .graph;
     const Halide::Target target = parse_target("host");
     CompiledGraph program(g, dsl::plan_fusion(g, lower::fusion_options(target, {})), target);
     auto inputs = [](int64_t m) {
         return std::map<std::string, dsl::Tensor>{{"x", dsl::Tensor::filled(dsl::DType::F32, {m, 8}, 0.5)},
-                                                   {"w", dsl::Tensor::filled(dsl::DType::F32, {8, 4}, 0.25)}};
+                                                  {"w", dsl::Tensor::filled(dsl::DType::F32, {8, 4}, 0.25)}};
     };
     program.run(inputs(3), {});  // not recorded yet
     program.record_shapes();

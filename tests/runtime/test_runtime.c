@@ -18,12 +18,12 @@ static int failures = 0;
             failures++;                                                              \
         }                                                                            \
     } while (0)
-#define CHECK_TEXT(text, expected)                                                                         \
-    do {                                                                                                   \
-        if (strcmp((text), (expected))) {                                                                  \
+#define CHECK_TEXT(text, expected)                                                                             \
+    do {                                                                                                       \
+        if (strcmp((text), (expected))) {                                                                      \
             fprintf(stderr, "%s:%d: got \"%s\"\n  expected \"%s\"\n", __FILE__, __LINE__, (text), (expected)); \
-            failures++;                                                                                    \
-        }                                                                                                  \
+            failures++;                                                                                        \
+        }                                                                                                      \
     } while (0)
 
 /* Allocations with live ranges; conflicts where the ranges intersect. */
@@ -68,25 +68,25 @@ static void check_orders(plan5 *p, const int expected_order[3][5], const int64_t
 }
 
 static void test_packer(void) {
-    {   /* A chain a0 - a1 - a2: largest first puts a2 and a0 at 0 and a1 above both (256). */
+    { /* A chain a0 - a1 - a2: largest first puts a2 and a0 at 0 and a1 above both (256). */
         plan5 p = {3, {128, 64, 192}, {0, 1, 2}, {1, 2, 3}, {0}};
         const int orders[3][5] = {{2, 0, 1}, {2, 0, 1}, {0, 1, 2}};
         const int64_t peaks[3] = {256, 256, 384}, best[5] = {0, 192, 0};
         check_orders(&p, orders, peaks, best, 256);
     }
-    {   /* Largest first wins (320 against 448 and 448). */
+    { /* Largest first wins (320 against 448 and 448). */
         plan5 p = {5, {64, 192, 64, 128, 64}, {1, 2, 3, 0, 1}, {3, 2, 5, 1, 2}, {0}};
         const int orders[3][5] = {{1, 3, 0, 4, 2}, {3, 0, 1, 2, 4}, {3, 0, 4, 1, 2}};
         const int64_t peaks[3] = {320, 448, 448}, best[5] = {192, 0, 0, 0, 256};
         check_orders(&p, orders, peaks, best, 320);
     }
-    {   /* Bytes x steps first wins (576 against 640 and 640). */
+    { /* Bytes x steps first wins (576 against 640 and 640). */
         plan5 p = {5, {128, 128, 192, 128, 192}, {3, 3, 1, 2, 1}, {4, 4, 2, 3, 3}, {0}};
         const int orders[3][5] = {{2, 4, 3, 0, 1}, {4, 2, 0, 1, 3}, {2, 4, 3, 0, 1}};
         const int64_t peaks[3] = {640, 576, 640}, best[5] = {192, 320, 192, 448, 0};
         check_orders(&p, orders, peaks, best, 576);
     }
-    {   /* Earliest first wins (320 against 384 and 384): a0 fills the gap a1 leaves below a3. */
+    { /* Earliest first wins (320 against 384 and 384): a0 fills the gap a1 leaves below a3. */
         plan5 p = {5, {128, 128, 192, 64, 64}, {1, 0, 2, 0, 0}, {3, 0, 4, 1, 1}, {0}};
         const int orders[3][5] = {{2, 1, 0, 3, 4}, {2, 0, 1, 3, 4}, {1, 3, 4, 0, 2}};
         const int64_t peaks[3] = {384, 384, 320}, best[5] = {0, 0, 128, 128, 192};
@@ -118,8 +118,8 @@ static void test_guards(void) {
     CHECK(tessel_guard_holds(99, 1, 1) == -1);
 
     /* Variants: {M == 1}, {M <= 16, N % 8}, {K >= 4 where the group has no K}, fallback. */
-    const tessel_guard guards[] = {{0, TESSEL_GUARD_EQ, 1}, {0, TESSEL_GUARD_LE, 16}, {1, TESSEL_GUARD_DIVISIBLE, 8},
-                                   {-1, TESSEL_GUARD_GE, 4}};
+    const tessel_guard guards[] = {
+        {0, TESSEL_GUARD_EQ, 1}, {0, TESSEL_GUARD_LE, 16}, {1, TESSEL_GUARD_DIVISIBLE, 8}, {-1, TESSEL_GUARD_GE, 4}};
     const int counts[] = {1, 2, 1, 0};
     const int64_t m1[] = {1, 3}, m13n16[] = {13, 16}, m13n3[] = {13, 3};
     CHECK(tessel_pick_variant(guards, counts, 4, m1) == 0);
@@ -262,7 +262,8 @@ static int reports(const char *feature) { return strstr(reported, feature) != NU
 
 static void test_targets(void) {
     const char *const avx512[] = {"avx512f", "avx2"}, *const avx2[] = {"avx2", "fma"};
-    const tessel_target targets[] = {{"avx512", "x86-64-linux-avx512", 2, avx512}, {"avx2", "x86-64-linux-avx2", 2, avx2},
+    const tessel_target targets[] = {{"avx512", "x86-64-linux-avx512", 2, avx512},
+                                     {"avx2", "x86-64-linux-avx2", 2, avx2},
                                      {"x86_64", "x86-64-linux", 0, NULL}};
     reported = "avx2 fma avx512f";
     CHECK(tessel_pick_target(targets, 3, NULL, reports) == 0);
@@ -283,7 +284,9 @@ int main(void) {
     test_arguments();
     test_profile();
     test_targets();
-    if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
-    else printf("runtime: all checks passed\n");
+    if (failures)
+        fprintf(stderr, "%d check(s) failed\n", failures);
+    else
+        printf("runtime: all checks passed\n");
     return failures ? 1 : 0;
 }

@@ -32,8 +32,8 @@ using Shape = std::map<std::string, int64_t>;
 
 struct Case {
     const char *name;
-    std::string file;          ///< algorithms/<file>, planned into groups by the fusion planner
-    const char *text = "";     ///< else this graph, as one group of every node
+    std::string file;       ///< algorithms/<file>, planned into groups by the fusion planner
+    const char *text = "";  ///< else this graph, as one group of every node
 };
 
 dsl::Graph load(const Case &c) {
@@ -132,10 +132,10 @@ TEST_CASE("every CPU group schedule matches the interpreter at awkward sizes") {
     const Halide::Target host = parse_target("host");
     const int64_t L = std::max(4, host.natural_vector_size<float>());
     const std::vector<Shape> shapes = {
-        {{"M", 1}, {"N", 1}, {"K", 1}, {"H", 1}},                 // one row, one element
-        {{"M", 13}, {"N", 37}, {"K", 37}, {"H", 29}},             // primes
-        {{"M", 2}, {"N", L - 1}, {"K", 5}, {"H", 3}},             // a row shorter than one vector
-        {{"M", 3}, {"N", 2 * L + 1}, {"K", L + 1}, {"H", L - 1}}, // one past a vector multiple
+        {{"M", 1}, {"N", 1}, {"K", 1}, {"H", 1}},                     // one row, one element
+        {{"M", 13}, {"N", 37}, {"K", 37}, {"H", 29}},                 // primes
+        {{"M", 2}, {"N", L - 1}, {"K", 5}, {"H", 3}},                 // a row shorter than one vector
+        {{"M", 3}, {"N", 2 * L + 1}, {"K", L + 1}, {"H", L - 1}},     // one past a vector multiple
         {{"M", 1}, {"N", sched::kCpuBlock + 3}, {"K", 2}, {"H", 3}},  // rank 1: a block and a tail
     };
     for (const Case &c : cases()) {
@@ -203,9 +203,8 @@ TEST_CASE("the lowering describes reductions for the schedules") {
         CHECK_FALSE(sched::cuda_rows_applies(shape));
         // Reductions over rows are computed once at root, not once per output row.
         const auto cpu = sched::cpu_rows(shape, host);
-        CHECK(std::count_if(cpu.steps.begin(), cpu.steps.end(), [](const sched::Directive &d) {
-                  return std::holds_alternative<sched::ComputeRoot>(d);
-              }) == 2);
+        CHECK(std::count_if(cpu.steps.begin(), cpu.steps.end(),
+                            [](const sched::Directive &d) { return std::holds_alternative<sched::ComputeRoot>(d); }) == 2);
     }
     SUBCASE("row sums without keepdims") {
         const Case c{"row sums", "", kRowSums};
@@ -221,8 +220,8 @@ TEST_CASE("the lowering describes reductions for the schedules") {
 
 TEST_CASE("group-generic library entries need a group") {
     const Halide::Target host = parse_target("host");
-    CHECK_THROWS_WITH_AS(sched::library_schedule("cpu_rows", host),
-                         doctest::Contains("generated for each reduction group"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(sched::library_schedule("cpu_rows", host), doctest::Contains("generated for each reduction group"),
+                         std::invalid_argument);
     CHECK(sched::library_schedule("cpu_rows", sched::example_group_shape(dsl::GroupKind::Reduction), host).name == "cpu_rows");
     CHECK(sched::default_library_schedule(dsl::GroupKind::Reduction, sched::Device::Cpu) == "cpu_rows");
     CHECK(sched::default_library_schedule(dsl::GroupKind::Elementwise, sched::Device::Cpu) == "cpu_elementwise");
@@ -236,28 +235,27 @@ TEST_CASE("group-generic library entries need a group") {
 }
 
 TEST_SUITE("cuda") {
-
-// Skipped (and counted as skipped) without the CUDA toolkit.
-TEST_CASE("every CUDA group schedule assembles for sm_90 without spills" * doctest::skip(find_ptxas().empty())) {
-    const Halide::Target cuda = parse_target("host-cuda");
-    for (const Case &c : cases()) {
-        for (const char *name : {"cuda_elementwise", "cuda_rows"}) {
-            SUBCASE((std::string(c.name) + " / " + name).c_str()) {
-                const dsl::Graph g = load(c);
-                CompiledGraph program(g, groups_of(g, c), cuda, force(name, cuda), KernelBackend::AheadOfTime);
-                for (const auto &cg : program.groups()) {
-                    const sched::ScheduleSpec &schedule = cg.kernel->schedule();
-                    INFO(cg.kernel->group().name << ": " << sched::to_string(schedule));
-                    CHECK(cg.schedule_note == "schedule '" + std::string(name) + "'");
-                    CHECK(sched::schedule_from_json(sched::to_json(schedule)) == schedule);
-                    const PtxScheduleReport r = cg.kernel->ptx_report("sm_90");
-                    INFO(r.to_string());
-                    for (const auto &v : r.violations()) INFO(v);
-                    CHECK(r.within_limits());
+    // Skipped (and counted as skipped) without the CUDA toolkit.
+    TEST_CASE("every CUDA group schedule assembles for sm_90 without spills" * doctest::skip(find_ptxas().empty())) {
+        const Halide::Target cuda = parse_target("host-cuda");
+        for (const Case &c : cases()) {
+            for (const char *name : {"cuda_elementwise", "cuda_rows"}) {
+                SUBCASE((std::string(c.name) + " / " + name).c_str()) {
+                    const dsl::Graph g = load(c);
+                    CompiledGraph program(g, groups_of(g, c), cuda, force(name, cuda), KernelBackend::AheadOfTime);
+                    for (const auto &cg : program.groups()) {
+                        const sched::ScheduleSpec &schedule = cg.kernel->schedule();
+                        INFO(cg.kernel->group().name << ": " << sched::to_string(schedule));
+                        CHECK(cg.schedule_note == "schedule '" + std::string(name) + "'");
+                        CHECK(sched::schedule_from_json(sched::to_json(schedule)) == schedule);
+                        const PtxScheduleReport r = cg.kernel->ptx_report("sm_90");
+                        INFO(r.to_string());
+                        for (const auto &v : r.violations()) INFO(v);
+                        CHECK(r.within_limits());
+                    }
                 }
             }
         }
     }
-}
 
 }  // TEST_SUITE

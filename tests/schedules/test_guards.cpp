@@ -45,7 +45,8 @@ TEST_CASE("ScheduleSpec::pick_variant picks what the runtime's tessel_pick_varia
     s.variants.push_back({{{"M", GuardOp::Le, 16}, {"N", GuardOp::Divisible, 8}}, {}});
     s.variants.push_back({{{"K", GuardOp::Ge, 4}}, {}});  // K is not an extent below: never holds
     // The same guards as tables: extents M, N (K missing: -1).
-    const tessel_guard guards[] = {{0, TESSEL_GUARD_EQ, 1}, {0, TESSEL_GUARD_LE, 16}, {1, TESSEL_GUARD_DIVISIBLE, 8}, {-1, TESSEL_GUARD_GE, 4}};
+    const tessel_guard guards[] = {
+        {0, TESSEL_GUARD_EQ, 1}, {0, TESSEL_GUARD_LE, 16}, {1, TESSEL_GUARD_DIVISIBLE, 8}, {-1, TESSEL_GUARD_GE, 4}};
     const int counts[] = {1, 2, 1};
     for (long m : {1L, 2L, 16L, 17L})
         for (long n : {0L, 3L, 8L, 24L}) {

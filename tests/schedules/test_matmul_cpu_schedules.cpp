@@ -6,9 +6,9 @@
  */
 #include "baselines/GeluReference.h"
 #include "driver/GeluLayer.h"
-#include "support/Random.h"
-#include "schedules/MatmulCpuSchedules.h"
 #include "schedules/Library.h"
+#include "schedules/MatmulCpuSchedules.h"
+#include "support/Random.h"
 
 #include <doctest/doctest.h>
 
@@ -136,7 +136,8 @@ TEST_CASE("the split-K gemm in K blocks, on the host's register block") {
     SUBCASE("w copied in blocks of 32 rows") { b.k_block = 32; }
     SUBCASE("in place: blocks of 16 rows in register tiles, added into the chunk's sums") { b.k_block = 0, b.sums_block = 16; }
     sched::ScheduleSpec s("splitk_k_blocked", sched::Device::Cpu);
-    s.variants.push_back({{{"M", sched::GuardOp::Ge, b.mr}, {"N", sched::GuardOp::Ge, b.nr}}, sched::matmul_cpu_splitk_gemm_steps(b)});
+    s.variants.push_back(
+        {{{"M", sched::GuardOp::Ge, b.mr}, {"N", sched::GuardOp::Ge, b.nr}}, sched::matmul_cpu_splitk_gemm_steps(b)});
     s.steps = sched::matmul_cpu_general_steps(b);
     GeluLayer kernel(GeluForm::Tanh, dsl::NumericMode::Fast, s, target);
     check_all_shapes(kernel, GeluForm::Tanh);

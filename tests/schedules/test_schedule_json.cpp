@@ -37,9 +37,10 @@ TEST_CASE("guarded variants round-trip and are picked by shape") {
 TEST_CASE("schedule text names each directive as the Halide call it becomes") {
     ScheduleSpec s("t");
     s.split({"matmul", 0}, "k", "ko", "ki", 4, Tail::GuardWithIf).compute_at("matmul", "y", "no");
-    CHECK(to_string(s) == "schedule t (cpu)\n"
-                          "  matmul.update(0).split(k, ko, ki, 4, guard_with_if);\n"
-                          "  matmul.compute_at(y, no);\n");
+    CHECK(to_string(s) ==
+          "schedule t (cpu)\n"
+          "  matmul.update(0).split(k, ko, ki, 4, guard_with_if);\n"
+          "  matmul.compute_at(y, no);\n");
 }
 
 TEST_CASE("malformed schedule JSON is refused with the step and the field") {
@@ -52,15 +53,19 @@ TEST_CASE("malformed schedule JSON is refused with the step and the field") {
     CHECK_THROWS_WITH_AS(schedule_from_json(json::parse(R"({"name":"a"})")), doctest::Contains("missing \"steps\""),
                          ScheduleJsonError);
     CHECK_THROWS_WITH_AS(
-        schedule_from_json(json::parse(R"({"name":"a","steps":[],"variants":[{"guards":[{"extent":"M","op":"<","value":2}],"steps":[]}]})")),
+        schedule_from_json(
+            json::parse(R"({"name":"a","steps":[],"variants":[{"guards":[{"extent":"M","op":"<","value":2}],"steps":[]}]})")),
         doctest::Contains("guard operator '<'"), ScheduleJsonError);
 }
 
 TEST_CASE("the example in Schedule.h compiles and prints as documented") {
     const StageRef y{"y"};
     ScheduleSpec s("cpu_tiled");
-    s.split(y, "n", "no", "ni", 16).split(y, "m", "mo", "mi", 8)
-        .reorder(y, {"ni", "mi", "no", "mo"}).vectorize(y, "ni").parallel(y, "mo")
+    s.split(y, "n", "no", "ni", 16)
+        .split(y, "m", "mo", "mi", 8)
+        .reorder(y, {"ni", "mi", "no", "mo"})
+        .vectorize(y, "ni")
+        .parallel(y, "mo")
         .compute_at("matmul", "y", "no");
     CHECK(s.steps.size() == 6);
     CHECK(s.group == dsl::GroupKind::MatmulEpilogue);
@@ -73,12 +78,12 @@ TEST_CASE("a schedule's group kind round-trips through JSON; an unknown kind is 
     CHECK(schedule_from_json(to_json(s)).group == dsl::GroupKind::Reduction);
     nlohmann::json j = to_json(s);
     j["group"] = "convolution";
-    CHECK_THROWS_WITH_AS(schedule_from_json(j), doctest::Contains("unknown fusion group kind 'convolution'"),
-                         ScheduleJsonError);
+    CHECK_THROWS_WITH_AS(schedule_from_json(j), doctest::Contains("unknown fusion group kind 'convolution'"), ScheduleJsonError);
 }
 
 TEST_CASE("JSON numbers are range-checked, never narrowed or truncated") {
-    const std::string split = R"({"op": "split", "stage": {"func": "y", "update": -1}, "var": "n", "outer": "no", "inner": "ni", "tail": "auto", "factor": )";
+    const std::string split =
+        R"({"op": "split", "stage": {"func": "y", "update": -1}, "var": "n", "outer": "no", "inner": "ni", "tail": "auto", "factor": )";
     struct Row {
         const char *factor, *expected;
     } rows[] = {
@@ -98,8 +103,9 @@ TEST_CASE("JSON numbers are range-checked, never narrowed or truncated") {
     CHECK(std::get<Split>(schedule_from_json(ok).steps[0]).factor == -8);
     // Guard values are longs: 2^40 fits, 2^64 does not.
     const auto guard = [](const std::string &v) {
-        return nlohmann::json::parse(R"({"name": "g", "steps": [], "variants": [{"guards": [{"extent": "M", "op": "==", "value": )" + v +
-                                     R"(}], "steps": []}]})");
+        return nlohmann::json::parse(
+            R"({"name": "g", "steps": [], "variants": [{"guards": [{"extent": "M", "op": "==", "value": )" + v +
+            R"(}], "steps": []}]})");
     };
     CHECK(schedule_from_json(guard("1099511627776")).variants[0].guards[0].value == 1099511627776L);
     CHECK_THROWS_WITH_AS(schedule_from_json(guard("18446744073709551616")),

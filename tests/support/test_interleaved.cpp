@@ -41,7 +41,9 @@ TEST_CASE("each round draws its own order, and every contender follows every oth
     FakeTime t;
     std::vector<size_t> log;
     std::vector<Contender> cs;
-    for (size_t i = 0; i < 4; i++) cs.push_back(t.takes("c" + std::to_string(i), [](uint64_t) { return 1.0; }, &log, i));
+    for (size_t i = 0; i < 4; i++)
+        cs.push_back(t.takes(
+            "c" + std::to_string(i), [](uint64_t) { return 1.0; }, &log, i));
     Interleaved h(cs, with(t, 0, StoppingRule::fixed(30)));
     h.run();
     REQUIRE(log.size() == 4 * 30);
@@ -155,9 +157,10 @@ TEST_CASE("a call may time part of itself, record its own time, or drop out; bef
                                  call.time([&] { t.now += 2; });
                              }),
                    Contender("own", [](Call &call) { call.record(0.25); }),
-                   Contender("drops", [&c_calls](Call &call) {
-                       if (++c_calls == 3) call.fail("wrong result");
-                   })},
+                   Contender("drops",
+                             [&c_calls](Call &call) {
+                                 if (++c_calls == 3) call.fail("wrong result");
+                             })},
                   o);
     const InterleavedResult &r = h.run();
     CHECK(r.samples[0] == std::vector<double>{2.0, 2.0, 2.0});

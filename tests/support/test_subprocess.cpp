@@ -1,7 +1,7 @@
 // run_subprocess: arguments reach the child verbatim, status and output come back, the time
 // limit kills, a missing program is a status (127) rather than an exception.
-#include "support/Subprocess.h"
 #include "support/Clock.h"
+#include "support/Subprocess.h"
 
 #include <doctest/doctest.h>
 

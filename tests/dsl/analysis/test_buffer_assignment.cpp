@@ -74,7 +74,8 @@ graph branches {
   %d = matmul(%c, %w)
   %y = matmul(%b, %d)
   output %y
-})", "<branches>");
+})",
+                    "<branches>");
     FusionPlan p = plan(g);
     BufferAssignmentOptions serial, separate;
     separate.policy = ReusePolicy::NoConcurrentReuse;
@@ -105,7 +106,8 @@ graph views {
   %u = reduce_sum(%s, axes=[0])
   %v = reduce_sum(%m, axes=[1])
   output %y, %z, %u, %v
-})", "<views>");
+})",
+                    "<views>");
     // Fusion reads data movement inline where it can; unfused, each op is its own group.
     FusionPlan p = plan(g, /*fused=*/false);
     BufferAssignment a = assign_buffers(g, p, {});
@@ -145,7 +147,8 @@ graph inplace {
   %g = %f + %e
   %y = matmul(%g, %w)
   output %y
-})", "<inplace>");
+})",
+                    "<inplace>");
     FusionPlan p = plan(g, /*fused=*/false);
     BufferAssignment a = assign_buffers(g, p, {});
     auto decision = [&](const char *result, const char *operand) -> const AliasDecision * {
@@ -199,7 +202,8 @@ graph refusals {
   %c = exp(%t)
   %z = matmul(%c, %w)
   output %y, %z
-})", "<refusals>");
+})",
+                        "<refusals>");
         FusionPlan q = plan(h);
         BufferAssignment r = assign_buffers(h, q, {});
         for (const auto &x : r.decisions) CHECK_FALSE((x.applied && x.rule == "in-place"));
@@ -215,7 +219,8 @@ graph donate {
   %e = exp(%x)
   %y = matmul(%e, %w)
   output %y
-})", "<donate>");
+})",
+                    "<donate>");
     FusionPlan p = plan(g, /*fused=*/false);
     BufferAssignmentOptions o;
     o.donated_inputs = {"x"};
@@ -286,8 +291,8 @@ TEST_CASE("buffer assignment: 1000 random graphs, fused and unfused, never overl
     }
     std::sort(quality.begin(), quality.end());
     const double p50 = quality[quality.size() / 2], p99 = quality[quality.size() * 99 / 100], worst = quality.back();
-    MESSAGE("planned / bound over " << quality.size() << " plans: median " << p50 << ", p99 " << p99 << ", worst "
-                                    << worst << "; in-place " << in_place << ", views " << views);
+    MESSAGE("planned / bound over " << quality.size() << " plans: median " << p50 << ", p99 " << p99 << ", worst " << worst
+                                    << "; in-place " << in_place << ", views " << views);
     CHECK(in_place > 0);
     CHECK(views > 0);
     CHECK(p99 <= 1.10);
@@ -327,8 +332,10 @@ TEST_CASE("buffer assignment: large plans are packed by linear scan, fast and so
         std::vector<const Allocation *> live;
         int clashes = 0;
         for (const Allocation *cur : by_start) {
-            live.erase(std::remove_if(live.begin(), live.end(), [&](auto *l) { return l->last_step < cur->first_step; }), live.end());
-            for (const Allocation *l : live) clashes += l->offset < cur->offset + cur->bytes && cur->offset < l->offset + l->bytes;
+            live.erase(std::remove_if(live.begin(), live.end(), [&](auto *l) { return l->last_step < cur->first_step; }),
+                       live.end());
+            for (const Allocation *l : live)
+                clashes += l->offset < cur->offset + cur->bytes && cur->offset < l->offset + l->bytes;
             live.push_back(cur);
         }
         CHECK(clashes == 0);
@@ -352,7 +359,8 @@ graph laid_out {
   %z = reduce_sum(%u, axes=[1])
   %q = reduce_sum(%e, axes=[1])
   output %y, %z, %v, %q
-})", "<laid_out>");
+})",
+                    "<laid_out>");
     FusionPlan p = plan(g, /*fused=*/false);
     BufferAssignment a = assign_buffers(g, p, {});
     INFO(p.to_string(g) << a.to_string(g));

@@ -44,13 +44,15 @@ TEST_CASE("buffer assignment packs with the runtime's packer, over the conflict 
                     for (size_t j = 0; j < n; j++) {
                         const Allocation &y = a.allocations[j];
                         const bool live_together = i != j && x.first_step <= y.last_step && y.first_step <= x.last_step;
-                        if (policy == ReusePolicy::Serial) CHECK((a.conflicts[i * n + j] != 0) == live_together);
-                        else if (live_together) CHECK(a.conflicts[i * n + j] != 0);
+                        if (policy == ReusePolicy::Serial)
+                            CHECK((a.conflicts[i * n + j] != 0) == live_together);
+                        else if (live_together)
+                            CHECK(a.conflicts[i * n + j] != 0);
                     }
                 }
                 std::vector<int64_t> scratch(TESSEL_PACK_SCRATCH_BYTES(n) / sizeof(int64_t) + 1);
-                CHECK(tessel_pack((int)n, bytes.data(), first.data(), last.data(), a.conflicts.data(), offsets.data(), scratch.data()) ==
-                      a.planned_peak);
+                CHECK(tessel_pack((int)n, bytes.data(), first.data(), last.data(), a.conflicts.data(), offsets.data(),
+                                  scratch.data()) == a.planned_peak);
                 int64_t total = 0;
                 for (size_t i = 0; i < n; i++) {
                     CHECK(offsets[i] == a.allocations[i].offset);

@@ -26,9 +26,8 @@ TEST_CASE("matmul, broadcast add, relu on known values; symbols bound from input
       %y = relu(matmul(%x, %w) + %b)
       output %y
     })");
-    auto r = interpret(g, {{"x", tensor({2, 2}, {1, 2, 3, 4})},
-                           {"w", tensor({2, 3}, {1, 0, -1, 0, 1, -1})},
-                           {"b", tensor({3}, {0.5, -10, 0})}});
+    auto r = interpret(
+        g, {{"x", tensor({2, 2}, {1, 2, 3, 4})}, {"w", tensor({2, 3}, {1, 0, -1, 0, 1, -1})}, {"b", tensor({3}, {0.5, -10, 0})}});
     REQUIRE(r.outputs.size() == 1);
     CHECK(r.outputs[0].shape == std::vector<int64_t>{2, 3});
     CHECK(r.outputs[0].data == std::vector<double>{1.5, 0, 0, 3.5, 0, 0});
@@ -74,10 +73,10 @@ TEST_CASE("reductions, softmax, transpose and shape code") {
 TEST_CASE("f16 and bf16 are emulated by rounding to nearest even") {
     CHECK(round_to(DType::F16, 1.0 + std::ldexp(1.0, -11)) == 1.0);  // tie -> even
     CHECK(round_to(DType::F16, 1.0 + 3 * std::ldexp(1.0, -11)) == 1.0 + std::ldexp(1.0, -9));
-    CHECK(round_to(DType::F16, 65520.0) == INFINITY);                  // overflow
+    CHECK(round_to(DType::F16, 65520.0) == INFINITY);                           // overflow
     CHECK(round_to(DType::F16, std::ldexp(1.0, -24)) == std::ldexp(1.0, -24));  // subnormal
-    CHECK(std::signbit(round_to(DType::F16, -1e-30)));                 // underflow keeps sign
-    CHECK(round_to(DType::BF16, 1.0 + std::ldexp(1.0, -8)) == 1.0);    // tie -> even
+    CHECK(std::signbit(round_to(DType::F16, -1e-30)));                          // underflow keeps sign
+    CHECK(round_to(DType::BF16, 1.0 + std::ldexp(1.0, -8)) == 1.0);             // tie -> even
     CHECK(round_to(DType::BF16, 1.0 + 3 * std::ldexp(1.0, -8)) == 1.0 + std::ldexp(1.0, -6));
     CHECK(std::isnan(round_to(DType::BF16, NAN)));
     CHECK(round_to(DType::I32, -2.7) == -2.0);
@@ -106,7 +105,7 @@ TEST_CASE("random draws are deterministic from the seed") {
     CHECK(bitwise_equal(r1.outputs[0], r1.outputs[1]));
     CHECK_FALSE(bitwise_equal(r1.outputs[0], r1.outputs[2]));
     for (double v : r1.outputs[0].data) CHECK((v >= 0 && v < 1));
-    CHECK(r1.outputs[0].data[0] == random_element(Op::RandomUniform, 3, 0) );
+    CHECK(r1.outputs[0].data[0] == random_element(Op::RandomUniform, 3, 0));
     double mean = 0, var = 0;
     for (double v : r1.outputs[3].data) mean += v;
     mean /= 4096;
@@ -201,8 +200,9 @@ TEST_CASE("run-time extents must be positive: shape code, inputs and symbol size
         interpret(g, {}, o);
         FAIL("expected a RuntimeError");
     } catch (const RuntimeError &e) {
-        CHECK(std::string(e.what()) ==
-              "%r (random_uniform): dimension %h is -1 at run time; extents must be positive (zero-size tensors are not supported)");
+        CHECK(
+            std::string(e.what()) ==
+            "%r (random_uniform): dimension %h is -1 at run time; extents must be positive (zero-size tensors are not supported)");
     }
     o.symbol_sizes["M"] = 6;
     CHECK(interpret(g, {}, o).outputs[0].shape == std::vector<int64_t>{1});

@@ -208,8 +208,9 @@ TEST_CASE("builder: a name that looks like an id renames the unnamed value, as t
     Value two = neg(x).named("2");
     b.output(y);
     b.output(two);
-    check_same(b, "graph g {\n %x = input : f32[2]\n %y = relu(%x) + 1\n %2 = neg(%x)\n"
-                  " output %y, %2\n}\n");
+    check_same(b,
+               "graph g {\n %x = input : f32[2]\n %y = relu(%x) + 1\n %2 = neg(%x)\n"
+               " output %y, %2\n}\n");
     Graph g = std::move(b).build();
     CHECK(g.display_name(r.id()) == "1");
     CHECK(g.node(g.find("_2")).op == Op::Constant);  // the literal 1, which printed as %2
@@ -258,8 +259,9 @@ TEST_CASE("builder errors: Values of two builders, undefined Values, names") {
     Value x = b1.input("x", DType::F32, {4});
     Value y = b2.input("y", DType::F32, {4});
     std::string msg = message_of<UserError>([&] { x + y; });
-    CHECK(msg == "add: operand %y belongs to GraphBuilder 'two', not to GraphBuilder 'one'; "
-                 "a Value can only be used in the builder that made it");
+    CHECK(msg ==
+          "add: operand %y belongs to GraphBuilder 'two', not to GraphBuilder 'one'; "
+          "a Value can only be used in the builder that made it");
     msg = message_of<UserError>([&] { b1.output(y); });
     CHECK(msg.find("belongs to GraphBuilder 'two'") != std::string::npos);
     Value k = shape_of(y, 0);
@@ -267,7 +269,7 @@ TEST_CASE("builder errors: Values of two builders, undefined Values, names") {
     CHECK(msg.find("dimension: operand %1 belongs to GraphBuilder 'two'") == 0);
 
     Value undefined;
-    msg = message_of<UserError>([&] { x * undefined; });
+    msg = message_of<UserError>([&] { x *undefined; });
     CHECK(msg.find("undefined Value") != std::string::npos);
 
     msg = message_of<UserError>([&] { b1.input("x", DType::F32, {4}); });

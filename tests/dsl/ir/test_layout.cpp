@@ -93,7 +93,8 @@ TEST_CASE("layouts in the graph text: on ops, inputs and weights; errors name th
         CHECK(m.find("not a permutation of the 2 axes") != std::string::npos);
     }
     try {
-        parse("graph g {\n  %x = input : f32[4, 4]\n  %y = relu(%x, layout=\"panels(axis=1, width=-3)\")\n  output %y\n}", "bad.tsl");
+        parse("graph g {\n  %x = input : f32[4, 4]\n  %y = relu(%x, layout=\"panels(axis=1, width=-3)\")\n  output %y\n}",
+              "bad.tsl");
         FAIL("a negative width was accepted");
     } catch (const ParseError &e) {
         CHECK(std::string(e.what()).find("bad.tsl:3:") != std::string::npos);

@@ -115,7 +115,8 @@ TEST_CASE("sugar: nested calls, infix, literals take the other operand's dtype")
 
 TEST_CASE("constants are stored rounded to their dtype and print back exactly") {
     Graph g = parse("graph g {\n %a = 0.1 : f32[]\n %b = 0.1 : f16[]\n %c = 0.1 : bf16[]\n output %a, %b, %c\n}\n");
-    CHECK(print(g) == "graph g mode=strict {\n  %a = 0.1 : f32[]\n  %b = 0.1 : f16[]\n  %c = 0.1 : bf16[]\n  output %a, %b, %c\n}\n");
+    CHECK(print(g) ==
+          "graph g mode=strict {\n  %a = 0.1 : f32[]\n  %b = 0.1 : f16[]\n  %c = 0.1 : bf16[]\n  output %a, %b, %c\n}\n");
     CHECK(g.node(g.find("a")).attrs.value[0] == (double)0.1f);
     CHECK(g.node(g.find("b")).attrs.value[0] == 0.0999755859375);
     CHECK(g.node(g.find("c")).attrs.value[0] == 0.10009765625);
@@ -143,20 +144,20 @@ TEST_CASE("parse errors name file, line, column and what was expected") {
         {"unknown op", "graph g {\n  %x = input : f32[4]\n  %y = frobnicate(%x)\n}\n", 3, 8, "unknown op 'frobnicate'"},
         {"input needs a type", "graph g {\n  %x = input\n}\n", 3, 1, "expected ':' and a result type after 'input(...)'"},
         {"bad dtype", "graph g {\n  %x = input : f31[4]\n}\n", 2, 16, "expected a dtype (f32, f16, bf16, i32, i64), got 'f31'"},
-        {"incompatible shapes",
-         "graph g {\n  %a = input : f32[4, 8]\n  %b = input : f32[3]\n  %c = add(%a, %b)\n}\n", 4, 8,
+        {"incompatible shapes", "graph g {\n  %a = input : f32[4, 8]\n  %b = input : f32[3]\n  %c = add(%a, %b)\n}\n", 4, 8,
          "add: incompatible shapes f32[4, 8] and f32[3]"},
         {"dtype mismatch", "graph g {\n  %a = input : f32[4]\n  %b = input : f16[4]\n  %c = %a * %b\n}\n", 4, 11,
          "mul: dtype mismatch f32[4] and f16[4]"},
-        {"matmul contraction",
-         "graph g {\n  %a = input : f32[M, K]\n  %b = input : f32[N, 8]\n  %c = matmul(%a, %b)\n}\n", 4, 8,
+        {"matmul contraction", "graph g {\n  %a = input : f32[M, K]\n  %b = input : f32[N, 8]\n  %c = matmul(%a, %b)\n}\n", 4, 8,
          "matmul: contraction dims differ: f32[M, K] and f32[N, 8]"},
         {"declared type differs", "graph g {\n  %a = input : f32[4]\n  %b = relu(%a) : f32[5]\n}\n", 3, 19,
          "relu: declared type f32[5] does not match inferred type f32[4]"},
-        {"redefinition", "graph g {\n  %a = input : f32[4]\n  %a = relu(%a)\n}\n", 3, 3, "redefinition of %a (first defined at line 2)"},
+        {"redefinition", "graph g {\n  %a = input : f32[4]\n  %a = relu(%a)\n}\n", 3, 3,
+         "redefinition of %a (first defined at line 2)"},
         {"missing brace", "graph g {\n  %a = input : f32[4]\n", 3, 1, "expected '}' to close graph 'g'"},
         {"bad character", "graph g {\n  %a = input : f32[4] $\n}\n", 2, 23, "unexpected character '$'"},
-        {"unknown attribute", "graph g {\n  %a = input : f32[4]\n  %b = relu(%a, axis=1)\n}\n", 3, 17, "relu has no attribute 'axis'"},
+        {"unknown attribute", "graph g {\n  %a = input : f32[4]\n  %b = relu(%a, axis=1)\n}\n", 3, 17,
+         "relu has no attribute 'axis'"},
         {"bad perm", "graph g {\n  %a = input : f32[4, 2]\n  %b = transpose(%a, perm=[0, 0])\n}\n", 3, 8,
          "transpose: perm [0, 0] is not a permutation of the axes of f32[4, 2]"},
         {"nested reshape", "graph g {\n  %a = input : f32[4, 2]\n  %b = relu(reshape(%a)) : f32[8]\n}\n", 3, 13,
@@ -191,9 +192,7 @@ TEST_CASE("parse errors name file, line, column and what was expected") {
     }
 }
 
-TEST_CASE("parse_file reports unreadable files as UserError") {
-    CHECK_THROWS_AS(parse_file("/nonexistent/x.tsl"), UserError);
-}
+TEST_CASE("parse_file reports unreadable files as UserError") { CHECK_THROWS_AS(parse_file("/nonexistent/x.tsl"), UserError); }
 
 TEST_CASE("the running example parses and prints back identically") {
     Graph g = parse_file(TESSEL_SOURCE_DIR "/algorithms/gelu_mlp.tsl");
@@ -261,10 +260,10 @@ TEST_CASE("extents must be positive: zero, negative and oversized extents are re
          "extent 0 is not positive"},
         {"shape code folding to a negative extent", "graph g {\n  %h = 2 - 3\n  %x = input : f32[%h]\n}\n", 3, 8,
          "input: dimension %h (shape.sub(%0, %1)) evaluates to -1; extents must be positive"},
-        {"shape code folding to zero", "graph g {\n  %x = input : f32[4]\n  %h = shape_of(%x)[0] - 4\n  %z = 0 : f32[%h, 2]\n}\n", 4, 8,
-         "constant: dimension %h (shape.sub(%1, %2)) evaluates to 0; extents must be positive"},
-        {"shape code extent of a reshape", "graph g {\n  %x = input : f32[4]\n  %h = 0 - 4\n  %r = reshape(%x) : f32[%h]\n}\n", 4, 8,
-         "reshape: dimension %h (shape.sub(%1, %2)) evaluates to -4; extents must be positive"},
+        {"shape code folding to zero", "graph g {\n  %x = input : f32[4]\n  %h = shape_of(%x)[0] - 4\n  %z = 0 : f32[%h, 2]\n}\n",
+         4, 8, "constant: dimension %h (shape.sub(%1, %2)) evaluates to 0; extents must be positive"},
+        {"shape code extent of a reshape", "graph g {\n  %x = input : f32[4]\n  %h = 0 - 4\n  %r = reshape(%x) : f32[%h]\n}\n", 4,
+         8, "reshape: dimension %h (shape.sub(%1, %2)) evaluates to -4; extents must be positive"},
     };
     for (const ErrorCase &c : cases) {
         SUBCASE(c.name) {

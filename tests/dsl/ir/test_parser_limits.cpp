@@ -64,9 +64,11 @@ TEST_CASE("integer literals are read as integers: exact, or refused with their t
         {"graph g {\n  %x = input : f32[-3]\n  output %x\n}\n", "t.tsl:2:20: error: extent -3 is not positive"},
         {"graph g {\n  %n = 9007199254740993\n  output %n\n}\n",
          "t.tsl:2:8: error: integer literal 9007199254740993 is out of range for i64 (integer constants are exact up to 2^53"},
-        {"graph g {\n  %n = 99999999999999999999\n  output %n\n}\n", "integer literal 99999999999999999999 is out of range for i64"},
+        {"graph g {\n  %n = 99999999999999999999\n  output %n\n}\n",
+         "integer literal 99999999999999999999 is out of range for i64"},
         {"graph g {\n  %n = -9223372036854775808\n  output %n\n}\n", "integer literal -9223372036854775808 is out of range"},
-        {"graph g {\n  %n = 4294967296 : i32[]\n  output %n\n}\n", "integer literal 4294967296 is out of range for i32 (32 bits)"},
+        {"graph g {\n  %n = 4294967296 : i32[]\n  output %n\n}\n",
+         "integer literal 4294967296 is out of range for i32 (32 bits)"},
         {"graph g {\n  %n = constant(value=[1, 9007199254740993]) : i64[2]\n  output %n\n}\n",
          "t.tsl:2:27: error: integer value 9007199254740993 is out of range for i64"},
         {"graph g {\n  %x = input : f32[4]\n  %y = softmax(%x, axis=99999999999999999999)\n  output %y\n}\n",
@@ -109,12 +111,13 @@ TEST_CASE("shape arithmetic is checked: overflow is an error at its op, naming t
         CHECK_MESSAGE(m.find("shape.mul: 4294967296 * 4294967296") != std::string::npos, m);
     }
     // The interpreter too, when the operands are known only at run time.
-    Graph g = parse("graph g {\n  %x = input : f32[M]\n  %m = shape_of(%x)[0]\n  %k = %m * 4503599627370496\n"
-                    "  %y = input : f32[%k]\n  output %y\n}\n");
+    Graph g = parse(
+        "graph g {\n  %x = input : f32[M]\n  %m = shape_of(%x)[0]\n  %k = %m * 4503599627370496\n"
+        "  %y = input : f32[%k]\n  output %y\n}\n");
     RunOptions ro;
     ro.random_missing_inputs = true;
-    CHECK_THROWS_WITH_AS(interpret(g, {}, ro), doctest::Contains("shape.mul: 4 * 4503599627370496 = 18014398509481984 is out of range"),
-                         RuntimeError);
+    CHECK_THROWS_WITH_AS(interpret(g, {}, ro),
+                         doctest::Contains("shape.mul: 4 * 4503599627370496 = 18014398509481984 is out of range"), RuntimeError);
 }
 
 TEST_CASE("deep and shared shape code is evaluated without recursion, once per value") {
@@ -144,8 +147,9 @@ TEST_CASE("the interpreter checks sizes before it allocates: value, shape and li
     ro.symbol_sizes = {{"M", int64_t(1) << 31}, {"N", int64_t(1) << 31}};
     CHECK_THROWS_WITH_AS(interpret(s, {}, ro), doctest::Contains("f32[2147483648, 2147483648] has more than"), RuntimeError);
     // A negative extent from shape code is refused before any vector is sized.
-    Graph n = parse("graph g {\n  %x = input : f32[M]\n  %m = shape_of(%x)[0]\n  %k = 2 - %m\n  %y = input : f32[%k]\n"
-                    "  output %y\n}\n");
+    Graph n = parse(
+        "graph g {\n  %x = input : f32[M]\n  %m = shape_of(%x)[0]\n  %k = 2 - %m\n  %y = input : f32[%k]\n"
+        "  output %y\n}\n");
     ro.symbol_sizes = {{"M", 9}};
     CHECK_THROWS_WITH_AS(interpret(n, {}, ro), doctest::Contains("dimension %k is -7 at run time; extents must be positive"),
                          RuntimeError);
@@ -160,10 +164,15 @@ TEST_CASE("a graph without an output is refused") {
 TEST_CASE("empty, truncated and binary text get errors that name the place and escape raw bytes") {
     CHECK(parse_error("") == "t.tsl:1:1: error: expected 'graph', got end of file");
     CHECK(parse_error("graph g {\n  %x = input : f32[4") == "t.tsl:2:21: error: expected ',' or ']' in shape, got end of file");
-    CHECK(parse_error("graph g {\n  %x = input : f32[4]\n  %y = relu(%x") == "t.tsl:3:15: error: expected ',' or ')' in call to 'relu', got end of file");
-    CHECK(parse_error("graph g {\n  %x = input : f32[4]\n  %y = relu(%x)\n") == "t.tsl:4:1: error: expected '}' to close graph 'g'");
-    CHECK(parse_error(std::string("\x7f" "ELF\x02\x01", 6)) == "t.tsl:1:1: error: unexpected character '\\x7f'");
-    CHECK(parse_error(std::string("graph g {\0", 10)) == "t.tsl:1:10: error: unexpected character '\\x00' (is this a binary file?)");
+    CHECK(parse_error("graph g {\n  %x = input : f32[4]\n  %y = relu(%x") ==
+          "t.tsl:3:15: error: expected ',' or ')' in call to 'relu', got end of file");
+    CHECK(parse_error("graph g {\n  %x = input : f32[4]\n  %y = relu(%x)\n") ==
+          "t.tsl:4:1: error: expected '}' to close graph 'g'");
+    CHECK(parse_error(std::string("\x7f"
+                                  "ELF\x02\x01",
+                                  6)) == "t.tsl:1:1: error: unexpected character '\\x7f'");
+    CHECK(parse_error(std::string("graph g {\0", 10)) ==
+          "t.tsl:1:10: error: unexpected character '\\x00' (is this a binary file?)");
     CHECK(parse_error("graph g {\n  \xff\xfe") == "t.tsl:2:3: error: unexpected character '\\xff' (is this a binary file?)");
     CHECK(parse_error("graph g {\n  %x = input : f32[4]\n  %y = relu(%x, \"\x1b\xff\")") ==
           "t.tsl:3:17: error: expected a value (%name), a number or an op call, got string \"\\x1b\\xff\"");

@@ -12,7 +12,6 @@
 
 namespace tessel::dsl::test {
 
-
 struct Planned {
     Graph g;
     FusionPlan plan;

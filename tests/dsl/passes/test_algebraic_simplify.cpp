@@ -22,7 +22,8 @@ TEST_CASE("transpose(transpose(w)) -> w when the perms compose to the identity")
       %t2 = transpose(%t1, perm=[1, 0]) : f32[4, 3]
       %y = relu(%t2) : f32[4, 3]
       output %y
-    })", R"(graph g {
+    })",
+                              R"(graph g {
       %w = input : f32[4, 3]
       %t1 = transpose(%w, perm=[1, 0]) : f32[3, 4]
       %y = relu(%w) : f32[4, 3]
@@ -40,7 +41,8 @@ TEST_CASE("3-D transpose pair composing to the identity folds; one that does not
       %t1 = transpose(%w, perm=[1, 2, 0]) : f32[3, 4, 2]
       %y = transpose(%t1, perm=[2, 0, 1]) : f32[2, 3, 4]
       output %y
-    })", R"(graph g {
+    })",
+                   R"(graph g {
       %w = input : f32[2, 3, 4]
       %t1 = transpose(%w, perm=[1, 2, 0]) : f32[3, 4, 2]
       output %y = %w
@@ -105,7 +107,8 @@ TEST_CASE("strict identities fire only where exact in IEEE arithmetic") {
         {"(-0) + x", "  %z = -0 : f32[]\n  %y = add(%z, %x) : f32[4, 3]", "  %z = -0 : f32[]\n  output %y = %x"},
         {"x - (+0)", "  %z = 0 : f32[]\n  %y = sub(%x, %z) : f32[4, 3]", "  %z = 0 : f32[]\n  output %y = %x"},
         {"neg neg", "  %n = neg(%x) : f32[4, 3]\n  %y = neg(%n) : f32[4, 3]", "  %n = neg(%x) : f32[4, 3]\n  output %y = %x"},
-        {"relu relu", "  %r = relu(%x) : f32[4, 3]\n  %y = relu(%r) : f32[4, 3]", "  %r = relu(%x) : f32[4, 3]\n  output %y = %r"},
+        {"relu relu", "  %r = relu(%x) : f32[4, 3]\n  %y = relu(%r) : f32[4, 3]",
+         "  %r = relu(%x) : f32[4, 3]\n  output %y = %r"},
         {"abs abs", "  %r = abs(%x) : f32[4, 3]\n  %y = abs(%r) : f32[4, 3]", "  %r = abs(%x) : f32[4, 3]\n  output %y = %r"},
         {"max(x, x)", "  %y = max(%x, %x) : f32[4, 3]", "  output %y = %x"},
         {"min(x, x)", "  %y = min(%x, %x) : f32[4, 3]", "  output %y = %x"},
@@ -149,10 +152,12 @@ TEST_CASE("fast mode enables the inexact identities") {
 }
 
 TEST_CASE("new nodes: abs(neg x) -> abs x, reshape(reshape x) -> reshape x") {
-    expect_rewrite(simplify_algebra, graph("  %n = neg(%x) : f32[4, 3]\n  %y = abs(%n) : f32[4, 3]"),
-                   "graph g {\n  %x = input : f32[4, 3]\n  %n = neg(%x) : f32[4, 3]\n  %y = abs(%x) : f32[4, 3]\n  output %y\n}\n");
-    expect_rewrite(simplify_algebra, graph("  %r = reshape(%x) : f32[12]\n  %y = reshape(%r) : f32[2, 6]"),
-                   "graph g {\n  %x = input : f32[4, 3]\n  %r = reshape(%x) : f32[12]\n  %y = reshape(%x) : f32[2, 6]\n  output %y\n}\n");
+    expect_rewrite(
+        simplify_algebra, graph("  %n = neg(%x) : f32[4, 3]\n  %y = abs(%n) : f32[4, 3]"),
+        "graph g {\n  %x = input : f32[4, 3]\n  %n = neg(%x) : f32[4, 3]\n  %y = abs(%x) : f32[4, 3]\n  output %y\n}\n");
+    expect_rewrite(
+        simplify_algebra, graph("  %r = reshape(%x) : f32[12]\n  %y = reshape(%r) : f32[2, 6]"),
+        "graph g {\n  %x = input : f32[4, 3]\n  %r = reshape(%x) : f32[12]\n  %y = reshape(%x) : f32[2, 6]\n  output %y\n}\n");
 }
 
 TEST_CASE("cast-pair: down then up is elided in fast mode only, never for a weight") {

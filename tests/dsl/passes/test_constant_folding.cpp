@@ -14,7 +14,8 @@ TEST_CASE("fold-constants: shape code becomes a constant and the dimension becom
       %x = input : f32[M, %hidden]
       %y = relu(%x) : f32[M, %hidden]
       output %y
-    })", R"(graph g {
+    })",
+                              R"(graph g {
       %a = 2048 : i64[]
       %b = 2 : i64[]
       %hidden = 4096 : i64[]
@@ -36,7 +37,8 @@ TEST_CASE("fold-constants: float arithmetic folds with the interpreter's roundin
       %t = transpose(%d, perm=[1, 0]) : f32[2, 2]
       %e = mul(%t, %c) : f32[2, 2]
       output %e
-    })", R"(graph g {
+    })",
+                   R"(graph g {
       %a = 0.5 : f32[]
       %b = 0.25 : f32[]
       %c = 0.75 : f32[]
@@ -58,7 +60,8 @@ TEST_CASE("fold-constants: shape_of of a static dim folds, of a symbolic dim res
       %m = shape_of(%x, axis=0) : i64[]
       %y = reshape(%x) : f32[%m, %k]
       output %y
-    })", R"(graph g {
+    })",
+                   R"(graph g {
       %x = input : f32[M, 8]
       %k = 8 : i64[]
       %m = shape_of(%x, axis=0) : i64[]
@@ -93,7 +96,8 @@ std::string fold_error(const std::string &text) {
 TEST_CASE("fold-constants reports an op that always fails at run time, at its source location") {
     SUBCASE("shape code dividing by a literal zero, even when nothing reads it") {
         std::string e = fold_error("graph g {\n  %x = input : f32[4]\n  %bad = 7 / 0\n  output %x\n}\n");
-        CHECK_MESSAGE(e.rfind("bad.tsl:3:12: error: %bad = shape.floordiv(%1, %2) : i64[] always fails at run time: ", 0) == 0, e);
+        CHECK_MESSAGE(e.rfind("bad.tsl:3:12: error: %bad = shape.floordiv(%1, %2) : i64[] always fails at run time: ", 0) == 0,
+                      e);
         CHECK_MESSAGE(e.find("division by zero in shape code (7 floordiv 0)") != std::string::npos, e);
     }
     SUBCASE("mod by zero with a dividend only known at run time") {
@@ -134,7 +138,8 @@ TEST_CASE("fold-constants reports an op that always fails at run time, at its so
           output %x
         })");
         CHECK_MESSAGE(e.find("bad.tsl:4:16: error: %s = state_read(var=\"v\") : f32[8] always fails at run time: it "
-                             "declares f32[8] but the last write before it, state_write(%x, var=\"v\"), stores f32[4]") == 0, e);
+                             "declares f32[8] but the last write before it, state_write(%x, var=\"v\"), stores f32[4]") == 0,
+                      e);
     }
     SUBCASE("an assert on a condition that folds to -0") {
         std::string e = fold_error(R"(graph g {
@@ -156,7 +161,8 @@ TEST_CASE("fold-constants removes an assert whose condition is a constant with n
       %one = 1 : f32[M]
       assert(%one, msg="splat")
       output %x
-    })", R"(graph g {
+    })",
+                              R"(graph g {
       %x = input : f32[4]
       %c = constant(value=[1, nan, -2, inf]) : f32[4]
       %one = 1 : f32[M]

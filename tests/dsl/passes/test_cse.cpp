@@ -13,7 +13,8 @@ TEST_CASE("cse: two shape_of(x)[1] become one") {
       %k2 = shape_of(%x, axis=1) : i64[]
       %s = shape.add(%k1, %k2) : i64[]
       output %s
-    })", R"(graph g {
+    })",
+                              R"(graph g {
       %x = input : f32[M, K]
       %k1 = shape_of(%x, axis=1) : i64[]
       %s = shape.add(%k1, %k1) : i64[]
@@ -35,7 +36,8 @@ TEST_CASE("cse: chains merge transitively, including dims that referred to the d
       %c2 = 2 : i64[]
       %r = reshape(%b2) : f32[%c2, 16]
       output %b1, %r, %c1
-    })", R"(graph g {
+    })",
+                   R"(graph g {
       %x = input : f32[4, 8]
       %a1 = transpose(%x, perm=[1, 0]) : f32[8, 4]
       %b1 = exp(%a1) : f32[8, 4]
@@ -73,7 +75,8 @@ TEST_CASE("cse: state reads with no write between them merge; a write to another
       %s2 = state_read(var="v") : f32[4]
       %y = add(%s1, %s2) : f32[4]
       output %y
-    })", R"(graph g {
+    })",
+                              R"(graph g {
       %x = input : f32[4]
       %s1 = state_read(var="v") : f32[4]
       state_write(%x, var="other")

@@ -17,7 +17,8 @@ TEST_CASE("dce removes a diagnostic branch no output reads, including shape code
       %s = reduce_sum(%x, axes=[1]) : f32[M]
       %mean = div(%s, %kf) : f32[M]
       output %y
-    })", R"(graph g {
+    })",
+                              R"(graph g {
       %x = input : f32[M, K]
       %y = relu(%x) : f32[M, K]
       output %y
@@ -48,7 +49,8 @@ TEST_CASE("dce removes a state read nobody uses (reading does not change state)"
       %x = input : f32[4]
       %s = state_read(var="v") : f32[4]
       output %x
-    })", R"(graph g {
+    })",
+                   R"(graph g {
       %x = input : f32[4]
       output %x
     })");
@@ -134,7 +136,8 @@ TEST_CASE("dce removes unread ops that provably cannot fail") {
       %s = state_read(var="v") : f32[M, K]
       state_write(%x, var="v")
       output %x
-    })", R"(graph g {
+    })",
+                   R"(graph g {
       %x = input : f32[M, K]
       state_write(%x, var="v")
       output %x
@@ -150,8 +153,10 @@ TEST_CASE("simplification keeps every run-time error of the original program") {
     const Case cases[] = {
         {"reshape counts", "graph g {\n %x = input : f32[M]\n %r = reshape(%x) : f32[N]\n output %x\n}\n", 3},
         {"division by zero", "graph g {\n %x = input : f32[M]\n %d = shape_of(%x)[0] - 4\n %q = 1 / %d\n output %x\n}\n", 4},
-        {"modulo by zero", "graph g {\n %x = input : f32[M]\n %d = shape_of(%x)[0] - 4\n %q = shape.mod(%d, %d)\n output %x\n}\n", 4},
-        {"extent not positive", "graph g {\n %x = input : f32[M]\n %h = shape_of(%x)[0] - 5\n %z = 0 : f32[%h]\n output %x\n}\n", 4},
+        {"modulo by zero", "graph g {\n %x = input : f32[M]\n %d = shape_of(%x)[0] - 4\n %q = shape.mod(%d, %d)\n output %x\n}\n",
+         4},
+        {"extent not positive", "graph g {\n %x = input : f32[M]\n %h = shape_of(%x)[0] - 5\n %z = 0 : f32[%h]\n output %x\n}\n",
+         4},
     };
     for (const Case &c : cases) {
         SUBCASE(c.name) {

@@ -153,8 +153,7 @@ TEST_CASE("fusion: constants are cloned into each group that reads them") {
         for (ValueId v : grp.outputs) CHECK(v != p.g.find("c"));
     }
     int with_c = 0;
-    for (const FusionGroup &grp : p.plan.groups)
-        with_c += std::count(grp.nodes.begin(), grp.nodes.end(), p.g.find("c"));
+    for (const FusionGroup &grp : p.plan.groups) with_c += std::count(grp.nodes.begin(), grp.nodes.end(), p.g.find("c"));
     CHECK(with_c == 2);
 }
 
@@ -202,8 +201,7 @@ TEST_CASE("fusion: DOT output has one cluster per group and labels cut edges") {
     Planned p = plan_example("layernorm_matmul.tsl");
     std::string dot = fusion_plan_to_dot(p.g, p.plan);
     size_t clusters = 0;
-    for (size_t i = dot.find("subgraph cluster_"); i != std::string::npos; i = dot.find("subgraph cluster_", i + 1))
-        clusters++;
+    for (size_t i = dot.find("subgraph cluster_"); i != std::string::npos; i = dot.find("subgraph cluster_", i + 1)) clusters++;
     CHECK(clusters == p.plan.groups.size());
     CHECK(dot.rfind("digraph", 0) == 0);
     CHECK(dot.find("matmul-operand: operand %ln") != std::string::npos);

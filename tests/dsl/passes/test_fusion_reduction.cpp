@@ -45,8 +45,8 @@ TEST_CASE("fusion refuses: a reduction broadcast back along its reduced axis thr
         CHECK(p.groups() == "reduction: %s | elementwise: %y");
         const std::string line = decision_line(p, "s", "y");
         CHECK_MESSAGE(line.find("[cut] broadcast-back") == 2, line);
-        CHECK_MESSAGE(line.find("axis 0 of %s (kept from axis 0 of %x) onto axis 1 of %y, the axis %s reduced") !=
-                          std::string::npos, line);
+        CHECK_MESSAGE(
+            line.find("axis 0 of %s (kept from axis 0 of %x) onto axis 1 of %y, the axis %s reduced") != std::string::npos, line);
     }
     SUBCASE("through one elementwise op (reduce_sum(...) * 2)") {
         Planned p = plan_text(R"(graph g {
@@ -58,8 +58,8 @@ TEST_CASE("fusion refuses: a reduction broadcast back along its reduced axis thr
         CHECK(p.groups() == "reduction: %1 %2 %s | elementwise: %y");
         const std::string line = decision_line(p, "s", "y");
         CHECK_MESSAGE(line.find("[cut] broadcast-back") == 2, line);
-        CHECK_MESSAGE(line.find("axis 0 of %1 (kept from axis 0 of %x) onto axis 1 of %y, the axis %1 reduced") !=
-                          std::string::npos, line);
+        CHECK_MESSAGE(
+            line.find("axis 0 of %1 (kept from axis 0 of %x) onto axis 1 of %y, the axis %1 reduced") != std::string::npos, line);
         CHECK_MESSAGE(line.find("through %s") != std::string::npos, line);
     }
     SUBCASE("through a chain of elementwise and broadcast ops") {

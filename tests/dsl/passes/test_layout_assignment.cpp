@@ -117,7 +117,8 @@ TEST_CASE("activation inputs, graph outputs and per-call values are never given 
   %w = input : f32[64, 100]
   %y = matmul(%x, %w) : f32[M, 100]
   output %y
-})", options_at(512));
+})",
+                        options_at(512));
     CHECK(a.plan.regions.empty());
     for (ValueId v : a.g.order()) CHECK(a.g.node(v).layout.empty());
 }
@@ -130,7 +131,9 @@ TEST_CASE("weight-prepare: values from weights alone form prepared groups; widen
   %wide = cast(%w16) : f32[64, 100]
   %y = matmul(%x, %wide)
   output %y
-})", "<test>")).graph;
+})",
+                                   "<test>"))
+                  .graph;
     const std::vector<char> derived = weight_derived(g);
     CHECK(derived[g.find("w_nk")]);
     CHECK(derived[g.find("w16")]);
@@ -222,7 +225,8 @@ TEST_CASE("per-call values: one elementwise pass reads strided rather than pay f
     INFO(report);
     // Forcing 4 x 12800 = 51200; the copy 3 + 1 = 4 x 12800 as well: within 2%, so forcing.
     CHECK(report.find("* no copy: 51200 B per call") != std::string::npos);
-    CHECK(report.find("-> no copy: forcing the stored layout is within 2% of the cheapest conversion or cheaper") != std::string::npos);
+    CHECK(report.find("-> no copy: forcing the stored layout is within 2% of the cheapest conversion or cheaper") !=
+          std::string::npos);
 }
 
 TEST_CASE("per-call values: the alternatives benchmarks compare (never a copy, a copy per reader)") {
@@ -262,7 +266,8 @@ TEST_CASE("per-call values: readers walking the stored innermost axis, or broadc
   %s = reduce_sum(%t * 2.0, axes=[0])
   output %p, %c, %s
 }
-)", per_call_options());
+)",
+                        per_call_options());
     INFO(a.plan.to_string(a.g));
     CHECK(a.plan.regions.empty());
     CHECK(a.plan.conversions == 0);

@@ -42,29 +42,35 @@ TEST_CASE("interface: an output that simplifies to an input keeps its name") {
       %x = input : f32[4, 8]
       %y = transpose(transpose(%x))
       output %y
-    })", R"(graph g {
+    })",
+                          R"(graph g {
       %x = input : f32[4, 8]
       output %y = %x
-    })", "y");
+    })",
+                          "y");
     // fast mode: x + 0 -> x.
     expect_interface_kept(R"(graph g mode=fast {
       %x = input : f32[4]
       %y = add(%x, 0)
       output %y
-    })", R"(graph g mode=fast {
+    })",
+                          R"(graph g mode=fast {
       %x = input : f32[4]
       output %y = %x
-    })", "y");
+    })",
+                          "y");
     // Rewritten twice (mul-one, then the transpose pair): still named y.
     expect_interface_kept(R"(graph g {
       %x = input : f32[4, 8]
       %t = transpose(transpose(%x))
       %y = %t * 1
       output %x, %y
-    })", R"(graph g {
+    })",
+                          R"(graph g {
       %x = input : f32[4, 8]
       output %x, %y = %x
-    })", "x, y");
+    })",
+                          "x, y");
 }
 
 TEST_CASE("interface: an output that simplifies to another output keeps both names, in order") {
@@ -73,11 +79,13 @@ TEST_CASE("interface: an output that simplifies to another output keeps both nam
       %a = relu(%x)
       %b = mul(%a, 1)
       output %b, %a
-    })", R"(graph g {
+    })",
+                          R"(graph g {
       %x = input : f32[4]
       %a = relu(%x) : f32[4]
       output %b = %a, %a
-    })", "b, a");
+    })",
+                          "b, a");
 }
 
 TEST_CASE("interface: outputs merged by CSE keep their names") {
@@ -87,11 +95,13 @@ TEST_CASE("interface: outputs merged by CSE keep their names") {
       %b = exp(%x)
       %c = exp(%x)
       output %c, %a, %b
-    })", R"(graph g {
+    })",
+                          R"(graph g {
       %x = input : f32[4]
       %a = exp(%x) : f32[4]
       output %c = %a, %a, %b = %a
-    })", "c, a, b");
+    })",
+                          "c, a, b");
 }
 
 TEST_CASE("interface: a folded output takes its name over, so nothing needs binding") {
@@ -100,11 +110,13 @@ TEST_CASE("interface: a folded output takes its name over, so nothing needs bind
       %c = -1.5 : f32[]
       %z = relu(%c)
       output %z, %y
-    })", R"(graph g {
+    })",
+                          R"(graph g {
       %y = 5 : i64[]
       %z = 0 : f32[]
       output %z, %y
-    })", "z, y");
+    })",
+                          "z, y");
 }
 
 TEST_CASE("interface: the running example keeps its output name") {
@@ -113,8 +125,9 @@ TEST_CASE("interface: the running example keeps its output name") {
 }
 
 TEST_CASE("interface: output bindings parse and print back; their names are checked") {
-    const char *text = "graph g mode=strict {\n  %x = input : f32[4]\n  %a = relu(%x) : f32[4]\n"
-                       "  output %first = %x, %a, %second = %a\n}\n";
+    const char *text =
+        "graph g mode=strict {\n  %x = input : f32[4]\n  %a = relu(%x) : f32[4]\n"
+        "  output %first = %x, %a, %second = %a\n}\n";
     Graph g = parse(text);
     CHECK(print(g) == text);
     REQUIRE(g.outputs.size() == 3);

@@ -37,7 +37,13 @@ TEST_CASE("pass manager verifies after every pass and names the pass that broke 
 TEST_CASE("fixed-point group stops at its bound and reports non-convergence") {
     int runs = 0;
     PassManager pm("test");
-    pm.add_fixed_point("spin", {{"always-changes", [&](Graph &, RewriteLog *) { ++runs; return true; }}}, 3);
+    pm.add_fixed_point("spin",
+                       {{"always-changes",
+                         [&](Graph &, RewriteLog *) {
+                             ++runs;
+                             return true;
+                         }}},
+                       3);
     Graph g = parse(kSmall);
     PassRunResult r = pm.run(g);
     CHECK(runs == 3);

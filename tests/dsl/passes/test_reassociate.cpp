@@ -58,7 +58,8 @@ TEST_CASE("fast pipeline: reassociation exposes folding (1 + 2 -> 3) and CSE") {
       %y1 = (%a + 1) + (%b + 2)
       %y2 = (%b + %a) + 3
       output %y1, %y2
-    })", "f.tsl");
+    })",
+                           "f.tsl");
     CHECK(r.converged);
     CHECK(r.graph_text == canon(R"(graph g mode=fast {
       %a = input : f32[4]

@@ -58,7 +58,8 @@ TEST_CASE("reassociate: a shared operand inside a longer chain stays a leaf") {
       %u = add(%s, %s) : f32[4]
       %v = add(%z, %u) : f32[4]
       output %v
-    })", R"(graph g mode=fast {
+    })",
+                              R"(graph g mode=fast {
       %x = input : f32[4]
       %y = input : f32[4]
       %z = input : f32[4]
@@ -80,7 +81,8 @@ TEST_CASE("reassociate: an operand read by two chain nodes is a leaf of the chai
       %u = add(%s, %z) : f32[4]
       %v = add(%u, %s) : f32[4]
       output %v
-    })", R"(graph g mode=fast {
+    })",
+                              R"(graph g mode=fast {
       %x = input : f32[4]
       %y = input : f32[4]
       %z = input : f32[4]

@@ -4,8 +4,8 @@
 
 #include "algorithms/MemoryExamples.h"
 #include "dsl/Pipeline.h"
-#include "dsl/ir/Builder.h"
 #include "dsl/interp/Interpreter.h"
+#include "dsl/ir/Builder.h"
 #include "dsl/ir/Parser.h"
 #include "dsl/ir/Printer.h"
 #include "dsl/ir/Verifier.h"
@@ -51,7 +51,7 @@ TEST_CASE("rematerialize: the MLP's residual is recomputed in the last layer's e
     CHECK(d.applied);
     CHECK(d.value_name == "xn");
     CHECK(d.bytes == 64 * 96 * 4);
-    CHECK(d.net_seconds <= 0);          // the store and reload of xn cost more than x * g
+    CHECK(d.net_seconds <= 0);  // the store and reload of xn cost more than x * g
     CHECK(d.traffic_delta < 0);
     CHECK(d.byte_steps_after < d.byte_steps_before);
     CHECK(r.peak_after <= r.peak_before - d.bytes);
@@ -146,7 +146,8 @@ graph chain {
   %a = matmul(%x, %w)
   %y = matmul(%a, %w)
   output %y
-})", "<chain>");
+})",
+                    "<chain>");
     const std::string text = print(g);
     RematResult r = rematerialize(g, options({{"M", 8}}));
     CHECK_FALSE(r.changed);
