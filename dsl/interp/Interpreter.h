@@ -62,7 +62,9 @@ struct RunOptions {
     /** Sizes for shape symbols that no given input binds (e.g. {"M", 3}). */
     std::map<std::string, int64_t> symbol_sizes;
     int64_t default_symbol_size = 4;
-    /** Generate missing inputs: floats uniform in [-2, 2), ints in [0, 8), from input_seed. */
+    /** Generate missing inputs: floats uniform in [-2, 2), ints in [0, 8), from input_seed; a
+     * weight of rank >= 2 uniform in +-sqrt(3 / fan_in), fan_in its element count over its last
+     * extent (as a trained model's weights are scaled). */
     bool random_missing_inputs = false;
     uint64_t input_seed = 1;
     /** Groups computed outside the interpreter (`tessel run` runs compiled kernels this way).

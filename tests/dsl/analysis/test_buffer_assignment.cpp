@@ -254,7 +254,7 @@ TEST_CASE("buffer assignment: every example graph is sound and within 5% of the 
                 BufferAssignmentOptions o;
                 o.policy = policy;
                 std::map<std::string, int64_t> symbols;
-                for (const char *s : {"M", "K", "N", "H", "S"}) symbols[s] = 96;
+                for (const char *s : {"M", "K", "N", "H", "S", "T"}) symbols[s] = 96;
                 BufferAssignment a = assign_buffers(g, p, symbols, o);
                 INFO(e.path().filename().string() << (fused ? " fused " : " unfused ") << to_string(policy));
                 CHECK(check_no_overlap(a, p, g).empty());

@@ -29,7 +29,7 @@ TEST_CASE("buffer assignment packs with the runtime's packer, over the conflict 
                 BufferAssignmentOptions o;
                 o.policy = policy;
                 std::map<std::string, int64_t> symbols;
-                for (const char *s : {"M", "K", "N", "H", "S"}) symbols[s] = 37;
+                for (const char *s : {"M", "K", "N", "H", "S", "T"}) symbols[s] = 37;
                 const BufferAssignment a = assign_buffers(g, p, symbols, o);
                 INFO(e.path().filename().string() << (fused ? " fused " : " unfused ") << to_string(policy));
                 const size_t n = a.allocations.size();

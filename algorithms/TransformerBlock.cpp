@@ -1,0 +1,88 @@
+#include "algorithms/TransformerBlock.h"
+
+#include "dsl/ir/Builder.h"
+#include "dsl/ir/Diagnostics.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace tessel {
+
+using dsl::DType;
+using dsl::GraphBuilder;
+using dsl::Value;
+
+namespace {
+
+Value rms_norm(const Value &x, const Value &gain, double eps) {
+    return x * rsqrt(reduce_mean(x * x, {1}, true) + eps) * gain;
+}
+
+/** x [T, H, D] * cos + rotate_half(x) * sin, with rotate_half(x) = concat(-x[..., D/2:], x[..., :D/2]). */
+Value rotary(const Value &x, const Value &cos, const Value &sin, int64_t depth) {
+    const int64_t half = depth / 2;
+    const Value rotated = concat(-slice(x, 2, half, half), slice(x, 2, 0, half), 2);
+    const dsl::Dim tokens = x.type().dims[0];
+    return x * reshape(cos, {tokens, 1, depth}) + rotated * reshape(sin, {tokens, 1, depth});
+}
+
+}  // namespace
+
+dsl::Graph transformer_block_graph(const TransformerBlockShape &s) {
+    if (s.kv_heads < 1 || s.heads % s.kv_heads != 0)
+        throw dsl::UserError("transformer block: heads (" + std::to_string(s.heads) + ") must be a multiple of kv_heads (" +
+                             std::to_string(s.kv_heads) + ")");
+    if (s.head_dim % 2 != 0)
+        throw dsl::UserError("transformer block: head_dim " + std::to_string(s.head_dim) + " must be even (rotary pairs)");
+    const int64_t hd = s.heads * s.head_dim, kvd = s.kv_heads * s.head_dim, group = s.heads / s.kv_heads;
+    GraphBuilder b("transformer_block", s.mode);
+    const Value x = b.input("x", DType::F32, {"T", s.hidden});
+    const Value cos = b.input("cos", DType::F32, {"T", s.head_dim});
+    const Value sin = b.input("sin", DType::F32, {"T", s.head_dim});
+    const Value attn_norm = b.weight("attn_norm", DType::F32, {s.hidden});
+    const Value wq = b.weight("wq", DType::F32, {s.hidden, hd});
+    const Value wk = b.weight("wk", DType::F32, {s.hidden, kvd});
+    const Value wv = b.weight("wv", DType::F32, {s.hidden, kvd});
+    const Value wo = b.weight("wo", DType::F32, {hd, s.hidden});
+    const Value mlp_norm = b.weight("mlp_norm", DType::F32, {s.hidden});
+    const Value wg = b.weight("w_gate", DType::F32, {s.hidden, s.ffn});
+    const Value wu = b.weight("w_up", DType::F32, {s.hidden, s.ffn});
+    const Value wd = b.weight("w_down", DType::F32, {s.ffn, s.hidden});
+
+    const Value h = rms_norm(x, attn_norm, s.eps).named("h");
+    const Value q = rotary(reshape(matmul(h, wq), {"T", s.heads, s.head_dim}), cos, sin, s.head_dim).named("q");
+    const Value k = rotary(reshape(matmul(h, wk), {"T", s.kv_heads, s.head_dim}), cos, sin, s.head_dim).named("k");
+    const Value v = reshape(matmul(h, wv), {"T", s.kv_heads, s.head_dim}).named("v");
+    // Heads first; a query head's kv head is its index / group (a broadcast batch axis).
+    const Value k_cache = transpose(k, {1, 0, 2}).named("k_cache"), v_cache = transpose(v, {1, 0, 2}).named("v_cache");
+    const Value qh = reshape(transpose(q, {1, 0, 2}), {s.kv_heads, group, "T", s.head_dim});
+    const Value kh = reshape(k_cache, {s.kv_heads, 1, "T", s.head_dim});
+    const Value vh = reshape(v_cache, {s.kv_heads, 1, "T", s.head_dim});
+    const Value scores = matmul(qh, transpose(kh, {0, 1, 3, 2})) * (1.0 / std::sqrt((double)s.head_dim)) +
+                         b.causal_mask(DType::F32, {"T", "T"});
+    const Value o = matmul(softmax(scores, 3), vh).named("attention");
+    const Value merged = reshape(transpose(reshape(o, {s.heads, "T", s.head_dim}), {1, 0, 2}), {"T", hd});
+    const Value x1 = (x + matmul(merged, wo)).named("x1");
+    const Value h2 = rms_norm(x1, mlp_norm, s.eps).named("h2");
+    const Value y = x1 + matmul(silu(matmul(h2, wg)) * matmul(h2, wu), wd);
+    b.output("y", y);
+    b.output("k_cache", k_cache);
+    b.output("v_cache", v_cache);
+    return std::move(b).build();
+}
+
+void rotary_tables(int64_t first, int64_t tokens, int64_t head_dim, std::vector<double> *cos, std::vector<double> *sin) {
+    cos->assign((size_t)(tokens * head_dim), 0.0);
+    sin->assign((size_t)(tokens * head_dim), 0.0);
+    const int64_t half = head_dim / 2;
+    for (int64_t t = 0; t < tokens; t++)
+        for (int64_t j = 0; j < head_dim; j++) {
+            const double theta = std::pow(10000.0, -2.0 * (double)(j % half) / (double)head_dim);
+            const double angle = (double)(first + t) * theta;
+            (*cos)[(size_t)(t * head_dim + j)] = std::cos(angle);
+            (*sin)[(size_t)(t * head_dim + j)] = std::sin(angle);
+        }
+}
+
+}  // namespace tessel
