@@ -15,9 +15,7 @@ using dsl::Value;
 
 namespace {
 
-Value rms_norm(const Value &x, const Value &gain, double eps) {
-    return x * rsqrt(reduce_mean(x * x, {1}, true) + eps) * gain;
-}
+Value rms_norm(const Value &x, const Value &gain, double eps) { return x * rsqrt(reduce_mean(x * x, {1}, true) + eps) * gain; }
 
 /** x [T, H, D] * cos + rotate_half(x) * sin, with rotate_half(x) = concat(-x[..., D/2:], x[..., :D/2]). */
 Value rotary(const Value &x, const Value &cos, const Value &sin, int64_t depth) {
@@ -59,8 +57,8 @@ dsl::Graph transformer_block_graph(const TransformerBlockShape &s) {
     const Value qh = reshape(transpose(q, {1, 0, 2}), {s.kv_heads, group, "T", s.head_dim});
     const Value kh = reshape(k_cache, {s.kv_heads, 1, "T", s.head_dim});
     const Value vh = reshape(v_cache, {s.kv_heads, 1, "T", s.head_dim});
-    const Value scores = matmul(qh, transpose(kh, {0, 1, 3, 2})) * (1.0 / std::sqrt((double)s.head_dim)) +
-                         b.causal_mask(DType::F32, {"T", "T"});
+    const Value scores =
+        matmul(qh, transpose(kh, {0, 1, 3, 2})) * (1.0 / std::sqrt((double)s.head_dim)) + b.causal_mask(DType::F32, {"T", "T"});
     const Value o = matmul(softmax(scores, 3), vh).named("attention");
     const Value merged = reshape(transpose(reshape(o, {s.heads, "T", s.head_dim}), {1, 0, 2}), {"T", hd});
     const Value x1 = (x + matmul(merged, wo)).named("x1");

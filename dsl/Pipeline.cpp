@@ -5,6 +5,7 @@
 #include "dsl/passes/ConstantFolding.h"
 #include "dsl/passes/DCE.h"
 #include "dsl/passes/Reassociate.h"
+#include "dsl/passes/SiblingMatmulConcat.h"
 
 namespace tessel::dsl {
 
@@ -15,6 +16,7 @@ const std::vector<Pass> &registered_passes() {
         {"reassociate", [](Graph &g, RewriteLog *l) { return reassociate(g, l); }},
         {"cse", [](Graph &g, RewriteLog *l) { return eliminate_common_subexpressions(g, l); }},
         {"dce", [](Graph &g, RewriteLog *l) { return eliminate_dead_code(g, l); }},
+        {"concat-sibling-matmuls", [](Graph &g, RewriteLog *l) { return concat_sibling_matmuls(g, l); }},
     };
     return passes;
 }
@@ -37,6 +39,7 @@ PassManager default_pipeline() {
                        {find_pass("fold-constants"), find_pass("simplify-algebra"), find_pass("reassociate"), find_pass("cse"),
                         find_pass("dce")},
                        kSimplifyIterations);
+    pm.add("concat-sibling-matmuls", find_pass("concat-sibling-matmuls").run);
     return pm;
 }
 

@@ -93,7 +93,7 @@ struct Attrs {
     std::string var;   ///< state variable name
     std::string text;  ///< print label / assert message
     /** input: a weight, constant across calls (`%w = weight : f32[K, N]`). Values computed from
-     * weights alone are prepared once per weight, not per call (dsl/passes/WeightPrepare.h). */
+     * weights alone are prepared once per weight, not per call (dsl/analysis/WeightDerived.h). */
     bool weight = false;
     /** Equality; constant values compare bit for bit (so NaN == NaN, -0 != +0). */
     bool operator==(const Attrs &o) const;

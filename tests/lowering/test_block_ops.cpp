@@ -94,10 +94,12 @@ TEST_CASE("block ops: bad operands are refused with the op and both shapes") {
         }
         return std::string("accepted");
     };
-    CHECK(refusal("  %y = slice(%x, axis=1, start=6) : f32[4, 4]\n  output %y").find("runs past the operand's extent 8") != std::string::npos);
+    CHECK(refusal("  %y = slice(%x, axis=1, start=6) : f32[4, 4]\n  output %y").find("runs past the operand's extent 8") !=
+          std::string::npos);
     CHECK(refusal("  %y = slice(%x, axis=1, start=-1) : f32[4, 4]\n  output %y").find("negative") != std::string::npos);
     CHECK(refusal("  %y = slice(%x, axis=1, start=0) : f32[3, 4]\n  output %y").find("keeps dim 0") != std::string::npos);
-    CHECK(refusal("  %y = concat(%x, %d, axis=1)\n  output %y").find("needs static extents there: f32[4, 8] and f32[4, D]") != std::string::npos);
+    CHECK(refusal("  %y = concat(%x, %d, axis=1)\n  output %y").find("needs static extents there: f32[4, 8] and f32[4, D]") !=
+          std::string::npos);
     CHECK(refusal("  %y = concat(%x, %d, axis=0)\n  output %y").find("needs dim 1 equal") != std::string::npos);
     CHECK(refusal("  %c = input : f32[4, 8]\n  %i = cast(%c) : bf16[4, 8]\n  %y = where(%i, %x, %x)\n  output %y")
               .find("dtype mismatch") != std::string::npos);

@@ -39,12 +39,14 @@ TEST_CASE("transformer block: algorithms/transformer_block.tsl is the builder's 
 }
 
 TEST_CASE("transformer block: compiled plans match the interpreter at awkward sizes") {
-    struct Case { int64_t hidden, heads, kv_heads, head_dim, ffn, tokens; };
+    struct Case {
+        int64_t hidden, heads, kv_heads, head_dim, ffn, tokens;
+    };
     for (const Case c : {Case{48, 3, 1, 16, 80, 7}, Case{200, 5, 1, 40, 72, 37}, Case{48, 4, 2, 12, 40, 1}}) {
         CAPTURE(c.hidden);
         CAPTURE(c.tokens);
-        dsl::Graph g = transformer_block_graph({.hidden = c.hidden, .heads = c.heads, .kv_heads = c.kv_heads,
-                                                .head_dim = c.head_dim, .ffn = c.ffn});
+        dsl::Graph g = transformer_block_graph(
+            {.hidden = c.hidden, .heads = c.heads, .kv_heads = c.kv_heads, .head_dim = c.head_dim, .ffn = c.ffn});
         const std::map<std::string, int64_t> symbols{{"T", c.tokens}};
         dsl::default_pipeline().run(g);
         const dsl::FusionPlan plan = dsl::plan_fusion(g, lower::fusion_options(parse_target("host"), symbols));
