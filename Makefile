@@ -71,11 +71,13 @@ bench-memory: build
 # Tessel and OpenBLAS beside torch eager, torch.compile (max-autotune), jax.jit and numpy on the
 # suite shapes, alternated in the same rounds and checked against float64 (bench/peers/README.md).
 # Installs PyTorch, JAX and numpy into .venv-peers first (several GB). Never part of `make test`.
-# Then attention (bench/attention_shapes.txt) against torch SDPA and jax dot_product_attention.
+# Then attention (bench/attention_shapes.txt) against torch SDPA and jax dot_product_attention,
+# and the transformer block (bench/block_shapes.txt) against torch eager, torch.compile and jax.jit.
 bench-peers: build
 	@./bench/peers/setup.sh
 	@.venv-peers/bin/python bench/peers/run_peers.py --build $(BUILD) $(BENCH_ARGS)
 	@.venv-peers/bin/python bench/peers/attention_peers.py --build $(BUILD) $(ATTENTION_ARGS)
+	@.venv-peers/bin/python bench/peers/block_peers.py --build $(BUILD) $(BLOCK_ARGS)
 
 # The tessel command and the CMake package (find_package(Tessel), tessel_add_kernel_library).
 PREFIX ?= $(HOME)/.local

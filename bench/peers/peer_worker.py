@@ -48,8 +48,13 @@ def gelu_tanh_numpy(v):
     return 0.5 * v * (1 + np.tanh(SQRT_2_OVER_PI * (v + 0.044715 * v * v * v)))
 
 
+# The transformer block's weights (algorithms/TransformerBlock.h), in the order of its inputs.
+BLOCK_WEIGHTS = ("attn_norm", "wq", "wk", "wv", "wo", "mlp_norm", "w_gate", "w_up", "w_down")
+
+
 class TorchRuntime:
-    systems = ("torch_eager", "torch_compile", "torch_compile_default", "torch_sdpa", "torch_compile_sdpa")
+    systems = ("torch_eager", "torch_compile", "torch_compile_default", "torch_sdpa", "torch_compile_sdpa",
+               "torch_block", "torch_compile_block", "torch_compile_block_default")
 
     def __init__(self, threads):
         import torch
@@ -65,7 +70,47 @@ class TorchRuntime:
     def build(self, system, *inputs):
         if system.endswith("_sdpa"):
             return self.build_attention(system, *inputs)
+        if "_block" in system:
+            return self.build_block(system, *inputs)
         return self.build_gelu(system, *inputs)
+
+    def build_block(self, system, x, cos, sin, weights, heads, kv_heads):
+        """The block as a module with frozen parameters; a static shape (dynamic=False)."""
+        torch = self.torch
+        F = torch.nn.functional
+        xt, ct, st = torch.from_numpy(x), torch.from_numpy(cos), torch.from_numpy(sin)
+
+        class Block(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                for name in BLOCK_WEIGHTS:
+                    setattr(self, name, torch.nn.Parameter(torch.from_numpy(weights[name]), requires_grad=False))
+
+            def forward(self, v, c, s):
+                t, d = v.shape[0], c.shape[1]
+
+                def norm(u, g):
+                    return u * torch.rsqrt((u * u).mean(dim=1, keepdim=True) + 1e-5) * g
+
+                def rotary(u):
+                    rot = torch.cat((-u[..., d // 2:], u[..., :d // 2]), dim=-1)
+                    return u * c[:, None, :] + rot * s[:, None, :]
+
+                h = norm(v, self.attn_norm)
+                q = rotary((h @ self.wq).view(t, heads, d)).transpose(0, 1)
+                k = rotary((h @ self.wk).view(t, kv_heads, d)).transpose(0, 1)
+                vv = (h @ self.wv).view(t, kv_heads, d).transpose(0, 1)
+                o = F.scaled_dot_product_attention(q[None], k[None], vv[None], is_causal=True, enable_gqa=True)[0]
+                x1 = v + o.transpose(0, 1).reshape(t, heads * d) @ self.wo
+                h2 = norm(x1, self.mlp_norm)
+                return x1 + (F.silu(h2 @ self.w_gate) * (h2 @ self.w_up)) @ self.w_down
+
+        block = Block().eval()
+        if system == "torch_block":
+            return lambda: block(xt, ct, st)
+        mode = "max-autotune" if system == "torch_compile_block" else "default"
+        compiled = torch.compile(block, mode=mode, dynamic=False)
+        return lambda: compiled(xt, ct, st)
 
     def build_attention(self, system, q, k, v, causal):
         torch = self.torch
@@ -105,7 +150,7 @@ class TorchRuntime:
 
 
 class JaxRuntime:
-    systems = ("jax_jit", "jax_attention")
+    systems = ("jax_jit", "jax_attention", "jax_block")
 
     def __init__(self, threads):
         import jax
@@ -118,6 +163,8 @@ class JaxRuntime:
 
     def build(self, system, *inputs):
         jax = self.jax
+        if system == "jax_block":
+            return self.build_block(*inputs)
         if system == "jax_attention":
             q, k, v, causal = inputs
             # [B, T, D] as [B, T, 1 head, D], the layout dot_product_attention takes.
@@ -128,6 +175,33 @@ class JaxRuntime:
         fn = jax.jit(lambda v, wv, bv: jax.nn.gelu(v @ wv + bv, approximate=True))  # a fresh jit per shape
         xj, wj, bj = jax.device_put(x), jax.device_put(w), jax.device_put(b)
         return lambda: fn(xj, wj, bj).block_until_ready()
+
+    def build_block(self, x, cos, sin, weights, heads, kv_heads):
+        jax = self.jax
+        jnp = jax.numpy
+
+        def block(v, c, s, w):
+            t, d = v.shape[0], c.shape[1]
+
+            def norm(u, g):
+                return u * jax.lax.rsqrt((u * u).mean(axis=1, keepdims=True) + 1e-5) * g
+
+            def rotary(u):
+                rot = jnp.concatenate((-u[..., d // 2:], u[..., :d // 2]), axis=-1)
+                return u * c[:, None, :] + rot * s[:, None, :]
+
+            h = norm(v, w["attn_norm"])
+            q = rotary((h @ w["wq"]).reshape(t, heads, d))
+            k = rotary((h @ w["wk"]).reshape(t, kv_heads, d))
+            vv = (h @ w["wv"]).reshape(t, kv_heads, d)
+            o = jax.nn.dot_product_attention(q[None], k[None], vv[None], is_causal=True)[0]
+            x1 = v + o.reshape(t, heads * d) @ w["wo"]
+            h2 = norm(x1, w["mlp_norm"])
+            return x1 + (jax.nn.silu(h2 @ w["w_gate"]) * (h2 @ w["w_up"])) @ w["w_down"]
+
+        fn = jax.jit(block)
+        args = (jax.device_put(x), jax.device_put(cos), jax.device_put(sin), {k: jax.device_put(v) for k, v in weights.items()})
+        return lambda: fn(*args).block_until_ready()
 
     def call(self, fn):
         return fn()
@@ -182,6 +256,18 @@ class Worker:
         self.calls, self.outputs, self.inputs = {}, {}, None
         read = lambda what, shape: np.fromfile(os.path.join(folder, what + ".f32"), np.float32).reshape(shape)
         self.inputs = (read("q", (b, s, d)), read("k", (b, l, d)), read("v", (b, l, d)), int(causal) != 0)
+        self.runtime.new_shape()
+        return name
+
+    def load_block(self, name, t, hidden, heads, kv_heads, head_dim, ffn, folder):
+        t, hidden, heads, kv_heads, head_dim, ffn = (int(a) for a in (t, hidden, heads, kv_heads, head_dim, ffn))
+        self.calls, self.outputs, self.inputs = {}, {}, None
+        read = lambda what, shape: np.fromfile(os.path.join(folder, what + ".f32"), np.float32).reshape(shape)
+        shapes = {"attn_norm": (hidden,), "wq": (hidden, heads * head_dim), "wk": (hidden, kv_heads * head_dim),
+                  "wv": (hidden, kv_heads * head_dim), "wo": (heads * head_dim, hidden), "mlp_norm": (hidden,),
+                  "w_gate": (hidden, ffn), "w_up": (hidden, ffn), "w_down": (ffn, hidden)}
+        weights = {k: read(k, s) for k, s in shapes.items()}
+        self.inputs = (read("x", (t, hidden)), read("cos", (t, head_dim)), read("sin", (t, head_dim)), weights, heads, kv_heads)
         self.runtime.new_shape()
         return name
 
@@ -248,7 +334,7 @@ def main():
             print("error " + unavailable, flush=True)
             continue
         try:
-            handler = {"load": worker.load, "load_attention": worker.load_attention, "prepare": worker.prepare, "time": worker.time, "dump": worker.dump}.get(words[0])
+            handler = {"load": worker.load, "load_attention": worker.load_attention, "load_block": worker.load_block, "prepare": worker.prepare, "time": worker.time, "dump": worker.dump}.get(words[0])
             if handler is None:
                 raise ValueError(f"unknown command '{words[0]}'")
             answer = "ok " + handler(*words[1:])

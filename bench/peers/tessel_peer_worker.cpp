@@ -11,6 +11,8 @@
 //   openblas  sgemm (sgemv for M = 1) + the vectorized bias+GELU pass of baselines/OpenBlasGelu.cpp;
 //   tessel_attention  scaled dot-product attention (driver/AttentionLayer.h): the fused attention
 //             group `tessel compile` plans for algorithms/Attention.h's graph, in fast mode;
+//   tessel_block  the transformer block (bench/peers/BlockSystem.h): plan() and CompiledGraph at
+//             the loaded token count, weights prepared in the cold start;
 //   fma_probe the FMA-peak probe (autoscheduler/MachineProbes.h) at the target's ISA, timed like a
 //             system so each round has the machine's peak beside the kernels ("dump" writes nothing).
 //
@@ -19,6 +21,9 @@
 //                         float32) and drop the previous shape's buffers and kernels
 //   load_attention NAME B S L D CAUSAL DIR   read DIR/q.f32 [B,S,D], DIR/k.f32 [B,L,D],
 //                         DIR/v.f32 [B,L,D]; the output is o [B,S,D] (CAUSAL: 0 or 1)
+//   load_block NAME T HIDDEN HEADS KV_HEADS HEAD_DIM FFN DIR   read DIR/<input>.f32 for x [T,HIDDEN],
+//                         cos and sin [T,HEAD_DIM] and every weight of algorithms/TransformerBlock.h;
+//                         the output is y [T,HIDDEN]
 //   prepare SYSTEM        build SYSTEM for the loaded shape (tessel: a fresh GeluLayer, JIT, every
 //                         guarded variant) and run it once: "ok <seconds from command to first result>"
 //   time SYSTEM N FLUSH   N calls, each after a cache flush of every core when FLUSH is 1 (outside
@@ -29,6 +34,7 @@
 #include "autoscheduler/MachineProbes.h"
 #include "baselines/GeluReference.h"
 #include "bench/GroupVariants.h"
+#include "bench/peers/BlockSystem.h"
 #include "codegen/Compile.h"
 #include "driver/AttentionLayer.h"
 #include "driver/GeluLayer.h"
@@ -38,6 +44,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -106,6 +113,7 @@ struct Shape {
     AttentionShape attention{.batch = 0};  ///< load_attention: its sizes (batch 0: a GELU shape)
     Buffer<float> q, k, v;
     std::unique_ptr<AttentionLayer> attention_layer;
+    std::unique_ptr<BlockSystem> block;  ///< load_block
     std::map<std::string, Buffer<float>> y;
     std::map<std::string, std::function<void()>> call;
 };
@@ -122,6 +130,7 @@ public:
         in >> cmd;
         if (cmd == "load") return load(in);
         if (cmd == "load_attention") return load_attention(in);
+        if (cmd == "load_block") return load_block(in);
         if (cmd == "prepare") return prepare(word(in));
         if (cmd == "time") {
             const std::string system = word(in);
@@ -183,6 +192,21 @@ private:
         return shape_->name;
     }
 
+    std::string load_block(std::istringstream &in) {
+        auto s = std::make_unique<Shape>();
+        TransformerBlockShape b;
+        int64_t tokens = 0;
+        std::string dir;
+        if (!(in >> s->name >> tokens >> b.hidden >> b.heads >> b.kv_heads >> b.head_dim >> b.ffn >> dir) || tokens < 1)
+            throw std::invalid_argument("usage: load_block NAME T HIDDEN HEADS KV_HEADS HEAD_DIM FFN DIR");
+        shape_.reset();
+        s->M = (int)tokens;
+        s->N = (int)b.hidden;
+        s->block = std::make_unique<BlockSystem>(b, tokens, dir);
+        shape_ = std::move(s);
+        return shape_->name;
+    }
+
     Shape &shape() {
         if (!shape_) throw std::invalid_argument("no shape loaded");
         return *shape_;
@@ -207,7 +231,11 @@ private:
             std::snprintf(buf, sizeof buf, "%.6f %.0f", seconds_since(t0), probe_->flops());
             return buf;
         }
-        if (system == "tessel_attention") {
+        if (system == "tessel_block") {
+            if (!s.block) throw std::invalid_argument("tessel_block needs load_block");
+            s.block->prepare(target_);
+            s.call[system] = [p] { p->block->run(); };
+        } else if (system == "tessel_attention") {
             if (s.attention.batch < 1) throw std::invalid_argument("tessel_attention needs load_attention");
             s.attention_layer = std::make_unique<AttentionLayer>(s.attention, target_);
             s.call[system] = [p, &y] { p->attention_layer->run(p->q, p->k, p->v, y); };
@@ -225,7 +253,7 @@ private:
                 gelu_mlp_openblas(p->x.data(), p->w.data(), p->bias.data(), y.data(), p->M, p->K, p->N, GeluForm::Tanh);
             };
         } else {
-            throw std::invalid_argument("unknown system '" + system + "' (tessel, tessel_panels, openblas, tessel_attention)");
+            throw std::invalid_argument("unknown system '" + system + "' (tessel, tessel_panels, openblas, tessel_attention, tessel_block)");
         }
         s.call[system]();
         char buf[64];
@@ -256,6 +284,10 @@ private:
         Shape &s = shape();
         auto it = s.y.find(system);
         if (it == s.y.end()) throw std::invalid_argument(system + " has no output for " + s.name);
+        if (system == "tessel_block") {  // converted here, not in the timed calls
+            const std::vector<float> out = s.block->output();
+            std::copy(out.begin(), out.end(), it->second.data());
+        }
         return it->second;
     }
 

@@ -27,14 +27,20 @@ SYSTEMS = {
     "torch_compile_sdpa": ("torch", "torch.compile(SDPA)"),
     "jax_attention": ("jax", "jax.nn.dot_product_attention (jit)"),
     "fma_probe": ("tessel", "FMA-peak probe"),
+    # The transformer block (bench/peers/block_peers.py).
+    "tessel_block": ("tessel", "Tessel block"),
+    "torch_block": ("torch", "torch eager"),
+    "torch_compile_block": ("torch", "torch.compile max-autotune"),
+    "torch_compile_block_default": ("torch", "torch.compile default"),
+    "jax_block": ("jax", "jax.jit"),
 }
 # Machine probes timed like systems (each round's peak beside the kernels); never checked or a peer.
 PROBES = ("fma_probe",)
 # Timed unless --systems says otherwise; torch.compile's default mode is timed when max-autotune fails.
 DEFAULT_SYSTEMS = ["tessel", "tessel_panels", "openblas", "torch_eager", "torch_compile", "jax_jit", "numpy"]
 # Tessel's own rows: never a peer.
-OWN = ("tessel", "tessel_panels", "tessel_attention") + PROBES
-FALLBACK = {"torch_compile": "torch_compile_default"}
+OWN = ("tessel", "tessel_panels", "tessel_attention", "tessel_block") + PROBES
+FALLBACK = {"torch_compile": "torch_compile_default", "torch_compile_block": "torch_compile_block_default"}
 OPENBLAS_OPENMP = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
 
 
