@@ -253,7 +253,8 @@ private:
                 gelu_mlp_openblas(p->x.data(), p->w.data(), p->bias.data(), y.data(), p->M, p->K, p->N, GeluForm::Tanh);
             };
         } else {
-            throw std::invalid_argument("unknown system '" + system + "' (tessel, tessel_panels, openblas, tessel_attention, tessel_block)");
+            throw std::invalid_argument("unknown system '" + system +
+                                        "' (tessel, tessel_panels, openblas, tessel_attention, tessel_block)");
         }
         s.call[system]();
         char buf[64];

@@ -79,6 +79,21 @@ inline bool is_shape_arith(Op op) { return op >= Op::ShapeAdd && op <= Op::Shape
 inline bool is_comparison(Op op) { return op >= Op::Less && op <= Op::NotEqual; }
 inline bool is_binary_elementwise(Op op) { return op >= Op::Add && op <= Op::NotEqual; }
 inline bool is_unary_elementwise(Op op) { return op >= Op::Gelu && op <= Op::Cos; }
+/** Elementwise ops that evaluate a polynomial or a libm call per element (cost well above an add). */
+inline bool is_transcendental(Op op) {
+    switch (op) {
+    case Op::Gelu:
+    case Op::GeluTanh:
+    case Op::Tanh:
+    case Op::Exp:
+    case Op::Log:
+    case Op::Sigmoid:
+    case Op::Silu:
+    case Op::Sin:
+    case Op::Cos: return true;
+    default: return false;
+    }
+}
 inline bool is_reduction(Op op) { return op >= Op::ReduceSum && op <= Op::ReduceMean; }
 
 /** Operation attributes; only the fields named by the op's attr mask are meaningful. */

@@ -54,8 +54,6 @@ bool concat_sibling_matmuls(Graph &g, RewriteLog *log) {
         if (!position.count(h) || !g.node(h).has_result()) continue;
         const std::vector<ValueId> mms = concatenable_siblings(g, h, from_weights, position);
         if (mms.size() < 2) continue;
-        const bool one_type = std::all_of(mms.begin(), mms.end(), [&](ValueId m) { return same_type(g, g.node(m).type, g.node(mms[0]).type); });
-        if (one_type) continue;
         // concat(concat(w1, w2), w3)... then one matmul, before the first sibling.
         const ValueId at = mms[0];
         Attrs along;
@@ -91,8 +89,7 @@ bool concat_sibling_matmuls(Graph &g, RewriteLog *log) {
         number();
         if (log)
             log->record({"concat-sibling-matmuls", "concat-weights", before, print_node(g, joined) + "; " + after,
-                         std::to_string(mms.size()) + " matmuls read %" + g.display_name(h) +
-                             " with weights of different widths (" + widths +
+                         std::to_string(mms.size()) + " matmuls read %" + g.display_name(h) + " with weights (widths " + widths +
                              "): one matmul over their concatenation (prepared once with the weights) reads it once; "
                              "each result is a slice of the same dot products"});
         changed = true;

@@ -1,5 +1,5 @@
 /** \file
- * Sibling matmuls of different widths as one matmul over a concatenated weight.
+ * Sibling matmuls over weights as one matmul over a concatenated weight.
  *
  * Matmuls that read the same left operand h with right operands computed from weights alone
  * (dsl/analysis/WeightDerived.h) — the Q, K and V projections of a transformer, of 2048, 512 and
@@ -9,14 +9,15 @@
  *   %qkv  = matmul(%h, %wcat)
  *   %q    = slice(%qkv, axis=r, start=0) : ...                 (views the consumers read through)
  *
- * so h is read once by one matmul group with a matmul schedule, where fusion's Tuple sibling
- * rule (Fusion.h) takes only siblings of one result type. Legal in every numeric mode: each
- * output element is the same dot product of the same operands. Applied when
- *  - at least two matmuls read h as their left operand, their right operands are rank 2, of one
- *    dtype and one K, with static widths, computed from weights alone (a per-call concat of
- *    activations would copy them every call), and defined before the first of the matmuls;
- *  - their result types are not all one (the Tuple sibling rule already reads h once for those).
- * Every rewrite is logged with the widths and the reason; siblings that are refused are not.
+ * so h is read once by one matmul group with a matmul schedule. Fusion's Tuple sibling rule
+ * (Fusion.h) takes only siblings of one result type, and even for those (the gate and up
+ * projections of a gated MLP) one wide matmul measured faster than the Tuple of two
+ * (docs/results/transformer_block_intel.txt), so weights are always concatenated; the Tuple rule
+ * stays for activations. Legal in every numeric mode: each output element is the same dot
+ * product of the same operands. Applied when at least two matmuls read h as their left operand
+ * and their right operands are rank 2, of one dtype and one K, with static widths, computed from
+ * weights alone (a per-call concat of activations would copy them every call), and defined before
+ * the first of the matmuls. Every rewrite is logged with the widths and the reason.
  */
 #pragma once
 

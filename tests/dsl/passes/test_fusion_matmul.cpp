@@ -32,15 +32,15 @@ TEST_CASE("fusion refuses: an operand chain too long to recompute in the k-loop"
     Planned p = plan_text(R"(graph g {
       %x = input : f32[4, 8]
       %w = input : f32[8, 16]
-      %a1 = exp(%x)
-      %a2 = exp(%a1)
-      %a3 = exp(%a2)
-      %a4 = exp(%a3)
-      %a5 = exp(%a4)
-      %a6 = exp(%a5)
-      %a7 = exp(%a6)
-      %a8 = exp(%a7)
-      %a9 = exp(%a8)
+      %a1 = neg(%x)
+      %a2 = abs(%a1)
+      %a3 = neg(%a2)
+      %a4 = abs(%a3)
+      %a5 = neg(%a4)
+      %a6 = abs(%a5)
+      %a7 = neg(%a6)
+      %a8 = abs(%a7)
+      %a9 = neg(%a8)
       %y = matmul(%a9, %w)
       output %y
     })");
@@ -48,6 +48,21 @@ TEST_CASE("fusion refuses: an operand chain too long to recompute in the k-loop"
     FusionDecision d = p.decision("matmul-operand", "a9", "y");
     CHECK_FALSE(d.fused);
     CHECK(d.reason.find("9 ops > 8") != std::string::npos);
+}
+
+TEST_CASE("fusion refuses: a transcendental operand chain the k-loop would recompute per column block") {
+    Planned p = plan_text(R"(graph g {
+      %g = input : f32[4, 8]
+      %u = input : f32[4, 8]
+      %w = input : f32[8, 16]
+      %a = mul(silu(%g), %u)
+      %y = matmul(%a, %w)
+      output %y
+    })");
+    CHECK(p.plan.groups.size() == 2);
+    FusionDecision d = p.decision("matmul-operand", "a", "y");
+    CHECK_FALSE(d.fused);
+    CHECK(d.reason.find("computes silu") != std::string::npos);
 }
 
 TEST_CASE("fusion: layernorm -> matmul is cut before the matmul; the matmul keeps its epilogue") {

@@ -1,7 +1,6 @@
-// concat-sibling-matmuls (dsl/passes/SiblingMatmulConcat.h): Q/K/V-style projections of different
-// widths become one matmul over a concatenated weight, text in and text out; siblings of one
-// width, activations as right operands and late weights are left alone; results are bit for bit
-// the interpreter's.
+// concat-sibling-matmuls (dsl/passes/SiblingMatmulConcat.h): Q/K/V-style projections become one
+// matmul over a concatenated weight, text in and text out; activations as right operands and late
+// weights are left alone; results are bit for bit the interpreter's.
 #include <doctest/doctest.h>
 
 #include "../TestUtil.h"
@@ -40,7 +39,7 @@ TEST_CASE("concat-sibling-matmuls: projections of different widths read h once")
   output %q, %k, %v
 })");
     REQUIRE(log.size() == 1);
-    CHECK(log.records()[0].why.find("3 matmuls read %h with weights of different widths (6 + 2 + 2)") != std::string::npos);
+    CHECK(log.records()[0].why.find("3 matmuls read %h with weights (widths 6 + 2 + 2)") != std::string::npos);
 }
 
 TEST_CASE("concat-sibling-matmuls: results are the interpreter's, bit for bit") {
@@ -54,15 +53,29 @@ TEST_CASE("concat-sibling-matmuls: results are the interpreter's, bit for bit") 
     for (size_t i = 0; i < a.outputs.size(); i++) CHECK(a.outputs[i].data == b.outputs[i].data);
 }
 
-TEST_CASE("concat-sibling-matmuls: one width, activations and late weights are left alone") {
-    // One result type: fusion's Tuple sibling rule reads h once already.
-    expect_no_change(concat_sibling_matmuls, R"(graph g {
+TEST_CASE("concat-sibling-matmuls: gate and up projections of one width are concatenated too") {
+    expect_rewrite(concat_sibling_matmuls, R"(graph g {
   %h = input : f32[T, 8]
   %wg = weight : f32[8, 4]
   %wu = weight : f32[8, 4]
-  %y = mul(matmul(%h, %wg), matmul(%h, %wu)) : f32[T, 4]
+  %y = mul(silu(matmul(%h, %wg)), matmul(%h, %wu)) : f32[T, 4]
+  output %y
+})",
+                   R"(graph g {
+  %h = input : f32[T, 8]
+  %wg = weight : f32[8, 4]
+  %wu = weight : f32[8, 4]
+  %7 = concat(%wg, %wu, axis=1) : f32[8, 8]
+  %8 = matmul(%h, %7) : f32[T, 8]
+  %9 = slice(%8, axis=1, start=0) : f32[T, 4]
+  %10 = slice(%8, axis=1, start=4) : f32[T, 4]
+  %4 = silu(%9) : f32[T, 4]
+  %y = mul(%4, %10) : f32[T, 4]
   output %y
 })");
+}
+
+TEST_CASE("concat-sibling-matmuls: activations and late weights are left alone") {
     // Activations as right operands: a concat would copy them on every call.
     expect_no_change(concat_sibling_matmuls, R"(graph g {
   %h = input : f32[T, 8]
