@@ -50,6 +50,20 @@ TEST_CASE("fusion refuses: an operand chain too long to recompute in the k-loop"
     CHECK(d.reason.find("9 ops > 8") != std::string::npos);
 }
 
+TEST_CASE("fusion refuses: an operand read through a reshape (index divisions in the k-loop)") {
+    Planned p = plan_text(R"(graph g {
+      %o = input : f32[4, 5, 8]
+      %w = input : f32[32, 16]
+      %a = reshape(transpose(%o, perm=[1, 0, 2])) : f32[5, 32]
+      %y = matmul(%a, %w)
+      output %y
+    })");
+    CHECK(p.plan.groups.size() == 2);
+    FusionDecision d = p.decision("matmul-operand", "a", "y");
+    CHECK_FALSE(d.fused);
+    CHECK(d.reason.find("remaps its index through reshape") != std::string::npos);
+}
+
 TEST_CASE("fusion refuses: a transcendental operand chain the k-loop would recompute per column block") {
     Planned p = plan_text(R"(graph g {
       %g = input : f32[4, 8]
