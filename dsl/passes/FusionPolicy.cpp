@@ -282,8 +282,9 @@ public:
             for (ValueId v : group)
                 if (fusion_class(g, v) == FusionClass::Reshape && g.node(v).op != Op::Slice)
                     return FusionDecision::no("matmul-operand", "operand chain of " + nm(g, p) + " remaps its index through " +
-                                              to_string(g.node(v).op) + " (%" + g.display_name(v) +
-                                              "): divisions per element in the k-loop of " + nm(g, c) + "; materialize " + nm(g, p));
+                                                                    to_string(g.node(v).op) + " (%" + g.display_name(v) +
+                                                                    "): divisions per element in the k-loop of " + nm(g, c) +
+                                                                    "; materialize " + nm(g, p));
             for (ValueId v : group)
                 if (is_transcendental(g.node(v).op))
                     return FusionDecision::no("matmul-operand",

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <random>
 #include <sstream>
@@ -129,6 +130,26 @@ TEST_CASE("fused attention matches the interpreter at awkward shapes") {
         INFO("batch [" << c.batch << "] S=" << c.s << " L=" << c.l << " D=" << c.d << " Dv=" << c.dv);
         dsl::Graph g = dsl::parse(attention_text("fast", c.batch, c.d, c.dv, Mask::None));
         const std::map<std::string, int64_t> sym = {{"S", c.s}, {"L", c.l}};
+        const dsl::FusionPlan p = planned(g, sym);
+        REQUIRE(attention_groups(p) == 1);
+        CHECK(error_against_interpreter(g, p, sym) < 1e-4);
+    }
+}
+
+TEST_CASE("fused attention: grouped-query heads (k and v broadcast over each kv head's query heads)") {
+    // q [kv heads, group, S, D] against k, v [kv heads, 1, L, D]: the batch axis of size 1 broadcasts.
+    for (const auto &[kv, group, s, d] : std::vector<std::array<int, 4>>{{1, 3, 37, 24}, {2, 5, 1, 80}, {3, 2, 129, 128}}) {
+        INFO("kv " << kv << " group " << group << " S=L=" << s << " D=" << d);
+        std::ostringstream t;
+        t << "graph gqa mode=fast {\n"
+          << "  %q = input : f32[" << kv << ", " << group << ", S, " << d << "]\n"
+          << "  %k = input : f32[" << kv << ", 1, S, " << d << "]\n"
+          << "  %v = input : f32[" << kv << ", 1, S, " << d << "]\n"
+          << "  %mask = causal_mask() : f32[S, S]\n"
+          << "  %p = softmax(matmul(%q, transpose(%k, perm=[0, 1, 3, 2])) * 0.125 + %mask, axis=3)\n"
+          << "  %o = matmul(%p, %v)\n  output %o\n}\n";
+        dsl::Graph g = dsl::parse(t.str());
+        const std::map<std::string, int64_t> sym = {{"S", s}};
         const dsl::FusionPlan p = planned(g, sym);
         REQUIRE(attention_groups(p) == 1);
         CHECK(error_against_interpreter(g, p, sym) < 1e-4);

@@ -48,8 +48,8 @@ TEST_CASE("transformer block: compiled plans match the interpreter at awkward si
         CAPTURE(c.hidden);
         CAPTURE(c.tokens);
         CAPTURE(dsl::to_string(c.mode));
-        dsl::Graph g = transformer_block_graph({.hidden = c.hidden, .heads = c.heads, .kv_heads = c.kv_heads,
-                                                .head_dim = c.head_dim, .ffn = c.ffn, .mode = c.mode});
+        dsl::Graph g = transformer_block_graph(
+            {.hidden = c.hidden, .heads = c.heads, .kv_heads = c.kv_heads, .head_dim = c.head_dim, .ffn = c.ffn, .mode = c.mode});
         const std::map<std::string, int64_t> symbols{{"T", c.tokens}};
         dsl::default_pipeline().run(g);
         const dsl::FusionPlan plan = dsl::plan_fusion(g, lower::fusion_options(parse_target("host"), symbols));
