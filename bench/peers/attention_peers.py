@@ -20,6 +20,7 @@ import time
 import numpy as np
 
 import report
+import run_peers
 from run_peers import Bench, host_isa, run_all, start_workers
 from workers import PROBES, SYSTEMS
 
@@ -51,13 +52,7 @@ def parse_args(argv):
 
 
 def load_shapes(path, only):
-    shapes = []
-    for line in open(path):
-        words = line.split("#")[0].split()
-        if words:
-            shapes.append((words[0], *(int(w) for w in words[1:6])))
-    wanted = [s for s in only.split(",") if s]
-    return [s for s in shapes if not wanted or s[0] in wanted]
+    return run_peers.load_shapes(path, only, lambda w: (w[0], *(int(x) for x in w[1:6])))
 
 
 def reference(q, k, v, causal):
@@ -101,26 +96,24 @@ def peak_share(rows, system, work):
     return statistics.median((work / r["samples"][i]) / (p["flops"] / p["samples"][i]) for i in range(n))
 
 
-def print_shape(shape, rows, out, peers_share=True):
-    """peers_share False (Tessel built for another ISA than the host's): the probe runs at Tessel's
-    ISA, so only Tessel's rows get a share of its peak."""
-    name, b, s, l, d, causal = shape
-    work = flops(shape)
-    print(f"\n{name} (B {b}, S {s}, L {l}, D {d}{', causal' if causal else ''}; {work / 1e9:.2f} GFLOP per call)", file=out)
-    print(f"  {'system':<36} {'median ms':>10} {'spread':>7} {'GFLOP/s':>8} {'% peak':>7} {'vs Tessel':>10} {'cold s':>8}  check",
+def print_rows(rows, work, own, out, peers_share=True, width=36, cold_digits=3):
+    """One row per system: median ms, spread, GFLOP/s for `work` flops per call, share of the FMA peak
+    (only `own`'s when peers_share is False: the probe then runs at Tessel's ISA, not the peers'),
+    the ratio to `own`, the cold start and the check."""
+    print(f"  {'system':<{width}} {'median ms':>10} {'spread':>7} {'GFLOP/s':>8} {'% peak':>7} {'vs Tessel':>10} {'cold s':>8}  check",
           file=out)
     for system, row in rows.items():
         if system in PROBES:
             continue
         label = SYSTEMS[system][1]
-        cold = f"{row['cold']:8.3f}" if row.get("cold") is not None else f"{'-':>8}"
+        cold = f"{row['cold']:8.{cold_digits}f}" if row.get("cold") is not None else f"{'-':>8}"
         if row.get("median") is None:
-            print(f"  {label:<36} {'-':>10} {'-':>7} {'-':>8} {'-':>7} {'-':>10} {cold}  {report.check_text(row)}  "
+            print(f"  {label:<{width}} {'-':>10} {'-':>7} {'-':>8} {'-':>7} {'-':>10} {cold}  {report.check_text(row)}  "
                   f"{row.get('status', '')}", file=out)
             continue
-        share = peak_share(rows, system, work) if peers_share or system == "tessel_attention" else None
-        ratio = report.ratio_to_tessel(rows, system, "tessel_attention")
-        print(f"  {label:<36} {row['median'] * 1e3:10.3f} {report.spread(row['samples']):6.0f}% {work / row['median'] / 1e9:8.1f} "
+        share = peak_share(rows, system, work) if peers_share or system == own else None
+        ratio = report.ratio_to_tessel(rows, system, own)
+        print(f"  {label:<{width}} {row['median'] * 1e3:10.3f} {report.spread(row['samples']):6.0f}% {work / row['median'] / 1e9:8.1f} "
               + (f"{100 * share:6.1f}%" if share is not None else f"{'-':>7}")
               + (f" {ratio:9.2f}x" if ratio is not None else f" {'-':>10}") + f" {cold}  {report.check_text(row)}", file=out)
     p = rows.get("fma_probe", {})
@@ -128,25 +121,38 @@ def print_shape(shape, rows, out, peers_share=True):
         print(f"  FMA-peak probe: {p['flops'] / p['median'] / 1e9:.1f} GFLOP/s (median over rounds)", file=out)
 
 
-def main(argv):
-    args = parse_args(argv)
-    shapes = load_shapes(args.shapes, args.only)
+def print_shape(shape, rows, out, peers_share=True):
+    name, b, s, l, d, causal = shape
+    work = flops(shape)
+    print(f"\n{name} (B {b}, S {s}, L {l}, D {d}{', causal' if causal else ''}; {work / 1e9:.2f} GFLOP per call)", file=out)
+    print_rows(rows, work, "tessel_attention", out, peers_share)
+
+
+def run_main(args, shapes, bench_class, title, notes, print_shape_fn):
+    """Starts the workers, runs every shape in rounds, prints the header and one table per shape."""
     os.makedirs(args.out, exist_ok=True)
     scratch = tempfile.mkdtemp(prefix="run-", dir=args.out)
     isa, model = host_isa()
     started = time.perf_counter()
     workers = start_workers(args, scratch)
-    results = run_all(AttentionBench(args, workers, scratch), shapes, workers, scratch)
+    results = run_all(bench_class(args, workers, scratch), shapes, workers, scratch)
     t = workers.get("tessel")
-    print(f"== make bench-peers, attention: float32, {args.threads} threads, medians over {args.rounds} rounds ==")
+    print(f"== make bench-peers, {title}: float32, {args.threads} threads, medians over {args.rounds} rounds ==")
     print(f"CPU: {model}; ISA: {isa} (lscpu flags); Tessel target {t.info.get('target', args.target) if t else '?'}")
     print("Peers: " + "; ".join(w.info.get("version", f"{rt}: {w.dead or 'unknown'}") for rt, w in workers.items() if rt != "tessel"))
     print("Rounds time every system once, in an order drawn afresh per round; the FMA-peak probe is one of them.")
     if args.target != "host":
         print("--target is Tessel's (and the probe's) ISA only: the peers run at the host's, so only Tessel's rows get a % of peak.")
+    for line in notes:
+        print(line)
     for entry in results:
-        print_shape(entry["shape"], entry["rows"], sys.stdout, peers_share=args.target == "host")
+        print_shape_fn(entry["shape"], entry["rows"], sys.stdout, peers_share=args.target == "host")
     print(f"\nWhole run {time.perf_counter() - started:.0f} s")
+
+
+def main(argv):
+    args = parse_args(argv)
+    run_main(args, load_shapes(args.shapes, args.only), AttentionBench, "attention", [], print_shape)
 
 
 if __name__ == "__main__":

@@ -11,16 +11,13 @@ Usage: block_peers.py [--build BUILD] [--shapes FILE] [--only a,b] [--rounds N] 
 """
 import os
 import sys
-import tempfile
-import time
 
 import numpy as np
 
 from attention_peers import parse_args as attention_args
-from attention_peers import peak_share
-import report
-from run_peers import Bench, host_isa, run_all, start_workers
-from workers import PROBES, SYSTEMS
+from attention_peers import print_rows, run_main
+import run_peers
+from run_peers import Bench
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT = ["tessel_block", "fma_probe", "torch_block", "torch_compile_block", "jax_block"]
@@ -39,13 +36,7 @@ def parse_args(argv):
 
 
 def load_shapes(path, only):
-    shapes = []
-    for line in open(path):
-        words = line.split("#")[0].split()
-        if words:
-            shapes.append((words[0], *(int(w) for w in words[1:7])))
-    wanted = [s for s in only.split(",") if s]
-    return [s for s in shapes if not wanted or s[0] in wanted]
+    return run_peers.load_shapes(path, only, lambda w: (w[0], *(int(x) for x in w[1:7])))
 
 
 def rotary_tables(tokens, d):
@@ -108,45 +99,14 @@ def print_shape(shape, rows, out, peers_share=True):
     work = flops(shape)
     print(f"\n{name} (T {t}, hidden {hidden}, heads {heads} over {kv} kv heads of {d}, MLP {ffn}; "
           f"{work / 1e9:.1f} GFLOP per call)", file=out)
-    print(f"  {'system':<30} {'median ms':>10} {'spread':>7} {'GFLOP/s':>8} {'% peak':>7} {'vs Tessel':>10} {'cold s':>8}  check",
-          file=out)
-    for system, row in rows.items():
-        if system in PROBES:
-            continue
-        label = SYSTEMS[system][1]
-        cold = f"{row['cold']:8.1f}" if row.get("cold") is not None else f"{'-':>8}"
-        if row.get("median") is None:
-            print(f"  {label:<30} {'-':>10} {'-':>7} {'-':>8} {'-':>7} {'-':>10} {cold}  {report.check_text(row)}  "
-                  f"{row.get('status', '')}", file=out)
-            continue
-        share = peak_share(rows, system, work) if peers_share or system == "tessel_block" else None
-        ratio = report.ratio_to_tessel(rows, system, "tessel_block")
-        print(f"  {label:<30} {row['median'] * 1e3:10.2f} {report.spread(row['samples']):6.0f}% {work / row['median'] / 1e9:8.1f} "
-              + (f"{100 * share:6.1f}%" if share is not None else f"{'-':>7}")
-              + (f" {ratio:9.2f}x" if ratio is not None else f" {'-':>10}") + f" {cold}  {report.check_text(row)}", file=out)
-    p = rows.get("fma_probe", {})
-    if p.get("median"):
-        print(f"  FMA-peak probe: {p['flops'] / p['median'] / 1e9:.1f} GFLOP/s (median over rounds)", file=out)
+    print_rows(rows, work, "tessel_block", out, peers_share, width=30, cold_digits=1)
 
 
 def main(argv):
     args = parse_args(argv)
-    shapes = load_shapes(args.shapes, args.only)
-    os.makedirs(args.out, exist_ok=True)
-    scratch = tempfile.mkdtemp(prefix="run-", dir=args.out)
-    isa, model = host_isa()
-    started = time.perf_counter()
-    workers = start_workers(args, scratch)
-    results = run_all(BlockBench(args, workers, scratch), shapes, workers, scratch)
-    t = workers.get("tessel")
-    print(f"== make bench-peers, transformer block (prefill): float32, {args.threads} threads, medians over {args.rounds} rounds ==")
-    print(f"CPU: {model}; ISA: {isa} (lscpu flags); Tessel target {t.info.get('target', args.target) if t else '?'}")
-    print("Peers: " + "; ".join(w.info.get("version", f"{rt}: {w.dead or 'unknown'}") for rt, w in workers.items() if rt != "tessel"))
-    print("Rounds time every system once, in an order drawn afresh per round; the FMA-peak probe is one of them.")
-    print("Tessel's call is CompiledGraph::run: every kernel, plus converting x, cos, sin in and y, k, v out (float64 tensors).")
-    for entry in results:
-        print_shape(entry["shape"], entry["rows"], sys.stdout, peers_share=args.target == "host")
-    print(f"\nWhole run {time.perf_counter() - started:.0f} s")
+    run_main(args, load_shapes(args.shapes, args.only), BlockBench, "transformer block (prefill)",
+             ["Tessel's call is CompiledGraph::run: every kernel, plus converting x, cos, sin in and y, k, v out "
+              "(float64 tensors)."], print_shape)
 
 
 if __name__ == "__main__":

@@ -57,12 +57,14 @@ def parse_args(argv):
     return a
 
 
-def load_shapes(path, only):
+def load_shapes(path, only, fields=lambda w: (w[0], w[1], int(w[2]), int(w[3]), int(w[4]))):
+    """The shapes of a shapes file (one per line, '#' comments), each `fields(words)`; `only`: a
+    comma-separated list of names to keep (an unknown name exits with the file named)."""
     shapes = []
     for line in open(path):
         words = line.split("#")[0].split()
         if words:
-            shapes.append((words[0], words[1], int(words[2]), int(words[3]), int(words[4])))
+            shapes.append(fields(words))
     wanted = [s for s in only.split(",") if s]
     missing = set(wanted) - {s[0] for s in shapes}
     if missing:

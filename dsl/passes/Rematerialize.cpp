@@ -28,15 +28,6 @@ double op_flops(const Graph &g, ValueId v, const std::map<std::string, int64_t> 
         return 2 * out * (double)dim_size(g, a.type.dims.back(), symbols);
     }
     case Op::Softmax: return 4 * (double)value_numel(g, n.inputs[0], symbols);
-    case Op::Gelu:
-    case Op::GeluTanh:
-    case Op::Tanh:
-    case Op::Exp:
-    case Op::Log:
-    case Op::Sigmoid:
-    case Op::Silu:
-    case Op::Sin:
-    case Op::Cos: return 10 * out;  // a polynomial each
     case Op::Transpose:
     case Op::Reshape:
     case Op::Slice:
@@ -44,6 +35,7 @@ double op_flops(const Graph &g, ValueId v, const std::map<std::string, int64_t> 
     case Op::Constant:
     case Op::Input: return 0;
     default:
+        if (is_transcendental(n.op)) return 10 * out;  // a polynomial each
         if (is_reduction(n.op)) return (double)value_numel(g, n.inputs[0], symbols);
         return out;
     }
