@@ -39,14 +39,18 @@ dsl::Graph transformer_block_graph(const TransformerBlockShape &s) {
     const Value cos = b.input("cos", DType::F32, {"T", s.head_dim});
     const Value sin = b.input("sin", DType::F32, {"T", s.head_dim});
     const Value attn_norm = b.weight("attn_norm", DType::F32, {s.hidden});
-    const Value wq = b.weight("wq", DType::F32, {s.hidden, hd});
-    const Value wk = b.weight("wk", DType::F32, {s.hidden, kvd});
-    const Value wv = b.weight("wv", DType::F32, {s.hidden, kvd});
-    const Value wo = b.weight("wo", DType::F32, {hd, s.hidden});
+    auto matrix = [&](const char *name, int64_t rows, int64_t cols) {
+        const Value w = b.weight(name, DType::F32, {rows, cols});
+        return s.bf16_weights ? cast(cast(w, DType::BF16), DType::F32) : w;
+    };
+    const Value wq = matrix("wq", s.hidden, hd);
+    const Value wk = matrix("wk", s.hidden, kvd);
+    const Value wv = matrix("wv", s.hidden, kvd);
+    const Value wo = matrix("wo", hd, s.hidden);
     const Value mlp_norm = b.weight("mlp_norm", DType::F32, {s.hidden});
-    const Value wg = b.weight("w_gate", DType::F32, {s.hidden, s.ffn});
-    const Value wu = b.weight("w_up", DType::F32, {s.hidden, s.ffn});
-    const Value wd = b.weight("w_down", DType::F32, {s.ffn, s.hidden});
+    const Value wg = matrix("w_gate", s.hidden, s.ffn);
+    const Value wu = matrix("w_up", s.hidden, s.ffn);
+    const Value wd = matrix("w_down", s.ffn, s.hidden);
 
     const Value h = rms_norm(x, attn_norm, s.eps).named("h");
     const Value q = rotary(reshape(matmul(h, wq), {"T", s.heads, s.head_dim}), cos, sin, s.head_dim).named("q");

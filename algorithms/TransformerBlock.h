@@ -30,6 +30,9 @@ struct TransformerBlockShape {
     int64_t hidden = 256, heads = 4, kv_heads = 2, head_dim = 64, ffn = 688;
     double eps = 1e-5;
     dsl::NumericMode mode = dsl::NumericMode::Fast;
+    /** Weight matrices stored in bf16 (each prepared once as cast(w) : bf16 and widened per call,
+     * as algorithms/decode_bf16.tsl), halving the bytes the matmuls read. */
+    bool bf16_weights = false;
 };
 
 /** The block over T tokens (T a symbol), every other size static. Throws UserError when heads

@@ -42,14 +42,22 @@ TEST_CASE("transformer block: compiled plans match the interpreter at awkward si
     struct Case {
         int64_t hidden, heads, kv_heads, head_dim, ffn, tokens;
         dsl::NumericMode mode = dsl::NumericMode::Fast;
+        bool bf16 = false;
     };
-    for (const Case c : {Case{48, 3, 1, 16, 80, 7}, Case{200, 5, 1, 40, 72, 37}, Case{48, 4, 2, 12, 40, 1},
-                         Case{48, 3, 1, 16, 80, 7, dsl::NumericMode::Strict}}) {
+    for (const Case c :
+         {Case{48, 3, 1, 16, 80, 7}, Case{200, 5, 1, 40, 72, 37}, Case{48, 4, 2, 12, 40, 1},
+          Case{48, 3, 1, 16, 80, 7, dsl::NumericMode::Strict}, Case{48, 3, 1, 16, 80, 7, dsl::NumericMode::Fast, true}}) {
         CAPTURE(c.hidden);
         CAPTURE(c.tokens);
         CAPTURE(dsl::to_string(c.mode));
-        dsl::Graph g = transformer_block_graph(
-            {.hidden = c.hidden, .heads = c.heads, .kv_heads = c.kv_heads, .head_dim = c.head_dim, .ffn = c.ffn, .mode = c.mode});
+        CAPTURE(c.bf16);
+        dsl::Graph g = transformer_block_graph({.hidden = c.hidden,
+                                                .heads = c.heads,
+                                                .kv_heads = c.kv_heads,
+                                                .head_dim = c.head_dim,
+                                                .ffn = c.ffn,
+                                                .mode = c.mode,
+                                                .bf16_weights = c.bf16});
         const std::map<std::string, int64_t> symbols{{"T", c.tokens}};
         dsl::default_pipeline().run(g);
         const dsl::FusionPlan plan = dsl::plan_fusion(g, lower::fusion_options(parse_target("host"), symbols));
