@@ -1,7 +1,6 @@
 #include "dsl/passes/SiblingMatmulConcat.h"
 
 #include <algorithm>
-#include <map>
 
 #include "dsl/analysis/WeightDerived.h"
 #include "dsl/ir/Printer.h"
@@ -12,19 +11,20 @@ namespace tessel::dsl {
 namespace {
 
 /** Matmuls reading `h` as left operand whose right operand qualifies (see the header). */
-std::vector<ValueId> concatenable_siblings(const Graph &g, ValueId h, const std::vector<char> &from_weights,
-                                           const std::map<ValueId, size_t> &position) {
+std::vector<ValueId> concatenable_siblings(const Graph &g, ValueId h, const std::vector<char> &from_weights) {
+    // Values this pass added are not in from_weights (computed before it ran); none is a candidate.
+    auto weight_derived_value = [&](ValueId v) { return (size_t)v < from_weights.size() && from_weights[(size_t)v]; };
     std::vector<ValueId> out;
     for (ValueId u : g.users(h)) {
         const Node &m = g.node(u);
         if (m.op != Op::MatMul || m.inputs[0] != h || m.inputs[1] == h) continue;
         const Node &w = g.node(m.inputs[1]);
-        if (w.type.rank() != 2 || !from_weights[(size_t)m.inputs[1]] || !resolve_dim(g, w.type.dims[1]).is_static() ||
+        if (w.type.rank() != 2 || !weight_derived_value(m.inputs[1]) || !resolve_dim(g, w.type.dims[1]).is_static() ||
             !w.layout.empty())
             continue;
         if (std::find(out.begin(), out.end(), u) == out.end()) out.push_back(u);
     }
-    std::sort(out.begin(), out.end(), [&](ValueId a, ValueId b) { return position.at(a) < position.at(b); });
+    std::sort(out.begin(), out.end(), [&](ValueId a, ValueId b) { return g.position(a) < g.position(b); });
     if (out.empty()) return out;
     // One dtype and one K; every right operand defined before the first matmul.
     const Node &first_w = g.node(g.node(out[0]).inputs[1]);
@@ -32,7 +32,7 @@ std::vector<ValueId> concatenable_siblings(const Graph &g, ValueId h, const std:
     for (ValueId m : out) {
         const Node &w = g.node(g.node(m).inputs[1]);
         if (w.type.dtype == first_w.type.dtype && same_dim(g, w.type.dims[0], first_w.type.dims[0]) &&
-            position.at(g.node(m).inputs[1]) < position.at(out[0]))
+            g.position(g.node(m).inputs[1]) < g.position(out[0]))
             kept.push_back(m);
     }
     return kept;
@@ -42,17 +42,11 @@ std::vector<ValueId> concatenable_siblings(const Graph &g, ValueId h, const std:
 
 bool concat_sibling_matmuls(Graph &g, RewriteLog *log) {
     const std::vector<char> from_weights = weight_derived(g);
-    std::map<ValueId, size_t> position;
-    auto number = [&] {  // after each rewrite: erased values leave, new ones join
-        position.clear();
-        size_t i = 0;
-        for (ValueId v : g.order()) position[v] = i++;
-    };
-    number();
     bool changed = false;
-    for (ValueId h : g.order()) {
-        if (!position.count(h) || !g.node(h).has_result()) continue;
-        const std::vector<ValueId> mms = concatenable_siblings(g, h, from_weights, position);
+    const std::vector<ValueId> order = g.order();  // a copy: the loop inserts and erases
+    for (ValueId h : order) {
+        if (!g.contains(h) || !g.node(h).has_result()) continue;  // a sibling erased by an earlier rewrite
+        const std::vector<ValueId> mms = concatenable_siblings(g, h, from_weights);
         if (mms.size() < 2) continue;
         // concat(concat(w1, w2), w3)... then one matmul, before the first sibling.
         const ValueId at = mms[0];
@@ -86,7 +80,6 @@ bool concat_sibling_matmuls(Graph &g, RewriteLog *log) {
             if (!name.empty()) g.set_name(slices[i], name);
             after += (after.empty() ? "" : "; ") + print_node(g, slices[i]);
         }
-        number();
         if (log)
             log->record({"concat-sibling-matmuls", "concat-weights", before, print_node(g, joined) + "; " + after,
                          std::to_string(mms.size()) + " matmuls read %" + g.display_name(h) + " with weights (widths " + widths +
