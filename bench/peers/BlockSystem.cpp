@@ -39,6 +39,4 @@ std::vector<float> BlockSystem::output() const {
     return std::vector<float>(outputs_[0].data.begin(), outputs_[0].data.end());
 }
 
-std::string BlockSystem::plan_summary() const { return program_ ? program_->to_string() : ""; }
-
 }  // namespace tessel::bench

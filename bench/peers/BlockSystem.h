@@ -2,7 +2,7 @@
  * The transformer block (algorithms/TransformerBlock.h) as a peer-benchmark system: planned by
  * plan() at the loaded token count, compiled group by group (CompiledGraph, JIT), weights
  * prepared on the first call. A call is CompiledGraph::run on the loaded tensors: every group's
- * kernel plus converting x, cos and sin in and y out (float64 tensors at the interface; at
+ * kernel plus converting x, cos and sin in and y, k and v out (float64 tensors at the interface; at
  * T x hidden elements each, small beside the block's weights) — counted against Tessel.
  */
 #pragma once
@@ -27,7 +27,6 @@ public:
     void run();
     /** y [T, hidden] of the latest run, row-major float32. */
     std::vector<float> output() const;
-    std::string plan_summary() const;
 
 private:
     TransformerBlockShape shape_;

@@ -319,7 +319,7 @@ Tensor evaluate_pure(const Node &n, const std::vector<const Tensor *> &in, const
             throw RuntimeError("slice: start=" + std::to_string(n.attrs.start) + " plus extent " + std::to_string(shape[axis]) +
                                " runs past " + shape_str(a.shape) + " along axis " + std::to_string(axis));
         Tensor r = make(dt, shape);
-        const auto sa = broadcast_strides(a.shape, a.shape);
+        const auto sa = strides_of(a.shape);
         for_each_index(shape, [&](int64_t lin, const std::vector<int64_t> &idx) {
             std::vector<int64_t> j = idx;
             j[axis] += n.attrs.start;
@@ -331,7 +331,7 @@ Tensor evaluate_pure(const Node &n, const std::vector<const Tensor *> &in, const
         const Tensor &a = *in[0], &b = *in[1];
         const size_t axis = (size_t)n.attrs.axis;
         Tensor r = make(dt, shape);
-        const auto sa = broadcast_strides(a.shape, a.shape), sb = broadcast_strides(b.shape, b.shape);
+        const auto sa = strides_of(a.shape), sb = strides_of(b.shape);
         for_each_index(shape, [&](int64_t lin, const std::vector<int64_t> &idx) {
             std::vector<int64_t> j = idx;
             const bool in_a = j[axis] < a.shape[axis];

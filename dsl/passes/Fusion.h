@@ -39,8 +39,9 @@
  *                 reduction's loop spans whole rows of the matmul's output tile.
  *  - `matmul-operand`: a matmul joins the group of an operand only when that group is a cheap
  *                 elementwise chain of group inputs (no contraction, no reduction, no
- *                 transcendental op, at most kMaxOperandChain ops): the chain is recomputed
- *                 inside the k-loop, once per column block. An operand
+ *                 transcendental op, no reshape or concat, whose index arithmetic would run per
+ *                 element, at most kMaxOperandChain ops): the chain is recomputed inside the
+ *                 k-loop, once per column block. An operand
  *                 produced by a reduction (layernorm -> matmul) or a contraction (two-layer MLP)
  *                 is cut and materialized; the matmul's own group can still take an epilogue.
  *  - `transpose`, `reshape`: data movement joins an elementwise group (index remapping inline);

@@ -279,18 +279,18 @@ public:
                 return FusionDecision::no("matmul-operand",
                                           "operand " + nm(g, p) + " of " + nm(g, c) + " depends on the reduction " + nm(g, red) +
                                               " in its group, which the k-loop would re-run per tile; materialize " + nm(g, p));
-            for (ValueId v : group)
+            for (ValueId v : group) {
+                const std::string what = to_string(g.node(v).op) + std::string(" (%") + g.display_name(v) + ")";
                 if (fusion_class(g, v) == FusionClass::Reshape && g.node(v).op != Op::Slice)
                     return FusionDecision::no("matmul-operand", "operand chain of " + nm(g, p) + " remaps its index through " +
-                                                                    to_string(g.node(v).op) + " (%" + g.display_name(v) +
-                                                                    "): divisions per element in the k-loop of " + nm(g, c) +
-                                                                    "; materialize " + nm(g, p));
-            for (ValueId v : group)
+                                                                    what + ": index arithmetic per element in the k-loop of " +
+                                                                    nm(g, c) + "; materialize " + nm(g, p));
                 if (is_transcendental(g.node(v).op))
-                    return FusionDecision::no("matmul-operand",
-                                              "operand chain of " + nm(g, p) + " computes " + to_string(g.node(v).op) + " (%" +
-                                                  g.display_name(v) + "), a polynomial per element the k-loop of " + nm(g, c) +
-                                                  " would recompute for every column block; materialize " + nm(g, p));
+                    return FusionDecision::no("matmul-operand", "operand chain of " + nm(g, p) + " computes " + what +
+                                                                    ", a polynomial per element the k-loop of " + nm(g, c) +
+                                                                    " would recompute for every column block; materialize " +
+                                                                    nm(g, p));
+            }
             if (group.size() > kMaxOperandChain)
                 return FusionDecision::no("matmul-operand", "operand chain of " + nm(g, p) + " has " +
                                                                 std::to_string(group.size()) + " ops > " +
