@@ -29,6 +29,23 @@ std::vector<int64_t> concrete_shape(const dsl::Graph &g, ValueId v, const std::m
     return shape;
 }
 
+namespace {
+
+/** The part of cache write `v`'s result (`whole`, the cache's shape) its kernel writes: the last
+ * extent(values) positions along the axis, re-based at 0 (the kernel indexes the values). */
+Halide::Buffer<> tail_window(const dsl::Graph &g, ValueId v, const Halide::Buffer<> &whole,
+                             const std::map<std::string, int64_t> &symbols) {
+    const dsl::Node &n = g.node(v);
+    const int axis = (int)n.attrs.axis, d = n.type.rank() - 1 - axis;
+    const int64_t count = concrete_shape(g, n.inputs[1], symbols)[(size_t)axis];
+    const int first = whole.dim(d).max() + 1 - (int)count;
+    Halide::Buffer<> w = whole.cropped(d, first, (int)count);
+    w.translate(d, -first);
+    return w;
+}
+
+}  // namespace
+
 CompiledGraph::CompiledGraph(const dsl::Graph &g, const dsl::FusionPlan &plan, const Halide::Target &target,
                              const ScheduleChooser &choose, KernelBackend backend)
     : graph_(g), plan_(plan) {
@@ -70,7 +87,11 @@ std::vector<dsl::ExternalGroup> CompiledGraph::as_external_groups() const {
             std::vector<Halide::Buffer<>> buffers;
             std::vector<halide_buffer_t *> raw;
             for (const auto &a : k->arguments()) {
-                if (a.is_output) {
+                if (a.is_output && g->node(a.value).op == dsl::Op::UpdateTail) {
+                    // The kernel writes the tail: the rest is the cache's.
+                    const ValueId cache = g->node(a.value).inputs[0];
+                    buffers.push_back(to_value_buffer(*g, a.value, values.at(cache), a.name));
+                } else if (a.is_output) {
                     buffers.push_back(make_value_buffer(*g, a.value, concrete_shape(*g, a.value, symbols), a.name));
                 } else {
                     auto it = values.find(a.value);
@@ -80,6 +101,11 @@ std::vector<dsl::ExternalGroup> CompiledGraph::as_external_groups() const {
                 }
                 raw.push_back(buffers.back().raw_buffer());
             }
+            for (size_t i = 0; i < k->arguments().size(); i++)
+                if (k->arguments()[i].is_output && g->node(k->arguments()[i].value).op == dsl::Op::UpdateTail) {
+                    buffers.push_back(tail_window(*g, k->arguments()[i].value, buffers[i], symbols));
+                    raw[i] = buffers.back().raw_buffer();
+                }
             k->run(raw);
             std::vector<dsl::Tensor> results;
             for (size_t i = 0; i < k->arguments().size(); i++)
@@ -148,6 +174,7 @@ Halide::Buffer<> transposed_view(const Halide::Buffer<> &b, const std::vector<in
     for (int d = 0; d < r; d++) order[d] = r - 1 - (int)perm[r - 1 - d];
     return b.transposed(order);
 }
+
 
 }  // namespace
 
@@ -223,6 +250,9 @@ std::vector<dsl::Tensor> CompiledGraph::run_planned(const std::map<std::string, 
     struct Call {
         size_t group;
         std::vector<halide_buffer_t *> buffers;
+        std::vector<Halide::Buffer<>> windows;  ///< cache-write tails the buffers point into
+        /** Cache writes not in place: (cache, result) to copy before the kernel writes the tail. */
+        std::vector<std::pair<Halide::Buffer<>, Halide::Buffer<>>> copies;
     };
     std::vector<Call> calls;
     // Storage of every value a kernel reads or writes, by value: weights and the values prepared
@@ -235,6 +265,8 @@ std::vector<dsl::Tensor> CompiledGraph::run_planned(const std::map<std::string, 
     }
     for (size_t i = 0; i < graph_.outputs.size(); i++) {
         const ValueId v = graph_.outputs[i];
+        const dsl::LogicalBuffer *b = plan.buffer(v);
+        if (b && b->kind == dsl::LogicalBuffer::Kind::InPlace) continue;  // placed by its group, below
         if (!storage.count(v))
             storage[v] = make_value_buffer(graph_, v, concrete_shape(graph_, v, symbols), graph_.output_name(i));
     }
@@ -266,19 +298,31 @@ std::vector<dsl::Tensor> CompiledGraph::run_planned(const std::map<std::string, 
             }
         }
         if (view) continue;  // the descriptor is the result: no kernel runs
-        std::vector<halide_buffer_t *> raw;
+        Call call{gi, {}, {}, {}};
         for (const auto &a : k.arguments()) {
             auto it = storage.find(a.value);
             if (it == storage.end())
                 throw lower::LoweringError("group '" + k.group().name + "' reads " + a.name + " before it is computed");
-            raw.push_back(it->second.raw_buffer());
+            const dsl::Node &n = graph_.node(a.value);
+            if (a.is_output && n.op == dsl::Op::UpdateTail) {
+                if (plan.buffer(a.value)->kind != dsl::LogicalBuffer::Kind::InPlace)
+                    call.copies.push_back({storage.at(n.inputs[0]), it->second});
+                call.windows.push_back(tail_window(graph_, a.value, it->second, symbols));
+                call.buffers.push_back(call.windows.back().raw_buffer());
+                continue;
+            }
+            call.buffers.push_back(it->second.raw_buffer());
         }
-        calls.push_back({gi, std::move(raw)});
+        calls.push_back(std::move(call));
     }
+    auto run_call = [this](const Call &c) {
+        for (const auto &[cache, result] : c.copies) Halide::Buffer<>(result).copy_from(cache);
+        groups_[c.group].kernel->run(c.buffers);
+    };
     // Every descriptor exists before any kernel runs (they depend on the plan, not on results).
     const tessel::SteadyClock::time_point kernels_start = tessel::SteadyClock::now();
     if (!options.concurrent_groups) {
-        for (const auto &c : calls) groups_[c.group].kernel->run(c.buffers);
+        for (const auto &c : calls) run_call(c);
     } else {
         // Waves of groups with no dependence between them (each group one level after its
         // latest producer); the plan has no reuse between them (NoConcurrentReuse).
@@ -293,9 +337,8 @@ std::vector<dsl::Tensor> CompiledGraph::run_planned(const std::map<std::string, 
         for (const auto &[l, wave] : waves) {
             std::vector<std::future<void>> others;
             for (size_t i = 1; i < wave.size(); i++)
-                others.push_back(
-                    std::async(std::launch::async, [this, c = wave[i]] { groups_[c->group].kernel->run(c->buffers); }));
-            groups_[wave[0]->group].kernel->run(wave[0]->buffers);
+                others.push_back(std::async(std::launch::async, [&run_call, c = wave[i]] { run_call(*c); }));
+            run_call(*wave[0]);
             for (auto &f : others) f.get();
             stats.waves++;
         }

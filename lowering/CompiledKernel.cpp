@@ -236,8 +236,9 @@ std::string CompiledKernel::check_buffers(const std::vector<halide_buffer_t *> &
                     return arg + " has " + std::to_string(b->dimensions) + " dimensions " + shape_of(b) +
                            "; the kernel expects " + std::to_string(a.dimensions);
             }
-            // Expected physical shape, outermost first, with the binding of each symbolic size.
-            const auto &dims = n.type.dims;
+            // Expected physical shape, outermost first, with the binding of each symbolic size. A
+            // cache write's output is its tail window: the values' shape.
+            const auto &dims = n.op == dsl::Op::UpdateTail && a.is_output ? graph_->node(n.inputs[1]).type.dims : n.type.dims;
             const std::vector<dsl::PhysicalDim> phys = dsl::physical_dims(n.layout, n.type.rank());
             std::string want = "[", why;
             bool match = true;

@@ -125,6 +125,7 @@ public:
         make_buffers(symbols);
         if (o_.views) decide_views();
         index_classes();
+        if (o_.in_place) decide_cache_writes();
         if (o_.in_place) decide_in_place();
         make_allocations();
         a_.live_bytes.assign(a_.steps, 0);
@@ -281,10 +282,68 @@ private:
 
     static std::string layout_name(const Layout &l) { return l.empty() ? "row_major" : to_string(l); }
 
+    /** Why cache write `result` (update_tail at step i) may not write into its cache operand's
+     * storage; "" when it may. Its kernel writes only the tail window, so the rest of the result
+     * must already be the cache's bytes: the same storage, which nothing reads afterwards as the
+     * old cache. A graph output may take a donated input's storage (the caller's buffer). */
+    std::string cache_write_refusal(int i, ValueId result, ValueId cache) {
+        if (!index_.count(cache)) return name(cache) + " is not a kernel value";
+        const size_t cb = index_.at(cache);
+        const LogicalBuffer &in = a_.buffers[cb];
+        if (!(g_.node(cache).layout == g_.node(result).layout))
+            return name(cache) + " is stored in layout " + layout_name(g_.node(cache).layout) + " and the result in " +
+                   layout_name(g_.node(result).layout);
+        if (in.kind == LogicalBuffer::Kind::GraphInput && !o_.donated_inputs.count(g_.display_name(cache)))
+            return name(cache) + " is a graph input the caller did not donate";
+        if (in.kind == LogicalBuffer::Kind::Prepared) return name(cache) + " is prepared from weights and kept for later calls";
+        if (a_.buffers[root(cb)].kind == LogicalBuffer::Kind::GraphOutput || g_.is_output(cache))
+            return name(cache) + " is (a view of) a graph output the caller reads as it was";
+        if (!dense(cb)) return name(cache) + " is a strided view";
+        if (class_last_use(cb) > i)
+            return name(cache) + " (or a view of its storage) is read again at step " + std::to_string(class_last_use(cb)) +
+                   ", after the write: that reader needs the old cache";
+        if (facts_.read_outside_kernels.count(cache)) return name(cache) + " is read by an op outside kernels";
+        for (ValueId w : facts_.reads[i])
+            if (w != cache && index_.count(w) && root(index_.at(w)) == root(cb))
+                return "the group also reads " + name(w) + ", which shares " + name(cache) + "'s storage";
+        if (o_.policy == ReusePolicy::NoConcurrentReuse)
+            for (size_t m : class_members_.at(root(cb)))
+                if (auto it = facts_.readers.find(a_.buffers[m].value); it != facts_.readers.end())
+                    for (int j : it->second)
+                        if (j != i && !facts_.order.reaches(j, i))
+                            return name(cache) + " is also read by step " + std::to_string(j) +
+                                   ", which may run concurrently with the write";
+        return "";
+    }
+
+    /** Cache writes (update_tail) take their cache's storage where legal; else the runner copies
+     * the cache into the result before the kernel writes the tail. */
+    void decide_cache_writes() {
+        for (int i = 0; i < a_.steps; i++)
+            for (ValueId result : plan_.groups[i].outputs) {
+                const Node &n = g_.node(result);
+                if (n.op != Op::UpdateTail) continue;
+                const ValueId cache = n.inputs[0];
+                const std::string why = cache_write_refusal(i, result, cache);
+                if (!why.empty()) {
+                    record(i, result, cache, "cache-write", false, why + ": the cache is copied into " + name(result) +
+                                                                       " before the kernel writes its tail");
+                    continue;
+                }
+                LogicalBuffer &rb = buf(result);
+                rb.kind = LogicalBuffer::Kind::InPlace;
+                rb.shares_with = cache;
+                join_class(index_.at(result), index_.at(cache));
+                record(i, result, cache, "cache-write", true,
+                       name(cache) + " dies here: the kernel writes the new positions into its storage, nothing is copied");
+            }
+    }
+
     void decide_in_place() {
         for (int i = 0; i < a_.steps; i++) {
             const FusionGroup &fg = plan_.groups[i];
             if (fg.kind != GroupKind::Elementwise || fg.outputs.empty() || (o_.prepared_kept && fg.prepared)) continue;
+            if (g_.node(fg.outputs[0]).op == Op::UpdateTail) continue;  // decide_cache_writes
             if (a_.buffers[index_.at(fg.outputs[0])].kind == LogicalBuffer::Kind::View) continue;
             const ValueId result = fg.outputs[0];
             const TensorType &rt = g_.node(result).type;

@@ -340,6 +340,22 @@ Tensor evaluate_pure(const Node &n, const std::vector<const Tensor *> &in, const
         });
         return r;
     }
+    case Op::UpdateTail: {
+        const Tensor &c = *in[0], &v = *in[1];
+        const size_t axis = (size_t)n.attrs.axis;
+        if (v.shape[axis] > c.shape[axis])
+            throw RuntimeError("update_tail: values " + shape_str(v.shape) + " have more positions than the cache " +
+                               shape_str(c.shape) + " along axis " + std::to_string(axis));
+        Tensor r = c;
+        const int64_t first = c.shape[axis] - v.shape[axis];
+        const auto sc = strides_of(c.shape);
+        for_each_index(v.shape, [&](int64_t lin, const std::vector<int64_t> &idx) {
+            std::vector<int64_t> j = idx;
+            j[axis] += first;
+            r.data[(size_t)dot(j, sc)] = v.data[(size_t)lin];
+        });
+        return r;
+    }
     default: throw InternalError(std::string("evaluate_pure: ") + to_string(n.op) + " is not a pure computation");
     }
 }

@@ -382,6 +382,12 @@ Value concat(const Value &a, const Value &b, int64_t axis) {
     return builder_of(a, b, Op::Concat).add_op(Op::Concat, {a, b}, std::move(at));
 }
 
+Value update_tail(const Value &cache, const Value &values, int64_t axis) {
+    Attrs at;
+    at.axis = axis;
+    return builder_of(cache, values, Op::UpdateTail).add_op(Op::UpdateTail, {cache, values}, std::move(at));
+}
+
 Value reduce_sum(const Value &v, const std::vector<int64_t> &axes, bool keepdims) {
     return reduce(Op::ReduceSum, v, axes, keepdims);
 }

@@ -248,6 +248,9 @@ Value reshape(const Value &v, const Shape &dims);
 Value slice(const Value &v, int64_t axis, int64_t start, const DimArg &size);
 /** a then b along `axis` (static extents there; the other dims equal). */
 Value concat(const Value &a, const Value &b, int64_t axis);
+/** cache with its last extent(values, axis) positions along `axis` replaced by values (a KV-cache
+ * write; in place when the caller donates the cache). */
+Value update_tail(const Value &cache, const Value &values, int64_t axis);
 /** Reduce along `axes` (non-negative, each once); keepdims leaves size-1 dims in their place. */
 Value reduce_sum(const Value &v, const std::vector<int64_t> &axes, bool keepdims = false);
 Value reduce_max(const Value &v, const std::vector<int64_t> &axes, bool keepdims = false);

@@ -398,6 +398,21 @@ TensorType infer_type(const Graph &g, const Node &n) {
         r.dims[(size_t)axis] = Dim::fixed(ea.size + eb.size);
         return r;
     }
+    case Op::UpdateTail: {
+        const TensorType &c = operand(g, n, 0), &v = operand(g, n, 1);
+        check_axis(g, n, n.attrs.axis, c);
+        const int axis = (int)n.attrs.axis;
+        const std::string both = "cache " + print_type(g, c) + ", values " + print_type(g, v);
+        if (c.dtype != v.dtype || c.rank() != v.rank()) fail(n, "update_tail needs one dtype and rank: " + both);
+        for (int i = 0; i < c.rank(); ++i)
+            if (i != axis && !same_dim(g, c.dims[(size_t)i], v.dims[(size_t)i]))
+                fail(n, "update_tail along axis " + std::to_string(axis) + " needs dim " + std::to_string(i) + " equal: " + both);
+        const Dim ec = resolve_dim(g, c.dims[(size_t)axis]), ev = resolve_dim(g, v.dims[(size_t)axis]);
+        if (ec.is_static() && ev.is_static() && ev.size > ec.size)
+            fail(n, "update_tail writes " + std::to_string(ev.size) + " positions into a cache of " + std::to_string(ec.size) +
+                        " along axis " + std::to_string(axis) + ": " + both);
+        return c;
+    }
     case Op::Reshape: {
         const TensorType &a = operand(g, n, 0);
         if (a.dtype != n.type.dtype)

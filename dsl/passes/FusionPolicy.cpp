@@ -30,6 +30,7 @@ FusionClass fusion_class(const Graph &g, ValueId v) {
     }
     if (n.op == Op::Constant || n.op == Op::CausalMask) return FusionClass::Constant;
     if (n.op == Op::Reshape || n.op == Op::Slice || n.op == Op::Concat) return FusionClass::Reshape;
+    if (n.op == Op::UpdateTail) return FusionClass::CacheWrite;
     return FusionClass::Outside;
 }
 
@@ -42,6 +43,7 @@ const char *to_string(FusionClass c) {
     case FusionClass::Elementwise: return "elementwise";
     case FusionClass::Permutation: return "permutation";
     case FusionClass::Reshape: return "reshape";
+    case FusionClass::CacheWrite: return "cache-write";
     }
     return "?";
 }
@@ -234,7 +236,25 @@ public:
         const ValueId mm = first_of(g, group, FusionClass::Contraction);
         const ValueId red = first_of(g, group, FusionClass::Reduction);
         const Node &cn = g.node(c);
+        if (const ValueId w = first_of(g, group, FusionClass::CacheWrite); w != kNoValue)
+            return FusionDecision::no("cache-write", nm(g, c) + " reads " + nm(g, w) +
+                                                         ", a cache whose kernel writes only its new positions: "
+                                                         "readers read the whole cache from memory");
         switch (fusion_class(g, c)) {
+        case FusionClass::CacheWrite: {
+            if (p != cn.inputs[1])
+                return FusionDecision::no("cache-write", "the cache operand " + nm(g, p) + " of " + nm(g, c) +
+                                                             " is the storage written in place, not computed in its kernel; "
+                                                             "materialize " +
+                                                             nm(g, p));
+            const ValueId heavy = mm != kNoValue ? mm : red;
+            if (heavy != kNoValue)
+                return FusionDecision::no("cache-write", nm(g, c) + " writes its values into the cache's tail in the cache's "
+                                                                    "index order, not in the tiles of " +
+                                                                    nm(g, heavy) + "; materialize " + nm(g, p));
+            return FusionDecision::yes("cache-write", nm(g, c) + " writes the elementwise " + nm(g, p) +
+                                                          " straight into the cache's new positions");
+        }
         case FusionClass::Elementwise: {
             // c joins the whole group: every reduction it would read inline, through any chain
             // of elementwise members (and through any of its operands), must fit its index space.
@@ -362,6 +382,14 @@ public:
     }
 
     FusionDecision merge(const Graph &g, const std::vector<ValueId> &a, const std::vector<ValueId> &b) const override {
+        // A cache write joins only the group computing its values (its kernel writes them).
+        for (const auto &[side, other] : {std::pair{&a, &b}, std::pair{&b, &a}})
+            if (const ValueId w = first_of(g, *side, FusionClass::CacheWrite); w != kNoValue) {
+                const bool values = std::find(other->begin(), other->end(), g.node(w).inputs[1]) != other->end();
+                if (side->size() != 1 || !values)
+                    return FusionDecision::no("merge", "the cache write " + nm(g, w) +
+                                                           " shares its kernel only with the computation of its values");
+            }
         auto ma = of_class(g, a, FusionClass::Contraction), mb = of_class(g, b, FusionClass::Contraction);
         auto ra = of_class(g, a, FusionClass::Reduction), rb = of_class(g, b, FusionClass::Reduction);
         if ((!ma.empty() && !rb.empty()) || (!mb.empty() && !ra.empty())) {

@@ -30,7 +30,9 @@
 namespace tessel::dsl {
 
 /** How fusion sees an op. */
-enum class FusionClass { Outside, Constant, Contraction, Reduction, Elementwise, Permutation, Reshape };
+/** CacheWrite (update_tail): the root of its group, whose kernel writes only the values into the
+ * cache's tail; nothing reads it inside a group. */
+enum class FusionClass { Outside, Constant, Contraction, Reduction, Elementwise, Permutation, Reshape, CacheWrite };
 FusionClass fusion_class(const Graph &g, ValueId v);
 const char *to_string(FusionClass c);
 /** Whether v runs inside kernels (any class but Outside; inputs are Outside). */

@@ -32,6 +32,7 @@ double op_flops(const Graph &g, ValueId v, const std::map<std::string, int64_t> 
     case Op::Reshape:
     case Op::Slice:
     case Op::Concat:
+    case Op::UpdateTail:
     case Op::Constant:
     case Op::Input: return 0;
     default:
