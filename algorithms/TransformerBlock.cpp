@@ -40,8 +40,8 @@ dsl::Graph transformer_block_graph(const TransformerBlockShape &s) {
     const Value sin = b.input("sin", DType::F32, {"T", s.head_dim});
     Value k_past, v_past;  // the caches' S positions (kv_cache)
     if (s.kv_cache) {
-        k_past = b.input("k_cache", DType::F32, {s.kv_heads, "S", s.head_dim});
-        v_past = b.input("v_cache", DType::F32, {s.kv_heads, "S", s.head_dim});
+        k_past = b.input("k_cache", DType::F32, {"S", s.kv_heads, s.head_dim});
+        v_past = b.input("v_cache", DType::F32, {"S", s.kv_heads, s.head_dim});
     }
     const Value attn_norm = b.weight("attn_norm", DType::F32, {s.hidden});
     auto matrix = [&](const char *name, int64_t rows, int64_t cols) {
@@ -61,29 +61,37 @@ dsl::Graph transformer_block_graph(const TransformerBlockShape &s) {
     const Value q = rotary(reshape(matmul(h, wq), {"T", s.heads, s.head_dim}), cos, sin, s.head_dim).named("q");
     const Value k = rotary(reshape(matmul(h, wk), {"T", s.kv_heads, s.head_dim}), cos, sin, s.head_dim).named("k");
     const Value v = reshape(matmul(h, wv), {"T", s.kv_heads, s.head_dim}).named("v");
-    // Heads first; a query head's kv head is its index / group (a broadcast batch axis).
-    const Value k_cache = transpose(k, {1, 0, 2}).named(s.kv_cache ? "k_new" : "k_cache");
-    const Value v_cache = transpose(v, {1, 0, 2}).named(s.kv_cache ? "v_new" : "v_cache");
-    const Value qh = reshape(transpose(q, {1, 0, 2}), {s.kv_heads, group, "T", s.head_dim});
-    // With a cache, keys and values are written into its tail and attention reads all S positions.
-    const char *keys = s.kv_cache ? "S" : "T";
-    Value k_all = k_cache, v_all = v_cache;
+    const double scale = 1.0 / std::sqrt((double)s.head_dim);
+    Value merged, k_out, v_out;
     if (s.kv_cache) {
-        k_all = update_tail(k_past, k_cache, 1).named("k_cache_out");
-        v_all = update_tail(v_past, v_cache, 1).named("v_cache_out");
+        // Keys and values written into the caches' tails (positions outermost, so a cache of S
+        // positions is a dense prefix of the caller's allocation); attention reads all S through
+        // a transposed view [kv_heads, S, head_dim], broadcast over the groups of query heads:
+        // q is [group, kv_heads, T, head_dim], query head j * group + g reading kv head j.
+        k_out = update_tail(k_past, k, 0).named("k_cache_out");
+        v_out = update_tail(v_past, v, 0).named("v_cache_out");
+        const Value qg = transpose(reshape(q, {"T", s.kv_heads, group, s.head_dim}), {2, 1, 0, 3});
+        const Value kh = transpose(k_out, {1, 0, 2}), vh = transpose(v_out, {1, 0, 2});
+        const Value scores = matmul(qg, transpose(kh, {0, 2, 1})) * scale + b.causal_mask(DType::F32, {"T", "S"});
+        const Value o = matmul(softmax(scores, 3), vh).named("attention");
+        merged = reshape(transpose(o, {2, 1, 0, 3}), {"T", hd});
+    } else {
+        // Heads first; a query head's kv head is its index / group (a broadcast batch axis).
+        k_out = transpose(k, {1, 0, 2}).named("k_cache");
+        v_out = transpose(v, {1, 0, 2}).named("v_cache");
+        const Value qh = reshape(transpose(q, {1, 0, 2}), {s.kv_heads, group, "T", s.head_dim});
+        const Value kh = reshape(k_out, {s.kv_heads, 1, "T", s.head_dim});
+        const Value vh = reshape(v_out, {s.kv_heads, 1, "T", s.head_dim});
+        const Value scores = matmul(qh, transpose(kh, {0, 1, 3, 2})) * scale + b.causal_mask(DType::F32, {"T", "T"});
+        const Value o = matmul(softmax(scores, 3), vh).named("attention");
+        merged = reshape(transpose(reshape(o, {s.heads, "T", s.head_dim}), {1, 0, 2}), {"T", hd});
     }
-    const Value kh = reshape(k_all, {s.kv_heads, 1, keys, s.head_dim});
-    const Value vh = reshape(v_all, {s.kv_heads, 1, keys, s.head_dim});
-    const Value scores =
-        matmul(qh, transpose(kh, {0, 1, 3, 2})) * (1.0 / std::sqrt((double)s.head_dim)) + b.causal_mask(DType::F32, {"T", keys});
-    const Value o = matmul(softmax(scores, 3), vh).named("attention");
-    const Value merged = reshape(transpose(reshape(o, {s.heads, "T", s.head_dim}), {1, 0, 2}), {"T", hd});
     const Value x1 = (x + matmul(merged, wo)).named("x1");
     const Value h2 = rms_norm(x1, mlp_norm, s.eps).named("h2");
     const Value y = x1 + matmul(silu(matmul(h2, wg)) * matmul(h2, wu), wd);
     b.output("y", y);
-    b.output(s.kv_cache ? "k_cache_out" : "k_cache", k_all);
-    b.output(s.kv_cache ? "v_cache_out" : "v_cache", v_all);
+    b.output(s.kv_cache ? "k_cache_out" : "k_cache", k_out);
+    b.output(s.kv_cache ? "v_cache_out" : "v_cache", v_out);
     return std::move(b).build();
 }
 

@@ -33,12 +33,13 @@ struct TransformerBlockShape {
     /** Weight matrices stored in bf16 (each prepared once as cast(w) : bf16 and widened per call,
      * as algorithms/decode_bf16.tsl), halving the bytes the matmuls read. */
     bool bf16_weights = false;
-    /** Attend over a KV cache: inputs k_cache and v_cache [kv_heads, S, head_dim] hold S positions,
+    /** Attend over a KV cache: inputs k_cache and v_cache [S, kv_heads, head_dim] hold S positions,
      * the first S - T of them the past tokens' keys and values; the block writes this call's keys
      * and values into the last T (update_tail) and attends over all S (causal_mask [T, S]: the
      * queries are the last T positions). Outputs k_cache_out and v_cache_out are the updated
-     * caches, in place when the caller donates k_cache and v_cache. Prefill is S = T (no past),
-     * decode S = L + T: one graph, both entries. */
+     * caches, in place when the caller donates k_cache and v_cache. Positions are outermost, so
+     * the S positions of a call are a dense prefix of a cache allocated for the longest sequence.
+     * Prefill is S = T (no past), decode S = L + T: one graph, both entries. */
     bool kv_cache = false;
 };
 

@@ -17,6 +17,14 @@ void add_memory_options(CLI::App *cmd, bool &remat, std::optional<int64_t> &budg
         ->check(CLI::PositiveNumber);
 }
 
+/** --donate NAME,...: inputs whose storage the call gives up (dsl/analysis/BufferAssignment.h). */
+void add_donate_option(CLI::App *cmd, std::set<std::string> &donated) {
+    cmd->add_option("--donate", donated,
+                    "inputs whose storage the memory plan may overwrite, e.g. --donate k_cache,v_cache "
+                    "(in-place updates; a cache write then writes only its new positions)")
+        ->delimiter(',');
+}
+
 }  // namespace
 
 std::map<std::string, int64_t> parse_dims(const std::vector<std::string> &items) {
@@ -58,6 +66,7 @@ void add_compile_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--db", o->db, "tuning database")->capture_default_str();
     cmd->add_flag("--tune", o->tune, "on a database miss, measure candidates instead of taking the model's pick");
     add_memory_options(cmd, o->remat, o->memory_budget);
+    add_donate_option(cmd, o->donated);
     cmd->add_flag("--schedule-fallback", o->schedule_fallback,
                   "where the --schedule does not apply to a group, use the default schedule instead of failing");
     cmd->callback([&action, o, emit, dims] {
@@ -89,6 +98,7 @@ void add_run_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--target", o->target, "a CPU target")->capture_default_str();
     cmd->add_option("--tolerance", o->tolerance, "max relative error")->capture_default_str();
     add_memory_options(cmd, o->remat, o->memory_budget);
+    add_donate_option(cmd, o->donated);
     cmd->add_flag("--schedule-fallback", o->schedule_fallback,
                   "where the --schedule does not apply to a group, use the default schedule instead of failing");
     cmd->callback([&action, o, dims] {

@@ -67,6 +67,19 @@ void print_groups(const PlannedProgram &p, const CompiledGraph &program, std::os
     }
 }
 
+/** Every --donate name is a per-call input of g (weights are kept between calls). */
+void check_donated(const dsl::Graph &g, const std::set<std::string> &donated) {
+    for (const std::string &name : donated) {
+        const dsl::ValueId v = g.find(name);
+        if (v != dsl::kNoValue && g.node(v).op == dsl::Op::Input && !g.node(v).attrs.weight) continue;
+        std::string inputs;
+        for (dsl::ValueId u : g.order())
+            if (g.node(u).op == dsl::Op::Input && !g.node(u).attrs.weight) inputs += (inputs.empty() ? "%" : ", %") + g.display_name(u);
+        throw std::invalid_argument("--donate " + name + ": graph " + g.name + " has no per-call input %" + name +
+                                    " (its inputs: " + (inputs.empty() ? "none" : inputs) + ")");
+    }
+}
+
 }  // namespace
 
 int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
@@ -80,6 +93,7 @@ int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
     po.memory_budget = o.memory_budget;
     po.schedules = selection_options(o.schedule, o.schedule_fallback, o.db, o.tune, &out);
     const PlannedProgram p = plan_file(o.file, target, po);
+    check_donated(p.graph, o.donated);
     out << p.fusion.to_string(p.graph) << "\n";
     if (p.remat && (p.remat->changed || o.memory_budget || !p.remat->skipped.empty())) out << p.remat->to_string();
     if (!p.layouts.regions.empty()) out << p.layouts.to_string(p.graph) << "\n";
@@ -123,7 +137,7 @@ int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
     if (o.emit.count("ptx-report") && !cuda)
         throw std::invalid_argument("--emit ptx-report needs a CUDA target (e.g. --target host-cuda)");
     if (o.emit.count("memplan") || o.emit.count("lib")) {
-        const MemoryPlanReport report = memory_plan_report(program, p.sizes, p.remat);
+        const MemoryPlanReport report = memory_plan_report(program, p.sizes, p.remat, o.donated);
         out << report.summary() << "\n";
         if (o.emit.count("memplan")) out << report.serial.to_string(p.graph);
         for (const auto &f : write_memory_plan(p.graph, report, o.out_dir, base))
@@ -159,6 +173,7 @@ int run_graph(const GraphRunOptions &o, std::ostream &out) {
     // The reference is the graph as the user wrote it, before any pass: a wrong rewrite shows.
     const dsl::Graph original = dsl::parse_file(o.file);
     check_symbols(original, o.symbols);
+    check_donated(original, o.donated);
     dsl::RunOptions ro;
     ro.random_missing_inputs = true;
     ro.input_seed = o.seed;
@@ -188,13 +203,15 @@ int run_graph(const GraphRunOptions &o, std::ostream &out) {
     // kernel, else the interpreter runs the other ops (print, assert, state, random draws, shape
     // code) around the compiled groups.
     RunStats stats;
-    auto run_compiled = [&] { return program.run(ref.inputs, ref.symbols, {}, &stats); };
+    ArenaOptions arena;
+    arena.donated_inputs = o.donated;
+    auto run_compiled = [&] { return program.run(ref.inputs, ref.symbols, arena, &stats); };
     dsl::RunResult got;
     got.outputs = run_compiled();
     const double first_result_at = seconds_since_process_start();
     got.printed = stats.printed;
     if (stats.planned)
-        out << memory_plan_report(program, ref.symbols).summary() << "; " << stats.kernels_run << " kernels ran ("
+        out << memory_plan_report(program, ref.symbols, std::nullopt, o.donated).summary() << "; " << stats.kernels_run << " kernels ran ("
             << stats.in_place << " in place), " << stats.views << " views\n";
     else
         out << "memory plan not used: " << stats.interpreted_because << "\n";

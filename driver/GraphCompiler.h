@@ -44,6 +44,7 @@ struct GraphCompileOptions {
     bool remat = true;                       ///< rematerialize where it pays (dsl/passes/Rematerialize.h)
     std::optional<int64_t> memory_budget;    ///< bytes of planned arena; remat recomputes until it fits
     bool schedule_fallback = false;          ///< a `schedule` that does not apply: default schedule instead of an error
+    std::set<std::string> donated;           ///< inputs the memory plan may write in place (a KV cache)
 };
 
 /** Compiles every group of the graph and writes the requested files; prints the fusion plan,
@@ -58,6 +59,7 @@ struct GraphRunOptions {
     std::string db = "tessel-tuning.db";
     std::string kernel_cache;        ///< "" = beside the database, "off", or a directory (codegen/KernelCache.h)
     bool tune = false;               ///< on a database miss, measure candidates
+    std::set<std::string> donated;   ///< inputs the run may write in place (a KV cache)
     bool schedule_fallback = false;  ///< a `schedule` that does not apply: default schedule instead of an error
     uint64_t seed = 1;
     double tolerance = 1e-4;  ///< max |got - want| / (1 + |want|)

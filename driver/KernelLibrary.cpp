@@ -184,7 +184,16 @@ int write_kernel_library(const KernelLibraryOptions &o, std::ostream &out) {
     objects.push_back(work / "halide_runtime.o");
     Halide::compile_standalone_runtime(objects.back().string(), targets.back().without_feature(Halide::Target::NoRuntime));
 
-    const LibraryTables tables(g, kernels, memory, kept_prepared ? &*kept_prepared : nullptr, name);
+    LibraryTables tables(g, kernels, memory, kept_prepared ? &*kept_prepared : nullptr, name);
+    // A caller may pass one buffer as a cache and its update: legal where the plan would write
+    // the cache in place were it donated.
+    ArenaOptions caches_donated = every_call;
+    for (dsl::ValueId v : g.order())
+        if (const dsl::Node &n = g.node(v); n.op == dsl::Op::UpdateTail && g.node(n.inputs[0]).op == dsl::Op::Input)
+            caches_donated.donated_inputs.insert(g.display_name(n.inputs[0]));
+    if (!caches_donated.donated_inputs.empty())
+        for (const auto &d : program.memory_plan(sizes, caches_donated).decisions)
+            if (d.rule == "cache-write" && !d.applied) tables.cache_write_refusals[d.result] = d.reason;
     std::ofstream(dir / (name + ".h")) << tables.header();
     std::ofstream(work / (name + "_entry.cpp")) << tables.source();
     std::ofstream(work / "tessel_parallel_loop.h") << kParallelLoopHeader;

@@ -17,6 +17,7 @@
 #include "dsl/ir/Graph.h"
 #include "lowering/CompiledGraph.h"
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -45,6 +46,9 @@ public:
      * entries are written too. */
     LibraryTables(const dsl::Graph &g, std::vector<LibraryTarget> targets, const dsl::BufferAssignment &memory,
                   const dsl::BufferAssignment *kept, std::string name);
+    /** Cache writes (update_tail results) that may not share their cache's buffer, with the
+     * reason (the memory plan's cache-write rule with the caches donated); the others may. */
+    std::map<dsl::ValueId, std::string> cache_write_refusals;
 
     /** `<name>.h`: the entries' declarations, with the arguments and their types. */
     std::string header() const;

@@ -10,11 +10,13 @@
 namespace tessel {
 
 MemoryPlanReport memory_plan_report(const CompiledGraph &program, const std::map<std::string, int64_t> &symbols,
-                                    std::optional<dsl::RematResult> remat) {
+                                    std::optional<dsl::RematResult> remat, const std::set<std::string> &donated) {
     MemoryPlanReport r;
     r.symbols = symbols;
-    r.serial = program.memory_plan(symbols);
-    ArenaOptions separate;
+    ArenaOptions serial;
+    serial.donated_inputs = donated;
+    r.serial = program.memory_plan(symbols, serial);
+    ArenaOptions separate = serial;
     separate.policy = dsl::ReusePolicy::NoConcurrentReuse;
     r.no_concurrent = program.memory_plan(symbols, separate);
     r.remat = std::move(remat);

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -33,8 +34,10 @@ struct MemoryPlanReport {
     std::string json(const dsl::Graph &g) const;
 };
 
+/** Both policies' plans; `donated`: inputs whose storage the caller gives up (in-place updates, cache writes). */
 MemoryPlanReport memory_plan_report(const CompiledGraph &program, const std::map<std::string, int64_t> &symbols,
-                                    std::optional<dsl::RematResult> remat = std::nullopt);
+                                    std::optional<dsl::RematResult> remat = std::nullopt,
+                                    const std::set<std::string> &donated = {});
 
 /** Writes the three files into `dir`; returns their paths. */
 std::vector<std::filesystem::path> write_memory_plan(const dsl::Graph &g, const MemoryPlanReport &report,

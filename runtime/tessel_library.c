@@ -129,6 +129,31 @@ static void place_values(const tessel_library *lib, int entry, tessel_call_frame
     }
 }
 
+/* The cache write of `grp`: its result holds the cache (copied unless the caller passed one buffer
+ * for both) and *window describes the positions its kernel writes, re-based at 0. */
+static int tail_window(const tessel_group *grp, tessel_call_frame *f, tessel_call_text *t, halide_buffer_t *window,
+                       halide_dimension_t *dims) {
+    const halide_buffer_t *result = f->slots[grp->arguments[grp->tail_argument]], *cache = f->slots[grp->tail_cache];
+    if (result->dimensions > 64) return fail(t, 1, "kernel %s: more than 64 dimensions", grp->name);
+    if (result->host == cache->host) {
+        if (grp->tail_refusal)
+            return fail(t, 1, "kernel %s: the cache and the updated cache are one buffer, but %s", grp->name, grp->tail_refusal);
+    } else {
+        int64_t bytes = (result->type.bits + 7) / 8;
+        for (int d = 0; d < result->dimensions; d++) bytes *= result->dim[d].extent;
+        memcpy(result->host, cache->host, (size_t)bytes);
+    }
+    *window = *result;
+    window->dim = dims;
+    for (int d = 0; d < result->dimensions; d++) dims[d] = result->dim[d];
+    const int d = result->dimensions - 1 - grp->tail_axis;
+    const int64_t count = tessel_dim_extent(grp->tail_count, f->symbols);
+    window->host += (int64_t)(dims[d].extent - count) * dims[d].stride * ((result->type.bits + 7) / 8);
+    dims[d].extent = (int32_t)count;
+    dims[d].min = 0;
+    return 0;
+}
+
 /* Runs the groups `entry` runs (the prepared ones, the per-call ones, or all) for target `t`. */
 static int run_groups(const tessel_library *lib, int entry, int target, tessel_call_frame *f, tessel_call_text *t) {
     const tessel_group *groups = lib->groups[target];
@@ -146,6 +171,13 @@ static int run_groups(const tessel_library *lib, int entry, int target, tessel_c
         if (v < 0 || v >= grp->variant_count)
             return fail(t, 3, "kernel %s (%s): no variant's guards can be evaluated", grp->name, suffix);
         for (int a = 0; a < grp->argument_count; a++) f->kernel_args[a] = f->slots[grp->arguments[a]];
+        halide_buffer_t window;
+        halide_dimension_t window_dims[64];
+        if (grp->tail_argument >= 0) {
+            const int rc = tail_window(grp, f, t, &window, window_dims);
+            if (rc) return rc;
+            f->kernel_args[grp->tail_argument] = &window;
+        }
         const int rc = grp->variants[v].run(f->kernel_args);
         note_variant(t, grp->name, grp->variants[v].label, suffix);
         if (rc != 0) return fail(t, 3, "kernel %s (%s) failed (%d): %s", grp->name, suffix, rc, t->halide_message);

@@ -198,6 +198,14 @@ typedef struct tessel_group {
     const tessel_variant *variants;
     const int *guard_counts;
     const tessel_guard *guards;
+    /* A cache write (update_tail) among its outputs: the kernel argument of the result (-1: none),
+     * the cache's slot, the tensor axis and the positions written. The kernel writes only those
+     * (a window of the result); the result's other bytes are the cache's: copied first unless the
+     * caller passed one buffer for both, which is refused with tail_refusal when it is set (the
+     * old cache is still read after the write). */
+    int tail_argument, tail_cache, tail_axis;
+    tessel_dim tail_count;
+    const char *tail_refusal;
 } tessel_group;
 
 /** Everything a generated library knows, as data. Slots: the entry's arguments first (graph

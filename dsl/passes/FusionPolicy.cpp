@@ -237,9 +237,12 @@ public:
         const ValueId red = first_of(g, group, FusionClass::Reduction);
         const Node &cn = g.node(c);
         if (const ValueId w = first_of(g, group, FusionClass::CacheWrite); w != kNoValue)
-            return FusionDecision::no("cache-write", nm(g, c) + " reads " + nm(g, w) +
-                                                         ", a cache whose kernel writes only its new positions: "
-                                                         "readers read the whole cache from memory");
+            return FusionDecision::no("cache-write", p == w ? nm(g, c) + " reads " + nm(g, w) +
+                                                                  ", a cache whose kernel writes only its new positions: "
+                                                                  "readers read the whole cache from memory"
+                                                            : "the group of " + nm(g, p) + " holds the cache write " + nm(g, w) +
+                                                                  ", realized over the cache's new positions only; " +
+                                                                  nm(g, c) + " reads " + nm(g, p) + " from memory");
         switch (fusion_class(g, c)) {
         case FusionClass::CacheWrite: {
             if (p != cn.inputs[1])

@@ -5,6 +5,7 @@
 // longer sequence, at L = 0, 1 and 100 past positions.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -169,12 +170,9 @@ std::vector<dsl::Tensor> run_cached(const CompiledGraph &program, const dsl::Gra
     in["cos"] = c;
     in["sin"] = sn;
     for (const auto &[name, past] : {std::pair<const char *, const dsl::Tensor *>{"k_cache", &k_past}, {"v_cache", &v_past}}) {
-        dsl::Tensor cache = dsl::Tensor::filled(dsl::DType::F32, {s.kv_heads, positions, s.head_dim}, NAN);
-        for (int64_t h = 0; h < s.kv_heads; h++)
-            for (int64_t p = 0; p < first; p++)
-                for (int64_t d = 0; d < s.head_dim; d++)
-                    cache.data[(size_t)((h * positions + p) * s.head_dim + d)] =
-                        past->data[(size_t)((h * past->shape[1] + p) * s.head_dim + d)];
+        // Positions outermost: the past is a prefix.
+        dsl::Tensor cache = dsl::Tensor::filled(dsl::DType::F32, {positions, s.kv_heads, s.head_dim}, NAN);
+        std::copy_n(past->data.begin(), first * s.kv_heads * s.head_dim, cache.data.begin());
         in[name] = cache;
     }
     const std::map<std::string, int64_t> symbols{{"T", tokens}, {"S", positions}};
@@ -188,14 +186,11 @@ std::vector<dsl::Tensor> run_cached(const CompiledGraph &program, const dsl::Gra
     return program.run(in, symbols, o);
 }
 
-/** Rows [from, from + count) of a [rows, width] tensor, or positions of a [heads, S, width] one. */
+/** Rows [from, from + count) of a [rows, width] tensor. */
 dsl::Tensor rows(const dsl::Tensor &t, int64_t from, int64_t count) {
-    const bool heads = t.shape.size() == 3;
-    const int64_t h = heads ? t.shape[0] : 1, n = heads ? t.shape[1] : t.shape[0], w = t.shape.back();
-    dsl::Tensor r = dsl::Tensor::filled(t.dtype, heads ? std::vector<int64_t>{h, count, w} : std::vector<int64_t>{count, w}, 0);
-    for (int64_t a = 0; a < h; a++)
-        for (int64_t p = 0; p < count; p++)
-            for (int64_t d = 0; d < w; d++) r.data[(size_t)((a * count + p) * w + d)] = t.data[(size_t)((a * n + from + p) * w + d)];
+    const int64_t w = t.shape.back();
+    dsl::Tensor r = dsl::Tensor::filled(t.dtype, {count, w}, 0);
+    std::copy_n(t.data.begin() + from * w, count * w, r.data.begin());
     return r;
 }
 
@@ -216,7 +211,7 @@ TEST_CASE("transformer block over a KV cache: a decode step after a prefill equa
         if (name != "x" && name != "cos" && name != "sin" && name != "k_cache" && name != "v_cache") weights[name] = t;
     dsl::Tensor x = dsl::Tensor::filled(dsl::DType::F32, {107, s.hidden}, 0);
     for (int64_t i = 0; i < x.numel(); i++) x.data[(size_t)i] = std::sin(0.37 * (double)i) * 1.5;
-    const dsl::Tensor none = dsl::Tensor::filled(dsl::DType::F32, {s.kv_heads, 1, s.head_dim}, 0);
+    const dsl::Tensor none = dsl::Tensor::filled(dsl::DType::F32, {1, s.kv_heads, s.head_dim}, 0);
     for (const auto &[past, tokens] : {std::pair<int64_t, int64_t>{0, 7}, {1, 1}, {100, 7}, {100, 1}, {1, 7}}) {
         CAPTURE(past);
         CAPTURE(tokens);
