@@ -326,8 +326,7 @@ private:
                 const ValueId cache = n.inputs[0];
                 const std::string why = cache_write_refusal(i, result, cache);
                 if (!why.empty()) {
-                    record(i, result, cache, "cache-write", false, why + ": the cache is copied into " + name(result) +
-                                                                       " before the kernel writes its tail");
+                    record(i, result, cache, "cache-write", false, why);
                     continue;
                 }
                 LogicalBuffer &rb = buf(result);
@@ -636,7 +635,9 @@ std::string BufferAssignment::to_string(const Graph &g) const {
     if (!decisions.empty()) os << "  aliasing:\n";
     for (const auto &d : decisions)
         os << "    [" << (d.applied ? "yes" : "no") << "] " << d.rule << " %" << g.display_name(d.result) << " <- %"
-           << g.display_name(d.operand) << ": " << d.reason << "\n";
+           << g.display_name(d.operand) << ": " << d.reason
+           << (d.rule == "cache-write" && !d.applied ? "; the cache is copied into %" + g.display_name(d.result) + " first" : "")
+           << "\n";
     for (const auto &n : notes) os << "  note: " << n << "\n";
     if (!added_edges.empty()) os << "  orderings added by reuse:\n";
     for (const auto &e : added_edges) os << "    step " << e.before << " before step " << e.after << ": " << e.why << "\n";

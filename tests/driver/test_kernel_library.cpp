@@ -12,6 +12,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -50,8 +51,9 @@ static void save(const halide_buffer_t *b, const char *path) {
 /** A C consumer of library `name` for graph g: argv[1..] are the symbols' sizes (sorted by name),
  * argv[last] a directory for the outputs; prints the return code and the dispatch report, then
  * calls once with the first input's innermost extent off by one, once with a null buffer and once
- * with a 64-byte workspace, printing each code and message. */
-std::string consumer(const dsl::Graph &g, const std::string &name, bool prepared = false) {
+ * with a 64-byte workspace, printing each code and message. one_cache_buffer: an updated cache
+ * (update_tail of an input) is passed the cache's own buffer, so the library updates it in place. */
+std::string consumer(const dsl::Graph &g, const std::string &name, bool prepared = false, bool one_cache_buffer = false) {
     std::set<std::string> symbols;
     std::vector<std::pair<dsl::ValueId, std::string>> args;  // value, C name
     for (dsl::ValueId v : g.order()) {
@@ -70,6 +72,15 @@ std::string consumer(const dsl::Graph &g, const std::string &name, bool prepared
     for (size_t i = 0; i < args.size(); i++) {
         const auto &dims = g.node(args[i].first).type.dims;
         const std::string n = "a" + std::to_string(i);
+        if (const dsl::Node &out = g.node(args[i].first); one_cache_buffer && i >= inputs && out.op == dsl::Op::UpdateTail) {
+            const auto cache = std::find_if(args.begin(), args.begin() + (long)inputs,
+                                            [&](const auto &a) { return a.first == out.inputs[0]; });
+            if (cache != args.begin() + (long)inputs) {
+                c << "    halide_buffer_t " << n << " = a" << (cache - args.begin()) << ";\n";
+                call += "&" + n + ", ";
+                continue;
+            }
+        }
         c << "    halide_dimension_t d" << n << "[" << std::max<size_t>(1, dims.size()) << "];\n    int e" << n << "[] = {";
         for (size_t k = 0; k < dims.size(); k++)
             c << (k ? ", " : "") << (dims[k].is_static() ? std::to_string(dims[k].size) : dims[k].symbol);
@@ -79,7 +90,7 @@ std::string consumer(const dsl::Graph &g, const std::string &name, bool prepared
         call += "&" + n + ", ";
     }
     c << "    int rc = " << name << "(" << call << "NULL, 0);\n    printf(\"rc %d\\nvariants %s\\n\", rc, " << name
-      << "_variants());\n";
+      << "_variants());\n    if (rc) printf(\"error %s\\n\", " << name << "_error());\n";
     for (size_t i = inputs; i < args.size(); i++)
         c << "    snprintf(path, sizeof path, \"%s/" << args[i].second << ".bin\", dir);\n    save(&a" << i << ", path);\n";
     if (prepared) {
@@ -134,19 +145,22 @@ struct BuiltLibrary {
     std::string log;
 };
 
-/** Builds the library of `graph` for `target` and its consumer (algorithms/<graph>.tsl);
+/** Builds the library of `graph` for `target` and its consumer (<tmp>/<graph>.tsl if the test
+ * wrote one, else algorithms/<graph>.tsl);
  * `options` may change the library's options (a profile, budgets). */
 BuiltLibrary build_library(const tessel::testing::TempDir &tmp, const std::string &graph, const std::string &target = "host",
-                           const std::function<void(KernelLibraryOptions &)> &options = {}, bool prepared = false) {
+                           const std::function<void(KernelLibraryOptions &)> &options = {}, bool prepared = false,
+                           bool one_cache_buffer = false) {
     KernelLibraryOptions o;
     o.target = target;
     if (options) options(o);
     o.file = std::string(TESSEL_SOURCE_DIR) + "/algorithms/" + graph + ".tsl";
+    if (std::filesystem::exists(tmp.file(graph + ".tsl"))) o.file = tmp.file(graph + ".tsl");  // the test's own graph
     o.out_dir = tmp.file(graph);
     std::ostringstream log;
     REQUIRE(write_kernel_library(o, log) == 0);
     BuiltLibrary b{dsl::parse_file(o.file), tmp.file(graph + "_app"), log.str()};
-    std::ofstream(tmp.file(graph + ".c")) << consumer(b.graph, b.graph.name, prepared);
+    std::ofstream(tmp.file(graph + ".c")) << consumer(b.graph, b.graph.name, prepared, one_cache_buffer);
     const SubprocessResult linked =
         run_subprocess({"cc", "-O1", tmp.file(graph + ".c"), "-I" + o.out_dir, o.out_dir + "/lib" + b.graph.name + ".a", "-lgomp",
                         "-lpthread", "-ldl", "-lm", "-o", b.app});
@@ -241,6 +255,37 @@ TEST_CASE("tessel lib: attention forward and backward, eight groups in one libra
     const std::string s37 = run_checked(tmp, lib, {{"S", 37}});
     CHECK(s37.find("g7_dk=") != std::string::npos);
     CHECK(s37.find("argument q: extent 65 in axis 1, the graph declares f32[S, 64]") != std::string::npos);
+}
+
+TEST_CASE("tessel lib: the block over a KV cache, prefill and decode, caches updated in place or copied") {
+    const tessel::testing::TempDir tmp;
+    for (bool one_buffer : {true, false}) {
+        CAPTURE(one_buffer);
+        const BuiltLibrary lib = build_library(tmp, "transformer_block_kv", "host", {}, false, one_buffer);
+        // Prefill (S = T), and decode steps of 1 and 3 tokens after 39 and 1 past positions.
+        for (const auto &[s, t] : {std::pair<int64_t, int64_t>{7, 7}, {40, 1}, {4, 3}}) {
+            const std::string text = run_checked(tmp, lib, {{"S", s}, {"T", t}});
+            CHECK(text.find("g4_v_cache_out=") != std::string::npos);
+        }
+    }
+    // A graph that reads the old cache after writing it: one buffer for both is refused.
+    std::ofstream(tmp.file("stale.tsl")) << R"(graph stale {
+  %cache = input : f32[S, 4]
+  %x = input : f32[T, 4]
+  %u = update_tail(%cache, %x, axis=0)
+  %z = reduce_sum(%u, axes=[0], keepdims=true)
+  %old = reduce_sum(%cache * %z, axes=[0])
+  output %u, %old
+})";
+    const BuiltLibrary stale = build_library(tmp, "stale", "host", {}, false, true);
+    std::filesystem::create_directories(tmp.file("stale_out"));
+    const std::string text = run("'" + stale.app + "' 9 2 '" + tmp.file("stale_out") + "'");
+    CHECK(text.find("rc 1\n") == 0);
+    INFO(text);
+    CHECK(text.find("error kernel g0_u: the cache and the updated cache are one buffer, but %cache (or a view of its "
+                    "storage) is read again at step 1, after the write: that reader needs the old cache\n") != std::string::npos);
+    const SubprocessResult header = run_subprocess({"cat", tmp.file("stale") + "/stale.h"});
+    CHECK(header.output.find("u : f32[S, 4]  (cache with its last positions written; a separate buffer)") != std::string::npos);
 }
 
 TEST_CASE("tessel lib: x86-multi dispatches by the CPU's features; each target's kernels agree with the interpreter") {

@@ -30,12 +30,14 @@ std::map<std::string, dsl::Tensor> rotary_inputs(int64_t first, int64_t tokens, 
 
 }  // namespace
 
-TEST_CASE("transformer block: algorithms/transformer_block.tsl is the builder's graph") {
-    std::ifstream in(std::string(TESSEL_SOURCE_DIR) + "/algorithms/transformer_block.tsl");
-    REQUIRE(in);
-    std::stringstream text;
-    text << in.rdbuf();
-    CHECK(dsl::print(dsl::parse(text.str())) == dsl::print(transformer_block_graph({})));
+TEST_CASE("transformer block: algorithms/transformer_block.tsl and transformer_block_kv.tsl are the builder's graphs") {
+    for (const bool kv : {false, true}) {
+        std::ifstream in(std::string(TESSEL_SOURCE_DIR) + "/algorithms/transformer_block" + (kv ? "_kv" : "") + ".tsl");
+        REQUIRE(in);
+        std::stringstream text;
+        text << in.rdbuf();
+        CHECK(dsl::print(dsl::parse(text.str())) == dsl::print(transformer_block_graph({.kv_cache = kv})));
+    }
 }
 
 TEST_CASE("transformer block: compiled plans match the interpreter at awkward sizes") {
