@@ -74,7 +74,8 @@ void check_donated(const dsl::Graph &g, const std::set<std::string> &donated) {
         if (v != dsl::kNoValue && g.node(v).op == dsl::Op::Input && !g.node(v).attrs.weight) continue;
         std::string inputs;
         for (dsl::ValueId u : g.order())
-            if (g.node(u).op == dsl::Op::Input && !g.node(u).attrs.weight) inputs += (inputs.empty() ? "%" : ", %") + g.display_name(u);
+            if (g.node(u).op == dsl::Op::Input && !g.node(u).attrs.weight)
+                inputs += (inputs.empty() ? "%" : ", %") + g.display_name(u);
         throw std::invalid_argument("--donate " + name + ": graph " + g.name + " has no per-call input %" + name +
                                     " (its inputs: " + (inputs.empty() ? "none" : inputs) + ")");
     }
@@ -211,8 +212,8 @@ int run_graph(const GraphRunOptions &o, std::ostream &out) {
     const double first_result_at = seconds_since_process_start();
     got.printed = stats.printed;
     if (stats.planned)
-        out << memory_plan_report(program, ref.symbols, std::nullopt, o.donated).summary() << "; " << stats.kernels_run << " kernels ran ("
-            << stats.in_place << " in place), " << stats.views << " views\n";
+        out << memory_plan_report(program, ref.symbols, std::nullopt, o.donated).summary() << "; " << stats.kernels_run
+            << " kernels ran (" << stats.in_place << " in place), " << stats.views << " views\n";
     else
         out << "memory plan not used: " << stats.interpreted_because << "\n";
     if (got.outputs.size() != ref.outputs.size())

@@ -16,8 +16,8 @@
 #include <filesystem>
 #include <map>
 #include <optional>
-#include <set>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 

@@ -175,7 +175,6 @@ Halide::Buffer<> transposed_view(const Halide::Buffer<> &b, const std::vector<in
     return b.transposed(order);
 }
 
-
 }  // namespace
 
 std::map<ValueId, Halide::Buffer<>> CompiledGraph::prepared_values(const std::map<std::string, dsl::Tensor> &inputs,

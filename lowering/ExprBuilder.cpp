@@ -139,7 +139,8 @@ Expr ExprBuilder::at(ValueId v, const std::vector<Expr> &idx) {
         jb[axis] = Halide::max(idx[axis] - split, 0);
         return Halide::select(idx[axis] < split, at(n.inputs[0], ja), at(n.inputs[1], jb));
     }
-    case Op::Copy: return operand(0);  // the layout is the group output's (laid_out)
+    case Op::Copy:
+        return operand(0);  // the layout is the group output's (laid_out)
     // The group's output only (no group member reads a cache write): its kernel is realized over
     // the cache's tail window, re-based at 0, so the values are read at the window's index.
     case Op::UpdateTail: return at(n.inputs[1], idx);

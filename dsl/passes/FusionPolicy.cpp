@@ -241,8 +241,8 @@ public:
                                                                   ", a cache whose kernel writes only its new positions: "
                                                                   "readers read the whole cache from memory"
                                                             : "the group of " + nm(g, p) + " holds the cache write " + nm(g, w) +
-                                                                  ", realized over the cache's new positions only; " +
-                                                                  nm(g, c) + " reads " + nm(g, p) + " from memory");
+                                                                  ", realized over the cache's new positions only; " + nm(g, c) +
+                                                                  " reads " + nm(g, p) + " from memory");
         switch (fusion_class(g, c)) {
         case FusionClass::CacheWrite: {
             if (p != cn.inputs[1])
@@ -252,11 +252,12 @@ public:
                                                              nm(g, p));
             const ValueId heavy = mm != kNoValue ? mm : red;
             if (heavy != kNoValue)
-                return FusionDecision::no("cache-write", nm(g, c) + " writes its values into the cache's tail in the cache's "
-                                                                    "index order, not in the tiles of " +
-                                                                    nm(g, heavy) + "; materialize " + nm(g, p));
-            return FusionDecision::yes("cache-write", nm(g, c) + " writes the elementwise " + nm(g, p) +
-                                                          " straight into the cache's new positions");
+                return FusionDecision::no("cache-write", nm(g, c) +
+                                                             " writes its values into the cache's tail in the cache's "
+                                                             "index order, not in the tiles of " +
+                                                             nm(g, heavy) + "; materialize " + nm(g, p));
+            return FusionDecision::yes(
+                "cache-write", nm(g, c) + " writes the elementwise " + nm(g, p) + " straight into the cache's new positions");
         }
         case FusionClass::Elementwise: {
             // c joins the whole group: every reduction it would read inline, through any chain
@@ -390,8 +391,8 @@ public:
             if (const ValueId w = first_of(g, *side, FusionClass::CacheWrite); w != kNoValue) {
                 const bool values = std::find(other->begin(), other->end(), g.node(w).inputs[1]) != other->end();
                 if (side->size() != 1 || !values)
-                    return FusionDecision::no("merge", "the cache write " + nm(g, w) +
-                                                           " shares its kernel only with the computation of its values");
+                    return FusionDecision::no(
+                        "merge", "the cache write " + nm(g, w) + " shares its kernel only with the computation of its values");
             }
         auto ma = of_class(g, a, FusionClass::Contraction), mb = of_class(g, b, FusionClass::Contraction);
         auto ra = of_class(g, a, FusionClass::Reduction), rb = of_class(g, b, FusionClass::Reduction);

@@ -73,8 +73,8 @@ std::string consumer(const dsl::Graph &g, const std::string &name, bool prepared
         const auto &dims = g.node(args[i].first).type.dims;
         const std::string n = "a" + std::to_string(i);
         if (const dsl::Node &out = g.node(args[i].first); one_cache_buffer && i >= inputs && out.op == dsl::Op::UpdateTail) {
-            const auto cache = std::find_if(args.begin(), args.begin() + (long)inputs,
-                                            [&](const auto &a) { return a.first == out.inputs[0]; });
+            const auto cache =
+                std::find_if(args.begin(), args.begin() + (long)inputs, [&](const auto &a) { return a.first == out.inputs[0]; });
             if (cache != args.begin() + (long)inputs) {
                 c << "    halide_buffer_t " << n << " = a" << (cache - args.begin()) << ";\n";
                 call += "&" + n + ", ";

@@ -56,7 +56,8 @@ const dsl::AliasDecision *cache_decision(const dsl::BufferAssignment &a) {
 TEST_CASE("update_tail: text form, interpreter semantics and refusals") {
     const dsl::Graph g = dsl::parse(kCacheText);
     CHECK(dsl::print(dsl::parse(dsl::print(g))) == dsl::print(g));
-    dsl::Tensor cache = dsl::Tensor::filled(dsl::DType::F32, {3, 5, 8}, -7), x = dsl::Tensor::filled(dsl::DType::F32, {3, 2, 8}, 0);
+    dsl::Tensor cache = dsl::Tensor::filled(dsl::DType::F32, {3, 5, 8}, -7),
+                x = dsl::Tensor::filled(dsl::DType::F32, {3, 2, 8}, 0);
     for (int64_t i = 0; i < x.numel(); i++) x.data[(size_t)i] = (double)i;
     const dsl::RunResult r = dsl::interpret(g, {{"cache", cache}, {"x", x}});
     const dsl::Tensor &u = r.outputs[0];
@@ -75,10 +76,12 @@ TEST_CASE("update_tail: text form, interpreter semantics and refusals") {
         }
         return std::string("accepted");
     };
-    const std::string longer = refusal("  %c = input : f32[2, 4]\n  %v = input : f32[2, 6]\n  %u = update_tail(%c, %v, axis=1)\n  output %u");
+    const std::string longer =
+        refusal("  %c = input : f32[2, 4]\n  %v = input : f32[2, 6]\n  %u = update_tail(%c, %v, axis=1)\n  output %u");
     CHECK(longer.find("writes 6 positions into a cache of 4") != std::string::npos);
     CHECK(longer.find("cache f32[2, 4], values f32[2, 6]") != std::string::npos);
-    const std::string other = refusal("  %c = input : f32[2, 4]\n  %v = input : f32[3, 1]\n  %u = update_tail(%c, %v, axis=1)\n  output %u");
+    const std::string other =
+        refusal("  %c = input : f32[2, 4]\n  %v = input : f32[3, 1]\n  %u = update_tail(%c, %v, axis=1)\n  output %u");
     CHECK(other.find("needs dim 0 equal") != std::string::npos);
     // Run time: more new positions than the cache holds.
     CHECK_THROWS_WITH_AS(dsl::interpret(g, {{"cache", dsl::Tensor::filled(dsl::DType::F32, {3, 1, 8}, 0)},
