@@ -33,6 +33,12 @@
  *    (InPlaceCheck: no split with a shifted tail, which recomputes elements already written);
  *    under ReusePolicy::NoConcurrentReuse also every other reader of the input must be an
  *    ancestor of the group (else it may run at the same time). Every refusal carries its reason.
+ *  - Cache write: an update_tail result (its kernel writes only the new positions) takes its
+ *    cache operand's storage when the cache is donated or an arena value, dense, in the result's
+ *    layout, and read by no group after this one (nor, under NoConcurrentReuse, by one unordered
+ *    with it). A graph output may take a donated input's storage: the caller's buffer is updated.
+ *    Refused (rule "cache-write", with the reason): the runner copies the cache into the result
+ *    before the kernel writes the tail.
  *
  * Packing (the algorithm TFLite's arena planner and XLA's heap simulator start from): take the
  * allocations in an order and place each at the lowest offset of the smallest gap between
@@ -128,7 +134,7 @@ struct AliasDecision {
     int group = -1;
     ValueId result = kNoValue, operand = kNoValue;
     bool applied = false;
-    std::string rule;  ///< "in-place" or "view"
+    std::string rule;  ///< "in-place", "view" or "cache-write"
     std::string reason;
 };
 
