@@ -218,6 +218,54 @@ std::vector<dsl::Tensor> CompiledGraph::run_planned(const std::map<std::string, 
                                                     std::map<std::string, int64_t> symbols, const ArenaOptions &options,
                                                     RunStats &stats) const {
     symbols = bind_symbols(graph_, inputs, std::move(symbols));
+    // Storage of every value a kernel reads or writes, by value: weights and the values prepared
+    // from them first (kept between calls), then the other inputs, converted per call.
+    std::map<ValueId, Halide::Buffer<>> storage = prepared_values(inputs, symbols, stats);
+    for (const auto &[name, t] : inputs) {
+        const ValueId v = graph_.find(name);
+        if (v != dsl::kNoValue && graph_.node(v).op == dsl::Op::Input && !storage.count(v))
+            storage[v] = to_value_buffer(graph_, v, t, name);
+    }
+    execute(storage, symbols, options, stats);
+    std::vector<dsl::Tensor> results;
+    for (ValueId v : graph_.outputs)
+        results.push_back(from_value_buffer(graph_, v, storage.at(v), concrete_shape(graph_, v, symbols)));
+    return results;
+}
+
+void CompiledGraph::run(const std::map<std::string, dsl::Tensor> &weights, const std::map<std::string, Halide::Buffer<>> &buffers,
+                        const ArenaOptions &options, RunStats *stats) const {
+    RunStats local;
+    RunStats &st = stats ? *stats : local;
+    st = {};
+    if (!runs_planned(&st.interpreted_because))
+        throw lower::LoweringError("CompiledGraph::run on buffers needs every op in a kernel: " + st.interpreted_because);
+    // Sizes from the buffers' extents (row-major values: Halide dimension 0 is the last axis).
+    std::map<std::string, dsl::Tensor> shapes;
+    std::map<ValueId, Halide::Buffer<>> given;
+    for (const auto &[name, b] : buffers) {
+        ValueId v = graph_.find(name);
+        for (size_t i = 0; v == dsl::kNoValue && i < graph_.outputs.size(); i++)
+            if (graph_.output_name(i) == name) v = graph_.outputs[i];
+        if (v == dsl::kNoValue) throw lower::LoweringError("no input or output of graph " + graph_.name + " is named " + name);
+        if (!graph_.node(v).layout.empty() || b.dimensions() != std::max(1, graph_.node(v).type.rank()))
+            throw lower::LoweringError("buffer " + name + " must be row-major with the dims of " + dsl::print_node(graph_, v));
+        given[v] = b;
+        if (graph_.node(v).op != dsl::Op::Input) continue;
+        dsl::Tensor shape;
+        for (int d = b.dimensions() - 1; d >= 0; d--) shape.shape.push_back(b.dim(d).extent());
+        shapes[name] = std::move(shape);
+    }
+    for (const auto &[name, w] : weights) shapes[name] = w;
+    const std::map<std::string, int64_t> symbols = bind_symbols(graph_, shapes, {});
+    std::map<ValueId, Halide::Buffer<>> storage = prepared_values(weights, symbols, st);
+    for (const auto &[v, b] : given)
+        if (!storage.count(v)) storage[v] = b;
+    execute(storage, symbols, options, st);
+}
+
+void CompiledGraph::execute(std::map<ValueId, Halide::Buffer<>> &storage, const std::map<std::string, int64_t> &symbols,
+                            const ArenaOptions &options, RunStats &stats) const {
     if (options.concurrent_groups && options.policy != dsl::ReusePolicy::NoConcurrentReuse)
         throw lower::LoweringError(
             "running independent groups concurrently needs the no-concurrent-reuse memory plan "
@@ -254,14 +302,6 @@ std::vector<dsl::Tensor> CompiledGraph::run_planned(const std::map<std::string, 
         std::vector<std::pair<Halide::Buffer<>, Halide::Buffer<>>> copies;
     };
     std::vector<Call> calls;
-    // Storage of every value a kernel reads or writes, by value: weights and the values prepared
-    // from them first (kept between calls), then the other inputs, converted per call.
-    std::map<ValueId, Halide::Buffer<>> storage = prepared_values(inputs, symbols, stats);
-    for (const auto &[name, t] : inputs) {
-        const ValueId v = graph_.find(name);
-        if (v != dsl::kNoValue && graph_.node(v).op == dsl::Op::Input && !storage.count(v))
-            storage[v] = to_value_buffer(graph_, v, t, name);
-    }
     for (size_t i = 0; i < graph_.outputs.size(); i++) {
         const ValueId v = graph_.outputs[i];
         const dsl::LogicalBuffer *b = plan.buffer(v);
@@ -304,7 +344,8 @@ std::vector<dsl::Tensor> CompiledGraph::run_planned(const std::map<std::string, 
                 throw lower::LoweringError("group '" + k.group().name + "' reads " + a.name + " before it is computed");
             const dsl::Node &n = graph_.node(a.value);
             if (a.is_output && n.op == dsl::Op::UpdateTail) {
-                if (plan.buffer(a.value)->kind != dsl::LogicalBuffer::Kind::InPlace)
+                // Not the cache's storage (refused in-place, or a caller's separate output buffer).
+                if (it->second.data() != storage.at(n.inputs[0]).data())
                     call.copies.push_back({storage.at(n.inputs[0]), it->second});
                 call.windows.push_back(tail_window(graph_, a.value, it->second, symbols));
                 call.buffers.push_back(call.windows.back().raw_buffer());
@@ -344,10 +385,6 @@ std::vector<dsl::Tensor> CompiledGraph::run_planned(const std::map<std::string, 
     }
     stats.kernels_run = (int)calls.size();
     stats.kernel_seconds = tessel::seconds_since(kernels_start);
-    std::vector<dsl::Tensor> results;
-    for (ValueId v : graph_.outputs)
-        results.push_back(from_value_buffer(graph_, v, storage.at(v), concrete_shape(graph_, v, symbols)));
-    return results;
 }
 
 std::vector<dsl::Tensor> CompiledGraph::run(const std::map<std::string, dsl::Tensor> &inputs,

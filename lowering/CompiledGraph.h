@@ -104,6 +104,15 @@ public:
     std::vector<dsl::Tensor> run(const std::map<std::string, dsl::Tensor> &inputs, const std::map<std::string, int64_t> &symbols,
                                  const ArenaOptions &options = {}, RunStats *stats = nullptr) const;
 
+    /** run() without conversions, for a caller that keeps kernel-ready buffers: `buffers` by
+     * input and output name, each row-major in its value's storage type (an output left out is
+     * allocated, or for an in-place cache write takes its donated cache's storage); `weights`
+     * as tensors, prepared as run() does. Sizes come from the buffers. Donated inputs (options)
+     * may be overwritten: a cache write given one buffer as its cache and its output updates it
+     * in place. Planned runs only. */
+    void run(const std::map<std::string, dsl::Tensor> &weights, const std::map<std::string, Halide::Buffer<>> &buffers,
+             const ArenaOptions &options = {}, RunStats *stats = nullptr) const;
+
     /** The memory plan a planned run uses for these symbol sizes, with each group's in-place
      * legality checked against its kernel's schedule (sched::writes_each_element_once). */
     dsl::BufferAssignment memory_plan(const std::map<std::string, int64_t> &symbols, const ArenaOptions &options = {}) const;
@@ -151,6 +160,10 @@ private:
                                                              const std::map<std::string, int64_t> &symbols,
                                                              RunStats &stats) const;
 
+    /** Runs every per-call group over `storage` (inputs and prepared values in it; outputs and
+     * intermediates placed by the memory plan unless already there). */
+    void execute(std::map<dsl::ValueId, Halide::Buffer<>> &storage, const std::map<std::string, int64_t> &symbols,
+                 const ArenaOptions &options, RunStats &stats) const;
     std::vector<dsl::Tensor> run_planned(const std::map<std::string, dsl::Tensor> &inputs, std::map<std::string, int64_t> symbols,
                                          const ArenaOptions &options, RunStats &stats) const;
 };

@@ -125,6 +125,39 @@ TEST_CASE("update_tail: the plan writes a donated cache in place; compiled runs 
     }
 }
 
+TEST_CASE("update_tail: CompiledGraph::run on the caller's buffers updates one cache buffer in place") {
+    const std::map<std::string, int64_t> symbols{{"S", 37}, {"T", 7}};
+    Planned p = plan_text(kCacheText, symbols);
+    CompiledGraph program(p.g, p.plan, parse_target("host"));
+    dsl::RunOptions ro;
+    ro.random_missing_inputs = true;
+    ro.symbol_sizes = symbols;
+    const dsl::RunResult ref = dsl::interpret(p.g, {}, ro);
+    auto buffer = [](const dsl::Tensor &t) {
+        Halide::Buffer<float> b(std::vector<int>(t.shape.rbegin(), t.shape.rend()));
+        for (int64_t i = 0; i < t.numel(); i++) b.data()[i] = (float)t.data[(size_t)i];
+        return Halide::Buffer<>(b);
+    };
+    Halide::Buffer<> cache = buffer(ref.inputs.at("cache")), x = buffer(ref.inputs.at("x"));
+    Halide::Buffer<> total = buffer(ref.outputs[1]);
+    const float *before = static_cast<const float *>(cache.data());
+    for (bool donate : {true, false}) {
+        CAPTURE(donate);
+        Halide::Buffer<> c = buffer(ref.inputs.at("cache"));
+        ArenaOptions o;
+        if (donate) o.donated_inputs = {"cache"};
+        // Donated: one buffer for the cache and its update. Not donated: a separate output.
+        Halide::Buffer<> u = donate ? c : buffer(ref.outputs[0]);
+        if (!donate) std::fill_n(static_cast<float *>(u.data()), u.number_of_elements(), NAN);
+        program.run({}, {{"cache", c}, {"x", x}, {"u", u}, {"total", total}}, o);
+        dsl::Tensor got = ref.outputs[0];
+        for (int64_t i = 0; i < got.numel(); i++) got.data[(size_t)i] = static_cast<const float *>(u.data())[i];
+        CHECK(testing::max_relative_difference({got}, {ref.outputs[0]}) == 0);
+        // The undonated cache is left as it was.
+        if (!donate) CHECK(std::equal(before, before + cache.number_of_elements(), static_cast<const float *>(c.data())));
+    }
+}
+
 TEST_CASE("update_tail: reading the old cache after the write refuses the in-place write") {
     const std::string text = R"(graph stale mode=fast {
   %cache = input : f32[2, S, 4]
