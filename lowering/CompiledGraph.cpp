@@ -240,7 +240,8 @@ void CompiledGraph::run(const std::map<std::string, dsl::Tensor> &weights, const
     st = {};
     if (!runs_planned(&st.interpreted_because))
         throw lower::LoweringError("CompiledGraph::run on buffers needs every op in a kernel: " + st.interpreted_because);
-    // Sizes from the buffers' extents (row-major values: Halide dimension 0 is the last axis).
+    // Sizes from the buffers' extents (row-major values: Halide dimension 0 is the last axis);
+    // `shapes` holds tensors without data, what bind_symbols reads.
     std::map<std::string, dsl::Tensor> shapes;
     std::map<ValueId, Halide::Buffer<>> given;
     for (const auto &[name, b] : buffers) {
@@ -256,7 +257,7 @@ void CompiledGraph::run(const std::map<std::string, dsl::Tensor> &weights, const
         for (int d = b.dimensions() - 1; d >= 0; d--) shape.shape.push_back(b.dim(d).extent());
         shapes[name] = std::move(shape);
     }
-    for (const auto &[name, w] : weights) shapes[name] = w;
+    for (const auto &[name, w] : weights) shapes[name].shape = w.shape;  // the shape only: weights are large
     const std::map<std::string, int64_t> symbols = bind_symbols(graph_, shapes, {});
     std::map<ValueId, Halide::Buffer<>> storage = prepared_values(weights, symbols, st);
     for (const auto &[v, b] : given)
@@ -355,13 +356,16 @@ void CompiledGraph::execute(std::map<ValueId, Halide::Buffer<>> &storage, const 
         }
         calls.push_back(std::move(call));
     }
-    auto run_call = [this](const Call &c) {
+    if (options.time_groups) stats.group_seconds.assign(groups_.size(), 0.0);
+    auto run_call = [this, &options, &stats](const Call &c) {
+        const tessel::SteadyClock::time_point t0 = tessel::SteadyClock::now();
         for (const auto &[cache, result] : c.copies) Halide::Buffer<>(result).copy_from(cache);
         groups_[c.group].kernel->run(c.buffers);
+        if (options.time_groups) stats.group_seconds[c.group] = tessel::seconds_since(t0);
     };
     // Every descriptor exists before any kernel runs (they depend on the plan, not on results).
     const tessel::SteadyClock::time_point kernels_start = tessel::SteadyClock::now();
-    if (!options.concurrent_groups) {
+    if (!options.concurrent_groups || options.time_groups) {
         for (const auto &c : calls) run_call(c);
     } else {
         // Waves of groups with no dependence between them (each group one level after its

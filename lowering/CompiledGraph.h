@@ -61,6 +61,9 @@ struct ArenaOptions {
     /** Run groups the dependence graph leaves unordered at the same time, one thread each (their
      * kernels share Halide's thread pool); needs policy NoConcurrentReuse. */
     bool concurrent_groups = false;
+    /** Time each group's kernel (and its cache copy, if any) into RunStats::group_seconds; the
+     * groups run one after another. */
+    bool time_groups = false;
     /** memory_plan(): the prepared groups' outputs are kept between calls, outside the arena
      * (what run() does). False: planned like any other value, for a caller that computes them
      * on every call (a generated library's whole-graph entry). */
@@ -81,6 +84,9 @@ struct RunStats {
     /** Wall time of this call's kernels, from the first kernel's start to the last one's end
      * (planned runs): no input or output conversion, no preparing. */
     double kernel_seconds = 0;
+    /** With ArenaOptions::time_groups: seconds per group (plan order; 0 for a view or a prepared
+     * group, which run nothing per call). */
+    std::vector<double> group_seconds;
 };
 
 class CompiledGraph {

@@ -74,11 +74,17 @@ class TorchRuntime:
             return self.build_block(system, *inputs)
         return self.build_gelu(system, *inputs)
 
-    def build_block(self, system, x, cos, sin, weights, heads, kv_heads):
-        """The block as a module with frozen parameters; a static shape (dynamic=False)."""
+    def build_block(self, system, x, cos, sin, k_cache, v_cache, weights, heads, kv_heads):
+        """The block as a module with frozen parameters; a static shape (dynamic=False). The caches
+        [S, kv_heads, d] are inputs written in place (their last T positions), as a static cache."""
         torch = self.torch
         F = torch.nn.functional
         xt, ct, st = torch.from_numpy(x), torch.from_numpy(cos), torch.from_numpy(sin)
+        kc, vc = torch.from_numpy(k_cache.copy()), torch.from_numpy(v_cache.copy())
+        t, positions = x.shape[0], k_cache.shape[0]
+        past = positions - t
+        # Queries are the last T positions: key j is visible to query i when j <= past + i.
+        mask = torch.from_numpy(np.arange(positions)[None, :] <= past + np.arange(t)[:, None]) if past and t > 1 else None
 
         class Block(torch.nn.Module):
             def __init__(self):
@@ -86,8 +92,8 @@ class TorchRuntime:
                 for name in BLOCK_WEIGHTS:
                     setattr(self, name, torch.nn.Parameter(torch.from_numpy(weights[name]), requires_grad=False))
 
-            def forward(self, v, c, s):
-                t, d = v.shape[0], c.shape[1]
+            def forward(self, v, c, s, k_all, v_all):
+                d = c.shape[1]
 
                 def norm(u, g):
                     return u * torch.rsqrt((u * u).mean(dim=1, keepdim=True) + 1e-5) * g
@@ -98,19 +104,21 @@ class TorchRuntime:
 
                 h = norm(v, self.attn_norm)
                 q = rotary((h @ self.wq).view(t, heads, d)).transpose(0, 1)
-                k = rotary((h @ self.wk).view(t, kv_heads, d)).transpose(0, 1)
-                vv = (h @ self.wv).view(t, kv_heads, d).transpose(0, 1)
-                o = F.scaled_dot_product_attention(q[None], k[None], vv[None], is_causal=True, enable_gqa=True)[0]
+                k_all[past:] = rotary((h @ self.wk).view(t, kv_heads, d))
+                v_all[past:] = (h @ self.wv).view(t, kv_heads, d)
+                keys, values = k_all.transpose(0, 1)[None], v_all.transpose(0, 1)[None]
+                o = F.scaled_dot_product_attention(q[None], keys, values, attn_mask=mask, is_causal=past == 0,
+                                                   enable_gqa=True)[0]
                 x1 = v + o.transpose(0, 1).reshape(t, heads * d) @ self.wo
                 h2 = norm(x1, self.mlp_norm)
                 return x1 + (F.silu(h2 @ self.w_gate) * (h2 @ self.w_up)) @ self.w_down
 
         block = Block().eval()
         if system == "torch_block":
-            return lambda: block(xt, ct, st)
+            return lambda: block(xt, ct, st, kc, vc)
         mode = "max-autotune" if system == "torch_compile_block" else "default"
         compiled = torch.compile(block, mode=mode, dynamic=False)
-        return lambda: compiled(xt, ct, st)
+        return lambda: compiled(xt, ct, st, kc, vc)
 
     def build_attention(self, system, q, k, v, causal):
         torch = self.torch
@@ -176,12 +184,19 @@ class JaxRuntime:
         xj, wj, bj = jax.device_put(x), jax.device_put(w), jax.device_put(b)
         return lambda: fn(xj, wj, bj).block_until_ready()
 
-    def build_block(self, x, cos, sin, weights, heads, kv_heads):
+    def build_block(self, x, cos, sin, k_cache, v_cache, weights, heads, kv_heads):
+        """The block jitted with the caches donated: each call writes the new positions into the
+        caches it is given and returns them, fed to the next call."""
         jax = self.jax
         jnp = jax.numpy
+        t, positions = x.shape[0], k_cache.shape[0]
+        past = positions - t
+        mask = None
+        if past and t > 1:
+            mask = jnp.asarray(np.arange(positions)[None, :] <= past + np.arange(t)[:, None])[None, None]
 
-        def block(v, c, s, w):
-            t, d = v.shape[0], c.shape[1]
+        def block(v, c, s, k_all, v_all, w):
+            d = c.shape[1]
 
             def norm(u, g):
                 return u * jax.lax.rsqrt((u * u).mean(axis=1, keepdims=True) + 1e-5) * g
@@ -192,16 +207,22 @@ class JaxRuntime:
 
             h = norm(v, w["attn_norm"])
             q = rotary((h @ w["wq"]).reshape(t, heads, d))
-            k = rotary((h @ w["wk"]).reshape(t, kv_heads, d))
-            vv = (h @ w["wv"]).reshape(t, kv_heads, d)
-            o = jax.nn.dot_product_attention(q[None], k[None], vv[None], is_causal=True)[0]
+            k_all = jax.lax.dynamic_update_slice(k_all, rotary((h @ w["wk"]).reshape(t, kv_heads, d)), (past, 0, 0))
+            v_all = jax.lax.dynamic_update_slice(v_all, (h @ w["wv"]).reshape(t, kv_heads, d), (past, 0, 0))
+            o = jax.nn.dot_product_attention(q[None], k_all[None], v_all[None], mask=mask, is_causal=past == 0)[0]
             x1 = v + o.reshape(t, heads * d) @ w["wo"]
             h2 = norm(x1, w["mlp_norm"])
-            return x1 + (jax.nn.silu(h2 @ w["w_gate"]) * (h2 @ w["w_up"])) @ w["w_down"]
+            return x1 + (jax.nn.silu(h2 @ w["w_gate"]) * (h2 @ w["w_up"])) @ w["w_down"], k_all, v_all
 
-        fn = jax.jit(block)
-        args = (jax.device_put(x), jax.device_put(cos), jax.device_put(sin), {k: jax.device_put(v) for k, v in weights.items()})
-        return lambda: fn(*args).block_until_ready()
+        fn = jax.jit(block, donate_argnums=(3, 4))
+        args = (jax.device_put(x), jax.device_put(cos), jax.device_put(sin))
+        wj = {k: jax.device_put(v) for k, v in weights.items()}
+        caches = [jax.device_put(k_cache), jax.device_put(v_cache)]
+
+        def call():
+            y, caches[0], caches[1] = fn(*args, caches[0], caches[1], wj)
+            return y.block_until_ready()
+        return call
 
     def call(self, fn):
         return fn()
@@ -259,15 +280,17 @@ class Worker:
         self.runtime.new_shape()
         return name
 
-    def load_block(self, name, t, hidden, heads, kv_heads, head_dim, ffn, folder):
-        t, hidden, heads, kv_heads, head_dim, ffn = (int(a) for a in (t, hidden, heads, kv_heads, head_dim, ffn))
+    def load_block(self, name, t, past, hidden, heads, kv_heads, head_dim, ffn, folder):
+        t, past, hidden, heads, kv_heads, head_dim, ffn = (int(a) for a in (t, past, hidden, heads, kv_heads, head_dim, ffn))
         self.calls, self.outputs, self.inputs = {}, {}, None
         read = lambda what, shape: np.fromfile(os.path.join(folder, what + ".f32"), np.float32).reshape(shape)
         shapes = {"attn_norm": (hidden,), "wq": (hidden, heads * head_dim), "wk": (hidden, kv_heads * head_dim),
                   "wv": (hidden, kv_heads * head_dim), "wo": (heads * head_dim, hidden), "mlp_norm": (hidden,),
                   "w_gate": (hidden, ffn), "w_up": (hidden, ffn), "w_down": (ffn, hidden)}
         weights = {k: read(k, s) for k, s in shapes.items()}
-        self.inputs = (read("x", (t, hidden)), read("cos", (t, head_dim)), read("sin", (t, head_dim)), weights, heads, kv_heads)
+        cache = (past + t, kv_heads, head_dim)
+        self.inputs = (read("x", (t, hidden)), read("cos", (t, head_dim)), read("sin", (t, head_dim)),
+                       read("k_cache", cache), read("v_cache", cache), weights, heads, kv_heads)
         self.runtime.new_shape()
         return name
 

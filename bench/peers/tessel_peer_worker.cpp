@@ -11,23 +11,25 @@
 //   openblas  sgemm (sgemv for M = 1) + the vectorized bias+GELU pass of baselines/OpenBlasGelu.cpp;
 //   tessel_attention  scaled dot-product attention (driver/AttentionLayer.h): the fused attention
 //             group `tessel compile` plans for algorithms/Attention.h's graph, in fast mode;
-//   tessel_block  the transformer block (bench/peers/BlockSystem.h): plan() and CompiledGraph at
-//             the loaded token count, weights prepared in the cold start;
+//   tessel_block  the transformer block over a KV cache (bench/peers/BlockSystem.h): plan() and
+//             CompiledGraph at the loaded sizes, weights prepared in the cold start;
 //   fma_probe the FMA-peak probe (autoscheduler/MachineProbes.h) at the target's ISA, timed like a
-//             system so each round has the machine's peak beside the kernels ("dump" writes nothing).
+//             system so each round has the machine's peak beside the kernels ("dump" writes nothing);
+//   read_probe one read of 256 MiB in stream_read's fastest pattern: the read floor per round.
 //
 // Protocol: one command per line; each answer is one line, "ok ..." or "error <message>".
 //   load NAME M K N DIR   read DIR/x.f32 [M,K], DIR/w.f32 [K,N], DIR/bias.f32 [N] (row-major
 //                         float32) and drop the previous shape's buffers and kernels
 //   load_attention NAME B S L D CAUSAL DIR   read DIR/q.f32 [B,S,D], DIR/k.f32 [B,L,D],
 //                         DIR/v.f32 [B,L,D]; the output is o [B,S,D] (CAUSAL: 0 or 1)
-//   load_block NAME T HIDDEN HEADS KV_HEADS HEAD_DIM FFN DIR   read DIR/<input>.f32 for x [T,HIDDEN],
-//                         cos and sin [T,HEAD_DIM] and every weight of algorithms/TransformerBlock.h;
-//                         the output is y [T,HIDDEN]
+//   load_block NAME T PAST HIDDEN HEADS KV_HEADS HEAD_DIM FFN DIR   read DIR/<input>.f32 for x [T,HIDDEN],
+//                         cos and sin [T,HEAD_DIM], k_cache and v_cache [PAST+T,KV_HEADS,HEAD_DIM] and
+//                         every weight of algorithms/TransformerBlock.h; the output is y [T,HIDDEN]
 //   prepare SYSTEM        build SYSTEM for the loaded shape (tessel: a fresh GeluLayer, JIT, every
 //                         guarded variant) and run it once: "ok <seconds from command to first result>"
 //   time SYSTEM N FLUSH   N calls, each after a cache flush of every core when FLUSH is 1 (outside
 //                         the timed call, as tessel_bench's decode shapes): "ok t1 ... tN" in seconds
+//   groups tessel_block N N calls timed group by group: "ok name:kind:seconds:flops:bytes ..." per group
 //   dump SYSTEM PATH      write SYSTEM's latest output y [M,N] (row-major float32) to PATH
 //   quit
 // Before the first command it prints "info <key>: <value>" lines, then "ready".
@@ -138,6 +140,20 @@ public:
             if (!(in >> n >> flush) || n < 1) throw std::invalid_argument("usage: time SYSTEM N FLUSH");
             return time(system, n, flush != 0);
         }
+        if (cmd == "groups") {
+            const std::string system = word(in);
+            int n = 0;
+            if (!(in >> n) || n < 1 || system != "tessel_block" || !shape().block)
+                throw std::invalid_argument("usage: groups tessel_block N (after prepare)");
+            std::string answer;
+            for (const auto &t : shape().block->group_times(n)) {
+                char buf[256];
+                std::snprintf(buf, sizeof buf, "%s%s:%s:%.9f:%.0f:%.0f", answer.empty() ? "" : " ", t.name.c_str(),
+                              t.kind.c_str(), t.seconds, t.flops, t.bytes);
+                answer += buf;
+            }
+            return answer;
+        }
         if (cmd == "dump") {
             const std::string system = word(in), path = word(in);
             const Buffer<float> &y = output(system);
@@ -195,14 +211,15 @@ private:
     std::string load_block(std::istringstream &in) {
         auto s = std::make_unique<Shape>();
         TransformerBlockShape b;
-        int64_t tokens = 0;
+        int64_t tokens = 0, past = -1;
         std::string dir;
-        if (!(in >> s->name >> tokens >> b.hidden >> b.heads >> b.kv_heads >> b.head_dim >> b.ffn >> dir) || tokens < 1)
-            throw std::invalid_argument("usage: load_block NAME T HIDDEN HEADS KV_HEADS HEAD_DIM FFN DIR");
+        if (!(in >> s->name >> tokens >> past >> b.hidden >> b.heads >> b.kv_heads >> b.head_dim >> b.ffn >> dir) || tokens < 1 ||
+            past < 0)
+            throw std::invalid_argument("usage: load_block NAME T PAST HIDDEN HEADS KV_HEADS HEAD_DIM FFN DIR");
         shape_.reset();
         s->M = (int)tokens;
         s->N = (int)b.hidden;
-        s->block = std::make_unique<BlockSystem>(b, tokens, dir);
+        s->block = std::make_unique<BlockSystem>(b, tokens, past, dir);
         shape_ = std::move(s);
         return shape_->name;
     }
@@ -229,6 +246,27 @@ private:
             s.call[system]();
             char buf[96];
             std::snprintf(buf, sizeof buf, "%.6f %.0f", seconds_since(t0), probe_->flops());
+            return buf;
+        }
+        if (system == "read_probe") {
+            // One read of 256 MiB (past the last-level cache) in the fastest of stream_read's
+            // patterns, chosen once: the same-run read floor a decode step is compared with.
+            if (read_data_.empty()) {
+                read_data_.assign(size_t(64) << 20, 1.0f);
+                double best = 1e30;
+                for (const autosched::ReadPattern &pattern : autosched::kReadPatterns) {
+                    const auto r0 = SteadyClock::now();
+                    for (int i = 0; i < 3; i++)
+                        sink_ = sink_ + autosched::stream_read(read_data_.data(), read_data_.size(), o_.threads, pattern);
+                    if (const double t = seconds_since(r0); t < best) best = t, read_pattern_ = pattern;
+                }
+            }
+            s.call[system] = [this] {
+                sink_ = sink_ + autosched::stream_read(read_data_.data(), read_data_.size(), o_.threads, read_pattern_);
+            };
+            s.call[system]();
+            char buf[96];
+            std::snprintf(buf, sizeof buf, "%.6f %.0f", seconds_since(t0), (double)(read_data_.size() * sizeof(float)));
             return buf;
         }
         if (system == "tessel_block") {
@@ -298,6 +336,9 @@ private:
     autosched::CacheFlusher flusher_;  // 256 MiB, as tessel_bench's
     std::unique_ptr<Shape> shape_;
     std::unique_ptr<autosched::FmaPeakProbe> probe_;  // calibrated once
+    std::vector<float> read_data_;                    // read_probe's 256 MiB
+    autosched::ReadPattern read_pattern_;
+    volatile float sink_ = 0;
 };
 
 int run(int argc, char **argv) {

@@ -27,6 +27,7 @@ SYSTEMS = {
     "torch_compile_sdpa": ("torch", "torch.compile(SDPA)"),
     "jax_attention": ("jax", "jax.nn.dot_product_attention (jit)"),
     "fma_probe": ("tessel", "FMA-peak probe"),
+    "read_probe": ("tessel", "read-floor probe"),
     # The transformer block (bench/peers/block_peers.py).
     "tessel_block": ("tessel", "Tessel block"),
     "torch_block": ("torch", "torch eager"),
@@ -35,7 +36,7 @@ SYSTEMS = {
     "jax_block": ("jax", "jax.jit"),
 }
 # Machine probes timed like systems (each round's peak beside the kernels); never checked or a peer.
-PROBES = ("fma_probe",)
+PROBES = ("fma_probe", "read_probe")
 # Timed unless --systems says otherwise; torch.compile's default mode is timed when max-autotune fails.
 DEFAULT_SYSTEMS = ["tessel", "tessel_panels", "openblas", "torch_eager", "torch_compile", "jax_jit", "numpy"]
 # Tessel's own rows: never a peer.

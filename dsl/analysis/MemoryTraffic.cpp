@@ -42,11 +42,17 @@ TrafficEstimate estimate_traffic_grouped(const Graph &g, const std::vector<Fusio
     TrafficEstimate t;
     for (const FusionGroup &grp : groups) {
         std::set<ValueId> members(grp.nodes.begin(), grp.nodes.end()), read;
-        for (ValueId v : grp.nodes)
-            for (ValueId in : g.node(v).inputs)
-                if (!members.count(in)) read.insert(in);
+        // A cache write's kernel reads none of its cache and writes only the new positions.
+        for (ValueId v : grp.nodes) {
+            const Node &n = g.node(v);
+            for (size_t i = 0; i < n.inputs.size(); i++)
+                if (!members.count(n.inputs[i]) && !(n.op == Op::UpdateTail && i == 0)) read.insert(n.inputs[i]);
+        }
         for (ValueId in : read) t.bytes_read = saturating_add(t.bytes_read, value_bytes(g, in, sizes));
-        for (ValueId out : grp.outputs) t.bytes_written = saturating_add(t.bytes_written, value_bytes(g, out, sizes));
+        for (ValueId out : grp.outputs) {
+            const ValueId written = g.node(out).op == Op::UpdateTail ? g.node(out).inputs[1] : out;
+            t.bytes_written = saturating_add(t.bytes_written, value_bytes(g, written, sizes));
+        }
     }
     return t;
 }

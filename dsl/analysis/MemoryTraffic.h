@@ -44,7 +44,8 @@ int64_t value_bytes(const Graph &g, ValueId v, const SymbolSizes &sizes);
 /** Unfused: every op in `ops` reads each distinct operand and writes its result. */
 TrafficEstimate estimate_traffic_unfused(const Graph &g, const std::vector<ValueId> &ops, const SymbolSizes &sizes);
 /** Fused: each group reads each distinct value it takes from outside (once, however many of its
- * ops read it) and writes its outputs. Constants inside a group are free. */
+ * ops read it) and writes its outputs. Constants inside a group are free; a cache write
+ * (update_tail) reads none of its cache and writes its new positions only. */
 TrafficEstimate estimate_traffic_grouped(const Graph &g, const std::vector<FusionGroup> &groups, const SymbolSizes &sizes);
 
 /** "12.0 MiB", "512 B". */
