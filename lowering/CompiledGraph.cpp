@@ -233,13 +233,14 @@ std::vector<dsl::Tensor> CompiledGraph::run_planned(const std::map<std::string, 
     return results;
 }
 
-void CompiledGraph::run(const std::map<std::string, dsl::Tensor> &weights, const std::map<std::string, Halide::Buffer<>> &buffers,
-                        const ArenaOptions &options, RunStats *stats) const {
+void CompiledGraph::run_buffers(const std::map<std::string, dsl::Tensor> &weights,
+                                const std::map<std::string, Halide::Buffer<>> &buffers, const ArenaOptions &options,
+                                RunStats *stats) const {
     RunStats local;
     RunStats &st = stats ? *stats : local;
     st = {};
     if (!runs_planned(&st.interpreted_because))
-        throw lower::LoweringError("CompiledGraph::run on buffers needs every op in a kernel: " + st.interpreted_because);
+        throw lower::LoweringError("CompiledGraph::run_buffers needs every op in a kernel: " + st.interpreted_because);
     // Sizes from the buffers' extents (row-major values: Halide dimension 0 is the last axis);
     // `shapes` holds tensors without data, what bind_symbols reads.
     std::map<std::string, dsl::Tensor> shapes;

@@ -116,8 +116,8 @@ public:
      * as tensors, prepared as run() does. Sizes come from the buffers. Donated inputs (options)
      * may be overwritten: a cache write given one buffer as its cache and its output updates it
      * in place. Planned runs only. */
-    void run(const std::map<std::string, dsl::Tensor> &weights, const std::map<std::string, Halide::Buffer<>> &buffers,
-             const ArenaOptions &options = {}, RunStats *stats = nullptr) const;
+    void run_buffers(const std::map<std::string, dsl::Tensor> &weights, const std::map<std::string, Halide::Buffer<>> &buffers,
+                     const ArenaOptions &options = {}, RunStats *stats = nullptr) const;
 
     /** The memory plan a planned run uses for these symbol sizes, with each group's in-place
      * legality checked against its kernel's schedule (sched::writes_each_element_once). */

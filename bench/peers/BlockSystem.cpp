@@ -60,7 +60,7 @@ void BlockSystem::prepare(const Halide::Target &target) {
 void BlockSystem::run() {
     ArenaOptions o;
     o.donated_inputs = {"k_cache", "v_cache"};
-    compiled_->run(weights_, buffers_, o);
+    compiled_->run_buffers(weights_, buffers_, o);
 }
 
 std::vector<BlockSystem::GroupTime> BlockSystem::group_times(int calls) {
@@ -71,7 +71,7 @@ std::vector<BlockSystem::GroupTime> BlockSystem::group_times(int calls) {
     std::vector<std::vector<double>> samples(plan.groups.size());
     for (int c = 0; c < calls; c++) {
         RunStats stats;
-        compiled_->run(weights_, buffers_, o, &stats);
+        compiled_->run_buffers(weights_, buffers_, o, &stats);
         for (size_t g = 0; g < samples.size(); g++) samples[g].push_back(stats.group_seconds[g]);
     }
     const std::map<std::string, int64_t> sizes{{"T", tokens_}, {"S", past_ + tokens_}};

@@ -3,7 +3,7 @@
  * peer-benchmark system: T new tokens after `past` positions already in the caches (prefill:
  * past 0; decode: T of 1 to 16 after past of 512 and more), planned by plan() at those sizes and
  * compiled group by group (CompiledGraph, JIT), weights prepared on the first call. A call is
- * CompiledGraph::run on buffers the system keeps (x, cos, sin, the caches of past + T positions,
+ * CompiledGraph::run_buffers on buffers the system keeps (x, cos, sin, the caches of past + T positions,
  * y): every kernel, no conversion; the caches are donated and passed as their own updates, so
  * each call writes the new keys and values in place (the same positions every call).
  */

@@ -175,7 +175,7 @@ def print_groups(rows, out):
 def main(argv):
     args = parse_args(argv)
     run_main(args, load_shapes(args.shapes, args.only), BlockBench, "transformer block over a KV cache",
-             ["Tessel's call is CompiledGraph::run on its own float32 buffers (no conversion), the caches written "
+             ["Tessel's call is CompiledGraph::run_buffers on its own float32 buffers (no conversion), the caches written "
               "in place; every peer writes its caches in place too."], print_shape)
 
 

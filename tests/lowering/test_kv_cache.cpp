@@ -125,7 +125,7 @@ TEST_CASE("update_tail: the plan writes a donated cache in place; compiled runs 
     }
 }
 
-TEST_CASE("update_tail: CompiledGraph::run on the caller's buffers updates one cache buffer in place") {
+TEST_CASE("update_tail: CompiledGraph::run_buffers on the caller's buffers updates one cache buffer in place") {
     const std::map<std::string, int64_t> symbols{{"S", 37}, {"T", 7}};
     Planned p = plan_text(kCacheText, symbols);
     CompiledGraph program(p.g, p.plan, parse_target("host"));
@@ -149,7 +149,7 @@ TEST_CASE("update_tail: CompiledGraph::run on the caller's buffers updates one c
         // Donated: one buffer for the cache and its update. Not donated: a separate output.
         Halide::Buffer<> u = donate ? c : buffer(ref.outputs[0]);
         if (!donate) std::fill_n(static_cast<float *>(u.data()), u.number_of_elements(), NAN);
-        program.run({}, {{"cache", c}, {"x", x}, {"u", u}, {"total", total}}, o);
+        program.run_buffers({}, {{"cache", c}, {"x", x}, {"u", u}, {"total", total}}, o);
         dsl::Tensor got = ref.outputs[0];
         for (int64_t i = 0; i < got.numel(); i++) got.data[(size_t)i] = static_cast<const float *>(u.data())[i];
         CHECK(testing::max_relative_difference({got}, {ref.outputs[0]}) == 0);
