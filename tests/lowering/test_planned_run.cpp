@@ -51,8 +51,8 @@ Outcome run_against_interpreter(dsl::Graph g, const std::map<std::string, int64_
 
 TEST_CASE("planned runs: every example graph matches the interpreter at awkward shapes") {
     const std::vector<std::map<std::string, int64_t>> shapes = {
-        {{"M", 1}, {"K", 7}, {"N", 5}, {"H", 3}, {"S", 1}},
-        {{"M", 13}, {"K", 37}, {"N", 41}, {"H", 19}, {"S", 23}},
+        {{"M", 1}, {"K", 7}, {"N", 5}, {"H", 3}, {"S", 1}, {"T", 1}},
+        {{"M", 13}, {"K", 37}, {"N", 41}, {"H", 19}, {"S", 23}, {"T", 7}},
     };
     int graphs = 0;
     for (const auto &e : std::filesystem::directory_iterator(std::string(TESSEL_SOURCE_DIR) + "/algorithms")) {
