@@ -78,6 +78,50 @@ Directive directive_from_json(size_t index, const json &j) {
     }
 }
 
+/** The JSON form of directive alternative `index`, default-constructed: its fields and their types. */
+template <size_t I = 0>
+json directive_prototype(size_t index) {
+    if constexpr (I < std::variant_size_v<Directive>) {
+        if (index == I) return json(std::variant_alternative_t<I, Directive>{});
+        return directive_prototype<I + 1>(index);
+    } else {
+        return json::object();
+    }
+}
+
+const char *json_kind(const json &j) {
+    if (j.is_number()) return "a number";
+    if (j.is_string()) return "a string";
+    if (j.is_boolean()) return "a boolean";
+    if (j.is_array()) return "an array";
+    if (j.is_object()) return "an object";
+    return "null";
+}
+
+/** Each field of directive `j` that its prototype has must be of the prototype's JSON type (and
+ * a list's elements names): the message names the field's path, e.g.
+ * `steps[1].factor: expected a number, found a string ("8")`, not the JSON library's words. */
+void check_field_types(const json &j, const json &proto, const std::string &where, const std::string &path) {
+    auto kind_differs = [](const json &want, const json &got) {
+        return !want.is_null() && !(want.is_number() && got.is_number()) && want.type() != got.type();
+    };
+    for (auto it = j.begin(); it != j.end(); ++it) {
+        if (it.key() == "op" || !proto.contains(it.key())) continue;
+        const json &want = proto[it.key()], &got = it.value();
+        const std::string field = path + "." + it.key();
+        if (kind_differs(want, got))
+            throw ScheduleJsonError(where + ": " + field + ": expected " + json_kind(want) + ", found " + json_kind(got) + " (" +
+                                    got.dump() + ")");
+        // Every list field of a directive is a list of loop names (Schedule.h).
+        const json element = want.is_array() && !want.empty() ? want[0] : json("");
+        if (got.is_array() && want.is_array())
+            for (size_t e = 0; e < got.size(); e++)
+                if (kind_differs(element, got[e]))
+                    throw ScheduleJsonError(where + ": " + field + "[" + std::to_string(e) + "]: expected " + json_kind(element) +
+                                            ", found " + json_kind(got[e]) + " (" + got[e].dump() + ")");
+    }
+}
+
 /** Every number under `j` must be an integer within [lo, hi]: the fields are C++ ints (longs
  * for guard values), and nlohmann would otherwise truncate 2.5 to 2 and narrow 2^40 to 0. */
 void check_integers(const json &j, const std::string &where, const std::string &field, int64_t lo, int64_t hi, int depth = 0) {
@@ -100,18 +144,21 @@ void check_integers(const json &j, const std::string &where, const std::string &
     }
 }
 
-Directive parse_directive(const json &j, const std::string &where) {
+Directive parse_directive(const json &j, const std::string &where, const std::string &path) {
     if (!j.is_object() || !j.contains("op") || !j["op"].is_string())
         throw ScheduleJsonError(where + ": a directive must be an object with a string field \"op\"");
     const std::string op = j["op"];
     std::string known;
     for (size_t i = 0; i < std::size(kOpNames); i++) {
         if (op == kOpNames[i]) {
+            check_field_types(j, directive_prototype(i), where + " (" + op + ")", path);
             check_integers(j, where + " (" + op + ")", "", INT32_MIN, INT32_MAX);
             try {
                 return directive_from_json(i, j);
+            } catch (const json::out_of_range &e) {  // a required field is missing
+                throw ScheduleJsonError(where + " (" + op + "): " + path + ": a field is missing (" + e.what() + ")");
             } catch (const json::exception &e) {
-                throw ScheduleJsonError(where + " (" + op + "): " + e.what());
+                throw ScheduleJsonError(where + " (" + op + "): " + path + ": " + e.what());
             }
         }
         known += (known.empty() ? "" : ", ") + std::string(kOpNames[i]);
@@ -119,10 +166,12 @@ Directive parse_directive(const json &j, const std::string &where) {
     throw ScheduleJsonError(where + ": unknown op '" + op + "' (known: " + known + ")");
 }
 
-std::vector<Directive> parse_steps(const json &j, const std::string &where) {
+std::vector<Directive> parse_steps(const json &j, const std::string &where, const std::string &path) {
     if (!j.is_array()) throw ScheduleJsonError(where + ": \"steps\" must be an array");
     std::vector<Directive> steps;
-    for (size_t i = 0; i < j.size(); i++) steps.push_back(parse_directive(j[i], where + " step " + std::to_string(i + 1)));
+    for (size_t i = 0; i < j.size(); i++)
+        steps.push_back(
+            parse_directive(j[i], where + " step " + std::to_string(i + 1), path + "steps[" + std::to_string(i) + "]"));
     return steps;
 }
 
@@ -166,7 +215,7 @@ ScheduleSpec schedule_from_json(const json &j) {
     }
     const std::string where = "schedule '" + s.name + "'";
     if (!j.contains("steps")) throw ScheduleJsonError(where + ": missing \"steps\"");
-    s.steps = parse_steps(j["steps"], where);
+    s.steps = parse_steps(j["steps"], where, "");
     if (j.contains("variants")) {
         const json &vs = j["variants"];
         if (!vs.is_array()) throw ScheduleJsonError(where + ": \"variants\" must be an array");
@@ -183,7 +232,7 @@ ScheduleSpec schedule_from_json(const json &j) {
                 throw ScheduleJsonError(vw + ": " + e.what());
             }
             if (!vs[i].contains("steps")) throw ScheduleJsonError(vw + ": missing \"steps\"");
-            v.steps = parse_steps(vs[i]["steps"], vw);
+            v.steps = parse_steps(vs[i]["steps"], vw, "variants[" + std::to_string(i) + "].");
             s.variants.push_back(std::move(v));
         }
     }

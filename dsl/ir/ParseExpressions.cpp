@@ -58,7 +58,7 @@ Operand Parser::parse_primary() {
     switch (t.kind) {
     case Tok::Value: return Operand{false, lookup(t), 0, false, t.loc};
     case Tok::Int: return Operand{true, kNoValue, t.num, true, t.loc, t.inum, t.int_fits, t.text};
-    case Tok::Float: return Operand{true, kNoValue, t.num, false, t.loc};
+    case Tok::Float: return Operand{true, kNoValue, t.num, false, t.loc, 0, true, t.text};
     case Tok::LParen: {
         NestingGuard depth(*this, t);
         Operand e = parse_expr();

@@ -204,6 +204,16 @@ int64_t Parser::extent(const Token &x, SourceLoc at, bool negative) {
 ValueId Parser::add_constant(const Operand &lit, const TensorType &t) {
     if (is_int(t.dtype) && (std::isnan(lit.value) || std::isinf(lit.value) || std::trunc(lit.value) != lit.value))
         error(lit.loc, "literal " + print_number(lit.value) + " is not an integer, but type is " + print_type(g_, t));
+    // A float literal with an integral value (22222222222222222.5 reads as 22222222222222224)
+    // meets the same limit as the integer it prints as.
+    if (is_int(t.dtype) && !lit.is_int) {
+        const double limit = t.dtype == DType::I32 ? (double)INT32_MAX : (double)kMaxExactInteger;
+        if (std::fabs(lit.value) > limit)
+            error(lit.loc, "literal " + lit.text + " is out of range for " + to_string(t.dtype) +
+                               (t.dtype == DType::I32
+                                    ? " (32 bits)"
+                                    : " (integer constants are exact up to 2^53 = " + std::to_string(kMaxExactInteger) + ")"));
+    }
     Attrs a;
     a.value = {round_to(t.dtype, lit.value)};
     if (is_int(t.dtype) && lit.is_int) {

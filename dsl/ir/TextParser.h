@@ -34,7 +34,7 @@ struct Operand {
     double value = 0;
     bool is_int = false;
     SourceLoc loc;
-    /** An integer literal exactly (is_int), with its text for messages; int_fits is false when
+    /** A literal's text, for messages; an integer literal exactly (is_int), int_fits false when
      * it does not fit in 64 bits. */
     int64_t ivalue = 0;
     bool int_fits = true;

@@ -58,6 +58,27 @@ TEST_CASE("malformed schedule JSON is refused with the step and the field") {
         doctest::Contains("guard operator '<'"), ScheduleJsonError);
 }
 
+TEST_CASE("a field of the wrong JSON type is named by its path, with the expected and the found type") {
+    using nlohmann::json;
+    const std::string split = R"({"op": "split", "stage": {"func": "y", "update": -1}, "var": "n", "outer": "no", )"
+                              R"("inner": "ni", "tail": "auto", "factor": )";
+    struct Row {
+        std::string text, expected;
+    } rows[] = {
+        {R"({"name": "t", "steps": [{"op": "compute_root", "func": "matmul"}, )" + split + R"("8"}]})",
+         "schedule 't' step 2 (split): steps[1].factor: expected a number, found a string (\"8\")"},
+        {R"({"name": "t", "steps": [)" + split + R"(8, "var": 3}]})", "steps[0].var: expected a string, found a number (3)"},
+        {R"({"name": "t", "steps": [{"op": "reorder", "stage": {"func": "y", "update": -1}, "vars": ["ni", 2]}]})",
+         "steps[0].vars[1]: expected a string, found a number (2)"},
+        {R"({"name": "t", "steps": [], "variants": [{"guards": [], "steps": [)" + split + R"([8]}]}]})",
+         "schedule 't' variant 1 step 1 (split): variants[0].steps[0].factor: expected a number, found an array ([8])"},
+    };
+    for (const Row &r : rows) {
+        CAPTURE(r.text);
+        CHECK_THROWS_WITH_AS(schedule_from_json(json::parse(r.text)), doctest::Contains(r.expected.c_str()), ScheduleJsonError);
+    }
+}
+
 TEST_CASE("the example in Schedule.h compiles and prints as documented") {
     const StageRef y{"y"};
     ScheduleSpec s("cpu_tiled");

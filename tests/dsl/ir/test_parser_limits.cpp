@@ -67,6 +67,11 @@ TEST_CASE("integer literals are read as integers: exact, or refused with their t
         {"graph g {\n  %n = 99999999999999999999\n  output %n\n}\n",
          "integer literal 99999999999999999999 is out of range for i64"},
         {"graph g {\n  %n = -9223372036854775808\n  output %n\n}\n", "integer literal -9223372036854775808 is out of range"},
+        // A float token with an integral value past 2^53 (it would print as an integer literal
+        // the parser refuses: fuzz_parse's round trip, tests/fuzz/reproducers).
+        {"graph g {\n  %n = 22222222222222222.5 : i64[]\n  output %n\n}\n",
+         "t.tsl:2:8: error: literal 22222222222222222.5 is out of range for i64 (integer constants are exact up to 2^53"},
+        {"graph g {\n  %n = -3e9 : i32[]\n  output %n\n}\n", "literal -3e9 is out of range for i32 (32 bits)"},
         {"graph g {\n  %n = 4294967296 : i32[]\n  output %n\n}\n",
          "integer literal 4294967296 is out of range for i32 (32 bits)"},
         {"graph g {\n  %n = constant(value=[1, 9007199254740993]) : i64[2]\n  output %n\n}\n",
