@@ -2,7 +2,8 @@
 // it in place into a donated cache (and refusing, with the reason, when the old cache is read
 // afterwards or the cache is not donated), compiled runs against the interpreter either way, and
 // the transformer block over a KV cache: a decode step after a prefill equals the prefill of the
-// longer sequence, at L = 0, 1 and 100 past positions.
+// longer sequence, at L = 0, 1 and 100 past positions and T = 1, 7 and 37 new tokens (hidden 48 with
+// 3 query heads, and hidden 200 with 5, bf16 weights, each over one kv head).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -233,44 +234,58 @@ dsl::Tensor rows(const dsl::Tensor &t, int64_t from, int64_t count) {
 }  // namespace
 
 TEST_CASE("transformer block over a KV cache: a decode step after a prefill equals the longer prefill") {
-    const TransformerBlockShape s{.hidden = 48, .heads = 3, .kv_heads = 1, .head_dim = 16, .ffn = 80, .kv_cache = true};
-    dsl::Graph g = transformer_block_graph(s);
-    dsl::default_pipeline().run(g);
-    const dsl::FusionPlan plan = dsl::plan_fusion(g, lower::fusion_options(parse_target("host"), {{"T", 7}, {"S", 107}}));
-    CompiledGraph program(g, plan, parse_target("host"));
-    // Weights: the interpreter's random ones, drawn once.
-    dsl::RunOptions ro;
-    ro.random_missing_inputs = true;
-    ro.symbol_sizes = {{"T", 1}, {"S", 1}};
-    std::map<std::string, dsl::Tensor> weights;
-    for (const auto &[name, t] : dsl::interpret(g, {}, ro).inputs)
-        if (name != "x" && name != "cos" && name != "sin" && name != "k_cache" && name != "v_cache") weights[name] = t;
-    dsl::Tensor x = dsl::Tensor::filled(dsl::DType::F32, {107, s.hidden}, 0);
-    for (int64_t i = 0; i < x.numel(); i++) x.data[(size_t)i] = std::sin(0.37 * (double)i) * 1.5;
-    const dsl::Tensor none = dsl::Tensor::filled(dsl::DType::F32, {1, s.kv_heads, s.head_dim}, 0);
-    for (const auto &[past, tokens] : {std::pair<int64_t, int64_t>{0, 7}, {1, 1}, {100, 7}, {100, 1}, {1, 7}}) {
-        CAPTURE(past);
-        CAPTURE(tokens);
-        const int64_t all = past + tokens;
-        // The whole sequence as one prefill (S = T), interpreted: the reference.
-        const auto full = run_cached(program, g, s, weights, x, 0, all, none, none, true);
-        // The past as a prefill, compiled, then this call's tokens as a decode step over its cache.
-        std::vector<dsl::Tensor> head;
-        if (past > 0) head = run_cached(program, g, s, weights, x, 0, past, none, none, false);
-        const dsl::Tensor &kp = past > 0 ? head[1] : none, &vp = past > 0 ? head[2] : none;
-        const auto step = run_cached(program, g, s, weights, x, past, tokens, kp, vp, false);
-        CHECK(testing::max_relative_difference({step[0]}, {rows(full[0], past, tokens)}) < 1e-4);
-        CHECK(testing::max_relative_difference({step[1]}, {full[1]}) < 1e-4);
-        CHECK(testing::max_relative_difference({step[2]}, {full[2]}) < 1e-4);
-        // And the step's own interpretation agrees with its compiled run.
-        const auto step_ref = run_cached(program, g, s, weights, x, past, tokens, kp, vp, true);
-        CHECK(testing::max_relative_difference(step, step_ref) < 1e-5);
+    struct Case {
+        TransformerBlockShape shape;
+        std::vector<std::pair<int64_t, int64_t>> steps;  ///< (past positions, new tokens)
+    };
+    const Case cases[] = {
+        {{.hidden = 48, .heads = 3, .kv_heads = 1, .head_dim = 16, .ffn = 80, .kv_cache = true},
+         {{0, 7}, {1, 1}, {100, 7}, {100, 1}, {1, 7}}},
+        // Weights stored in bf16 (widened per call), 5 query heads over one kv head, T = 37.
+        {{.hidden = 200, .heads = 5, .kv_heads = 1, .head_dim = 40, .ffn = 72, .bf16_weights = true, .kv_cache = true},
+         {{0, 37}, {100, 1}, {1, 37}}},
+    };
+    for (const Case &c : cases) {
+        const TransformerBlockShape &s = c.shape;
+        CAPTURE(s.hidden);
+        dsl::Graph g = transformer_block_graph(s);
+        dsl::default_pipeline().run(g);
+        const dsl::FusionPlan plan = dsl::plan_fusion(g, lower::fusion_options(parse_target("host"), {{"T", 7}, {"S", 107}}));
+        CompiledGraph program(g, plan, parse_target("host"));
+        // Weights: the interpreter's random ones, drawn once.
+        dsl::RunOptions ro;
+        ro.random_missing_inputs = true;
+        ro.symbol_sizes = {{"T", 1}, {"S", 1}};
+        std::map<std::string, dsl::Tensor> weights;
+        for (const auto &[name, t] : dsl::interpret(g, {}, ro).inputs)
+            if (name != "x" && name != "cos" && name != "sin" && name != "k_cache" && name != "v_cache") weights[name] = t;
+        dsl::Tensor x = dsl::Tensor::filled(dsl::DType::F32, {137, s.hidden}, 0);
+        for (int64_t i = 0; i < x.numel(); i++) x.data[(size_t)i] = std::sin(0.37 * (double)i) * 1.5;
+        const dsl::Tensor none = dsl::Tensor::filled(dsl::DType::F32, {1, s.kv_heads, s.head_dim}, 0);
+        for (const auto &[past, tokens] : c.steps) {
+            CAPTURE(past);
+            CAPTURE(tokens);
+            const int64_t all = past + tokens;
+            // The whole sequence as one prefill (S = T), interpreted: the reference.
+            const auto full = run_cached(program, g, s, weights, x, 0, all, none, none, true);
+            // The past as a prefill, compiled, then this call's tokens as a decode step over its cache.
+            std::vector<dsl::Tensor> head;
+            if (past > 0) head = run_cached(program, g, s, weights, x, 0, past, none, none, false);
+            const dsl::Tensor &kp = past > 0 ? head[1] : none, &vp = past > 0 ? head[2] : none;
+            const auto step = run_cached(program, g, s, weights, x, past, tokens, kp, vp, false);
+            CHECK(testing::max_relative_difference({step[0]}, {rows(full[0], past, tokens)}) < 1e-4);
+            CHECK(testing::max_relative_difference({step[1]}, {full[1]}) < 1e-4);
+            CHECK(testing::max_relative_difference({step[2]}, {full[2]}) < 1e-4);
+            // And the step's own interpretation agrees with its compiled run.
+            const auto step_ref = run_cached(program, g, s, weights, x, past, tokens, kp, vp, true);
+            CHECK(testing::max_relative_difference(step, step_ref) < 1e-5);
+        }
+        // Both caches are written in place.
+        ArenaOptions o;
+        o.donated_inputs = {"k_cache", "v_cache"};
+        int in_place = 0;
+        for (const auto &d : program.memory_plan({{"T", 7}, {"S", 107}}, o).decisions)
+            if (d.rule == "cache-write") in_place += d.applied;
+        CHECK(in_place == 2);
     }
-    // Both caches are written in place.
-    ArenaOptions o;
-    o.donated_inputs = {"k_cache", "v_cache"};
-    int in_place = 0;
-    for (const auto &d : program.memory_plan({{"T", 7}, {"S", 107}}, o).decisions)
-        if (d.rule == "cache-write") in_place += d.applied;
-    CHECK(in_place == 2);
 }
