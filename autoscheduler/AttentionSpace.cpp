@@ -71,16 +71,18 @@ std::vector<CandidateParams> enumerate_attention_space(const Workload &w, const 
     for (int qb : {8, 16, 32, 64, 128})
         for (int rows : {1, 2, 4, 6, 8})
             for (int vectors : {1, 2, 4})
-                for (bool once : {true, false}) {
+                for (int copies : {0, 1, 2}) {  // K and V copied once, per block, or read in place
+                    // Read in place (q K^T along the depth): the decode nest, for few query rows.
+                    if (copies == 2 && w.attention.queries > sched::kAttentionDecodeRows) continue;
                     CandidateParams p;
                     p.nest = NestFamily::Attention;
                     p.attention.query_block = qb;
                     p.attention.row_tile = rows;
                     p.attention.col_vectors = vectors;
-                    p.attention.copy_kv_once = once;
+                    p.attention.copy_kv_once = copies == 0;
+                    p.attention.depth_vectors = copies == 2;
                     out.push_back(p);
                 }
-    (void)w;
     return out;
 }
 
@@ -154,7 +156,10 @@ CostBreakdown estimate_attention_cpu(const Workload &w, const CandidateParams &p
     const double kv = 4.0 * a.batch * a.keys * (a.depth + a.dv);
     const double qo = 4.0 * a.batch * a.queries * (a.depth + a.dv);
     const double copy_cycles = (double)a.batch * l_exec * (a.depth + dv_exec / L);
-    if (t.copy_kv_once) {
+    if (t.depth_vectors) {
+        // Read in place: no copy; q K^T's lanes summed per key (a short pass over the block).
+        b.compute_s += blocks_per_row * (double)a.batch * l_exec * dsl::kAttentionLanes / L / hz / workers;
+    } else if (t.copy_kv_once) {
         const double rate = (2.0 * kv <= c.l3_bytes ? c.l3_gbps : c.dram_gbps) * 1e9;
         b.epilogue_s = copy_cycles / hz / workers + 2.0 * kv / rate;  // gathers, then the bytes written
         b.cache_bytes = kv * blocks_per_row;                          // every query block reads the copies from L2/L3

@@ -2,8 +2,9 @@
  * The autoscheduler's space for attention groups (dsl/passes/AttentionFusion.h). A point is the
  * CPU attention nest's knobs (sched::CpuAttentionParams, the nest cpu_attention and its decode
  * variant are points of): query rows per task, the register tile's rows and column vectors (the
- * same tile serves q Kᵀ and probs V), and whether K and V are copied into blocks once per call or
- * per block where a task uses them. SearchSpace.h, Pruning.h and CostModel.h dispatch here on
+ * same tile serves q Kᵀ and probs V), and whether K and V are copied into blocks once per call,
+ * per block where a task uses them, or (S <= kAttentionDecodeRows) read in place with q Kᵀ in
+ * vectors along the depth. SearchSpace.h, Pruning.h and CostModel.h dispatch here on
  * Workload::kind == Attention; the tuner, database, measurer and coverage report are shared.
  * Shape classes: attention_decode (S <= sched::kAttentionDecodeRows query rows), else
  * attention_prefill.
@@ -23,7 +24,8 @@
  *              one per score and two per state element per key block, vectorized
  *   copies   = K (transposed: a gather, about a cycle per element) and V into blocks: copied once,
  *              a pass of its own before the nest (its cycles plus its bytes); copied per
- *              block, inside the nest, once per query block of a batch entry (compute)
+ *              block, inside the nest, once per query block of a batch entry (compute); read
+ *              in place, none, and a pass summing q Kᵀ's lanes per key (compute)
  *   memory   = q, o, K and V once from DRAM (or L3), and the copies read by every query block
  *   overhead = tasks x per-task cost + per-call cost, over the cores the tasks fill
  */

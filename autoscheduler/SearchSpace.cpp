@@ -90,7 +90,8 @@ nlohmann::json CandidateParams::to_json() const {
         j["attention"] = {{"query_block", attention.query_block},
                           {"row_tile", attention.row_tile},
                           {"col_vectors", attention.col_vectors},
-                          {"copy_kv_once", attention.copy_kv_once}};
+                          {"copy_kv_once", attention.copy_kv_once},
+                          {"depth_vectors", attention.depth_vectors}};
     return j;
 }
 

@@ -89,10 +89,12 @@ Func ExprBuilder::attention(const dsl::AttentionPattern &a) {
     kblock(args({lj, d, jb})) = read(a.kt, d, key_in);
     Func vblock(name("vblock"));
     vblock(args({n, lj, jb})) = read(a.v, key_in, column_in);
+    Func qrow(name("qrow"));
+    qrow(args({d, i})) = read(a.q, row_in, d);
     Func qk(name("matmul"));
     Halide::RDom rd(0, depth, "k");
     qk(args({lj, i, jb})) = 0.0f;
-    qk(args({lj, i, jb})) += read(a.q, row_in, rd) * call(kblock, {lj, rd, jb});
+    qk(args({lj, i, jb})) += call(qrow, {rd, i}) * call(kblock, {lj, rd, jb});
     Expr score = call(qk, {lj, i, jb});
     if (a.scale_node != dsl::kNoValue) {
         const float c = (float)g_.node(a.scale_node).attrs.value[0];
@@ -156,7 +158,7 @@ Func ExprBuilder::attention(const dsl::AttentionPattern &a) {
     y(args({n, i})) = Halide::select(is_finite_key(call(state, {n, i})[1]), call(state, {n, i})[0] / call(state, {n, i})[2],
                                      from_order_key(Halide::Int(32).max()));
 
-    const Func funcs[] = {kblock, vblock, qk, scores, lane_max, block_max, probs, lane_sum, block_sum, block_pv, state};
+    const Func funcs[] = {kblock, vblock, qrow, qk, scores, lane_max, block_max, probs, lane_sum, block_sum, block_pv, state};
     for (size_t f = 0; f < named.size(); f++) out_.funcs[named[f].first] = funcs[f];
     auto role = [&](const char *r, ValueId v) {
         if (auto p = params_.find(v); p != params_.end()) out_.input_roles[r] = p->second;

@@ -209,6 +209,21 @@ public:
         for (int u = -1; u < f.num_update_definitions(); u++) extents_[key(StageRef{d.func, u})][d.var] = d.extent;
         check_shared_memory();
     }
+    void operator()(const ReorderStorage &d) {
+        Func f = func(d.func);
+        std::vector<Halide::Var> vars;
+        std::set<std::string> seen;
+        for (const std::string &v : d.vars) {
+            if (!seen.insert(v).second) fail("reorder_storage names '" + v + "' twice");
+            bool pure = false;
+            for (const Halide::Var &a : f.args()) pure = pure || a.name() == v;
+            if (!pure) fail("'" + v + "' is not a dimension of " + d.func);
+            vars.emplace_back(v);
+        }
+        if (vars.size() != f.args().size())
+            fail("reorder_storage must name every dimension of " + d.func + " (" + std::to_string(f.args().size()) + ")");
+        f.reorder_storage(vars);
+    }
     void operator()(const AssumeAligned &d) {
         if (!is_power_of_two(d.lanes) || d.lanes < 1 || d.lanes > limits_.max_vector_lanes)
             fail("assume_aligned lanes must be a power of two from 1 to " + std::to_string(limits_.max_vector_lanes) + ", got " +

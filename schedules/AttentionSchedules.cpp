@@ -62,6 +62,7 @@ CpuAttentionParams CpuAttentionParams::decode(const Halide::Target &target) {
     p.row_tile = 1;
     p.col_vectors = TargetFacts::for_target(target).cpu.vector_registers >= 32 ? 4 : 2;
     p.copy_kv_once = false;
+    p.depth_vectors = true;
     return p;
 }
 
@@ -83,7 +84,22 @@ ScheduleSpec cpu_attention_schedule(const std::string &name, const GroupShape &g
     const StageRef y{"y"};
     s.split(y, "m", "mo", "mi", p.query_block, kGuard).split(y, "n", "no", "ni", lanes, kGuard);
     s.reorder(y, {"ni", "no", "mi", "mo"}).vectorize(y, "ni");
-    const std::string task = fuse_with_batch(s, y, "mo", rank);
+    // Decode with two or more batch axes: the outermost (the query heads that share a kv head in
+    // grouped-query attention, K and V broadcast along it) runs inside a task, so each block of
+    // K and V is read from memory once for all of them.
+    const bool heads_in_task = p.depth_vectors && rank >= 4;
+    const std::string shared = "b" + std::to_string(rank - 3);
+    std::string task = "mo";
+    if (heads_in_task) {
+        s.reorder(y, {"ni", "no", "mi", shared, "mo"});
+        for (int b = 0; b < rank - 3; b++) {
+            const std::string fused = task + "_b" + std::to_string(b);
+            s.fuse(y, task, "b" + std::to_string(b), fused);
+            task = fused;
+        }
+    } else {
+        task = fuse_with_batch(s, y, "mo", rank);
+    }
     s.parallel(y, task);
 
     // The running state of the task's rows, updated once per key block (rj outermost), in tiles
@@ -93,13 +109,20 @@ ScheduleSpec cpu_attention_schedule(const std::string &name, const GroupShape &g
     s.compute_at("state", "y", task);
     s.split(state, "n", "no", "ni", lanes, kGuard).vectorize(state, "ni");
     s.split(state_upd, "n", "sno", "sni", cols).split(state_upd, "m", "smo", "smi", p.row_tile);
-    s.reorder(state_upd, {"sni", "smi", "smo", "sno", "rj"}).vectorize(state_upd, "sni").unroll(state_upd, "smi");
+    if (heads_in_task)
+        s.reorder(state_upd, {"sni", "smi", "smo", "sno", shared, "rj"});
+    else
+        s.reorder(state_upd, {"sni", "smi", "smo", "sno", "rj"});
+    s.vectorize(state_upd, "sni").unroll(state_upd, "smi");
 
     // K transposed once per call (keys innermost), in parallel over blocks: every query block
     // of a batch entry reads the same K blocks.
     const StageRef kb{"kblock"}, vb{"vblock"};
-    s.split(kb, "lj", "ljo", "lji", lanes).vectorize(kb, "lji").split(vb, "n", "no", "ni", lanes).vectorize(vb, "ni");
-    if (p.copy_kv_once) {
+    if (!p.depth_vectors)
+        s.split(kb, "lj", "ljo", "lji", lanes).vectorize(kb, "lji").split(vb, "n", "no", "ni", lanes).vectorize(vb, "ni");
+    if (p.depth_vectors) {
+        s.compute_inline("kblock").compute_inline("vblock");
+    } else if (p.copy_kv_once) {
         // V in blocks likewise (not transposed): its clamps at the edges stay out of probs V's tiles.
         s.compute_root("kblock").parallel(kb, fuse_with_batch(s, kb, "jb", rank));
         s.compute_root("vblock").parallel(vb, fuse_with_batch(s, vb, "jb", rank));
@@ -117,7 +140,23 @@ ScheduleSpec cpu_attention_schedule(const std::string &name, const GroupShape &g
     const StageRef sc{"scores"};
     s.split(sc, "lj", "tco", "tci", cols).split(sc, "m", "tro", "tri", p.row_tile).reorder(sc, {"tci", "tri", "tro", "tco"});
     s.vectorize(sc, "tci").unroll(sc, "tri");
-    register_tile(s, "matmul", "lj", "m", "k", cols, p.row_tile, "scores", "tro");
+    if (p.depth_vectors) {
+        const StageRef mm{"matmul"}, mm_upd{"matmul", 0}, lanes_upd{"matmul_lanes", 0};
+        s.compute_at("qrow", "y", task).split(StageRef{"qrow"}, "d", "do", "di", lanes, kGuard).vectorize(StageRef{"qrow"}, "di");
+        s.compute_at("matmul", "state", "rj");
+        s.split(mm_upd, "k", "ko", "ki", lanes, kGuard).rfactor(mm_upd, "ki", "u", "matmul_lanes");
+        std::vector<std::string> storage = {"u", "lj", "m", "jb"};  // the lane innermost: dense vectors
+        for (int b = 0; b < rank - 2; b++) storage.push_back("b" + std::to_string(b));
+        s.reorder_storage("matmul_lanes", storage);
+        s.compute_at("matmul_lanes", "state", "rj");
+        s.vectorize(StageRef{"matmul_lanes"}, "u").vectorize(lanes_upd, "u").reorder(lanes_upd, {"u", "ko", "lj", "m"});
+        s.split(mm, "lj", "ljo", "lji", lanes)
+            .vectorize(mm, "lji")
+            .split(mm_upd, "lj", "ljo", "lji", lanes)
+            .vectorize(mm_upd, "lji");
+    } else {
+        register_tile(s, "matmul", "lj", "m", "k", cols, p.row_tile, "scores", "tro");
+    }
     lane_reduction(s, "block_max", "lane_max", "state", "rj");
     s.compute_at("probs", "state", "rj").split(StageRef{"probs"}, "lj", "ljo", "lji", lanes).vectorize(StageRef{"probs"}, "lji");
     lane_reduction(s, "block_sum", "lane_sum", "state", "rj");

@@ -41,6 +41,9 @@ struct CpuAttentionParams {
     /** K (transposed) and V copied into blocks once per call and shared by every query block; else
      * each block is copied where a task uses it (decode: one query block per batch entry). */
     bool copy_kv_once = true;
+    /** Decode: K and V read in place (no block copies), q K^T reduced along the depth in vectors
+     * (a factored-out partial sum per lane), so K's rows load densely instead of gathered. */
+    bool depth_vectors = false;
     /** The library's point for `target`: row tiles of 8 with 32 vector registers, else 4. */
     static CpuAttentionParams library(const Halide::Target &target);
     /** The decode variant's point: one row per tile, wider column tiles, blocks copied per task. */

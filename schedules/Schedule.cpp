@@ -74,6 +74,7 @@ struct DirectivePrinter {
         return d.func + ".bound_extent(" + d.var + ", " + std::to_string(d.extent) + ")";
     }
     std::string operator()(const AssumeAligned &d) const { return d.buffer + ".assume_aligned(" + std::to_string(d.lanes) + ")"; }
+    std::string operator()(const ReorderStorage &d) const { return d.func + ".reorder_storage(" + join(d.vars) + ")"; }
     std::string operator()(const Prefetch &d) const {
         return to_string(d.stage) + ".prefetch(" + d.input + ", " + d.var + ", " + std::to_string(d.distance) + ")";
     }
@@ -221,6 +222,11 @@ ScheduleSpec &ScheduleSpec::assume_aligned(const std::string &buffer, int lanes)
 }
 ScheduleSpec &ScheduleSpec::prefetch(const StageRef &s, const std::string &input, const std::string &var, int distance) {
     steps.push_back(Prefetch{s, input, var, distance});
+    return *this;
+}
+
+ScheduleSpec &ScheduleSpec::reorder_storage(const std::string &func, std::vector<std::string> vars) {
+    steps.push_back(ReorderStorage{func, std::move(vars)});
     return *this;
 }
 

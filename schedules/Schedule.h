@@ -147,6 +147,13 @@ struct AssumeAligned {
     int lanes = 4;
     bool operator==(const AssumeAligned &) const = default;
 };
+/** Store `func`'s dimensions in the order `vars`, innermost first (Halide's reorder_storage):
+ * e.g. an rfactor intermediate's new lane variable innermost, so its vectors are dense. */
+struct ReorderStorage {
+    std::string func;
+    std::vector<std::string> vars;
+    bool operator==(const ReorderStorage &) const = default;
+};
 /** Prefetch `input` `distance` iterations ahead of loop `var`. */
 struct Prefetch {
     StageRef stage;
@@ -155,8 +162,9 @@ struct Prefetch {
     bool operator==(const Prefetch &) const = default;
 };
 
-using Directive = std::variant<Split, Fuse, Reorder, Vectorize, Unroll, Parallel, GpuBlocks, GpuThreads, ComputeAt, ComputeRoot,
-                               ComputeInline, StoreAt, StoreIn, StageInput, RFactor, Bound, Prefetch, BoundExtent, AssumeAligned>;
+using Directive =
+    std::variant<Split, Fuse, Reorder, Vectorize, Unroll, Parallel, GpuBlocks, GpuThreads, ComputeAt, ComputeRoot, ComputeInline,
+                 StoreAt, StoreIn, StageInput, RFactor, Bound, Prefetch, BoundExtent, AssumeAligned, ReorderStorage>;
 
 /** A runtime guard over the extents of the pipeline's inputs, e.g. {"M", GuardOp::Eq, 1}
  * or {"N", GuardOp::Divisible, 16}. Extents are named by the algorithm (M, K, N). */
@@ -222,6 +230,7 @@ public:
     ScheduleSpec &bound(const std::string &func, const std::string &var, int min, int extent);
     ScheduleSpec &bound_extent(const std::string &func, const std::string &var, int extent);
     ScheduleSpec &prefetch(const StageRef &s, const std::string &input, const std::string &var, int distance);
+    ScheduleSpec &reorder_storage(const std::string &func, std::vector<std::string> vars);
     ScheduleSpec &assume_aligned(const std::string &buffer, int lanes);
 
     bool operator==(const ScheduleSpec &) const = default;

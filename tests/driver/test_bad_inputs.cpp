@@ -297,7 +297,7 @@ std::vector<Case> cases() {
          schedule_with(split_step("y", "n", "\"eight\"")),
          {"run", g, "--schedule", s},
          1,
-         "schedule 'bad' step 1 (split): [json.exception.type_error"},
+         "schedule 'bad' step 1 (split): steps[0].factor: expected a number, found a string (\"eight\")"},
         {"schedule: a fractional factor",
          ok,
          schedule_with(split_step("y", "n", "2.5")),
