@@ -282,37 +282,37 @@ private:
 
     static std::string layout_name(const Layout &l) { return l.empty() ? "row_major" : to_string(l); }
 
-    /** Why cache write `result` (update_tail at step i) may not write into its cache operand's
-     * storage; "" when it may. Its kernel writes only the tail window, so the rest of the result
-     * must already be the cache's bytes: the same storage, which nothing reads afterwards as the
-     * old cache. A graph output may take a donated input's storage (the caller's buffer). */
-    std::string cache_write_refusal(int i, ValueId result, ValueId cache) {
-        if (!index_.count(cache)) return name(cache) + " is not a kernel value";
-        const size_t cb = index_.at(cache);
-        const LogicalBuffer &in = a_.buffers[cb];
-        if (!(g_.node(cache).layout == g_.node(result).layout))
-            return name(cache) + " is stored in layout " + layout_name(g_.node(cache).layout) + " and the result in " +
-                   layout_name(g_.node(result).layout);
-        if (in.kind == LogicalBuffer::Kind::GraphInput && !o_.donated_inputs.count(g_.display_name(cache)))
-            return name(cache) + " is a graph input the caller did not donate";
-        if (in.kind == LogicalBuffer::Kind::Prepared) return name(cache) + " is prepared from weights and kept for later calls";
-        if (a_.buffers[root(cb)].kind == LogicalBuffer::Kind::GraphOutput || g_.is_output(cache))
-            return name(cache) + " is (a view of) a graph output the caller reads as it was";
-        if (!dense(cb)) return name(cache) + " is a strided view";
-        if (class_last_use(cb) > i)
-            return name(cache) + " (or a view of its storage) is read again at step " + std::to_string(class_last_use(cb)) +
-                   ", after the write: that reader needs the old cache";
-        if (facts_.read_outside_kernels.count(cache)) return name(cache) + " is read by an op outside kernels";
+    /** Why group i's result `result` may not take operand v's storage (an in-place update or a
+     * cache write overwrites it); "" when it may. */
+    std::string overwrite_refusal(int i, ValueId result, ValueId v) {
+        const size_t vb = index_.at(v);
+        const LogicalBuffer &in = a_.buffers[vb];
+        if (!(g_.node(v).layout == g_.node(result).layout))
+            return name(v) + " is stored in layout " + layout_name(g_.node(v).layout) + " and the output in " +
+                   layout_name(g_.node(result).layout) + ": an element's place differs";
+        if (in.kind == LogicalBuffer::Kind::GraphInput && !o_.donated_inputs.count(g_.display_name(v)))
+            return name(v) + " is a graph input the caller did not donate";
+        if (in.kind == LogicalBuffer::Kind::Prepared) return name(v) + " is prepared from weights and kept for later calls";
+        if (a_.buffers[root(vb)].kind == LogicalBuffer::Kind::GraphOutput || g_.is_output(v))
+            return name(v) + " is (a view of) a graph output";
+        if (!dense(vb)) return name(v) + " is a strided view: the output is written densely";
+        if (class_last_use(vb) > i)
+            return name(v) + " (or a view of its storage) is read again at step " + std::to_string(class_last_use(vb)) +
+                   ", after this group overwrites it";
+        if (facts_.read_outside_kernels.count(v)) return name(v) + " is read by an op outside kernels";
+        // The group itself reads another value of v's storage (a view): it would see overwritten elements.
         for (ValueId w : facts_.reads[i])
-            if (w != cache && index_.count(w) && root(index_.at(w)) == root(cb))
-                return "the group also reads " + name(w) + ", which shares " + name(cache) + "'s storage";
+            if (w != v && index_.count(w) && root(index_.at(w)) == root(vb))
+                return "the group also reads " + name(w) + ", which shares " + name(v) + "'s storage";
+        // A reader the dependence graph does not order before this group may run at the same
+        // time as it, and would see overwritten elements.
         if (o_.policy == ReusePolicy::NoConcurrentReuse)
-            for (size_t m : class_members_.at(root(cb)))
+            for (size_t m : class_members_.at(root(vb)))
                 if (auto it = facts_.readers.find(a_.buffers[m].value); it != facts_.readers.end())
                     for (int j : it->second)
                         if (j != i && !facts_.order.reaches(j, i))
-                            return name(cache) + " is also read by step " + std::to_string(j) +
-                                   ", which may run concurrently with the write";
+                            return name(v) + " is also read by step " + std::to_string(j) +
+                                   ", which may run concurrently with this one";
         return "";
     }
 
@@ -324,7 +324,8 @@ private:
                 const Node &n = g_.node(result);
                 if (n.op != Op::UpdateTail) continue;
                 const ValueId cache = n.inputs[0];
-                const std::string why = cache_write_refusal(i, result, cache);
+                const std::string why =
+                    index_.count(cache) ? overwrite_refusal(i, result, cache) : name(cache) + " is not a kernel value";
                 if (!why.empty()) {
                     record(i, result, cache, "cache-write", false, why);
                     continue;
@@ -381,41 +382,7 @@ private:
             bool done = false;
             for (ValueId v : candidates) {
                 const size_t vb = index_.at(v);
-                const LogicalBuffer &in = a_.buffers[vb];
-                std::string why;
-                if (done)
-                    why = "the output already writes into another input";
-                else if (!(g_.node(v).layout == g_.node(result).layout))
-                    why = name(v) + " is stored in layout " + layout_name(g_.node(v).layout) + " and the output in " +
-                          layout_name(g_.node(result).layout) + ": an element's place differs";
-                else if (in.kind == LogicalBuffer::Kind::GraphInput && !o_.donated_inputs.count(g_.display_name(v)))
-                    why = name(v) + " is a graph input the caller did not donate";
-                else if (in.kind == LogicalBuffer::Kind::Prepared)
-                    why = name(v) + " is prepared from weights and kept for later calls";
-                else if (a_.buffers[root(vb)].kind == LogicalBuffer::Kind::GraphOutput || g_.is_output(v))
-                    why = name(v) + " is (a view of) a graph output";
-                else if (!dense(vb))
-                    why = name(v) + " is a strided view: the output is written densely";
-                else if (class_last_use(vb) > i)
-                    why = name(v) + " (or a view of its storage) is read again at step " + std::to_string(class_last_use(vb));
-                else if (facts_.read_outside_kernels.count(v))
-                    why = name(v) + " is read by an op outside kernels";
-                else if (o_.policy == ReusePolicy::NoConcurrentReuse) {
-                    // A reader the dependence graph does not order before this group may run at
-                    // the same time as it, and would see overwritten elements.
-                    for (size_t m : class_members_.at(root(vb))) {
-                        auto it = facts_.readers.find(a_.buffers[m].value);
-                        if (it == facts_.readers.end()) continue;
-                        for (int j : it->second)
-                            if (why.empty() && j != i && !facts_.order.reaches(j, i))
-                                why = name(v) + " is also read by step " + std::to_string(j) +
-                                      ", which may run concurrently with this one";
-                    }
-                } else {
-                    for (ValueId w : facts_.reads[i])
-                        if (w != v && index_.count(w) && root(index_.at(w)) == root(vb))
-                            why = "the group also reads " + name(w) + ", which shares " + name(v) + "'s storage";
-                }
+                const std::string why = done ? "the output already writes into another input" : overwrite_refusal(i, result, v);
                 if (!why.empty()) {
                     record(i, result, v, "in-place", false, why);
                     continue;

@@ -283,7 +283,7 @@ TEST_CASE("tessel lib: the block over a KV cache, prefill and decode, caches upd
     CHECK(text.find("rc 1\n") == 0);
     INFO(text);
     CHECK(text.find("error kernel g0_u: the cache and the updated cache are one buffer, but %cache (or a view of its "
-                    "storage) is read again at step 1, after the write: that reader needs the old cache\n") != std::string::npos);
+                    "storage) is read again at step 1, after this group overwrites it\n") != std::string::npos);
     const SubprocessResult header = run_subprocess({"cat", tmp.file("stale") + "/stale.h"});
     CHECK(header.output.find("u : f32[S, 4]  (cache with its last positions written; a separate buffer)") != std::string::npos);
 }

@@ -178,7 +178,7 @@ TEST_CASE("update_tail: reading the old cache after the write refuses the in-pla
     REQUIRE(d);
     CHECK_FALSE(d->applied);
     CHECK(d->reason.find("is read again at step") != std::string::npos);
-    CHECK(d->reason.find("needs the old cache") != std::string::npos);
+    CHECK(d->reason.find("after this group overwrites it") != std::string::npos);
     dsl::RunOptions ro;
     ro.random_missing_inputs = true;
     ro.symbol_sizes = symbols;
