@@ -26,6 +26,7 @@
  */
 #include "lowering/ExprBuilder.h"
 
+#include "dsl/ir/TypeInference.h"
 #include "lowering/IeeeMath.h"
 
 #include <cmath>
@@ -66,6 +67,17 @@ Func ExprBuilder::attention(const dsl::AttentionPattern &a) {
         for (const Var &b : batch) inner.push_back(b);
         return f(inner);
     };
+    // K's and V's blocks at the batch entries they are stored for: 0 along a batch axis the
+    // operand broadcasts (grouped-query heads), so a copy is made once per kv head, not per head.
+    auto operand_call = [&](const Func &f, ValueId operand, std::vector<Expr> inner) {
+        const auto &dims = g_.node(operand).type.dims;
+        for (size_t b = 0; b < batch.size(); b++) {
+            const int at = (int)dims.size() - 3 - (int)b;  // the operand's axis for batch axis b
+            const dsl::Dim d = at >= 0 ? dsl::resolve_dim(g_, dims[(size_t)at]) : dsl::Dim::fixed(1);
+            inner.push_back(d.is_static() && d.size == 1 ? Expr(0) : Expr(batch[b]));
+        }
+        return f(inner);
+    };
     // Schedules address the Funcs by these names (Halide may rename a Func whose name is taken).
     std::vector<std::pair<std::string, Func>> named;
     auto name = [&](const std::string &base) {
@@ -94,7 +106,7 @@ Func ExprBuilder::attention(const dsl::AttentionPattern &a) {
     Func qk(name("matmul"));
     Halide::RDom rd(0, depth, "k");
     qk(args({lj, i, jb})) = 0.0f;
-    qk(args({lj, i, jb})) += call(qrow, {rd, i}) * call(kblock, {lj, rd, jb});
+    qk(args({lj, i, jb})) += call(qrow, {rd, i}) * operand_call(kblock, a.kt, {lj, rd, jb});
     Expr score = call(qk, {lj, i, jb});
     if (a.scale_node != dsl::kNoValue) {
         const float c = (float)g_.node(a.scale_node).attrs.value[0];
@@ -135,7 +147,7 @@ Func ExprBuilder::attention(const dsl::AttentionPattern &a) {
     block_sum(args({i, jb})) += call(lane_sum, {ru, i, jb});
     Func block_pv(name("block_pv"));
     block_pv(args({n, i, jb})) = 0.0f;
-    block_pv(args({n, i, jb})) += call(probs, {rl, i, jb}) * call(vblock, {n, rl, jb});
+    block_pv(args({n, i, jb})) += call(probs, {rl, i, jb}) * operand_call(vblock, a.v, {n, rl, jb});
 
     Func state(name("state"));
     Halide::RDom rj(0, blocks, "rj");
