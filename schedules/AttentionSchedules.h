@@ -16,9 +16,13 @@
  *                   Legal for any attention group: reads are clamped, so tiles that round up
  *                   past the last row, column or key compute values that are never stored.
  *                   A guarded variant serves M <= kAttentionDecodeRows (decode): one row per
- *                   tile, and K and V copied block by block where they are used rather than
- *                   once per call (with one query block per batch entry, the copy would triple
- *                   the bytes read).
+ *                   tile, K and V read where they lie (no copies), q Kᵀ reduced along the depth
+ *                   in vectors (rfactor into `matmul_lanes`, stored lane-innermost) so each
+ *                   key's row loads densely, q's rows staged per task (`qrow`), and with two or
+ *                   more batch axes the outermost (grouped-query heads sharing a kv head) inside
+ *                   a task, so each block of K and V is read from memory once for all of them.
+ *                   K and V blocks are indexed at 0 along batch axes the operands broadcast, so
+ *                   a copy is made per kv head, never per query head.
  */
 #pragma once
 
