@@ -73,7 +73,7 @@ std::vector<CandidateParams> enumerate_attention_space(const Workload &w, const 
             for (int vectors : {1, 2, 4})
                 for (int copies : {0, 1, 2}) {  // K and V copied once, per block, or read in place
                     // Read in place (q K^T along the depth): the decode nest, for few query rows.
-                    if (copies == 2 && w.attention.queries > sched::kAttentionDecodeRows) continue;
+                    if (copies == 2 && w.attention.queries > sched::kAttentionInPlaceRows) continue;
                     CandidateParams p;
                     p.nest = NestFamily::Attention;
                     p.attention.query_block = qb;
@@ -89,8 +89,9 @@ std::vector<CandidateParams> enumerate_attention_space(const Workload &w, const 
 CandidateParams attention_library_point(const Workload &w, const Halide::Target &target) {
     CandidateParams p;
     p.nest = NestFamily::Attention;
-    p.attention = w.attention.queries <= sched::kAttentionDecodeRows ? sched::CpuAttentionParams::decode(target)
-                                                                     : sched::CpuAttentionParams::library(target);
+    p.attention = w.attention.queries <= sched::kAttentionDecodeRows
+                      ? sched::CpuAttentionParams::decode(target, w.attention.queries <= sched::kAttentionInPlaceRows)
+                      : sched::CpuAttentionParams::library(target);
     return p;
 }
 

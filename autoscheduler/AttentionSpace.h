@@ -3,7 +3,7 @@
  * CPU attention nest's knobs (sched::CpuAttentionParams, the nest cpu_attention and its decode
  * variant are points of): query rows per task, the register tile's rows and column vectors (the
  * same tile serves q Kᵀ and probs V), and whether K and V are copied into blocks once per call,
- * per block where a task uses them, or (S <= kAttentionDecodeRows) read in place with q Kᵀ in
+ * per block where a task uses them, or (S <= kAttentionInPlaceRows) read in place with q Kᵀ in
  * vectors along the depth. SearchSpace.h, Pruning.h and CostModel.h dispatch here on
  * Workload::kind == Attention; the tuner, database, measurer and coverage report are shared.
  * Shape classes: attention_decode (S <= sched::kAttentionDecodeRows query rows), else

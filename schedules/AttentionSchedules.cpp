@@ -56,13 +56,13 @@ CpuAttentionParams CpuAttentionParams::library(const Halide::Target &target) {
     return p;
 }
 
-CpuAttentionParams CpuAttentionParams::decode(const Halide::Target &target) {
+CpuAttentionParams CpuAttentionParams::decode(const Halide::Target &target, bool in_place) {
     CpuAttentionParams p;
     p.query_block = kAttentionDecodeRows;
     p.row_tile = 1;
     p.col_vectors = TargetFacts::for_target(target).cpu.vector_registers >= 32 ? 4 : 2;
     p.copy_kv_once = false;
-    p.depth_vectors = true;
+    p.depth_vectors = in_place;
     return p;
 }
 
@@ -167,9 +167,12 @@ ScheduleSpec cpu_attention_schedule(const std::string &name, const GroupShape &g
 
 ScheduleSpec cpu_attention(const GroupShape &g, const Halide::Target &target) {
     ScheduleSpec s = cpu_attention_schedule("cpu_attention", g, target, CpuAttentionParams::library(target));
-    ScheduleSpec decode = cpu_attention_schedule("cpu_attention", g, target, CpuAttentionParams::decode(target));
-    s.variants.push_back({{Guard{"M", GuardOp::Le, kAttentionDecodeRows}}, decode.steps});
-    s.description += "; M <= " + std::to_string(kAttentionDecodeRows) + ": " + CpuAttentionParams::decode(target).to_string();
+    for (const bool in_place : {true, false}) {
+        const CpuAttentionParams p = CpuAttentionParams::decode(target, in_place);
+        const int rows = in_place ? kAttentionInPlaceRows : kAttentionDecodeRows;
+        s.variants.push_back({{Guard{"M", GuardOp::Le, rows}}, cpu_attention_schedule("cpu_attention", g, target, p).steps});
+        s.description += "; M <= " + std::to_string(rows) + ": " + p.to_string();
+    }
     return s;
 }
 

@@ -15,8 +15,9 @@
  *                   block lives in L1/L2 (a few tens of KiB); nothing of size S x L is stored.
  *                   Legal for any attention group: reads are clamped, so tiles that round up
  *                   past the last row, column or key compute values that are never stored.
- *                   A guarded variant serves M <= kAttentionDecodeRows (decode): one row per
- *                   tile, K and V read where they lie (no copies), q Kᵀ reduced along the depth
+ *                   Guarded variants serve M <= kAttentionDecodeRows (decode): one row per
+ *                   tile, K and V blocks copied where a task uses them; for M <=
+ *                   kAttentionInPlaceRows K and V read where they lie (no copies), q Kᵀ reduced along the depth
  *                   in vectors (rfactor into `matmul_lanes`, stored lane-innermost) so each
  *                   key's row loads densely, q's rows staged per task (`qrow`), and with two or
  *                   more batch axes the outermost (grouped-query heads sharing a kv head) inside
@@ -36,6 +37,9 @@ namespace tessel::sched {
 
 /** Query rows (M) up to which cpu_attention runs its decode variant. */
 constexpr int kAttentionDecodeRows = 8;
+/** Query rows up to which the decode variant reads K and V in place (depth_vectors): one or two
+ * tokens; with more rows the per-row dot products cost more than copying the blocks once. */
+constexpr int kAttentionInPlaceRows = 2;
 
 /** The knobs of the CPU attention nest. */
 struct CpuAttentionParams {
@@ -50,8 +54,9 @@ struct CpuAttentionParams {
     bool depth_vectors = false;
     /** The library's point for `target`: row tiles of 8 with 32 vector registers, else 4. */
     static CpuAttentionParams library(const Halide::Target &target);
-    /** The decode variant's point: one row per tile, wider column tiles, blocks copied per task. */
-    static CpuAttentionParams decode(const Halide::Target &target);
+    /** The decode variant's point: one row per tile, wider column tiles, blocks copied per task,
+     * or (in_place) K and V read where they lie. */
+    static CpuAttentionParams decode(const Halide::Target &target, bool in_place = true);
     std::string to_string() const;
     bool operator==(const CpuAttentionParams &) const = default;
 };
