@@ -84,9 +84,10 @@ ScheduleSpec cpu_attention_schedule(const std::string &name, const GroupShape &g
     const StageRef y{"y"};
     s.split(y, "m", "mo", "mi", p.query_block, kGuard).split(y, "n", "no", "ni", lanes, kGuard);
     s.reorder(y, {"ni", "no", "mi", "mo"}).vectorize(y, "ni");
-    // Decode with two or more batch axes: the outermost (the query heads that share a kv head in
-    // grouped-query attention, K and V broadcast along it) runs inside a task, so each block of
-    // K and V is read from memory once for all of them.
+    // Decode with two or more batch axes: the outermost runs inside a task. In grouped-query
+    // attention that is the query heads sharing a kv head (K and V broadcast along it), so each
+    // block of K and V is read from memory once for all of them; the nest does not check the
+    // broadcast, and for other 4-D attention it only serializes that axis within a task.
     const bool heads_in_task = p.depth_vectors && rank >= 4;
     const std::string shared = "b" + std::to_string(rank - 3);
     std::string task = "mo";
