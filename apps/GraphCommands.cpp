@@ -64,6 +64,9 @@ void add_compile_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--dim", *dims, "symbol sizes, e.g. --dim M=512 (with every size known the autoscheduler applies)")
         ->delimiter(',');
     cmd->add_option("--db", o->db, "tuning database")->capture_default_str();
+    cmd->add_option("--compile-budget", o->compile_budget_seconds,
+                    "seconds the compile may take; past it, stop cleanly with what is written and exit with status 3")
+        ->check(CLI::PositiveNumber);
     cmd->add_flag("--tune", o->tune, "on a database miss, measure candidates instead of taking the model's pick");
     add_memory_options(cmd, o->remat, o->memory_budget);
     add_donate_option(cmd, o->donated);

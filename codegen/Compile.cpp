@@ -1,5 +1,6 @@
 #include "codegen/Compile.h"
 #include "support/Clock.h"
+#include "support/Subprocess.h"
 
 #include "codegen/KernelCache.h"
 #include "codegen/ParallelRuntime.h"
@@ -157,6 +158,58 @@ TESSEL_ERROR_INLINE const char *tessel_last_error(void) { return tessel_error_bu
 TESSEL_ERROR_INLINE void tessel_install_error_recorder(void) { halide_set_error_handler(tessel_record_error); }
 #endif /* TESSEL_ERROR_RECORDER_DEFINED */
 )";
+}
+
+AotLibrary compile_aot_library(const std::vector<AotFunction> &functions, const Halide::Target &target,
+                               const std::string &library, const fs::path &dir,
+                               std::optional<std::chrono::steady_clock::time_point> deadline) {
+    fs::create_directories(dir);
+    AotLibrary result;
+    const fs::path work = dir / (library + ".objects");
+    fs::create_directories(work);
+    const Halide::Target without_runtime = target.with_feature(Halide::Target::NoRuntime);
+    std::vector<std::string> archive = {"ar", "rcs", (dir / (library + ".a")).string()};
+    std::vector<Halide::Module> chunk;
+    auto compile_chunk = [&] {
+        if (chunk.empty()) return;
+        const fs::path object = work / ("functions" + std::to_string(archive.size() - 3) + ".o");
+        with_halide_errors("compiling the library '" + library + "' for " + target.to_string(), [&] {
+            Halide::link_modules(library, chunk).compile({{Halide::OutputFileType::object, object.string()}});
+            return 0;
+        });
+        archive.push_back(object.string());
+        chunk.clear();
+    };
+    for (const AotFunction &f : functions) {
+        if (deadline && std::chrono::steady_clock::now() > *deadline) {
+            result.stopped = true;
+            break;
+        }
+        chunk.push_back(with_halide_errors("compiling '" + f.name + "' ahead of time for " + target.to_string(), [&] {
+            return Halide::Pipeline(f.pipeline).compile_to_module(f.arguments, f.name, without_runtime);
+        }));
+        const fs::path h = dir / (f.name + ".h");
+        chunk.back().compile({{Halide::OutputFileType::c_header, h.string()}});
+        std::ofstream out(h, std::ios::app);
+        out << aot_error_recorder_section(f.name);
+        if (!out) throw CompileError("cannot append the error recorder to " + h.string());
+        result.written.push_back(h);
+        result.compiled++;
+        if (chunk.size() == kAotChunkFunctions) compile_chunk();
+    }
+    compile_chunk();
+    const fs::path runtime = work / "halide_runtime.o";
+    with_halide_errors("compiling the Halide runtime for " + target.to_string(), [&] {
+        Halide::compile_standalone_runtime(runtime.string(), target.without_feature(Halide::Target::NoRuntime));
+        return 0;
+    });
+    archive.push_back(runtime.string());
+    fs::remove(archive[2]);
+    if (const SubprocessResult r = run_subprocess(archive); !r.ok())
+        throw CompileError("archiving the library failed: " + format_command(archive) + "\n" + r.output);
+    fs::remove_all(work);
+    result.written.push_back(archive[2]);
+    return result;
 }
 
 std::vector<fs::path> compile_aot(const Halide::Pipeline &pipeline, const std::vector<Halide::Argument> &args,

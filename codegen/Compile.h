@@ -8,8 +8,10 @@
 
 #include <Halide.h>
 
+#include <chrono>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -69,6 +71,32 @@ AotOutput parse_aot_output(const std::string &s);
 std::vector<std::filesystem::path> compile_aot(const Halide::Pipeline &pipeline, const std::vector<Halide::Argument> &args,
                                                const Halide::Target &target, const std::string &name,
                                                const std::filesystem::path &dir, const std::set<AotOutput> &outputs);
+
+/** One function of a library written by compile_aot_library. */
+struct AotFunction {
+    Halide::Pipeline pipeline;
+    std::vector<Halide::Argument> arguments;
+    std::string name;
+};
+
+struct AotLibrary {
+    std::vector<std::filesystem::path> written;  ///< headers, then the library
+    size_t compiled = 0;                         ///< functions[0, compiled) are in the library
+    bool stopped = false;                        ///< the deadline passed before every function was compiled
+};
+
+/** Functions lowered and linked into one LLVM module per this many: a module's fixed cost in
+ * LLVM is paid per chunk, and a deadline is overshot by one chunk at most. */
+constexpr size_t kAotChunkFunctions = 32;
+
+/** Writes `<library>.a` holding the functions and one Halide runtime, and a header `<name>.h` per
+ * function (with aot_error_recorder_section). The functions are lowered one by one and linked
+ * kAotChunkFunctions at a time into one module, compiled by LLVM once per chunk. With a
+ * deadline, lowering stops at the first function that starts after it: the chunk under way is
+ * compiled, and the library holds the functions before it (AotLibrary::compiled). */
+AotLibrary compile_aot_library(const std::vector<AotFunction> &functions, const Halide::Target &target,
+                               const std::string &library, const std::filesystem::path &dir,
+                               std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
 
 /** The PTX Halide generates for the GPU kernels of a CUDA pipeline. */
 std::string generate_ptx(const Halide::Pipeline &pipeline, const std::vector<Halide::Argument> &args,

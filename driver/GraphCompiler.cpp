@@ -1,5 +1,7 @@
 #include "driver/GraphCompiler.h"
 
+#include <chrono>
+
 #include "codegen/Compile.h"
 #include "codegen/KernelCache.h"
 #include "codegen/Ptxas.h"
@@ -84,6 +86,15 @@ void check_donated(const dsl::Graph &g, const std::set<std::string> &donated) {
 }  // namespace
 
 int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
+    const std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+    std::optional<std::chrono::steady_clock::time_point> deadline;
+    if (o.compile_budget_seconds) {
+        if (!(*o.compile_budget_seconds > 0))
+            throw std::invalid_argument("--compile-budget must be a positive number of seconds, got " +
+                                        std::to_string(*o.compile_budget_seconds));
+        deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                               std::chrono::duration<double>(*o.compile_budget_seconds));
+    }
     for (const auto &e : o.emit)
         if (!graph_emit_kinds().count(e)) throw std::invalid_argument("unknown --emit kind '" + e + "'");
     const Halide::Target target = parse_target(o.target);
@@ -129,7 +140,6 @@ int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
     const CompiledGraph program(p.graph, p.fusion, target, p.chooser(), KernelBackend::AheadOfTime);
     print_groups(p, program, out);
     std::set<AotOutput> outs;
-    if (o.emit.count("lib")) outs.insert({AotOutput::StaticLibrary, AotOutput::Header});
     if (o.emit.count("obj")) outs.insert(AotOutput::Object);
     if (o.emit.count("asm")) outs.insert(AotOutput::Assembly);
     if (o.emit.count("stmt")) outs.insert(AotOutput::Stmt);
@@ -144,9 +154,22 @@ int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
         for (const auto &f : write_memory_plan(p.graph, report, o.out_dir, base))
             if (o.emit.count("memplan") || f.extension() == ".json") out << "wrote " << f.string() << "\n";
     }
+    std::vector<std::string> not_compiled;  // what the budget left out
+    if (o.emit.count("lib")) {
+        std::vector<AotFunction> functions;
+        for (const auto &cg : program.groups())
+            for (AotFunction &f : cg.kernel->aot_functions(cg.kernel->group().name)) functions.push_back(std::move(f));
+        const AotLibrary lib = compile_aot_library(functions, target, base, o.out_dir, deadline);
+        for (const auto &f : lib.written) out << "wrote " << f.string() << "\n";
+        for (size_t i = lib.compiled; i < functions.size(); i++) not_compiled.push_back(functions[i].name);
+    }
     bool ptx_ok = true;
     for (const auto &cg : program.groups()) {
         const CompiledKernel &k = *cg.kernel;
+        if (deadline && std::chrono::steady_clock::now() > *deadline) {
+            if (!outs.empty() || o.emit.count("ptx-report")) not_compiled.push_back(k.group().name + " (its other files)");
+            continue;
+        }
         for (const auto &f : k.write_files(o.out_dir, k.group().name, outs)) out << "wrote " << f.string() << "\n";
         if (k.variants().size() > 1 && o.emit.count("lib")) {
             out << "note: " << k.group().name << " dispatches by guard; a caller picks the first that holds:\n";
@@ -164,6 +187,15 @@ int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
             for (const auto &v : r.violations(k.ptx_limits())) out << "  violation: " << v << "\n";
             ptx_ok = ptx_ok && r.within_limits(k.ptx_limits());
         }
+    }
+    if (!not_compiled.empty()) {
+        out << "compile budget of " << *o.compile_budget_seconds << " s spent after "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
+            << " s: what is written above is complete; not compiled (" << not_compiled.size() << "):";
+        for (size_t i = 0; i < not_compiled.size() && i < 20; i++) out << " " << not_compiled[i];
+        if (not_compiled.size() > 20) out << " ... and " << not_compiled.size() - 20 << " more";
+        out << "\n";
+        return kCompileBudgetSpent;
     }
     return ptx_ok ? 0 : 1;
 }

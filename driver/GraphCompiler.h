@@ -45,10 +45,18 @@ struct GraphCompileOptions {
     std::optional<int64_t> memory_budget;    ///< bytes of planned arena; remat recomputes until it fits
     bool schedule_fallback = false;          ///< a `schedule` that does not apply: default schedule instead of an error
     std::set<std::string> donated;           ///< inputs the memory plan may write in place (a KV cache)
+    /** Seconds the whole compile may take: checked before each group's files and each function
+     * of the library (codegen/Compile.h compile_aot_library); past it the compile stops, keeps
+     * what it wrote, lists what it did not, and returns kCompileBudgetSpent. */
+    std::optional<double> compile_budget_seconds;
 };
 
+/** compile_graph's status when the compile budget ran out (what was done is on disk). */
+constexpr int kCompileBudgetSpent = 3;
+
 /** Compiles every group of the graph and writes the requested files; prints the fusion plan,
- * each group's schedule and the files written. Returns 0 on success. */
+ * each group's schedule and the files written. Returns 0 on success, kCompileBudgetSpent when
+ * the budget stopped it. */
 int compile_graph(const GraphCompileOptions &options, std::ostream &out);
 
 struct GraphRunOptions {

@@ -317,6 +317,13 @@ std::vector<fs::path> CompiledKernel::write_files(const fs::path &dir, const std
     return written;
 }
 
+std::vector<AotFunction> CompiledKernel::aot_functions(const std::string &base) const {
+    std::vector<AotFunction> functions;
+    for (size_t i = 0; i < variants_.size(); i++)
+        functions.push_back({variants_[i].lowered.pipeline(), variants_[i].lowered.arguments(), variant_function(i, base)});
+    return functions;
+}
+
 std::string CompiledKernel::ptx(size_t i) const {
     const auto &lg = variants_.at(i).lowered;
     return generate_ptx(lg.pipeline(), lg.arguments(), target_, group_.name);

@@ -124,6 +124,8 @@ public:
      * `<base>_v<i>`. Returns the paths written. */
     std::vector<std::filesystem::path> write_files(const std::filesystem::path &dir, const std::string &base,
                                                    const std::set<AotOutput> &outputs) const;
+    /** Every variant as a function of a library (compile_aot_library), named as write_files names them. */
+    std::vector<AotFunction> aot_functions(const std::string &base) const;
     /** PTX of variant `i` (CUDA targets). */
     std::string ptx(size_t i) const;
     /** Every variant assembled by ptxas for the target's architecture (sched::TargetFacts:

@@ -60,7 +60,6 @@ ExprBuilder::ExprBuilder(const Graph &g, const dsl::FusionGroup &group, LoweredG
 }
 
 Expr ExprBuilder::at(ValueId v, const std::vector<Expr> &idx) {
-    const Node &n = g_.node(v);
     if (auto p = params_.find(v); p != params_.end()) return p->second(reversed(dsl::physical_index(param_dims_.at(v), idx)));
     if (auto w = views_.find(v); w != views_.end()) return w->second(reversed(idx));
     if (!funcs_.count(v) && in_group_.count(v)) define_stateful_func(v);  // lazily, in use order
@@ -69,6 +68,20 @@ Expr ExprBuilder::at(ValueId v, const std::vector<Expr> &idx) {
             return f->second(reversed(idx))[t->second];
         return f->second(reversed(idx));
     }
+    auto same_index = [&](const std::vector<Expr> &other) {
+        return std::equal(idx.begin(), idx.end(), other.begin(), other.end(),
+                          [](const Expr &a, const Expr &b) { return Halide::Internal::equal(a, b); });
+    };
+    std::vector<std::pair<std::vector<Expr>, Expr>> &built = built_[v];
+    for (const auto &[index, e] : built)
+        if (same_index(index)) return e;
+    Expr e = build(v, idx);
+    built.emplace_back(idx, e);
+    return e;
+}
+
+Expr ExprBuilder::build(ValueId v, const std::vector<Expr> &idx) {
+    const Node &n = g_.node(v);
     if (n.type.dtype != dsl::DType::F32 && n.op != Op::Cast)
         refuse(g_, v, "arithmetic is lowered in f32 only (an f16/bf16 value is stored and cast)");
     auto operand = [&](int i) { return at(n.inputs[i], broadcast_index(n.inputs[i], idx)); };
@@ -84,10 +97,16 @@ Expr ExprBuilder::at(ValueId v, const std::vector<Expr> &idx) {
     }
     // A causal mask's -inf is its meaning, not an overflow fast mode may ignore: arithmetic on it
     // is kept as written in every mode.
-    case Op::Add: return reads_causal_mask(n) ? Halide::strict_float(operand(0) + operand(1)) : ieee(operand(0) + operand(1));
-    case Op::Sub: return reads_causal_mask(n) ? Halide::strict_float(operand(0) - operand(1)) : ieee(operand(0) - operand(1));
-    case Op::Mul: return ieee(operand(0) * operand(1));
-    case Op::Div: return ieee(operand(0) / operand(1));
+    case Op::Add: {
+        const StrictOp add = [](const std::vector<Expr> &o) { return o[0] + o[1]; };
+        return reads_causal_mask(n) ? strict_over({operand(0), operand(1)}, add) : ieee({operand(0), operand(1)}, add);
+    }
+    case Op::Sub: {
+        const StrictOp sub = [](const std::vector<Expr> &o) { return o[0] - o[1]; };
+        return reads_causal_mask(n) ? strict_over({operand(0), operand(1)}, sub) : ieee({operand(0), operand(1)}, sub);
+    }
+    case Op::Mul: return ieee({operand(0), operand(1)}, [](const std::vector<Expr> &o) { return o[0] * o[1]; });
+    case Op::Div: return ieee({operand(0), operand(1)}, [](const std::vector<Expr> &o) { return o[0] / o[1]; });
     case Op::Max: return ieee_maximum(operand(0), operand(1));
     case Op::Min: return ieee_minimum(operand(0), operand(1));
     // Masks are exact in every mode: a comparison is 1 or 0 (IeeeMath.h: NaN is unordered).
@@ -109,11 +128,8 @@ Expr ExprBuilder::at(ValueId v, const std::vector<Expr> &idx) {
     case Op::Sqrt: return Halide::sqrt(operand(0));
     case Op::Rsqrt: return 1.0f / Halide::sqrt(operand(0));
     case Op::Log: return ieee_log(operand(0));
-    case Op::Sigmoid: return ieee(1.0f / (1.0f + ieee_exp(-operand(0))));
-    case Op::Silu: {
-        const Expr x = operand(0);
-        return ieee(x / (1.0f + ieee_exp(-x)));
-    }
+    case Op::Sigmoid: return ieee({operand(0)}, [](const std::vector<Expr> &o) { return 1.0f / (1.0f + ieee_exp(-o[0])); });
+    case Op::Silu: return ieee({operand(0)}, [](const std::vector<Expr> &o) { return o[0] / (1.0f + ieee_exp(-o[0])); });
     case Op::Sin: return ieee_sin(operand(0));
     case Op::Cos: return ieee_cos(operand(0));
     case Op::Cast: {

@@ -18,6 +18,7 @@
 #pragma once
 
 #include "dsl/passes/AttentionFusion.h"
+#include "lowering/IeeeMath.h"
 #include "lowering/LowerToHalide.h"
 
 #include <Halide.h>
@@ -36,7 +37,9 @@ class ExprBuilder {
 public:
     ExprBuilder(const dsl::Graph &g, const dsl::FusionGroup &group, LoweredGroup &out);
 
-    /** Value `v` at tensor index `idx` (idx[0] is the outermost axis). */
+    /** Value `v` at tensor index `idx` (idx[0] is the outermost axis). A pure value read twice at
+     * the same index is built once (the Expr is shared, a DAG Halide's CSE keeps one copy of), so
+     * `%b = mul(%a, %a)` chained n times costs n nodes, not 2^n. */
     Halide::Expr at(dsl::ValueId v, const std::vector<Halide::Expr> &idx);
 
     /** An elementwise arithmetic op as IEEE 754 defines it, outside fast mode. Halide's
@@ -44,7 +47,9 @@ public:
      * which are NaN for x = inf or NaN (x - reduce_sum(x) over an axis of extent 1 is x - x once
      * the reduction is inlined). strict_float keeps the op as written, in the simplifier and in
      * LLVM, for this op only: contractions and reductions keep their fast-math code. */
-    Halide::Expr ieee(const Halide::Expr &e) const { return mode_ == dsl::NumericMode::Fast ? e : Halide::strict_float(e); }
+    Halide::Expr ieee(const std::vector<Halide::Expr> &operands, const StrictOp &op) const {
+        return mode_ == dsl::NumericMode::Fast ? op(operands) : strict_over(operands, op);
+    }
 
     /** Whether an operand of `n` is a causal_mask (its -inf must survive fast mode). */
     bool reads_causal_mask(const dsl::Node &n) const;
@@ -78,6 +83,9 @@ private:
     std::map<dsl::ValueId, std::vector<dsl::ValueId>> siblings_of_;  // matmul -> the matmuls sharing its Func
     std::map<std::string, Halide::Expr> symbols_;
     std::map<dsl::ValueId, Halide::Buffer<float>> constants_;
+    /** at()'s pure values built so far: value -> (index, Expr), indices compared structurally. */
+    std::map<dsl::ValueId, std::vector<std::pair<std::vector<Halide::Expr>, Halide::Expr>>> built_;
+    Halide::Expr build(dsl::ValueId v, const std::vector<Halide::Expr> &idx);
 
     /** Defines the Func of a contraction or reduction node the first time it is used. */
     void define_stateful_func(dsl::ValueId v);

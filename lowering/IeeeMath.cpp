@@ -19,6 +19,17 @@ using Halide::Expr;
 // polynomial's, bit for bit. Cost: integer and/compares and three selects per element, all
 // vector operations (to be benchmarked: exp is in softmax-free epilogues and the fast GELU).
 
+Expr strict_over(const std::vector<Expr> &operands, const StrictOp &op) {
+    std::vector<Expr> placeholders;
+    std::map<std::string, Expr> replacements;
+    for (size_t i = 0; i < operands.size(); i++) {
+        const std::string name = "tessel_strict_operand_" + std::to_string(i);
+        placeholders.push_back(Halide::Internal::Variable::make(operands[i].type(), name));
+        replacements[name] = operands[i];
+    }
+    return Halide::Internal::substitute(replacements, Halide::strict_float(op(placeholders)));
+}
+
 Expr float_bits(const Expr &x) { return Halide::reinterpret(Halide::Int(32), x); }
 
 Expr ieee_exp(const Expr &x) {

@@ -13,9 +13,21 @@
 
 #include <Halide.h>
 
+#include <functional>
+#include <vector>
+
 #include "dsl/ir/Graph.h"
 
 namespace tessel::lower {
+
+using StrictOp = std::function<Halide::Expr(const std::vector<Halide::Expr> &)>;
+
+/** strict_float(op(operands)) without visiting the operands: op is built over placeholder
+ * variables, made strict, and the operands substituted in. strict_float rewrites every float op
+ * of the tree it is given, so applied to each op of a chain over the whole operand it costs
+ * O(n^2), and on an operand read twice (a DAG) it walks the tree, 2^n for n squarings; the
+ * operands built by the lowering are strict already where they must be. */
+Halide::Expr strict_over(const std::vector<Halide::Expr> &operands, const StrictOp &op);
 
 /** The bits of a float32, for NaN and infinity tests. */
 Halide::Expr float_bits(const Halide::Expr &x);

@@ -272,6 +272,11 @@ private:
         return kNoValue;
     }
 
+    static FusionDecision size_refusal(const std::string &over) {
+        return FusionDecision::no(
+            "size", "the fused group would be " + over + " (one group's compile time grows faster than linearly in its size)");
+    }
+
     /** Merge group `b` into group `a` if the policy, the structure and the resources allow;
      * returns `ok` (the rule's decision) when merged, else the refusal. */
     FusionDecision try_merge(ValueId a, ValueId b, const FusionDecision &ok) {
@@ -282,8 +287,13 @@ private:
         if (!m) return m;
         if (!opts_.sibling_fusion && contains(A, FusionClass::Contraction) && contains(B, FusionClass::Contraction))
             return FusionDecision::no("merge", "sibling fusion is off: each contraction keeps its own group");
+        if (opts_.budget.max_ops && int64_t(A.size() + B.size()) > opts_.budget.max_ops)
+            return size_refusal(std::to_string(A.size() + B.size()) + " ops, over the budget of " +
+                                std::to_string(opts_.budget.max_ops));
         std::set<ValueId> u = A;
         u.insert(B.begin(), B.end());
+        if (const std::string over = opts_.budget.over(group_size(g_, {u.begin(), u.end()})); !over.empty())
+            return size_refusal(over);
         // A cut edge inside A or inside B was refused when they formed, so only edges between
         // them matter; the earliest such cut is named.
         size_t first_cut = SIZE_MAX;

@@ -65,6 +65,9 @@
  *                 assignment) is a group of its own: fused with its producer it would not
  *                 exist in memory, fused into a reader the reader would read the unconverted value.
  *  - `resources`: the merged group's estimate must fit the target; the reason gives the numbers.
+ *  - `size`:      the merged group must stay within FusionOptions::budget (ops and expression
+ *                 nodes once inlined, GroupSize.h), so compile time stays linear in the graph:
+ *                 a chain of 10,000 element-wise ops becomes groups of at most 64.
  *
  * Example:
  *   FusionPlan p = plan_fusion(simplify_file("algorithms/gelu_mlp.tsl").graph, {});
@@ -79,6 +82,7 @@
 
 #include "dsl/ir/Graph.h"
 #include "dsl/passes/GroupKind.h"
+#include "dsl/passes/GroupSize.h"
 
 namespace tessel::dsl {
 
@@ -172,6 +176,8 @@ struct FusionOptions {
     bool sibling_fusion = true;
     /** The rules and resource model; nullptr means default_fusion_policy(). */
     const FusionPolicy *policy = nullptr;
+    /** The most one group may hold (GroupSize.h); attention groups are formed whole. */
+    GroupBudget budget;
 };
 
 /** Plan the fusion of `g` (typically simplified first). Does not modify g. Every kernel op ends

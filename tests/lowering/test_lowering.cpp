@@ -137,6 +137,17 @@ TEST_CASE("fused groups match the interpreter on awkward shapes") {
     }
 }
 
+TEST_CASE("a value read twice is built once: 60 chained squarings lower as a DAG and match the interpreter") {
+    // Inlined as a tree this is 2^60 nodes; before at() shared its Exprs it never finished.
+    std::string text = "graph squares {\n  %v0 = input : f32[M, 19]\n";
+    for (int i = 1; i <= 60; i++) {
+        const std::string p = "%v" + std::to_string(i - 1);
+        text += "  %v" + std::to_string(i) + " = " + p + " * " + p + " * 0.5 + 0.25\n";
+    }
+    text += "  output %v60\n}\n";
+    for (int64_t M : {1, 7}) CHECK(max_relative_difference(text, {{"M", M}}) == 0.0);
+}
+
 TEST_CASE("a library schedule with guarded variants applies to a lowered group by name") {
     // cpu_blocked addresses "matmul", "y" and the input "w"; its variants are picked by the
     // group's M, K, N at run time (M == 1, small M, blocked, fallback).
