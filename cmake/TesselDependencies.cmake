@@ -6,6 +6,8 @@ find_package(CLI11 REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
 find_package(Threads REQUIRED)
 find_package(OpenMP REQUIRED)
+# libcrypto: SHA-256 of kernel-cache objects (codegen/KernelCache.h).
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 
 # OpenBLAS is only a baseline and test oracle: never linked into generated kernels.
 find_library(TESSEL_OPENBLAS openblas REQUIRED)

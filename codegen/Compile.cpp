@@ -62,8 +62,12 @@ JitKernel compile_jit(const Halide::Pipeline &pipeline, const std::vector<Halide
             k.loaded = std::move(r.kernel);
             k.from_cache = r.hit;
             k.compile_seconds = r.seconds;
+            k.cache_note = r.note;
             return k;
         }
+        JitKernel k = compile_jit(pipeline, args, target, name, "");
+        k.cache_note = r.note;
+        return k;
     }
     return with_halide_errors("JIT compiling '" + name + "' for " + target.to_string(), [&] {
         tessel::SteadyClock::time_point t0 = tessel::SteadyClock::now();

@@ -41,6 +41,7 @@ struct JitKernel {
     std::shared_ptr<const LoadedKernel> loaded;
     bool from_cache = false;  ///< loaded without compiling
     double compile_seconds = 0;
+    std::string cache_note;  ///< KernelCache::Result::note: an entry not used, or a kernel not stored
 };
 JitKernel compile_jit(const Halide::Pipeline &pipeline, const std::vector<Halide::Argument> &args, const Halide::Target &target,
                       const std::string &name, const std::string &description = "");

@@ -11,6 +11,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
+#include <openssl/evp.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -46,13 +47,57 @@ std::string read_file(const fs::path &p) {
     return s.str();
 }
 
+std::string sha256_hex(const std::string &bytes) {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    if (EVP_Digest(bytes.data(), bytes.size(), md, &n, EVP_sha256(), nullptr) != 1)
+        throw CompileError("kernel cache: SHA-256 failed (OpenSSL)");
+    std::string h;
+    for (unsigned i = 0; i < n; i++) {
+        char b[3];
+        std::snprintf(b, sizeof b, "%02x", md[i]);
+        h += b;
+    }
+    return h;
+}
+
+/** The record written beside an object: the key, the object's size and content hash. */
+std::string record_text(const std::string &key, const std::string &object) {
+    return key + "object-bytes " + std::to_string(object.size()) + "\nobject-sha256 " + sha256_hex(object) + "\n";
+}
+
+/** Why `record` does not describe `object` as the entry of `key`; "" when it does. */
+std::string record_mismatch(const std::string &record, const std::string &key, const std::string &object) {
+    const size_t at = record.rfind("object-bytes ");
+    if (record.empty() || at == std::string::npos) return "it has no complete record";
+    if (record.compare(0, at, key) != 0) {
+        // Name the first line that differs: a target, a Halide version, a build.
+        std::istringstream want(key), got(record.substr(0, at));
+        std::string w, g;
+        while (true) {
+            const bool more_w = bool(std::getline(want, w)), more_g = bool(std::getline(got, g));
+            if (!more_w && !more_g) break;
+            if (w != g || more_w != more_g)
+                return "its record is for '" + (more_g ? g.substr(0, 120) : "") + "' where this kernel needs '" +
+                       (more_w ? w.substr(0, 120) : "") + "'";
+        }
+        return "its record is for another kernel";
+    }
+    if (record.compare(at, std::string::npos, record_text("", object)) == 0) return "";
+    const std::string size = "object-bytes " + std::to_string(object.size()) + "\n";
+    if (record.compare(at, size.size(), size) != 0)
+        return "its object is " + std::to_string(object.size()) + " bytes, not the size its record gives (truncated or replaced)";
+    return "its object's SHA-256 is not its record's (corrupted or replaced)";
+}
+
 void record_error(void *, const char *msg) { record_halide_error(msg); }
 
-/** Opens entry `so` and checks it is the kernel `name`; nullptr (with `why`) when it is not usable. */
+/** Opens entry `so` (already checked against its record) and checks it is the kernel `name`;
+ * nullptr (with `why`) when it is not usable. */
 std::shared_ptr<const LoadedKernel> load(const fs::path &so, const std::string &name, std::string *why) {
     void *h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-        *why = dlerror();
+        *why = std::string("it does not load: ") + dlerror();
         return nullptr;
     }
     using SetParFor = halide_do_par_for_t (*)(halide_do_par_for_t);
@@ -70,12 +115,21 @@ std::shared_ptr<const LoadedKernel> load(const fs::path &so, const std::string &
     return std::make_shared<LoadedKernel>(h, argv);
 }
 
-/** Room for an entry and its object with a wide margin: kernels are a few MiB at most. */
-constexpr uint64_t kMinFreeBytes = uint64_t(256) << 20;
+/** The entry `so` with record `key_file` loaded if the record is `key`'s and describes the
+ * object; else nullptr with `why`. */
+std::shared_ptr<const LoadedKernel> load_checked(const fs::path &so, const fs::path &key_file, const std::string &key,
+                                                 const std::string &name, std::string *why) {
+    if (!fs::exists(so)) {
+        *why = "its object is missing";
+        return nullptr;
+    }
+    if (!(*why = record_mismatch(read_file(key_file), key, read_file(so))).empty()) return nullptr;
+    return load(so, name, why);
+}
 
-bool has_room(const fs::path &dir) {
+bool has_room(const fs::path &dir, uint64_t min_free_bytes) {
     struct statvfs v {};
-    return statvfs(dir.c_str(), &v) == 0 && (uint64_t)v.f_bavail * v.f_frsize >= kMinFreeBytes;
+    return statvfs(dir.c_str(), &v) == 0 && (uint64_t)v.f_bavail * v.f_frsize >= min_free_bytes;
 }
 
 std::mutex g_active_lock;
@@ -85,7 +139,7 @@ std::unique_ptr<KernelCache> g_active;
 
 LoadedKernel::~LoadedKernel() { dlclose(handle_); }
 
-KernelCache::KernelCache(fs::path dir) : dir_(std::move(dir)) {}
+KernelCache::KernelCache(fs::path dir, Options options) : dir_(std::move(dir)), options_(options) {}
 
 std::string KernelCache::executable_build_id() {
     std::string id;
@@ -130,18 +184,26 @@ KernelCache::Result KernelCache::get(const std::string &description, const Halid
     const fs::path so = dir_ / (hash + ".so"), key_file = dir_ / (hash + ".key");
     Result r;
     std::string why;
-    if (fs::exists(so) && read_file(key_file) == key) {
-        if ((r.kernel = load(so, name, &why))) {
+    if (fs::exists(so) || fs::exists(key_file)) {
+        if ((r.kernel = load_checked(so, key_file, key, name, &why))) {
             r.hit = true;
             r.seconds = seconds_since(t0);
             return r;
         }
+        r.note = "kernel cache: entry " + hash + " of " + name + " not used: " + why + "; " +
+                 (options_.read_only ? "compiled in memory (read-only cache)" : "compiled again and replaced");
     }
+    if (options_.read_only) return r;
     // LLVM aborts the process when it cannot write its output (a full disk): with too little
     // room the kernel is not cached (the caller compiles it in memory instead).
-    if (!has_room(dir_)) return r;
+    if (!has_room(dir_, options_.min_free_bytes)) {
+        r.note = "kernel cache: " + name + " not stored: less than " + std::to_string(options_.min_free_bytes >> 20) +
+                 " MiB free at " + dir_.string() + "; compiled in memory";
+        return r;
+    }
     // Compile into a private directory, then rename into place: another process may race us to
-    // the same entry; both write the same kernel and either rename wins.
+    // the same entry; both write the same kernel and either rename wins. The object goes first:
+    // a reader that meets a new record with an old object (or the reverse) finds them unequal.
     static std::atomic<int> serial{0};
     const fs::path tmp = dir_ / ("tmp-" + std::to_string(::getpid()) + "-" + std::to_string(serial++));
     fs::create_directories(tmp);
@@ -157,16 +219,16 @@ KernelCache::Result KernelCache::get(const std::string &description, const Halid
         if (const SubprocessResult linked = run_subprocess(link); !linked.ok())
             throw CompileError("linking '" + name + "' for the kernel cache failed: " + format_command(link) + "\n" +
                                linked.output);
-        std::ofstream(tmp / "key") << key;
-        fs::rename(tmp / "key", key_file);
+        std::ofstream(tmp / "key", std::ios::binary) << record_text(key, read_file(lib));
         fs::rename(lib, so);
+        fs::rename(tmp / "key", key_file);
         fs::remove_all(tmp);
     } catch (...) {
         std::error_code ignored;
         fs::remove_all(tmp, ignored);
         throw;
     }
-    if (!(r.kernel = load(so, name, &why)))
+    if (!(r.kernel = load_checked(so, key_file, key, name, &why)))
         throw CompileError("the kernel cache entry " + so.string() + " of '" + name + "' does not load: " + why);
     r.seconds = seconds_since(t0);
     return r;
@@ -179,12 +241,21 @@ std::string KernelCache::activate(const std::optional<fs::path> &dir) {
     if (executable_build_id().empty()) return "kernel cache off: this executable has no GNU build ID to key it by";
     std::error_code ec;
     fs::create_directories(*dir, ec);
-    if (ec || ::access(dir->c_str(), W_OK) != 0)
-        return "kernel cache off: " + dir->string() + " cannot be written" + (ec ? " (" + ec.message() + ")" : "");
-    if (!has_room(*dir))
-        return "kernel cache off: less than " + std::to_string(kMinFreeBytes >> 20) + " MiB free at " + dir->string();
-    g_active = std::make_unique<KernelCache>(*dir);
-    return "";
+    if (!fs::is_directory(*dir))
+        return "kernel cache off: " + dir->string() + " is not a directory and cannot be made" +
+               (ec ? " (" + ec.message() + ")" : "");
+    KernelCache::Options options;
+    std::string note;
+    if (::access(dir->c_str(), W_OK) != 0) {
+        options.read_only = true;
+        note =
+            "kernel cache read-only: " + dir->string() + " cannot be written; its entries are loaded, new kernels are not stored";
+    } else if (!has_room(*dir, options.min_free_bytes)) {
+        note = "kernel cache: less than " + std::to_string(options.min_free_bytes >> 20) + " MiB free at " + dir->string() +
+               "; new kernels are not stored";
+    }
+    g_active = std::make_unique<KernelCache>(*dir, options);
+    return note;
 }
 
 std::string use_kernel_cache(const std::string &setting, const std::string &db_path) {

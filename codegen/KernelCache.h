@@ -11,12 +11,22 @@
  * and compared on load, so a hash collision is a miss, not a wrong kernel.
  *
  * Entry: `<dir>/<hash>.so`, the pipeline compiled ahead of time with its own Halide runtime and
- * linked as a shared object (-Bsymbolic: its runtime never binds to another's), plus
- * `<hash>.key`. A load opens it RTLD_LOCAL and installs, through the entry's own runtime, the
- * parallel loop the JIT uses (codegen/ParallelLoop.h) and an error handler that records the
- * message for last_halide_error() instead of aborting. Writes go to a private temporary
- * directory and are renamed into place, so concurrent processes never see half an entry; an
- * entry that does not load (truncated, foreign) is compiled again and replaced.
+ * linked as a shared object (-Bsymbolic: its runtime never binds to another's), plus its record
+ * `<hash>.key`: the key text, then the object's size in bytes and its SHA-256. Nothing is
+ * dlopen'ed (code Tessel would run) unless the record's key is the request's and the object's
+ * size and content hash are the record's: a truncated, corrupted, swapped or planted object, or
+ * a record written for another target, Halide or build, is compiled again and replaced, with
+ * one line saying why (Result::note). A load opens it RTLD_LOCAL and installs, through the
+ * entry's own runtime, the parallel loop the JIT uses (codegen/ParallelLoop.h) and an error
+ * handler that records the message for last_halide_error() instead of aborting. Writes go to a
+ * private temporary directory and are renamed into place (the object before its record), so
+ * concurrent processes never see half an entry and a reader never trusts an object its record
+ * does not describe. (The object is checked, then opened by its path: a file renamed in between
+ * is another Tessel process's kernel for the same key.)
+ *
+ * A directory that cannot be written is used read-only: its entries are loaded, new kernels are
+ * compiled in memory and not stored. Below kMinFreeBytes free (a full disk) nothing is written
+ * either: LLVM aborts the process on a failed write.
  *
  * Only CPU targets are cached (GPU kernels keep Halide's JIT). The cache is off unless a
  * command turns it on (KernelCache::activate); tests and tools that build many one-off kernels
@@ -26,6 +36,7 @@
 
 #include <Halide.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -51,12 +62,21 @@ private:
 
 class KernelCache {
 public:
-    explicit KernelCache(std::filesystem::path dir);
+    struct Options {
+        bool read_only = false;  ///< load entries, never write one
+        /** Free bytes below which nothing is written; kernels are a few MiB at most. */
+        uint64_t min_free_bytes = uint64_t(256) << 20;
+    };
+    explicit KernelCache(std::filesystem::path dir) : KernelCache(std::move(dir), Options()) {}
+    KernelCache(std::filesystem::path dir, Options options);
 
     struct Result {
         std::shared_ptr<const LoadedKernel> kernel;
         bool hit = false;
         double seconds = 0;  ///< loading (hit) or compiling, linking and loading (miss)
+        /** One line when an entry was found and not used ("... replaced: its object is 812 bytes,
+         * its record says 20480 (truncated or replaced)"), or when the kernel is not stored. */
+        std::string note;
     };
     /** The kernel `description` names, loaded from the cache or compiled into it first; no
      * kernel (null) when the disk has too little room to cache it (LLVM would abort the process
@@ -68,7 +88,8 @@ public:
     const std::filesystem::path &directory() const { return dir_; }
 
     /** Turns the process-wide cache on (at `dir`) or off (nullopt). Returns a note when it cannot
-     * be on (no build ID, directory not writable), "" otherwise. */
+     * be on (no build ID, no directory) or is read-only (a directory that cannot be written), ""
+     * otherwise. */
     static std::string activate(const std::optional<std::filesystem::path> &dir);
     /** The active cache, or nullptr. */
     static KernelCache *active();
@@ -76,8 +97,11 @@ public:
     /** The running executable's GNU build ID as hex, "" when it has none. */
     static std::string executable_build_id();
 
+    bool read_only() const { return options_.read_only; }
+
 private:
     std::filesystem::path dir_;
+    Options options_;
 };
 
 /** What `--kernel-cache SETTING` of `tessel run` and `tessel demo` means: "" = on, in

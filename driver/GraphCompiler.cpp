@@ -274,7 +274,10 @@ int run_graph(const GraphRunOptions &o, std::ostream &out) {
     double compile = 0;
     for (const auto &cg : program.groups()) {
         compile += cg.kernel->compile_seconds();
-        for (const auto &v : cg.kernel->variants()) variants++, cached += v.from_cache;
+        for (const auto &v : cg.kernel->variants()) {
+            variants++, cached += v.from_cache;
+            if (!v.cache_note.empty()) out << v.cache_note << "\n";
+        }
     }
     out << "cold start: first result " << std::fixed << std::setprecision(1) << first_result_at * 1e3
         << " ms after program start (the reference interpreter's run included; " << program.groups().size() << " group(s), "

@@ -100,6 +100,7 @@ CompiledKernel::CompiledKernel(const dsl::Graph &g, dsl::FusionGroup group, sche
             v.callable = std::move(k.callable);
             v.loaded = std::move(k.loaded);
             v.from_cache = k.from_cache;
+            v.cache_note = std::move(k.cache_note);
         }
         variants_.push_back(std::move(v));
         schedule_variant_.push_back(i);

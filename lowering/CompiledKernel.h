@@ -73,6 +73,7 @@ public:
         Halide::Callable callable;                   ///< KernelBackend::Jit, compiled in this process
         std::shared_ptr<const LoadedKernel> loaded;  ///< KernelBackend::Jit, from the kernel cache
         bool from_cache = false;                     ///< loaded from the cache, not compiled
+        std::string cache_note;                      ///< why a cache entry was not used, or the kernel not stored
     };
 
     /** Lowers, schedules and (Jit) compiles every variant. Preconditions: `group` was planned

@@ -118,7 +118,7 @@ TEST_CASE("kernel cache: a damaged entry is compiled again and replaced") {
 }
 
 TEST_CASE("kernel cache: off, or a directory it cannot write, leaves the JIT in charge with a note") {
-    CHECK(KernelCache::activate(std::filesystem::path("/proc/tessel-cannot-write-here")).find("cannot be written") !=
+    CHECK(KernelCache::activate(std::filesystem::path("/proc/tessel-cannot-write-here")).find("cannot be made") !=
           std::string::npos);
     CHECK(KernelCache::active() == nullptr);
     const Halide::Target t = parse_target("host");
