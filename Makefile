@@ -10,7 +10,7 @@ BUILD_ASAN ?= build-asan
 # Extra CMake options for the first configure, e.g. CMAKE_ARGS=-DTESSEL_WERROR=ON (what CI sets).
 CMAKE_ARGS ?=
 
-.PHONY: all setup configure build demo check format test test-asan bench bench-memory bench-peers install fuzz clean
+.PHONY: all setup configure build demo check format test test-asan bench bench-memory bench-peers install fuzz fuzz-corpus clean
 
 all: build
 
@@ -60,6 +60,11 @@ test-asan: setup
 FUZZ_SECONDS ?= 60
 fuzz: build
 	@./fuzz/run.sh $(BUILD)/fuzz $(FUZZ_SECONDS)
+
+# Keeps what a fuzzing run found that adds coverage in fuzz/corpus/ (commit it: the smoke in
+# `make test` replays it).
+fuzz-corpus:
+	@./fuzz/merge_corpus.sh $(BUILD)/fuzz
 
 bench: build
 	@./bench/run.sh $(BUILD) $(BENCH_ARGS)
