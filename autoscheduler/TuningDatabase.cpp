@@ -429,12 +429,16 @@ std::vector<TuningRecord> TuningDatabase::parse_export(const json &doc, const st
     std::vector<TuningRecord> records;
     const json &rs = doc["records"];
     for (size_t i = 0; i < rs.size(); ++i) {
-        const std::string rw = where + ": record " + std::to_string(i);
+        const std::string path = "records[" + std::to_string(i) + "]", rw = where + ": " + path;
         try {
-            records.push_back(TuningRecord::from_json(rs[i]));
+            records.push_back(TuningRecord::from_json(rs[i], path));
+        } catch (const std::exception &e) {
+            throw TuningDatabaseError(where + ": " + e.what());
+        }
+        try {
             sched::schedule_from_json(records.back().schedule);  // structure only
         } catch (const std::exception &e) {
-            throw TuningDatabaseError(rw + ": " + e.what());
+            throw TuningDatabaseError(rw + ".schedule: " + e.what());
         }
         validate_record(records.back(), rw);
     }

@@ -3,6 +3,7 @@
  * fusion group (a depth-first canonical walk, then 128-bit FNV-1a).
  */
 #include "autoscheduler/TuningKey.h"
+#include "support/JsonField.h"
 
 #include <HalideRuntime.h>
 
@@ -104,18 +105,6 @@ std::string fnv1a_128(const std::string &text) {
     return buf;
 }
 
-template <typename T>
-T field(const nlohmann::json &j, const char *name) {
-    if (!j.is_object()) throw TuningKeyError("tuning key: expected a JSON object");
-    auto it = j.find(name);
-    if (it == j.end()) throw TuningKeyError(std::string("tuning key: missing field '") + name + "'");
-    try {
-        return it->get<T>();
-    } catch (const nlohmann::json::exception &) {
-        throw TuningKeyError(std::string("tuning key: field '") + name + "' has the wrong type");
-    }
-}
-
 std::string or_dash(const std::string &s) { return s.empty() ? "-" : s; }
 
 }  // namespace
@@ -155,17 +144,17 @@ nlohmann::json TuningKey::to_json() const {
                           {"schema_version", schema_version}};
 }
 
-TuningKey TuningKey::from_json(const nlohmann::json &j) {
+TuningKey TuningKey::from_json(const nlohmann::json &j, const std::string &path) {
     TuningKey k;
-    k.group_hash = field<std::string>(j, "group_hash");
-    k.shape_class = field<std::string>(j, "shape_class");
-    k.shapes = field<std::string>(j, "shapes");
-    k.target = field<std::string>(j, "target");
-    k.numeric_mode = field<std::string>(j, "numeric_mode");
-    k.space_version = field<int>(j, "space_version");
-    k.tessel_version = field<std::string>(j, "tessel_version");
-    k.halide_version = field<std::string>(j, "halide_version");
-    k.schema_version = field<int>(j, "schema_version");
+    k.group_hash = json_field<std::string, TuningKeyError>(j, "group_hash", path);
+    k.shape_class = json_field<std::string, TuningKeyError>(j, "shape_class", path);
+    k.shapes = json_field<std::string, TuningKeyError>(j, "shapes", path);
+    k.target = json_field<std::string, TuningKeyError>(j, "target", path);
+    k.numeric_mode = json_field<std::string, TuningKeyError>(j, "numeric_mode", path);
+    k.space_version = json_field<int, TuningKeyError>(j, "space_version", path);
+    k.tessel_version = json_field<std::string, TuningKeyError>(j, "tessel_version", path);
+    k.halide_version = json_field<std::string, TuningKeyError>(j, "halide_version", path);
+    k.schema_version = json_field<int, TuningKeyError>(j, "schema_version", path);
     return k;
 }
 

@@ -68,7 +68,8 @@ struct TuningKey {
     nlohmann::json to_json() const;
     /** Inverse of to_json(). Throws TuningKeyError on a missing or mistyped field. Does not
      * check that the versions are this build's (an old key simply never hits). */
-    static TuningKey from_json(const nlohmann::json &j);
+    /** Throws TuningKeyError naming the field by its path under `path` and the expected and found type. */
+    static TuningKey from_json(const nlohmann::json &j, const std::string &path = "key");
 
     bool operator==(const TuningKey &o) const = default;
 };

@@ -2,6 +2,7 @@
  * TuningRecord's JSON form, the provenance order and the record checks (TuningRecord.h).
  */
 #include "autoscheduler/TuningRecord.h"
+#include "support/JsonField.h"
 
 #include <chrono>
 #include <cmath>
@@ -11,17 +12,6 @@ namespace tessel::autosched {
 namespace {
 
 using nlohmann::json;
-
-template <typename T>
-T record_field(const json &j, const char *name) {
-    auto it = j.find(name);
-    if (it == j.end()) throw TuningKeyError(std::string("record: missing field '") + name + "'");
-    try {
-        return it->get<T>();
-    } catch (const json::exception &) {
-        throw TuningKeyError(std::string("record: field '") + name + "' has the wrong type");
-    }
-}
 
 }  // namespace
 
@@ -36,17 +26,16 @@ json TuningRecord::to_json() const {
                 {"notes", notes}};
 }
 
-TuningRecord TuningRecord::from_json(const json &j) {
-    if (!j.is_object()) throw TuningKeyError("record: expected a JSON object");
+TuningRecord TuningRecord::from_json(const json &j, const std::string &path) {
     TuningRecord r;
-    r.key = TuningKey::from_json(record_field<json>(j, "key"));
-    r.schedule = record_field<json>(j, "schedule");
-    r.median_ms = record_field<double>(j, "median_ms");
-    r.samples = record_field<std::vector<double>>(j, "samples");
-    r.cost_model_version = record_field<std::string>(j, "cost_model_version");
-    r.measured_by = record_field<std::string>(j, "measured_by");
-    r.created_unix = record_field<int64_t>(j, "created_unix");
-    r.notes = record_field<std::string>(j, "notes");
+    r.key = TuningKey::from_json(json_field<json, TuningKeyError>(j, "key", path), path + ".key");
+    r.schedule = json_field<json, TuningKeyError>(j, "schedule", path);
+    r.median_ms = json_field<double, TuningKeyError>(j, "median_ms", path);
+    r.samples = json_field<std::vector<double>, TuningKeyError>(j, "samples", path);
+    r.cost_model_version = json_field<std::string, TuningKeyError>(j, "cost_model_version", path);
+    r.measured_by = json_field<std::string, TuningKeyError>(j, "measured_by", path);
+    r.created_unix = json_field<int64_t, TuningKeyError>(j, "created_unix", path);
+    r.notes = json_field<std::string, TuningKeyError>(j, "notes", path);
     return r;
 }
 

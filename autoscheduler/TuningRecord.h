@@ -54,7 +54,9 @@ struct TuningRecord {
 
     nlohmann::json to_json() const;
     /** Throws TuningKeyError naming the missing or mistyped field. */
-    static TuningRecord from_json(const nlohmann::json &j);
+    /** Throws TuningKeyError naming the field by its path under `path` (`records[3].key.target`)
+     * and the expected and found type. */
+    static TuningRecord from_json(const nlohmann::json &j, const std::string &path = "record");
     bool operator==(const TuningRecord &o) const = default;
 };
 

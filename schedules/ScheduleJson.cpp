@@ -1,4 +1,5 @@
 #include "schedules/ScheduleJson.h"
+#include "support/JsonField.h"
 
 #include "tessel_runtime.h"
 
@@ -88,15 +89,6 @@ json directive_prototype(size_t index) {
     } else {
         return json::object();
     }
-}
-
-const char *json_kind(const json &j) {
-    if (j.is_number()) return "a number";
-    if (j.is_string()) return "a string";
-    if (j.is_boolean()) return "a boolean";
-    if (j.is_array()) return "an array";
-    if (j.is_object()) return "an object";
-    return "null";
 }
 
 /** Each field of directive `j` that its prototype has must be of the prototype's JSON type (and
@@ -200,10 +192,12 @@ ScheduleSpec schedule_from_json(const json &j) {
     if (!j.is_object()) throw ScheduleJsonError("schedule: expected a JSON object");
     ScheduleSpec s;
     try {
-        s.name = j.at("name").get<std::string>();
-        s.device = parse_device(j.value("device", "cpu"));
-        s.description = j.value("description", "");
-        const std::string group = j.value("group", std::string("matmul+epilogue"));
+        s.name = json_field<std::string, ScheduleJsonError>(j, "name", "schedule");
+        s.device =
+            parse_device(j.contains("device") ? json_field<std::string, ScheduleJsonError>(j, "device", "schedule") : "cpu");
+        s.description = j.contains("description") ? json_field<std::string, ScheduleJsonError>(j, "description", "schedule") : "";
+        const std::string group =
+            j.contains("group") ? json_field<std::string, ScheduleJsonError>(j, "group", "schedule") : "matmul+epilogue";
         const auto kind = dsl::parse_group_kind(group);
         if (!kind)
             throw ScheduleJsonError("\"group\": unknown fusion group kind '" + group +

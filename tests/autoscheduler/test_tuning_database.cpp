@@ -191,13 +191,14 @@ TEST_CASE("tuning database: JSON export/import round trip; import is idempotent 
         bad["records"].push_back(sample_record(k1, 9.0).to_json());
         bad["records"][3].erase("median_ms");
         TuningDatabase c(tmp.file("c.db"));
-        CHECK_THROWS_WITH_AS(c.import_json(bad), doctest::Contains("record 3"), TuningDatabaseError);
+        CHECK_THROWS_WITH_AS(c.import_json(bad), doctest::Contains("records[3].median_ms: missing"), TuningDatabaseError);
         CHECK(c.size() == 0);
     }
     SUBCASE("a schedule that is not a schedule is refused") {
         nlohmann::json bad = doc;
         bad["records"][1]["schedule"] = nlohmann::json{{"steps", 3}};
-        CHECK_THROWS_WITH_AS(b.import_json(bad), doctest::Contains("record 1"), TuningDatabaseError);
+        CHECK_THROWS_WITH_AS(b.import_json(bad), doctest::Contains("records[1].schedule: schedule.name: missing"),
+                             TuningDatabaseError);
     }
     SUBCASE("an export from a newer schema is refused") {
         nlohmann::json bad = doc;

@@ -86,6 +86,18 @@ struct Case {
     std::string message;  ///< substring of the output
 };
 
+/** A tuning-database export of one record whose key holds `space_version` (a JSON member,
+ * possibly misspelt or mistyped), with `samples` and `schedule` as given. */
+std::string import_with(const std::string &space_version, const std::string &samples = "[]",
+                        const std::string &schedule = R"({"name": "x", "steps": []})") {
+    return R"({"format": "tessel-tuning-db", "schema_version": 1, "records": [{"cost_model_version": "analytical-1",
+      "created_unix": 1796543876, "key": {"group_hash": "ecde3376e5fbf45c79c7152994c7d7e2", "halide_version": "21.0.0",
+      "numeric_mode": "fast", "schema_version": 1, "shape_class": "rows", "shapes": "T=2048", )" +
+           space_version + R"(, "target": "x86-64-linux-avx-avx2-f16c-fma-sse41", "tessel_version": "0.1.0"},
+      "measured_by": "model", "median_ms": 0.07, "notes": "", "samples": )" +
+           samples + R"(, "schedule": )" + schedule + "}]}";
+}
+
 std::vector<Case> cases() {
     const std::string ok = kMatmul;
     const std::string g = "g.tsl", s = "s.json";
@@ -362,6 +374,44 @@ std::vector<Case> cases() {
         {"an unknown --emit kind", ok, "", {"compile", g, "--emit", "exe"}, 105, "--emit"},
         {"an unknown pass", ok, "", {"simplify", g, "--passes", "cse,frob"}, 1, "unknown pass 'frob' (passes: fold-constants"},
         {"an unknown --dump-after pass", ok, "", {"simplify", g, "--dump-after", "frob"}, 1, "--dump-after: unknown pass 'frob'"},
+        {"--compile-budget not positive", ok, "", {"compile", g, "--compile-budget", "0"}, 105, "--compile-budget"},
+        // ---- tuning database imports: the field's path, the expected and the found type ----
+        {"db import: a key field of the wrong type",
+         ok,
+         import_with(R"("space_version": "9")"),
+         {"db", "import", s, "--db", "t.db"},
+         1,
+         "import of 's.json': records[0].key.space_version: expected an integer, found a string (\"9\")"},
+        {"db import: a fractional integer",
+         ok,
+         import_with(R"("space_version": 9.5)"),
+         {"db", "import", s, "--db", "t.db"},
+         1,
+         "records[0].key.space_version: expected an integer, found a number (9.5)"},
+        {"db import: an integer past int",
+         ok,
+         import_with(R"("space_version": 1099511627776)"),
+         {"db", "import", s, "--db", "t.db"},
+         1,
+         "records[0].key.space_version: 1099511627776 is out of range (-2147483648 to 2147483647)"},
+        {"db import: a sample that is not a number",
+         ok,
+         import_with(R"("space_version": 9)", R"(["fast"])"),
+         {"db", "import", s, "--db", "t.db"},
+         1,
+         "records[0].samples[0]: expected a number, found a string (\"fast\")"},
+        {"db import: a missing key field",
+         ok,
+         import_with(R"("space_versio": 9)"),
+         {"db", "import", s, "--db", "t.db"},
+         1,
+         "records[0].key.space_version: missing"},
+        {"db import: a schedule step of the wrong type",
+         ok,
+         import_with(R"("space_version": 9)", "[]", R"({"name": "x", "steps": [{"op": "split", "factor": "8"}]})"),
+         {"db", "import", s, "--db", "t.db"},
+         1,
+         "records[0].schedule: "},
     };
     return c;
 }
