@@ -10,7 +10,7 @@ BUILD_ASAN ?= build-asan
 # Extra CMake options for the first configure, e.g. CMAKE_ARGS=-DTESSEL_WERROR=ON (what CI sets).
 CMAKE_ARGS ?=
 
-.PHONY: all setup configure build demo check format test test-asan bench bench-memory bench-peers install fuzz fuzz-corpus clean
+.PHONY: all setup configure build demo check format test test-asan bench bench-memory bench-peers install fuzz fuzz-corpus soak clean
 
 all: build
 
@@ -38,9 +38,14 @@ check: build
 format:
 	@git ls-files '*.c' '*.cpp' '*.h' | xargs clang-format -i
 
-# Everything CI runs: the unit and integration tiers and the fuzz smoke runs (not perf).
+# Everything CI runs: the unit and integration tiers and the fuzz smoke runs (not perf, not the
+# long soak).
 test: build
-	@$(CTEST) --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE perf
+	@$(CTEST) --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE 'perf|soak'
+
+# The long soak: 10^6 calls of a generated library from two threads, 10^5 JIT calls (tests/soak).
+soak: build
+	@$(CTEST) --test-dir $(BUILD) --output-on-failure -L soak
 
 # The suite under AddressSanitizer and UBSan, in a build folder of its own. Tessel's code (the
 # libraries, the tessel and tessel-measure programs, the tests) is instrumented; Halide's library
