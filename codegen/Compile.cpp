@@ -5,8 +5,10 @@
 #include "codegen/KernelCache.h"
 #include "codegen/ParallelRuntime.h"
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
+#include <thread>
 
 namespace tessel {
 
@@ -166,42 +168,72 @@ TESSEL_ERROR_INLINE void tessel_install_error_recorder(void) { halide_set_error_
 
 AotLibrary compile_aot_library(const std::vector<AotFunction> &functions, const Halide::Target &target,
                                const std::string &library, const fs::path &dir,
-                               std::optional<std::chrono::steady_clock::time_point> deadline) {
+                               std::optional<std::chrono::steady_clock::time_point> deadline, int threads) {
     fs::create_directories(dir);
-    AotLibrary result;
     const fs::path work = dir / (library + ".objects");
     fs::create_directories(work);
     const Halide::Target without_runtime = target.with_feature(Halide::Target::NoRuntime);
-    std::vector<std::string> archive = {"ar", "rcs", (dir / (library + ".a")).string()};
-    std::vector<Halide::Module> chunk;
-    auto compile_chunk = [&] {
-        if (chunk.empty()) return;
-        const fs::path object = work / ("functions" + std::to_string(archive.size() - 3) + ".o");
-        with_halide_errors("compiling the library '" + library + "' for " + target.to_string(), [&] {
-            Halide::link_modules(library, chunk).compile({{Halide::OutputFileType::object, object.string()}});
-            return 0;
-        });
-        archive.push_back(object.string());
-        chunk.clear();
+    const size_t chunks = (functions.size() + kAotChunkFunctions - 1) / kAotChunkFunctions;
+    struct Chunk {
+        std::vector<fs::path> headers;
+        std::vector<size_t> skipped;  // past the deadline
+        fs::path object;              // empty: nothing compiled
+        std::exception_ptr error;
     };
-    for (const AotFunction &f : functions) {
-        if (deadline && std::chrono::steady_clock::now() > *deadline) {
-            result.stopped = true;
-            break;
+    std::vector<Chunk> done(chunks);
+    // Each chunk is lowered and compiled by one worker (Halide compiles independent pipelines
+    // on several threads; each worker owns its modules); results are merged in chunk order.
+    std::atomic<size_t> next{0};
+    auto worker = [&] {
+        for (size_t c; (c = next++) < chunks;) {
+            Chunk &chunk = done[c];
+            try {
+                std::vector<Halide::Module> modules;
+                for (size_t i = c * kAotChunkFunctions; i < std::min(functions.size(), (c + 1) * kAotChunkFunctions); i++) {
+                    const AotFunction &f = functions[i];
+                    if (deadline && std::chrono::steady_clock::now() > *deadline) {
+                        chunk.skipped.push_back(i);
+                        continue;
+                    }
+                    modules.push_back(with_halide_errors(
+                        "compiling '" + f.name + "' ahead of time for " + target.to_string(),
+                        [&] { return Halide::Pipeline(f.pipeline).compile_to_module(f.arguments, f.name, without_runtime); }));
+                    const fs::path h = dir / (f.name + ".h");
+                    modules.back().compile({{Halide::OutputFileType::c_header, h.string()}});
+                    std::ofstream out(h, std::ios::app);
+                    out << aot_error_recorder_section(f.name);
+                    if (!out) throw CompileError("cannot append the error recorder to " + h.string());
+                    chunk.headers.push_back(h);
+                }
+                if (modules.empty()) continue;
+                chunk.object = work / ("functions" + std::to_string(c) + ".o");
+                with_halide_errors("compiling the library '" + library + "' for " + target.to_string(), [&] {
+                    Halide::link_modules(library, modules).compile({{Halide::OutputFileType::object, chunk.object.string()}});
+                    return 0;
+                });
+            } catch (...) {
+                chunk.error = std::current_exception();
+            }
         }
-        chunk.push_back(with_halide_errors("compiling '" + f.name + "' ahead of time for " + target.to_string(), [&] {
-            return Halide::Pipeline(f.pipeline).compile_to_module(f.arguments, f.name, without_runtime);
-        }));
-        const fs::path h = dir / (f.name + ".h");
-        chunk.back().compile({{Halide::OutputFileType::c_header, h.string()}});
-        std::ofstream out(h, std::ios::app);
-        out << aot_error_recorder_section(f.name);
-        if (!out) throw CompileError("cannot append the error recorder to " + h.string());
-        result.written.push_back(h);
-        result.compiled++;
-        if (chunk.size() == kAotChunkFunctions) compile_chunk();
+    };
+    const int n = std::max(1, std::min<int>(threads > 0 ? threads : (int)std::thread::hardware_concurrency(), (int)chunks));
+    std::vector<std::thread> pool;
+    for (int t = 1; t < n; t++) pool.emplace_back(worker);
+    worker();
+    for (std::thread &t : pool) t.join();
+
+    AotLibrary result;
+    std::vector<std::string> archive = {"ar", "rcs", (dir / (library + ".a")).string()};
+    for (const Chunk &chunk : done) {
+        if (chunk.error) {
+            std::error_code ignored;
+            fs::remove_all(work, ignored);
+            std::rethrow_exception(chunk.error);
+        }
+        result.written.insert(result.written.end(), chunk.headers.begin(), chunk.headers.end());
+        result.not_compiled.insert(result.not_compiled.end(), chunk.skipped.begin(), chunk.skipped.end());
+        if (!chunk.object.empty()) archive.push_back(chunk.object.string());
     }
-    compile_chunk();
     const fs::path runtime = work / "halide_runtime.o";
     with_halide_errors("compiling the Halide runtime for " + target.to_string(), [&] {
         Halide::compile_standalone_runtime(runtime.string(), target.without_feature(Halide::Target::NoRuntime));

@@ -82,22 +82,22 @@ struct AotFunction {
 
 struct AotLibrary {
     std::vector<std::filesystem::path> written;  ///< headers, then the library
-    size_t compiled = 0;                         ///< functions[0, compiled) are in the library
-    bool stopped = false;                        ///< the deadline passed before every function was compiled
+    std::vector<size_t> not_compiled;            ///< indices of the functions the deadline left out
 };
 
 /** Functions lowered and linked into one LLVM module per this many: a module's fixed cost in
- * LLVM is paid per chunk, and a deadline is overshot by one chunk at most. */
+ * LLVM is paid per chunk, and a deadline is overshot by one chunk per worker at most. */
 constexpr size_t kAotChunkFunctions = 32;
 
 /** Writes `<library>.a` holding the functions and one Halide runtime, and a header `<name>.h` per
  * function (with aot_error_recorder_section). The functions are lowered one by one and linked
- * kAotChunkFunctions at a time into one module, compiled by LLVM once per chunk. With a
- * deadline, lowering stops at the first function that starts after it: the chunk under way is
- * compiled, and the library holds the functions before it (AotLibrary::compiled). */
+ * kAotChunkFunctions at a time into one module, compiled by LLVM once per chunk; chunks are
+ * compiled by `threads` workers (0: one per hardware thread). With a deadline, a function whose
+ * lowering would start after it is left out (AotLibrary::not_compiled); the rest is a valid
+ * library. */
 AotLibrary compile_aot_library(const std::vector<AotFunction> &functions, const Halide::Target &target,
                                const std::string &library, const std::filesystem::path &dir,
-                               std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
+                               std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt, int threads = 0);
 
 /** The PTX Halide generates for the GPU kernels of a CUDA pipeline. */
 std::string generate_ptx(const Halide::Pipeline &pipeline, const std::vector<Halide::Argument> &args,

@@ -161,7 +161,7 @@ int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
             for (AotFunction &f : cg.kernel->aot_functions(cg.kernel->group().name)) functions.push_back(std::move(f));
         const AotLibrary lib = compile_aot_library(functions, target, base, o.out_dir, deadline);
         for (const auto &f : lib.written) out << "wrote " << f.string() << "\n";
-        for (size_t i = lib.compiled; i < functions.size(); i++) not_compiled.push_back(functions[i].name);
+        for (size_t i : lib.not_compiled) not_compiled.push_back(functions[i].name);
     }
     bool ptx_ok = true;
     for (const auto &cg : program.groups()) {

@@ -3,6 +3,7 @@
 #include "driver/GraphCompiler.h"
 #include "dsl/ir/Parser.h"
 #include "schedules/ScheduleJson.h"
+#include "support/Subprocess.h"
 #include "tests/TempDir.h"
 
 #include <doctest/doctest.h>
@@ -79,6 +80,45 @@ TEST_CASE("tessel compile: one fused group for the running example, with DOT, st
         CHECK(fs::exists(fs::path(o.out_dir) / f));
     // The guarded variants are listed with the guards a caller dispatches by.
     CHECK(text.find("g0_y_v1: variant 1 (") != std::string::npos);
+
+    // The library links on its own (one runtime for every function) and computes the layer.
+    const fs::path main = fs::path(o.out_dir) / "main.c", exe = fs::path(o.out_dir) / "main";
+    std::ofstream(main) << R"(#include "HalideRuntime.h"
+#include "g0_y.h"
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+static float x[2 * 3], w[3 * 4096], b[4096], y[2 * 4096];
+static halide_buffer_t buffer(float *p, int rank, const int *extents, halide_dimension_t *d) {
+    halide_buffer_t t; memset(&t, 0, sizeof t);
+    t.type.code = halide_type_float; t.type.bits = 32; t.type.lanes = 1;
+    t.host = (uint8_t *)p; t.dimensions = rank; t.dim = d;
+    for (int i = 0, s = 1; i < rank; s *= extents[i], i++) { d[i].min = 0; d[i].extent = extents[i]; d[i].stride = s; d[i].flags = 0; }
+    return t;
+}
+int main(void) {
+    for (int i = 0; i < 6; i++) x[i] = 0.25f * (float)i;
+    for (int i = 0; i < 3 * 4096; i++) w[i] = 0.001f * (float)(i % 7);
+    halide_dimension_t dx[2], dw[2], db[1], dy[2];
+    const int ex[] = {3, 2}, ew[] = {4096, 3}, eb[] = {4096}, ey[] = {4096, 2};
+    halide_buffer_t bx = buffer(x, 2, ex, dx), bw = buffer(w, 2, ew, dw), bb = buffer(b, 1, eb, db), by = buffer(y, 2, ey, dy);
+    tessel_install_error_recorder();
+    int rc = g0_y(&bx, &bw, &bb, &by);
+    double s = x[3] * w[5] + x[4] * w[4096 + 5] + x[5] * w[2 * 4096 + 5];  /* y[1][5] before GELU */
+    double want = 0.5 * s * (1 + erf(s / sqrt(2.0)));
+    printf("rc %d got %.7g want %.7g\n", rc, y[4096 + 5], want);
+    return rc != 0 || fabs(y[4096 + 5] - want) > 1e-5;
+}
+)";
+    const SubprocessResult linked =
+        run_subprocess({"cc", "-O1", main.string(), "-I" + o.out_dir, std::string("-I") + TESSEL_HALIDE_RUNTIME_INCLUDE,
+                        o.out_dir + "/gelu_mlp.a", "-lm", "-lpthread", "-ldl", "-o", exe.string()},
+                       {300});
+    INFO(linked.output);
+    REQUIRE(linked.ok());
+    const SubprocessResult ran = run_subprocess({exe.string()}, {60});
+    INFO(ran.output);
+    CHECK(ran.ok());
 }
 
 TEST_CASE("without a named schedule: symbolic sizes take the library default, known sizes the autoscheduler") {
