@@ -1,4 +1,5 @@
 #include "schedules/ScheduleJson.h"
+#include "dsl/ir/Diagnostics.h"
 #include "support/JsonField.h"
 
 #include "tessel_runtime.h"
@@ -188,7 +189,21 @@ json to_json(const ScheduleSpec &s) {
     return j;
 }
 
+namespace {
+ScheduleSpec read_schedule(const json &j);
+}
+
 ScheduleSpec schedule_from_json(const json &j) {
+    try {
+        return read_schedule(j);
+    } catch (const ScheduleJsonError &e) {
+        // Messages quote the document's strings (a name, an op, a guard): never raw control bytes.
+        throw ScheduleJsonError(dsl::escape_bytes(e.what(), /*keep_newlines=*/true));
+    }
+}
+
+namespace {
+ScheduleSpec read_schedule(const json &j) {
     if (!j.is_object()) throw ScheduleJsonError("schedule: expected a JSON object");
     ScheduleSpec s;
     try {
@@ -233,6 +248,7 @@ ScheduleSpec schedule_from_json(const json &j) {
     }
     return s;
 }
+}  // namespace
 
 ScheduleSpec load_schedule(const std::string &path) {
     std::ifstream in(path);

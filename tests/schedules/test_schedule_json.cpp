@@ -132,3 +132,15 @@ TEST_CASE("JSON numbers are range-checked, never narrowed or truncated") {
     CHECK_THROWS_WITH_AS(schedule_from_json(guard("18446744073709551616")),
                          doctest::Contains("schedule 'g' variant 1 guards: field \"value\""), ScheduleJsonError);
 }
+
+TEST_CASE("schedule JSON: messages escape the document's strings (fuzz_schedule_json: a tab in a name)") {
+    nlohmann::json j = {{"name", "tuned\t\x1b[31m"}, {"steps", {{{"op", "frob"}}}}};
+    try {
+        tessel::sched::schedule_from_json(j);
+        FAIL("accepted");
+    } catch (const tessel::sched::ScheduleJsonError &e) {
+        const std::string what = e.what();
+        CHECK(what.find("schedule 'tuned\\t\\x1b[31m'") != std::string::npos);
+        for (char c : what) CHECK((unsigned char)c >= 0x20);
+    }
+}
