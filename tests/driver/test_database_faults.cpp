@@ -217,9 +217,9 @@ std::vector<Case> cases() {
         {"db import: newer export", json_file(export_with("[]", 7)), "db import DIR/in.json --db DB", Where::Plain, 1,
          "schema version 7, newer", true},
         {"db import: a negative time", json_file(export_with("[" + bad_median + "]")), "db import DIR/in.json --db DB",
-         Where::Plain, 1, "record 0: median_ms must be a finite, non-negative time", true},
+         Where::Plain, 1, "records[0]: median_ms must be a finite, non-negative time", true},
         {"db import: a record without a schedule", json_file(export_with("[" + kRecord + ", " + no_schedule + "]")),
-         "db import DIR/in.json --db DB", Where::Plain, 1, "record 1: record: missing field 'schedule'", true},
+         "db import DIR/in.json --db DB", Where::Plain, 1, "records[1].schedule: missing", true},
         {"db import: a malformed import into an existing database",
          [](const TempDir &t) {
              make_database(t.file("t.db"));
