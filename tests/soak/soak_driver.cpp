@@ -1,9 +1,10 @@
-// The soak driver test_library_soak compiles against a generated library of graph `soak`
+// The soak driver test_soak compiles against a generated library of graph `soak`
 // (tests/soak/soak.tsl): CALLS calls from THREADS threads with random valid and invalid shapes
 // and workspaces. Every invalid call must return its error code with a message; every 97th valid
 // call is checked against a double-precision reference; resident memory is read after the first
 // tenth of the calls and at the end. Prints one line of counts for the test to check.
 //   soak_driver CALLS THREADS SEED
+#include "ResidentMemory.h"
 #include "soak.h"
 
 #include <atomic>
@@ -40,14 +41,6 @@ struct Tensor {
         buf.host = reinterpret_cast<uint8_t *>(data.data());
     }
 };
-
-long resident_kib() {
-    FILE *f = std::fopen("/proc/self/statm", "r");
-    long pages = 0, resident = 0;
-    if (f && std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-    if (f) std::fclose(f);
-    return resident * 4;
-}
 
 /** y = relu(x @ w + b) @ w2 in double, the graph's meaning. */
 bool matches(const Tensor &x, const Tensor &w, const Tensor &b, const Tensor &w2, const Tensor &y, int M) {

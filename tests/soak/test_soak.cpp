@@ -14,6 +14,8 @@
 #include "tests/TempDir.h"
 #include "tests/TensorCompare.h"
 
+#include "tests/soak/ResidentMemory.h"
+
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -30,14 +32,6 @@ const std::string kSoakDir = std::string(TESSEL_SOURCE_DIR) + "/tests/soak";
 long env_or(const char *name, long fallback) {
     const char *v = std::getenv(name);
     return v && *v ? std::atol(v) : fallback;
-}
-
-long resident_kib() {
-    FILE *f = std::fopen("/proc/self/statm", "r");
-    long pages = 0, resident = 0;
-    if (f && std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-    if (f) std::fclose(f);
-    return resident * 4;
 }
 
 /** The value after `key ` in the driver's line. */
