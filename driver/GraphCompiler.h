@@ -34,8 +34,9 @@ struct GraphCompileOptions {
     std::string file;
     std::string target = "host";
     std::string out_dir = "tessel-out";
-    /** Any of: dot, stmt, html, asm, lib (static library + header), obj, ptx, ptx-report,
-     * memplan (the memory plan as text, timeline SVG and JSON; lib writes the JSON too). */
+    /** Any of: dot, stmt, html, asm, lib (`<graph>.a` with every group and one runtime, a header
+     * per function), obj, ptx, ptx-report, memplan (the memory plan as text, timeline SVG and
+     * JSON; lib writes the JSON too). */
     std::set<std::string> emit = {"lib"};
     std::string schedule;  ///< library name or .json file; "" = tuning database / autoscheduler / library default
     std::map<std::string, int64_t> symbols;  ///< sizes for estimates (M=512 ...); with all sizes known the autoscheduler applies
