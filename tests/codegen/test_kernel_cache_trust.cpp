@@ -5,6 +5,7 @@
 #include "codegen/Compile.h"
 #include "codegen/KernelCache.h"
 #include "support/Subprocess.h"
+#include "tests/Shell.h"
 #include "tests/TempDir.h"
 
 #include <doctest/doctest.h>
@@ -202,4 +203,42 @@ TEST_CASE("kernel cache: two processes filling one cache at once both run, and a
     CHECK(c.output.find("not used") == std::string::npos);
     for (const fs::path &e : entries(tmp.file("tuning.db.kernels"), ".so"))
         CHECK(fs::exists(fs::path(e).replace_extension(".key")));
+}
+
+TEST_CASE("kernel cache: `tessel run` on a read-only file system loads its entries; on a full one it stores nothing") {
+    if (::geteuid() != 0 || testing::shell("unshare -m true").rc != 0) {
+        MESSAGE("skipped: needs root and mount namespaces (unshare -m) for private read-only and small file systems");
+        return;
+    }
+    const tessel::testing::TempDir tmp;
+    const std::string graph = std::string(TESSEL_SOURCE_DIR) + "/algorithms/mlp_residual.tsl", db = tmp.file("tuning.db");
+    const SubprocessResult fill = run_subprocess(
+        {TESSEL_BINARY, "run", graph, "--dim", "M=5,K=33,H=19", "--db", db, "--kernel-cache", tmp.file("k")}, {300});
+    REQUIRE(fill.ok());
+    // $1 tessel, $2 graph, $3 database, $4 the filled cache: copied onto a private tmpfs made
+    // read-only; then an empty cache on a 64 MiB tmpfs, under the 256 MiB kept free.
+    const std::string script = R"sh(set -e
+d=$(mktemp -d)
+mount -t tmpfs -o size=64m tmpfs "$d"
+cp -r "$4" "$d/k"
+mount -o remount,ro "$d"
+"$1" run "$2" --dim M=5,K=33,H=19 --db "$3" --kernel-cache "$d/k"
+echo "--- full"
+mount -o remount,rw "$d"
+rm -rf "$d/k"
+mkdir "$d/k"
+"$1" run "$2" --dim M=5,K=33,H=19 --db "$3" --kernel-cache "$d/k"
+echo "stored $(ls -A "$d/k" | wc -l)"
+)sh";
+    const SubprocessResult r =
+        run_subprocess({"unshare", "-m", "sh", "-c", script, "sh", TESSEL_BINARY, graph, db, tmp.file("k")}, {600});
+    INFO(r.output);
+    REQUIRE(r.ok());
+    const size_t full = r.output.find("--- full");
+    REQUIRE(full != std::string::npos);
+    const std::string read_only = r.output.substr(0, full), small = r.output.substr(full);
+    CHECK(read_only.find("kernel cache read-only") != std::string::npos);
+    CHECK(read_only.find(" 0 compiled;") != std::string::npos);  // every kernel loaded
+    CHECK(small.find("MiB free") != std::string::npos);
+    CHECK(small.find("stored 0") != std::string::npos);
 }
