@@ -287,9 +287,9 @@ private:
         if (!m) return m;
         if (!opts_.sibling_fusion && contains(A, FusionClass::Contraction) && contains(B, FusionClass::Contraction))
             return FusionDecision::no("merge", "sibling fusion is off: each contraction keeps its own group");
-        if (opts_.budget.max_ops && int64_t(A.size() + B.size()) > opts_.budget.max_ops)
-            return size_refusal(std::to_string(A.size() + B.size()) + " ops, over the budget of " +
-                                std::to_string(opts_.budget.max_ops));
+        // Members are ops (constants join in finish()): over on ops alone, no estimate needed.
+        if (const std::string over = opts_.budget.over({int64_t(A.size() + B.size()), 0}); !over.empty())
+            return size_refusal(over);
         std::set<ValueId> u = A;
         u.insert(B.begin(), B.end());
         if (const std::string over = opts_.budget.over(group_size(g_, {u.begin(), u.end()})); !over.empty())
