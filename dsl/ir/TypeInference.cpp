@@ -60,14 +60,15 @@ void check_axis(const Graph &g, const Node &n, int64_t axis, const TensorType &t
                     print_type(g, t));
 }
 
-/** The node's own (written or previous) type: dims refer to scalar integers defined earlier, and
- * every extent that is known here is >= 1 (zero-size tensors are not supported) with at most
- * kMaxElements elements in all. Shape code only known at run time is checked by the interpreter. */
-void check_extents(const Graph &g, const Node &n) {
+/** A type of node `n` (its written or previous type, and the inferred one): dims refer to scalar
+ * integers defined earlier, and every extent that is known here is >= 1 (zero-size tensors are not
+ * supported) with at most kMaxElements elements in all. Shape code only known at run time is
+ * checked by the interpreter. */
+void check_extents(const Graph &g, const Node &n, const TensorType &t) {
     int64_t numel = 1;
-    for (const Dim &d : n.type.dims) {
+    for (const Dim &d : t.dims) {
         if (d.kind == Dim::Kind::Static && d.size < 1)
-            fail(n, "extent " + std::to_string(d.size) + " in " + print_type(g, n.type) +
+            fail(n, "extent " + std::to_string(d.size) + " in " + print_type(g, t) +
                         " is not positive (zero-size tensors are not supported)");
         if (d.kind == Dim::Kind::Value) {
             if (!g.contains(d.value)) fail(n, "dimension refers to an undefined value");
@@ -81,7 +82,7 @@ void check_extents(const Graph &g, const Node &n) {
         }
         const Dim r = resolve_dim(g, d);
         if (r.is_static() && r.size >= 1) {
-            if (numel > kMaxElements / r.size) fail(n, print_type(g, n.type) + " has more than 2^62 elements");
+            if (numel > kMaxElements / r.size) fail(n, print_type(g, t) + " has more than 2^62 elements");
             numel *= r.size;
         }
     }
@@ -226,11 +227,10 @@ bool same_type(const Graph &g, const TensorType &a, const TensorType &b) {
     return true;
 }
 
-TensorType infer_type(const Graph &g, const Node &n) {
-    const OpInfo &info = n.info();
-    if ((int)n.inputs.size() != info.arity)
-        fail(n, "expected " + std::to_string(info.arity) + " operand(s), got " + std::to_string(n.inputs.size()));
-    check_extents(g, n);
+namespace {
+
+/** The result type from the operands' types and the attributes, before its extents are checked. */
+TensorType infer_result_type(const Graph &g, const Node &n) {
     switch (n.op) {
     case Op::Input:
     case Op::RandomUniform:
@@ -459,6 +459,19 @@ TensorType infer_type(const Graph &g, const Node &n) {
         return TensorType{};
     }
     fail(n, "unknown op");
+}
+
+}  // namespace
+
+TensorType infer_type(const Graph &g, const Node &n) {
+    const OpInfo &info = n.info();
+    if ((int)n.inputs.size() != info.arity)
+        fail(n, "expected " + std::to_string(info.arity) + " operand(s), got " + std::to_string(n.inputs.size()));
+    check_extents(g, n, n.type);
+    // A result can outgrow the limit its operands meet (matmul [2^59, 8] x [8, 16]).
+    TensorType result = infer_result_type(g, n);
+    check_extents(g, n, result);
+    return result;
 }
 
 Node make_node(const Graph &g, Op op, std::vector<ValueId> inputs, Attrs attrs, std::optional<TensorType> type) {
