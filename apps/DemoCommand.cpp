@@ -27,7 +27,7 @@ void add_demo_command(CLI::App &app, std::function<int()> &action) {
                     "CPU schedule: auto (tuning database, else the autoscheduler's "
                     "model pick), a library name, or FILE.json")
         ->capture_default_str();
-    cmd->add_option("--db", o->db, "tuning database")->capture_default_str();
+    cmd->add_option("--db", o->db, "tuning database (a SQLite file or postgresql://...)")->capture_default_str();
     cmd->add_option("--kernel-cache", o->kernel_cache,
                     "compiled kernels kept on disk: DIR, or off (default: "
                     "<db>.kernels, next to the tuning database)");

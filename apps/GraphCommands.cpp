@@ -63,7 +63,7 @@ void add_compile_command(CLI::App &app, std::function<int()> &action) {
                     "(default: tuning database, else autoscheduler, else library)");
     cmd->add_option("--dim", *dims, "symbol sizes, e.g. --dim M=512 (with every size known the autoscheduler applies)")
         ->delimiter(',');
-    cmd->add_option("--db", o->db, "tuning database")->capture_default_str();
+    cmd->add_option("--db", o->db, "tuning database (a SQLite file or postgresql://...)")->capture_default_str();
     cmd->add_option("--compile-budget", o->compile_budget_seconds,
                     "seconds the compile may take; past it, stop cleanly with what is written and exit with status 3")
         ->check(CLI::PositiveNumber);
@@ -93,7 +93,7 @@ void add_run_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--schedule", o->schedule,
                     "library schedule NAME or FILE.json for matmul+epilogue groups "
                     "(default: tuning database, else the autoscheduler's model pick)");
-    cmd->add_option("--db", o->db, "tuning database")->capture_default_str();
+    cmd->add_option("--db", o->db, "tuning database (a SQLite file or postgresql://...)")->capture_default_str();
     cmd->add_option("--kernel-cache", o->kernel_cache,
                     "compiled kernels kept on disk: DIR, or off (default: "
                     "<db>.kernels, next to the tuning database)");

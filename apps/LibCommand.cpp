@@ -22,7 +22,8 @@ void add_lib_command(CLI::App &app, std::function<int()> &action) {
                     "library schedule NAME or FILE.json for the groups of its kind "
                     "(default: the tuning database where --dim gives every size of a group, "
                     "else each kind's library schedule)");
-    cmd->add_option("--db", o->db, "tuning database consulted when no schedule is named")->capture_default_str();
+    cmd->add_option("--db", o->db, "tuning database consulted when no schedule is named (a SQLite file or postgresql://...)")
+        ->capture_default_str();
     cmd->add_option("--dim", *dims, "symbol sizes for fusion estimates, rematerialization and database lookups, e.g. --dim M=512")
         ->delimiter(',');
     cmd->add_flag("!--no-remat", o->remat, "keep every value: no rematerialization");

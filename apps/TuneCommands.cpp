@@ -56,7 +56,7 @@ void add_tune_command(CLI::App &app, std::function<int()> &action) {
         ->capture_default_str()
         ->check(CLI::PositiveNumber);
     cmd->add_flag("!--no-verify", o->params.verify, "do not check candidates' results against the library schedule");
-    cmd->add_option("--db", o->db, "tuning database (SQLite)")->capture_default_str();
+    cmd->add_option("--db", o->db, "tuning database: a SQLite file or postgresql://user@host:port/dbname")->capture_default_str();
     cmd->add_option("--target", o->target, "host, host-cuda or a Halide target string")->capture_default_str();
     cmd->add_flag("--explain", o->explain, "print each term of the cost estimate for the top candidates");
     cmd->add_flag("--model-only", *no_measure, "rank with the cost model only; measure nothing");
@@ -99,11 +99,17 @@ void add_db_command(CLI::App &app, std::function<int()> &action) {
     CLI::App *im = cmd->add_subcommand("import", "read records from JSON (idempotent)");
     im->add_option("file", *file, "input file, '-' for standard input")->required();
     auto target = std::make_shared<std::string>("host");
+    auto from = std::make_shared<std::string>();
+    CLI::App *pull = cmd->add_subcommand("pull", "copy every record of another database (file or server) into --db (idempotent)");
+    pull->add_option("--from", *from, "the database to copy from: a SQLite file or postgresql://...")->required();
     CLI::App *probe = cmd->add_subcommand("probe",
                                           "measure this machine's FMA peak and cold read bandwidth (about a second) and store "
                                           "them for the cost model");
     probe->add_option("--target", *target, "the CPU target whose vector width the probe runs")->capture_default_str();
-    for (CLI::App *sub : {ls, ex, im, probe}) sub->add_option("--db", *path, "tuning database (SQLite)")->capture_default_str();
+    for (CLI::App *sub : {ls, ex, im, pull, probe})
+        sub->add_option("--db", *path, "tuning database: a SQLite file or postgresql://user@host:port/dbname")
+            ->capture_default_str();
+    pull->callback([&action, path, from] { action = [path, from] { return db_pull(*from, *path, std::cout); }; });
     probe->callback([&action, path, target] { action = [path, target] { return db_probe(*path, *target, std::cout); }; });
     ls->callback([&action, path] { action = [path] { return db_list(*path, std::cout); }; });
     ex->callback([&action, path, file] { action = [path, file] { return db_export(*path, *file); }; });

@@ -3,12 +3,14 @@
  * TuningKey, so a later compile of the same fusion group, shapes, target and versions reuses them
  * without measuring.
  *
- * TuningCache (TuningCache.h) is the narrow interface the tuner uses (lookup, commit, top_k) and
- * TuningRecord (TuningRecord.h) what it stores. Two implementations:
- *  - TuningDatabase (this file): a SQLite file in WAL mode. Several processes may open the same
+ * TuningCache (TuningCache.h) is the narrow interface the tuner uses (lookup, commit, top_k),
+ * TuningStore (TuningStore.h) the one commands use, and TuningRecord (TuningRecord.h) what it
+ * stores. Implementations:
+ *  - TuningDatabase (this file): a SQLite file in WAL mode, the default backend. Several processes may open the same
  *    file and commit at once; a writer that finds the file locked waits (busy timeout) instead of
  *    failing, and each commit is one transaction, so no record is lost. The file carries a schema
  *    version; a file written by a newer Tessel is refused with a message saying so.
+ *  - PostgresTuningDatabase (PostgresTuningDatabase.h): the same on a PostgreSQL server.
  *  - MemoryTuningCache (TuningCache.h): the same semantics in memory, for tests and dry runs.
  *
  * Faults: a path that is a directory, a file that is not SQLite or is damaged, a SQLite file of
@@ -46,22 +48,20 @@
 #include "autoscheduler/TuningCache.h"
 #include "autoscheduler/TuningKey.h"
 #include "autoscheduler/TuningRecord.h"
+#include "autoscheduler/TuningStore.h"
 
 struct sqlite3;
 
 namespace tessel::autosched {
 
-/** Version of the database file layout (tables and columns). */
-constexpr int kTuningDatabaseSchemaVersion = 1;
-
 /** SQLite-backed TuningCache. Not copyable; one connection per object. Use one object per thread
  * (or process); separate objects on the same file are safe together. */
-class TuningDatabase : public TuningCache {
+class TuningDatabase : public TuningStore {
 public:
     /** ReadWrite: open or create, WAL mode, the schema created when new. ReadOnly: open an
      * existing file without writing anything (not even the WAL index when it cannot be made:
      * then the file is read as immutable, and changes still in its write-ahead log are not seen). */
-    enum class Access { ReadWrite, ReadOnly };
+    using Access = TuningStore::Access;
 
     /** Open (ReadWrite: or create) the database at `path` (":memory:" works). Throws
      * TuningDatabaseError when `path` is a directory, the file is not a SQLite database or is
@@ -85,10 +85,10 @@ public:
     static std::unique_ptr<TuningDatabase> open_for_reading(const std::string &path, std::string *note);
 
     /** False when opened read-only; commit() and import_json() then throw. */
-    bool writable() const { return access_ == Access::ReadWrite; }
+    bool writable() const override { return access_ == Access::ReadWrite; }
     /** Proves a commit can be written now: a write transaction that adds and removes a row,
      * committed to disk. Throws TuningDatabaseError saying why not (read-only, disk full, ...). */
-    void check_writable();
+    void check_writable() override;
     /** SQLite's PRAGMA integrity_check: "ok", or the problems it found, one per line. */
     std::string integrity_check();
 
@@ -98,31 +98,32 @@ public:
     std::vector<TuningRecord> top_k(const TuningKey &key, int k) override;
 
     /** The best record of `key` (see the file comment for the order), or nullopt. */
-    std::optional<TuningRecord> best(const TuningKey &key);
+    std::optional<TuningRecord> best(const TuningKey &key) override;
     /** Every record, in commit order. */
-    std::vector<TuningRecord> all();
+    std::vector<TuningRecord> all() override;
     /** Number of records stored. */
-    int64_t size();
+    int64_t size() override;
 
     /** The numbers measured on `machine` for vector ISA `isa` (MachineNumbers.h), if stored.
      * This and store_machine_numbers() are in TuningDatabaseMachines.cpp. */
-    std::optional<MachineNumbers> machine_numbers(const std::string &machine, const std::string &isa);
+    std::optional<MachineNumbers> machine_numbers(const std::string &machine, const std::string &isa) override;
     /** Stores (or replaces) the numbers of m.machine and m.isa. */
-    void store_machine_numbers(const MachineNumbers &m);
+    void store_machine_numbers(const MachineNumbers &m) override;
 
     /** {"format": "tessel-tuning-db", "schema_version": N, "records": [...]}, commit order. */
-    nlohmann::json export_json();
+    nlohmann::json export_json() override;
     /** Add the records of an export_json() document, in one transaction. Records already present
      * are skipped, so importing the same file twice changes nothing. Returns the number of new
      * records. Throws TuningDatabaseError (nothing is imported) when the document is malformed
      * or comes from a newer schema; the message names the record. */
-    int64_t import_json(const nlohmann::json &doc);
+    int64_t import_json(const nlohmann::json &doc) override;
     /** The records of an export_json() document, checked as import_json() checks them, without
      * any database: so a malformed file is refused before a database is opened or created.
      * `where` prefixes the messages. */
     static std::vector<TuningRecord> parse_export(const nlohmann::json &doc, const std::string &where);
 
     const std::string &path() const { return path_; }
+    std::string location() const override { return path_; }
 
 private:
     std::vector<TuningRecord> query(const TuningKey *key, int limit, bool usable_only);  ///< usable_only: no refused schedules

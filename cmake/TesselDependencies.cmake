@@ -8,6 +8,10 @@ find_package(Threads REQUIRED)
 find_package(OpenMP REQUIRED)
 # libcrypto: SHA-256 of kernel-cache objects (codegen/KernelCache.h).
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)
+# libpq (Debian's libpq-dev): the tuning database and job queue on a PostgreSQL server
+# (autoscheduler/PgConnection.h). The server itself is only needed by the tests (postgresql).
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(LIBPQ REQUIRED IMPORTED_TARGET libpq)
 
 # OpenBLAS is only a baseline and test oracle: never linked into generated kernels.
 find_library(TESSEL_OPENBLAS openblas REQUIRED)

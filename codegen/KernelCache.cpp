@@ -14,6 +14,7 @@
 #include <openssl/evp.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
+#include <cstdlib>
 
 #include <atomic>
 #include <chrono>
@@ -260,6 +261,13 @@ std::string KernelCache::activate(const std::optional<fs::path> &dir) {
 
 std::string use_kernel_cache(const std::string &setting, const std::string &db_path) {
     if (setting == "off") return KernelCache::activate(std::nullopt);
+    // A database on a server has no directory to sit beside: this user's cache directory.
+    const bool server = db_path.rfind("postgresql://", 0) == 0 || db_path.rfind("postgres://", 0) == 0;
+    if (setting.empty() && server) {
+        const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+        const fs::path base = xdg && *xdg ? fs::path(xdg) : home && *home ? fs::path(home) / ".cache" : fs::path(".");
+        return KernelCache::activate(base / "tessel" / "kernels");
+    }
     return KernelCache::activate(fs::path(setting.empty() ? db_path + ".kernels" : setting));
 }
 

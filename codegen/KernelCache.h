@@ -105,7 +105,8 @@ private:
 };
 
 /** What `--kernel-cache SETTING` of `tessel run` and `tessel demo` means: "" = on, in
- * `<tuning database path>.kernels` (next to the database); "off"; else a directory. Activates
+ * `<tuning database path>.kernels` (next to the database; for a database on a server,
+ * `$XDG_CACHE_HOME/tessel/kernels` or `~/.cache/tessel/kernels`); "off"; else a directory. Activates
  * it and returns KernelCache::activate's note. */
 std::string use_kernel_cache(const std::string &setting, const std::string &db_path);
 

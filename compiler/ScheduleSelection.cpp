@@ -3,6 +3,7 @@
 #include "autoscheduler/AttentionSpace.h"
 #include "autoscheduler/GroupKindSpace.h"
 #include "autoscheduler/MachineProbes.h"
+#include "autoscheduler/TuningStore.h"
 #include "dsl/ir/Numerics.h"
 #include "dsl/passes/GroupExtents.h"
 #include "lowering/ScheduleGroup.h"
@@ -20,7 +21,7 @@ sched::Device device_of(const Halide::Target &t) { return t.has_gpu_feature() ? 
 /** A database's lookups without its commits (a read-only database, or none at all). */
 class LookupOnlyCache : public autosched::TuningCache {
 public:
-    explicit LookupOnlyCache(autosched::TuningDatabase *db) : db_(db) {}
+    explicit LookupOnlyCache(autosched::TuningStore *db) : db_(db) {}
     std::optional<autosched::TuningRecord> lookup(const autosched::TuningKey &key) override {
         return db_ ? db_->lookup(key) : std::nullopt;
     }
@@ -30,7 +31,7 @@ public:
     }
 
 private:
-    autosched::TuningDatabase *db_;
+    autosched::TuningStore *db_;
 };
 
 }  // namespace
@@ -81,7 +82,7 @@ std::string schedule_refusal(const dsl::Graph &g, const dsl::FusionGroup &group,
 /** The database (read-only where it cannot be written), the machine's numbers and the cost
  * model, opened once for every group the selection serves. */
 struct ScheduleSelection::Tuning {
-    std::unique_ptr<autosched::TuningDatabase> db;
+    std::unique_ptr<autosched::TuningStore> db;
     std::unique_ptr<autosched::AnalyticalCostModel> model;
     std::optional<autosched::MachineNumbers> numbers;
     std::unique_ptr<LookupOnlyCache> lookup_only;
@@ -89,7 +90,7 @@ struct ScheduleSelection::Tuning {
 
     Tuning(const std::string &path, const Halide::Target &target, bool measure) {
         std::string note;
-        db = autosched::TuningDatabase::open_for_reading(path, &note);
+        db = autosched::open_tuning_store_for_reading(path, &note);
         // Said once per process: every command that looks schedules up opens the database.
         static bool noted = false;
         if (!note.empty() && !noted) {

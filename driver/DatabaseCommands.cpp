@@ -1,5 +1,6 @@
 /** \file
- * `tessel db` commands over TuningDatabase: ls (a table), export (JSON out), import (JSON in).
+ * `tessel db` commands over a TuningStore (a SQLite file or a PostgreSQL server): ls (a table),
+ * export (JSON out), import (JSON in), pull (one database's records into another), probe.
  */
 #include "driver/DatabaseCommands.h"
 
@@ -14,6 +15,7 @@
 
 #include "autoscheduler/TargetModel.h"
 #include "autoscheduler/TuningDatabase.h"
+#include "autoscheduler/TuningStore.h"
 #include "codegen/Compile.h"
 
 namespace tessel {
@@ -25,6 +27,7 @@ using autosched::measure_machine;
 using autosched::TargetModel;
 using autosched::TuningDatabase;
 using autosched::TuningRecord;
+using autosched::TuningStore;
 
 std::vector<std::string> split(const std::string &s, char sep) {
     std::vector<std::string> out;
@@ -51,7 +54,7 @@ std::string utc_date(int64_t unix_s) {
 }
 
 bool require_existing(const std::string &path, std::ostream &err) {
-    if (path != ":memory:" && !std::filesystem::exists(path)) {
+    if (path != ":memory:" && !autosched::is_server_database(path) && !std::filesystem::exists(path)) {
         err << "tessel db: no tuning database at '" << path << "'\n";
         return false;
     }
@@ -102,10 +105,10 @@ std::string short_target(const std::string &target) {
 int db_list(const std::string &path, std::ostream &out, std::ostream &err) {
     if (!require_existing(path, err)) return 1;
     try {
-        TuningDatabase db(path, 60000, TuningDatabase::Access::ReadOnly);  // ls never writes
-        std::vector<TuningRecord> records = db.all();
+        const auto db = autosched::open_tuning_store(path, TuningStore::Access::ReadOnly);  // ls never writes
+        std::vector<TuningRecord> records = db->all();
         if (records.empty()) {
-            out << "(no records in " << path << ")\n";
+            out << "(no records in " << db->location() << ")\n";
             return 0;
         }
         // The record each key's lookup returns, by index in commit order.
@@ -153,8 +156,8 @@ int db_list(const std::string &path, std::ostream &out, std::ostream &err) {
 int db_export(const std::string &path, const std::string &json_out, std::ostream &out, std::ostream &err) {
     if (!require_existing(path, err)) return 1;
     try {
-        TuningDatabase db(path, 60000, TuningDatabase::Access::ReadOnly);  // export never writes
-        nlohmann::json doc = db.export_json();
+        const auto db = autosched::open_tuning_store(path, TuningStore::Access::ReadOnly);  // export never writes
+        nlohmann::json doc = db->export_json();
         if (json_out == "-") {
             out << doc.dump(2) << "\n";
             return 0;
@@ -169,7 +172,7 @@ int db_export(const std::string &path, const std::string &json_out, std::ostream
             err << "tessel db export: error writing '" << json_out << "'\n";
             return 1;
         }
-        err << "exported " << doc["records"].size() << " records from " << path << " to " << json_out << "\n";
+        err << "exported " << doc["records"].size() << " records from " << db->location() << " to " << json_out << "\n";
         return 0;
     } catch (const std::exception &e) {
         err << "tessel db export: " << e.what() << "\n";
@@ -181,12 +184,12 @@ int db_probe(const std::string &path, const std::string &target, std::ostream &o
     try {
         const Halide::Target t = parse_target(target);
         if (t.has_gpu_feature()) throw std::invalid_argument("--target " + target + ": the probes measure a CPU target");
-        TuningDatabase db(path);
-        db.check_writable();
+        const auto db = autosched::open_tuning_store(path);
+        db->check_writable();
         const MachineNumbers m = measure_machine(t);
-        db.store_machine_numbers(m);
+        db->store_machine_numbers(m);
         out << "machine: " << m.machine << "\n"
-            << m.to_string() << "\nstored in " << path << "\n"
+            << m.to_string() << "\nstored in " << db->location() << "\n"
             << TargetModel::for_target(t).with_numbers(m).to_string() << "\n";
         return 0;
     } catch (const std::exception &e) {
@@ -215,13 +218,30 @@ int db_import(const std::string &path, const std::string &json_in, std::ostream 
         }
         // A malformed file is refused before the database is opened (or created).
         const size_t total = TuningDatabase::parse_export(doc, "import of '" + json_in + "'").size();
-        TuningDatabase db(path);
-        int64_t added = db.import_json(doc);
-        out << "imported " << added << " new record" << (added == 1 ? "" : "s") << " from " << json_in << " into " << path << " ("
-            << (int64_t)total - added << " already present)\n";
+        const auto db = autosched::open_tuning_store(path);
+        int64_t added = db->import_json(doc);
+        out << "imported " << added << " new record" << (added == 1 ? "" : "s") << " from " << json_in << " into "
+            << db->location() << " (" << (int64_t)total - added << " already present)\n";
         return 0;
     } catch (const std::exception &e) {
         err << "tessel db import: " << e.what() << "\n";
+        return 1;
+    }
+}
+
+int db_pull(const std::string &from, const std::string &to, std::ostream &out, std::ostream &err) {
+    if (!require_existing(from, err)) return 1;
+    try {
+        if (from == to) throw std::invalid_argument("--from and --db name the same database");
+        const auto source = autosched::open_tuning_store(from, TuningStore::Access::ReadOnly);
+        const nlohmann::json doc = source->export_json();
+        const auto dest = autosched::open_tuning_store(to);
+        const int64_t added = dest->import_json(doc);
+        out << "pulled " << added << " new record" << (added == 1 ? "" : "s") << " from " << source->location() << " into "
+            << dest->location() << " (" << (int64_t)doc["records"].size() - added << " already present)\n";
+        return 0;
+    } catch (const std::exception &e) {
+        err << "tessel db pull: " << e.what() << "\n";
         return 1;
     }
 }

@@ -1,7 +1,7 @@
 /** \file
- * `tessel db ls|export|import|probe`: inspecting and moving tuning databases, and measuring the
- * machine numbers the cost model reads from them
- * (autoscheduler/TuningDatabase.h). Each function returns a process exit status (0 on success,
+ * `tessel db ls|export|import|pull|probe`: inspecting and moving tuning databases, and measuring
+ * the machine numbers the cost model reads from them. Each takes a SQLite path or a PostgreSQL
+ * URL (autoscheduler/TuningStore.h). Each function returns a process exit status (0 on success,
  * 1 on an error, whose message goes to `err`) and never throws.
  *
  * Example:
@@ -35,6 +35,11 @@ int db_export(const std::string &path, const std::string &json_out, std::ostream
  * is opened: nothing is created or imported. Importing the same file twice adds nothing the second time. Prints how
  * many records were new to `out`. */
 int db_import(const std::string &path, const std::string &json_in, std::ostream &out = std::cout, std::ostream &err = std::cerr);
+
+/** Copies every record of the database `from` into `to` (either a path or a URL; `to` created if
+ * needed), as an export and import would: idempotent, and measured records arrive as imported
+ * (verified here before use). Prints how many records were new. */
+int db_pull(const std::string &from, const std::string &to, std::ostream &out = std::cout, std::ostream &err = std::cerr);
 
 /** Measures this machine's FMA peak and cold read bandwidth at `target`'s vector width
  * (autoscheduler/MachineNumbers.h) and stores them in the database at `path` (created if

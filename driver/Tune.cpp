@@ -6,6 +6,7 @@
 #include "autoscheduler/Coverage.h"
 #include "autoscheduler/GroupKindSpace.h"
 #include "autoscheduler/TuningKey.h"
+#include "autoscheduler/TuningStore.h"
 #include "codegen/Compile.h"
 #include "dsl/Simplify.h"
 #include "dsl/ir/Printer.h"
@@ -119,7 +120,7 @@ void print_result(const autosched::TuneResult &r, const TuneOptions &o, std::ost
 void tune_one(const dsl::Graph &g, const dsl::FusionGroup &fg, const std::string &name,
               const std::map<std::string, int64_t> &symbols, const Workload &w, const TuneOptions &o,
               const Halide::Target &target, autosched::AnalyticalCostModel &model, autosched::Measurer *measurer,
-              autosched::TuningDatabase &db, autosched::TunerParams &params, std::vector<autosched::TuneResult> &results,
+              autosched::TuningStore &db, autosched::TunerParams &params, std::vector<autosched::TuneResult> &results,
               std::vector<Workload> &workloads, int &failures, std::ostream &out) {
     // Calibrations fitted so far steer the model and the budget for the next shapes.
     for (const auto &[cls, c] : autosched::fit_calibrations(model.target(), results, workloads)) model.set_calibration(cls, c);
@@ -206,7 +207,8 @@ int run_tune(const TuneOptions &o, std::ostream &out) {
     const Halide::Target target = parse_target(o.target);
     const auto bindings = tune_bindings(graph, target, o, requested);
 
-    autosched::TuningDatabase db(o.db);
+    const std::unique_ptr<autosched::TuningStore> store = autosched::open_tuning_store(o.db);
+    autosched::TuningStore &db = *store;
     // Every result is committed: refuse now, not after the measuring, when that cannot work.
     db.check_writable();
     autosched::TunerParams params = o.params;
@@ -216,7 +218,7 @@ int run_tune(const TuneOptions &o, std::ostream &out) {
         if (!params.machine) {
             params.machine = autosched::measure_machine(target);
             db.store_machine_numbers(*params.machine);
-            out << "measured this machine once for the cost model (stored in " << o.db
+            out << "measured this machine once for the cost model (stored in " << db.location()
                 << "; `tessel db probe` measures again): " << params.machine->to_string() << "\n";
         }
     }
@@ -231,7 +233,7 @@ int run_tune(const TuneOptions &o, std::ostream &out) {
     } else if (params.measure) {
         measurer = std::make_unique<autosched::IsolatedMeasurer>();
     }
-    out << tm.to_string() << "\ndatabase " << o.db << "\n";
+    out << tm.to_string() << "\ndatabase " << db.location() << "\n";
 
     std::vector<autosched::TuneResult> results;
     std::vector<Workload> workloads;
