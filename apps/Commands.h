@@ -22,6 +22,8 @@ void add_tune_command(CLI::App &app, std::function<int()> &action);
 void add_db_command(CLI::App &app, std::function<int()> &action);
 void add_specialize_command(CLI::App &app, std::function<int()> &action);
 void add_lib_command(CLI::App &app, std::function<int()> &action);
+void add_worker_command(CLI::App &app, std::function<int()> &action);
+void add_jobs_command(CLI::App &app, std::function<int()> &action);
 
 /** --dim items, "M=512" -> {"M", 512}; throws naming the bad item (not NAME=POSITIVE_INTEGER, a
  * name given twice, a size past 2^62). Shared by compile, run, tune and lib. */

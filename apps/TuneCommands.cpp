@@ -60,6 +60,15 @@ void add_tune_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--target", o->target, "host, host-cuda or a Halide target string")->capture_default_str();
     cmd->add_flag("--explain", o->explain, "print each term of the cost estimate for the top candidates");
     cmd->add_flag("--model-only", *no_measure, "rank with the cost model only; measure nothing");
+    cmd->add_flag("--enqueue", o->enqueue,
+                  "write one job per group and shape to the server's queue (--db postgresql://...) instead of measuring "
+                  "here; `tessel worker`s measure them");
+    cmd->add_option("--machine-class", o->machine_class,
+                    "with --enqueue: only workers whose machine identity is this measure the jobs (default: any host of "
+                    "the target)");
+    cmd->add_option("--max-attempts", o->max_attempts, "with --enqueue: a job failing this often is marked failed")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 100));
     cmd->add_flag("!--no-coverage", o->coverage, "skip the coverage report");
     auto compare = std::make_shared<bool>(false);
     auto compare_rounds = std::make_shared<int>(autosched::CompareOptions{}.repeats);

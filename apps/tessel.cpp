@@ -23,6 +23,8 @@ int main(int argc, char **argv) {
     tessel::apps::add_db_command(app, action);
     tessel::apps::add_specialize_command(app, action);
     tessel::apps::add_lib_command(app, action);
+    tessel::apps::add_worker_command(app, action);
+    tessel::apps::add_jobs_command(app, action);
     CLI11_PARSE(app, argc, argv);
     try {
         return action();

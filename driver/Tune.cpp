@@ -5,6 +5,7 @@
 
 #include "autoscheduler/Coverage.h"
 #include "autoscheduler/GroupKindSpace.h"
+#include "autoscheduler/JobQueue.h"
 #include "autoscheduler/TuningKey.h"
 #include "autoscheduler/TuningStore.h"
 #include "codegen/Compile.h"
@@ -193,6 +194,58 @@ std::vector<std::pair<std::string, std::map<std::string, int64_t>>> tune_binding
     return out;
 }
 
+/** --enqueue: each group at each binding becomes a job on the server (JobQueue.h) instead of
+ * being measured here; keys the server already has a record for are not enqueued. The payload
+ * is what a worker plans from (driver/FleetTuning.h): the graph's text, the binding, the group. */
+int enqueue_tune(const TuneOptions &o, const dsl::Graph &graph, const Halide::Target &target,
+                 const std::vector<std::pair<std::string, std::map<std::string, int64_t>>> &bindings, std::ostream &out) {
+    if (!autosched::is_server_database(o.db))
+        throw std::invalid_argument("--enqueue needs a server: --db postgresql://user@host:port/dbname (got '" + o.db + "')");
+    std::ifstream f(o.file);
+    std::stringstream text;
+    text << f.rdbuf();
+    autosched::JobQueue queue(o.db);
+    std::vector<autosched::JobSpec> jobs;
+    std::set<std::string> seen;
+    int64_t hits = 0;
+    for (const auto &[name, symbols] : bindings) {
+        PlanOptions po;
+        po.symbols = symbols;
+        po.schedules.autoschedule = false;
+        const PlannedProgram p = plan(graph, target, po);
+        for (const auto &fg : p.fusion.groups) {
+            const auto w = group_workload(p.graph, fg, symbols);
+            if (!w) continue;
+            autosched::JobSpec job;
+            job.key = autosched::Tuner::key_for(make_request(p.graph, fg, symbols, *w, target));
+            if (!seen.insert(job.key.to_json().dump()).second) continue;
+            if (queue.store().lookup(job.key)) {
+                hits++;
+                continue;
+            }
+            job.machine_class = o.machine_class;
+            job.max_attempts = o.max_attempts;
+            job.payload = {{"graph", text.str()},
+                           {"file", o.file},
+                           {"symbols", symbols},
+                           {"group", fg.name},
+                           {"shape", name},
+                           {"budget", o.params.budget},
+                           {"repeats", o.params.repeats},
+                           {"timeout_seconds", o.params.timeout_seconds},
+                           {"verify", o.params.verify},
+                           {"measure", o.params.measure}};
+            jobs.push_back(std::move(job));
+        }
+    }
+    const int64_t added = queue.enqueue(jobs);
+    out << "enqueued " << added << " job" << (added == 1 ? "" : "s") << " on " << queue.store().location() << " for target "
+        << target.to_string() << (o.machine_class.empty() ? "" : " and machine class '" + o.machine_class + "'") << " ("
+        << (int64_t)jobs.size() - added << " already queued or done, " << hits
+        << " already in the database); run `tessel worker --db URL` on hosts of that target, `tessel jobs --db URL` to watch\n";
+    return 0;
+}
+
 }  // namespace
 
 int run_tune(const TuneOptions &o, std::ostream &out) {
@@ -206,6 +259,7 @@ int run_tune(const TuneOptions &o, std::ostream &out) {
     check_symbols(graph, o.dims);
     const Halide::Target target = parse_target(o.target);
     const auto bindings = tune_bindings(graph, target, o, requested);
+    if (o.enqueue) return enqueue_tune(o, graph, target, bindings, out);
 
     const std::unique_ptr<autosched::TuningStore> store = autosched::open_tuning_store(o.db);
     autosched::TuningStore &db = *store;

@@ -35,6 +35,11 @@ struct TuneOptions {
     int explain_top = 5;
     bool coverage = true;  ///< print the coverage report and calibration experiment
     autosched::TunerParams params;
+    /** Write one job per group and shape to the server's queue (--db must be a URL) instead of
+     * measuring here; `tessel worker`s measure them (driver/FleetTuning.h). */
+    bool enqueue = false;
+    std::string machine_class;  ///< with enqueue: only workers of this machine_identity() ("" = any)
+    int max_attempts = 3;       ///< with enqueue: a job failing this often is marked failed
     /** Called after each shape with its tuned schedule (the CLI's --compare runs Halide's
      * autoschedulers and the library beside it, in the same run). */
     std::function<void(const dsl::Graph &, const dsl::FusionGroup &, const std::map<std::string, int64_t> &symbols,

@@ -1,0 +1,282 @@
+// The tuning job queue (autoscheduler/JobQueue.h) and `tessel worker` / `tessel jobs`
+// (driver/FleetTuning.h) on a real PostgreSQL server (tests/PostgresServer.h), workers as
+// separate processes with the stub measurer: claims matched on target, class and build; leases,
+// heartbeats and expiry; failures after N attempts; refused results; and the fault runs — four
+// workers on 1,000 jobs (no job claimed twice), kill -9 of a worker at random points (10 runs)
+// and a server restart mid-run, each ending with every job done exactly once.
+#include <doctest/doctest.h>
+
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "autoscheduler/JobQueue.h"
+#include "codegen/Compile.h"
+#include "driver/FleetTuning.h"
+#include "schedules/ScheduleJson.h"
+
+#include "tests/BackgroundProcess.h"
+#include "tests/PostgresServer.h"
+#include "tests/TempDir.h"
+
+using namespace tessel;
+using namespace tessel::autosched;
+using tessel::testing::BackgroundProcess;
+using tessel::testing::PostgresServer;
+using tessel::testing::TempDir;
+
+namespace {
+
+std::string host_target() { return parse_target("host").to_string(); }
+
+TuningKey job_key(int i, const std::string &target = host_target()) {
+    TuningKey k = TuningKey::current();
+    k.group_hash = "job" + std::to_string(i);
+    k.shapes = "M=" + std::to_string(i);
+    k.target = target;
+    k.numeric_mode = "strict";
+    k.space_version = 1;
+    return k;
+}
+
+std::vector<JobSpec> stub_jobs(int n, int first = 0) {
+    std::vector<JobSpec> jobs;
+    for (int i = first; i < first + n; i++) jobs.push_back(JobSpec{job_key(i), "", {{"stub", i}}, 3});
+    return jobs;
+}
+
+TuningRecord result_for(const TuningKey &k, double ms = 1.0) {
+    return TuningRecord{k, sched::to_json(sched::ScheduleSpec("r")), ms, {ms}, "test", kMeasured, 1735689600, ""};
+}
+
+WorkerIdentity worker(const std::string &name, const std::string &target = host_target(), const std::string &cls = "classA") {
+    return WorkerIdentity{name, target, cls};
+}
+
+std::vector<std::string> worker_argv(const std::string &url, double stub_ms, double lease) {
+    return {TESSEL_BINARY,
+            "worker",
+            "--db",
+            url,
+            "--stub-measure-ms",
+            std::to_string(stub_ms),
+            "--lease",
+            std::to_string(lease),
+            "--poll",
+            "0.05",
+            "--exit-when-idle",
+            "--reconnect",
+            "60"};
+}
+
+/** Jobs lost (not done) and duplicated (records beyond one per job) in database `db`. */
+struct Tally {
+    int64_t jobs = 0, done = 0, records = 0, distinct_keys = 0, max_attempts = 0;
+    int64_t lost() const { return jobs - done; }
+    int64_t duplicated() const { return records - distinct_keys; }
+};
+
+Tally tally(PostgresServer &server, const std::string &db) {
+    Tally t;
+    t.jobs = std::stoll(server.query_one("SELECT COUNT(*) FROM jobs", db));
+    t.done = std::stoll(server.query_one("SELECT COUNT(*) FROM jobs WHERE state = 'done' AND result_count = 1", db));
+    t.records = std::stoll(server.query_one("SELECT COUNT(*) FROM records", db));
+    t.distinct_keys = std::stoll(server.query_one("SELECT COUNT(DISTINCT key_json) FROM records", db));
+    t.max_attempts = std::stoll(server.query_one("SELECT COALESCE(MAX(attempts), 0) FROM jobs", db));
+    return t;
+}
+
+}  // namespace
+
+TEST_CASE("job queue: claims match target, machine class and build; one job is never claimed twice") {
+    TESSEL_REQUIRE_POSTGRES(server);
+    const std::string url = server.fresh_database("q_match");
+    JobQueue q(url);
+    std::vector<JobSpec> jobs = stub_jobs(2);
+    jobs.push_back(JobSpec{job_key(2, "x86-64-linux-avx512"), "", {}, 3});  // another target
+    jobs.push_back(JobSpec{job_key(3), "classB", {}, 3});                   // another machine class
+    TuningKey old_build = job_key(4);
+    old_build.tessel_version = "0.0.1";  // enqueued by another Tessel build
+    jobs.push_back(JobSpec{old_build, "", {}, 3});
+    CHECK(q.enqueue(jobs) == 5);
+    CHECK(q.enqueue(jobs) == 0);  // one open job per key
+
+    const auto a = q.claim(worker("a"), 60), b = q.claim(worker("b"), 60);
+    REQUIRE(a);
+    REQUIRE(b);
+    CHECK(a->id != b->id);
+    CHECK_FALSE(q.claim(worker("c"), 60));  // classA, this target, this build: nothing left
+    const auto other_class = q.claim(worker("d", host_target(), "classB"), 60);
+    REQUIRE(other_class);
+    CHECK(other_class->spec.key == job_key(3));
+    const auto avx512 = q.claim(worker("e", "x86-64-linux-avx512"), 60);
+    REQUIRE(avx512);
+    CHECK(avx512->spec.key.target == "x86-64-linux-avx512");
+    CHECK_FALSE(q.idle_for(worker("a")));  // a's and b's jobs still run
+    q.finish(*a, {result_for(a->spec.key)});
+    q.finish(*a, {result_for(a->spec.key)});  // a retry after a dropped COMMIT: nothing twice
+    q.finish(*b, {});
+    q.finish(*other_class, {});
+    q.finish(*avx512, {});
+    CHECK(q.idle_for(worker("a")));  // the old build's job is not this worker's
+    const QueueStatus s = q.status();
+    CHECK(s.done == 4);
+    CHECK(s.queued == 1);
+    CHECK(q.store().size() == 1);
+    CHECK(s.to_string().find("worker a: 1 done") != std::string::npos);
+}
+
+TEST_CASE("job queue: a lease that expires returns the job; the old claim's heartbeat and finish are refused") {
+    TESSEL_REQUIRE_POSTGRES(server);
+    JobQueue q(server.fresh_database("q_lease"));
+    q.enqueue(stub_jobs(1));
+    const auto first = q.claim(worker("slow"), 0.3);
+    REQUIRE(first);
+    CHECK(q.heartbeat(*first, 0.3));
+    CHECK_FALSE(q.claim(worker("other"), 0.3));  // held
+    std::this_thread::sleep_for(std::chrono::milliseconds(450));
+    const auto second = q.claim(worker("other"), 60);
+    REQUIRE(second);
+    CHECK(second->id == first->id);
+    CHECK(second->attempt == 2);
+    CHECK(second->lease_token > first->lease_token);
+    CHECK_FALSE(q.heartbeat(*first, 60));
+    CHECK_THROWS_AS(q.finish(*first, {result_for(first->spec.key)}), JobLost);
+    CHECK(q.store().size() == 0);
+    q.finish(*second, {result_for(second->spec.key)});
+    CHECK(q.store().size() == 1);
+}
+
+TEST_CASE("job queue: a job failing max_attempts times is failed with its last error; expired last attempts too") {
+    TESSEL_REQUIRE_POSTGRES(server);
+    JobQueue q(server.fresh_database("q_fail"));
+    q.enqueue({JobSpec{job_key(0), "", {}, 2}, JobSpec{job_key(1), "", {}, 1}});
+    auto j = q.claim(worker("w"), 60);
+    REQUIRE(j);
+    q.fail(*j, "compile error one");
+    CHECK(q.status().queued == 2);
+    j = q.claim(worker("w"), 60);
+    REQUIRE(j);
+    CHECK(j->attempt == 2);
+    q.fail(*j, "compile error two");
+    // The one-attempt job: its worker dies (no heartbeat, lease expires).
+    const auto dies = q.claim(worker("w"), 0.2);
+    REQUIRE(dies);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    CHECK_FALSE(q.claim(worker("w"), 60));
+    const QueueStatus s = q.status();
+    CHECK(s.failed == 2);
+    REQUIRE(s.failures.size() == 2);
+    CHECK(s.failures[0].second == "compile error two");
+    CHECK(s.failures[1].second.find("lease expired on attempt 1 of 1") != std::string::npos);
+}
+
+TEST_CASE("job queue: a result for a different key or key schema version is refused, nothing stored") {
+    TESSEL_REQUIRE_POSTGRES(server);
+    JobQueue q(server.fresh_database("q_refuse"));
+    q.enqueue(stub_jobs(1));
+    const auto j = q.claim(worker("w"), 60);
+    REQUIRE(j);
+    TuningKey other = j->spec.key;
+    other.shapes = "M=999";
+    std::string e;
+    try {
+        q.finish(*j, {result_for(other)});
+    } catch (const TuningDatabaseError &err) {
+        e = err.what();
+    }
+    CHECK(e.find("refused a result for a different key") != std::string::npos);
+    TuningKey newer = j->spec.key;
+    newer.schema_version = kTuningKeySchemaVersion + 1;
+    e.clear();
+    try {
+        q.finish(*j, {result_for(newer)});
+    } catch (const TuningDatabaseError &err) {
+        e = err.what();
+    }
+    CHECK(e.find("refused a result of key schema version " + std::to_string(kTuningKeySchemaVersion + 1)) != std::string::npos);
+    CHECK(q.store().size() == 0);
+    CHECK(q.status().running == 1);  // still this worker's; it may finish properly
+    q.finish(*j, {result_for(j->spec.key)});
+    CHECK(q.store().size() == 1);
+}
+
+TEST_CASE("4 worker processes on 1,000 stub jobs: every job claimed once and done once; tessel jobs shows them") {
+    TESSEL_REQUIRE_POSTGRES(server);
+    TempDir tmp;
+    const std::string url = server.fresh_database("q_thousand");
+    JobQueue(url).enqueue(stub_jobs(1000));
+    std::vector<std::unique_ptr<BackgroundProcess>> workers;
+    for (int i = 0; i < 4; i++)
+        workers.push_back(
+            std::make_unique<BackgroundProcess>(worker_argv(url, 2, 30), tmp.file("worker" + std::to_string(i) + ".log")));
+    for (auto &w : workers) CHECK_MESSAGE(w->wait(300) == 0, w->log());
+    const Tally t = tally(server, "q_thousand");
+    MESSAGE("1000 jobs x 4 workers: " << t.done << " done, lost " << t.lost() << ", duplicated " << t.duplicated()
+                                      << ", max attempts " << t.max_attempts);
+    CHECK(t.jobs == 1000);
+    CHECK(t.lost() == 0);
+    CHECK(t.records == 1000);
+    CHECK(t.duplicated() == 0);
+    CHECK(t.max_attempts == 1);  // no job was ever claimed a second time
+    // Every worker took part (the queue spreads the work).
+    CHECK(std::stoll(server.query_one("SELECT COUNT(DISTINCT worker) FROM jobs", "q_thousand")) == 4);
+    std::ostringstream out, err;
+    CHECK(show_jobs(url, out, err) == 0);
+    CHECK(out.str().find("0 queued, 0 running, 1000 done, 0 failed") != std::string::npos);
+    CHECK(out.str().find("jobs/min") != std::string::npos);
+    CHECK(out.str().find("eta: nothing left") != std::string::npos);
+}
+
+TEST_CASE("kill -9 of a worker at random points (10 runs): every job done exactly once") {
+    TESSEL_REQUIRE_POSTGRES(server);
+    TempDir tmp;
+    std::mt19937 rng(20261206);
+    int64_t lost = 0, duplicated = 0, reclaimed = 0;
+    for (int run = 0; run < 10; run++) {
+        const std::string db = "q_kill" + std::to_string(run), url = server.fresh_database(db);
+        JobQueue(url).enqueue(stub_jobs(40));
+        auto victim = std::make_unique<BackgroundProcess>(worker_argv(url, 20, 0.8), tmp.file("victim.log"));
+        BackgroundProcess steady(worker_argv(url, 20, 0.8), tmp.file("steady.log"));
+        // A random point of the run: after a random number of jobs are done, a random fraction of a
+        // job later (claiming, measuring, committing or heartbeating).
+        const int after_done = std::uniform_int_distribution<int>(0, 28)(rng);
+        while (std::stoll(server.query_one("SELECT COUNT(*) FROM jobs WHERE state = 'done'", db)) < after_done)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 25)(rng)));
+        victim->kill();
+        CHECK(victim->wait() == 128 + SIGKILL);
+        BackgroundProcess replacement(worker_argv(url, 20, 0.8), tmp.file("replacement.log"));
+        CHECK_MESSAGE(steady.wait(120) == 0, steady.log());
+        CHECK_MESSAGE(replacement.wait(120) == 0, replacement.log());
+        const Tally t = tally(server, db);
+        lost += t.lost();
+        duplicated += t.duplicated();
+        reclaimed += t.max_attempts > 1;
+        CHECK(t.lost() == 0);
+        CHECK(t.records == 40);
+        CHECK(t.duplicated() == 0);
+        server.admin("DROP DATABASE " + db + " WITH (FORCE)");
+    }
+    MESSAGE("kill -9: 10 runs x 40 jobs, lost " << lost << ", duplicated " << duplicated << ", runs where a job was reclaimed "
+                                                << reclaimed);
+    CHECK(reclaimed > 0);  // the kills did land while a job was held
+}
+
+TEST_CASE("a server restart mid-run: workers reconnect and finish, every job done once") {
+    TESSEL_REQUIRE_POSTGRES(server);
+    TempDir tmp;
+    const std::string url = server.fresh_database("q_restart");
+    JobQueue(url).enqueue(stub_jobs(150));
+    BackgroundProcess a(worker_argv(url, 10, 5), tmp.file("a.log")), b(worker_argv(url, 10, 5), tmp.file("b.log"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    server.restart();
+    CHECK_MESSAGE(a.wait(120) == 0, a.log());
+    CHECK_MESSAGE(b.wait(120) == 0, b.log());
+    const Tally t = tally(server, "q_restart");
+    MESSAGE("server restart: " << t.done << " of 150 done, lost " << t.lost() << ", duplicated " << t.duplicated());
+    CHECK(t.lost() == 0);
+    CHECK(t.records == 150);
+    CHECK(t.duplicated() == 0);
+    CHECK((a.log() + b.log()).find("reconnecting") != std::string::npos);  // the restart was felt
+}
