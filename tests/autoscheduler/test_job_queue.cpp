@@ -12,8 +12,10 @@
 
 #include "autoscheduler/JobQueue.h"
 #include "codegen/Compile.h"
+#include "driver/DatabaseCommands.h"
 #include "driver/FleetTuning.h"
 #include "schedules/ScheduleJson.h"
+#include "support/Subprocess.h"
 
 #include "tests/BackgroundProcess.h"
 #include "tests/PostgresServer.h"
@@ -279,4 +281,36 @@ TEST_CASE("a server restart mid-run: workers reconnect and finish, every job don
     CHECK(t.records == 150);
     CHECK(t.duplicated() == 0);
     CHECK((a.log() + b.log()).find("reconnecting") != std::string::npos);  // the restart was felt
+}
+
+TEST_CASE("tessel tune --enqueue, then a real worker: measured in the isolated child, then a database hit for tessel tune") {
+    TESSEL_REQUIRE_POSTGRES(server);
+    TempDir tmp;
+    const std::string url = server.fresh_database("q_real");
+    const std::string graph = std::string(TESSEL_SOURCE_DIR) + "/algorithms/softmax_rows.tsl";
+    const std::vector<std::string> tune = {TESSEL_BINARY, "tune",     graph, "--db",      url, "--dim",
+                                           "M=8,N=64",    "--budget", "1",   "--repeats", "1", "--no-coverage"};
+    std::vector<std::string> enqueue = tune;
+    enqueue.push_back("--enqueue");
+    SubprocessResult r = run_subprocess(enqueue);
+    REQUIRE_MESSAGE(r.ok(), r.output);
+    CHECK(r.output.find("enqueued 1 job on " + url) != std::string::npos);
+    r = run_subprocess(enqueue);
+    CHECK(r.output.find("enqueued 0 jobs") != std::string::npos);  // already queued
+    BackgroundProcess worker({TESSEL_BINARY, "worker", "--db", url, "--poll", "0.1", "--exit-when-idle", "--lease", "30"},
+                             tmp.file("worker.log"));
+    REQUIRE_MESSAGE(worker.wait(300) == 0, worker.log());
+    CHECK_MESSAGE(worker.log().find("job 1 done") != std::string::npos, worker.log());
+    CHECK(server.query_one("SELECT measured_by FROM records", "q_real") == "measured");
+    // Every host of the class now hits: tune on the server measures nothing.
+    r = run_subprocess(tune);
+    REQUIRE_MESSAGE(r.ok(), r.output);
+    CHECK_MESSAGE(r.output.find("(database)") != std::string::npos, r.output);
+    // And a SQLite file that pulled the server's records hits after verifying the import.
+    std::ostringstream out, err;
+    REQUIRE(db_pull(url, tmp.file("local.db"), out, err) == 0);
+    std::vector<std::string> local = tune;
+    local[4] = tmp.file("local.db");
+    r = run_subprocess(local);
+    CHECK_MESSAGE(r.output.find("(database)") != std::string::npos, r.output);
 }
