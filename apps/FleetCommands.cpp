@@ -28,11 +28,13 @@ void add_worker_command(CLI::App &app, std::function<int()> &action) {
 
 void add_jobs_command(CLI::App &app, std::function<int()> &action) {
     auto db = std::make_shared<std::string>();
+    auto stub = std::make_shared<int64_t>(0);
     CLI::App *cmd = app.add_subcommand("jobs",
                                        "The tuning job queue on a server: queued, running, done, failed; per-worker "
                                        "rates and an ETA");
     cmd->add_option("--db", *db, "the server: postgresql://user@host:port/dbname")->required();
-    cmd->callback([&action, db] { action = [db] { return show_jobs(*db, std::cout, std::cerr); }; });
+    cmd->add_option("--enqueue-stub", *stub, "tests and bench/ only: first enqueue this many stub jobs for this host's target");
+    cmd->callback([&action, db, stub] { action = [db, stub] { return show_jobs(*db, std::cout, std::cerr, *stub); }; });
 }
 
 }  // namespace tessel::apps

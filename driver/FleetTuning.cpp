@@ -196,6 +196,7 @@ int run_worker(const WorkerOptions &o, std::ostream &out) {
             << std::flush;
         int64_t jobs = 0;
         while (o.max_jobs < 0 || jobs < o.max_jobs) {
+            const auto claim_start = Clock::now();
             std::optional<ClaimedJob> job =
                 with_reconnect(queue, o.reconnect_seconds, out, [&] { return queue.claim(who, o.lease_seconds); });
             if (!job) {
@@ -205,6 +206,7 @@ int run_worker(const WorkerOptions &o, std::ostream &out) {
                 continue;
             }
             jobs++;
+            const double claim_ms = std::chrono::duration<double, std::milli>(Clock::now() - claim_start).count();
             const auto start = Clock::now();
             std::vector<TuningRecord> results;
             std::string error;
@@ -237,7 +239,8 @@ int run_worker(const WorkerOptions &o, std::ostream &out) {
                 } else {
                     with_reconnect(queue, o.reconnect_seconds, out, [&] { return queue.finish(*job, results), 0; });
                     out << "job " << job->id << " done in " << std::fixed << std::setprecision(2) << s << " s (" << results.size()
-                        << " record" << (results.size() == 1 ? "" : "s") << ")\n"
+                        << " record" << (results.size() == 1 ? "" : "s") << "; claimed in " << std::setprecision(3) << claim_ms
+                        << " ms)\n"
                         << std::flush;
                 }
             } catch (const autosched::JobLost &e) {
@@ -260,12 +263,26 @@ int run_worker(const WorkerOptions &o, std::ostream &out) {
     }
 }
 
-int show_jobs(const std::string &db, std::ostream &out, std::ostream &err) {
+int show_jobs(const std::string &db, std::ostream &out, std::ostream &err, int64_t stub_jobs) {
     try {
         if (!autosched::is_postgres_url(db))
             throw std::invalid_argument("the job queue is on a server: --db postgresql://user@host:port/dbname (got '" + db +
                                         "')");
         JobQueue queue(db);
+        if (stub_jobs > 0) {
+            std::vector<autosched::JobSpec> jobs;
+            const std::string run = std::to_string(autosched::now_unix()) + "-" + std::to_string(getpid());
+            for (int64_t i = 0; i < stub_jobs; i++) {
+                autosched::JobSpec j;
+                j.key = autosched::TuningKey::current();
+                j.key.group_hash = "stub-" + run + "-" + std::to_string(i);
+                j.key.target = parse_target("host").to_string();
+                j.key.numeric_mode = "strict";
+                j.payload = {{"stub", i}};
+                jobs.push_back(std::move(j));
+            }
+            out << "enqueued " << queue.enqueue(jobs) << " stub jobs\n";
+        }
         out << queue.store().location() << "\n" << queue.status().to_string();
         return 0;
     } catch (const std::exception &e) {

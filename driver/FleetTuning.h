@@ -39,7 +39,9 @@ struct WorkerOptions {
  * job to `out`. */
 int run_worker(const WorkerOptions &options, std::ostream &out);
 
-/** Prints the queue's counts, per-worker rates, the ETA and the failures (QueueStatus). */
-int show_jobs(const std::string &db, std::ostream &out, std::ostream &err);
+/** Prints the queue's counts, per-worker rates, the ETA and the failures (QueueStatus). With
+ * `stub_jobs` > 0, first enqueues that many stub jobs for this host's target (for the stub
+ * measurer: bench/queue_throughput.py). */
+int show_jobs(const std::string &db, std::ostream &out, std::ostream &err, int64_t stub_jobs = 0);
 
 }  // namespace tessel

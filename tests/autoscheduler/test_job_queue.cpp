@@ -207,12 +207,14 @@ TEST_CASE("4 worker processes on 1,000 stub jobs: every job claimed once and don
     TESSEL_REQUIRE_POSTGRES(server);
     TempDir tmp;
     const std::string url = server.fresh_database("q_thousand");
-    JobQueue(url).enqueue(stub_jobs(1000));
+    const SubprocessResult enqueued = run_subprocess({TESSEL_BINARY, "jobs", "--db", url, "--enqueue-stub", "1000"});
+    CHECK_MESSAGE(enqueued.output.find("enqueued 1000 stub jobs") != std::string::npos, enqueued.output);
     std::vector<std::unique_ptr<BackgroundProcess>> workers;
     for (int i = 0; i < 4; i++)
         workers.push_back(
             std::make_unique<BackgroundProcess>(worker_argv(url, 2, 30), tmp.file("worker" + std::to_string(i) + ".log")));
     for (auto &w : workers) CHECK_MESSAGE(w->wait(300) == 0, w->log());
+    CHECK(workers[0]->log().find("claimed in") != std::string::npos);
     const Tally t = tally(server, "q_thousand");
     MESSAGE("1000 jobs x 4 workers: " << t.done << " done, lost " << t.lost() << ", duplicated " << t.duplicated()
                                       << ", max attempts " << t.max_attempts);
