@@ -194,6 +194,35 @@ KernelCache::Result KernelCache::get(const std::string &description, const Halid
         r.note = "kernel cache: entry " + hash + " of " + name + " not used: " + why + "; " +
                  (options_.read_only ? "compiled in memory (read-only cache)" : "compiled again and replaced");
     }
+    // The shared tier: an entry another host compiled, checked like a local one, installed here.
+    const auto add_note = [&r](const std::string &n) { r.note += (r.note.empty() ? "" : "\n") + n; };
+    if (options_.shared && !options_.read_only && has_room(dir_, options_.min_free_bytes)) {
+        try {
+            if (auto e = options_.shared->fetch(hash)) {
+                if (const std::string bad = record_mismatch(e->record, key, e->object); !bad.empty()) {
+                    add_note("kernel cache: shared entry " + hash + " of " + name + " on " + options_.shared->location() +
+                             " not used: " + bad + "; compiled again and replaced");
+                } else {
+                    static std::atomic<int> fetched{0};
+                    const fs::path tmp = dir_ / ("fetch-" + std::to_string(::getpid()) + "-" + std::to_string(fetched++));
+                    fs::create_directories(tmp);
+                    std::ofstream(tmp / "so", std::ios::binary) << e->object;
+                    std::ofstream(tmp / "key", std::ios::binary) << e->record;
+                    fs::rename(tmp / "so", so);
+                    fs::rename(tmp / "key", key_file);
+                    fs::remove_all(tmp);
+                    if ((r.kernel = load_checked(so, key_file, key, name, &why))) {
+                        r.hit = r.shared_hit = true;
+                        r.seconds = seconds_since(t0);
+                        return r;
+                    }
+                    add_note("kernel cache: shared entry " + hash + " of " + name + " not used: " + why);
+                }
+            }
+        } catch (const std::exception &e) {
+            add_note(std::string("kernel cache: the shared tier failed (") + e.what() + "); compiled here");
+        }
+    }
     if (options_.read_only) return r;
     // LLVM aborts the process when it cannot write its output (a full disk): with too little
     // room the kernel is not cached (the caller compiles it in memory instead).
@@ -220,7 +249,15 @@ KernelCache::Result KernelCache::get(const std::string &description, const Halid
         if (const SubprocessResult linked = run_subprocess(link); !linked.ok())
             throw CompileError("linking '" + name + "' for the kernel cache failed: " + format_command(link) + "\n" +
                                linked.output);
-        std::ofstream(tmp / "key", std::ios::binary) << record_text(key, read_file(lib));
+        const std::string object = read_file(lib), record = record_text(key, object);
+        std::ofstream(tmp / "key", std::ios::binary) << record;
+        if (options_.shared) {
+            try {
+                options_.shared->store(hash, record, object);
+            } catch (const std::exception &e) {
+                add_note("kernel cache: " + name + " not stored in the shared tier (" + e.what() + ")");
+            }
+        }
         fs::rename(lib, so);
         fs::rename(tmp / "key", key_file);
         fs::remove_all(tmp);
@@ -235,7 +272,7 @@ KernelCache::Result KernelCache::get(const std::string &description, const Halid
     return r;
 }
 
-std::string KernelCache::activate(const std::optional<fs::path> &dir) {
+std::string KernelCache::activate(const std::optional<fs::path> &dir, std::shared_ptr<SharedKernelStore> shared) {
     std::lock_guard<std::mutex> lock(g_active_lock);
     g_active.reset();
     if (!dir) return "";
@@ -246,6 +283,7 @@ std::string KernelCache::activate(const std::optional<fs::path> &dir) {
         return "kernel cache off: " + dir->string() + " is not a directory and cannot be made" +
                (ec ? " (" + ec.message() + ")" : "");
     KernelCache::Options options;
+    options.shared = std::move(shared);
     std::string note;
     if (::access(dir->c_str(), W_OK) != 0) {
         options.read_only = true;
@@ -259,16 +297,16 @@ std::string KernelCache::activate(const std::optional<fs::path> &dir) {
     return note;
 }
 
-std::string use_kernel_cache(const std::string &setting, const std::string &db_path) {
+std::string use_kernel_cache(const std::string &setting, const std::string &db_path, std::shared_ptr<SharedKernelStore> shared) {
     if (setting == "off") return KernelCache::activate(std::nullopt);
     // A database on a server has no directory to sit beside: this user's cache directory.
     const bool server = db_path.rfind("postgresql://", 0) == 0 || db_path.rfind("postgres://", 0) == 0;
     if (setting.empty() && server) {
         const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
         const fs::path base = xdg && *xdg ? fs::path(xdg) : home && *home ? fs::path(home) / ".cache" : fs::path(".");
-        return KernelCache::activate(base / "tessel" / "kernels");
+        return KernelCache::activate(base / "tessel" / "kernels", std::move(shared));
     }
-    return KernelCache::activate(fs::path(setting.empty() ? db_path + ".kernels" : setting));
+    return KernelCache::activate(fs::path(setting.empty() ? db_path + ".kernels" : setting), std::move(shared));
 }
 
 KernelCache *KernelCache::active() {

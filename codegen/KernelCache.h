@@ -28,6 +28,13 @@
  * compiled in memory and not stored. Below kMinFreeBytes free (a full disk) nothing is written
  * either: LLVM aborts the process on a failed write.
  *
+ * A second tier shared between hosts (SharedKernelStore; the tuning server's, when --db names one:
+ * autoscheduler/PostgresKernelStore.h) holds the same entries by the same hash: a local miss
+ * fetches the entry, checks it exactly as a local one (key text, size, SHA-256) and installs it
+ * in the directory before loading it; a kernel compiled here is stored there too. An entry that
+ * does not check out is never loaded: it is compiled again and replaced, with a note. A shared
+ * tier that fails (server down, read-only role) only costs a note; the local cache carries on.
+ *
  * Only CPU targets are cached (GPU kernels keep Halide's JIT). The cache is off unless a
  * command turns it on (KernelCache::activate); tests and tools that build many one-off kernels
  * do not fill a directory.
@@ -60,12 +67,28 @@ private:
     int (*argv_)(void **);
 };
 
+/** Entries shared between hosts, by key hash: the record text (key, object size, SHA-256) and the
+ * object. Implementations check nothing; KernelCache checks what it fetches. Thread-safe. */
+class SharedKernelStore {
+public:
+    virtual ~SharedKernelStore() = default;
+    struct Entry {
+        std::string record, object;
+    };
+    virtual std::optional<Entry> fetch(const std::string &hash) = 0;
+    /** Stores or replaces the entry of `hash`. */
+    virtual void store(const std::string &hash, const std::string &record, const std::string &object) = 0;
+    /** Where the entries live, for notes ("postgresql://user@host:port/db"). */
+    virtual std::string location() const = 0;
+};
+
 class KernelCache {
 public:
     struct Options {
         bool read_only = false;  ///< load entries, never write one
         /** Free bytes below which nothing is written; kernels are a few MiB at most. */
         uint64_t min_free_bytes = uint64_t(256) << 20;
+        std::shared_ptr<SharedKernelStore> shared;  ///< a second tier shared between hosts, or null
     };
     explicit KernelCache(std::filesystem::path dir) : KernelCache(std::move(dir), Options()) {}
     KernelCache(std::filesystem::path dir, Options options);
@@ -73,7 +96,8 @@ public:
     struct Result {
         std::shared_ptr<const LoadedKernel> kernel;
         bool hit = false;
-        double seconds = 0;  ///< loading (hit) or compiling, linking and loading (miss)
+        bool shared_hit = false;  ///< installed from the shared tier (then `hit` too)
+        double seconds = 0;       ///< loading (hit) or compiling, linking and loading (miss)
         /** One line when an entry was found and not used ("... replaced: its object is 812 bytes,
          * its record says 20480 (truncated or replaced)"), or when the kernel is not stored. */
         std::string note;
@@ -90,7 +114,8 @@ public:
     /** Turns the process-wide cache on (at `dir`) or off (nullopt). Returns a note when it cannot
      * be on (no build ID, no directory) or is read-only (a directory that cannot be written), ""
      * otherwise. */
-    static std::string activate(const std::optional<std::filesystem::path> &dir);
+    static std::string activate(const std::optional<std::filesystem::path> &dir,
+                                std::shared_ptr<SharedKernelStore> shared = nullptr);
     /** The active cache, or nullptr. */
     static KernelCache *active();
 
@@ -108,6 +133,7 @@ private:
  * `<tuning database path>.kernels` (next to the database; for a database on a server,
  * `$XDG_CACHE_HOME/tessel/kernels` or `~/.cache/tessel/kernels`); "off"; else a directory. Activates
  * it and returns KernelCache::activate's note. */
-std::string use_kernel_cache(const std::string &setting, const std::string &db_path);
+std::string use_kernel_cache(const std::string &setting, const std::string &db_path,
+                             std::shared_ptr<SharedKernelStore> shared = nullptr);
 
 }  // namespace tessel

@@ -1,5 +1,6 @@
 #include "driver/Demo.h"
 
+#include "autoscheduler/PostgresKernelStore.h"
 #include "baselines/GeluReference.h"
 #include "codegen/Compile.h"
 #include "codegen/KernelCache.h"
@@ -61,7 +62,8 @@ int kernels_from_cache(const GeluLayer &layer) {
 
 int run_demo(const DemoOptions &o, std::ostream &out) {
     const Halide::Target target = parse_target(o.target);
-    const std::string cache_note = use_kernel_cache(o.kernel_cache, o.db);
+    const std::string cache_note =
+        use_kernel_cache(o.kernel_cache, o.db, o.kernel_cache == "off" ? nullptr : autosched::shared_kernel_store_for(o.db));
     const double lookup_start = seconds_since_process_start();
     const sched::ScheduleSpec schedule = demo_schedule(o, target, out);
     const double lookup_seconds = seconds_since_process_start() - lookup_start;

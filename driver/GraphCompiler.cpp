@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "autoscheduler/PostgresKernelStore.h"
 #include "codegen/Compile.h"
 #include "codegen/KernelCache.h"
 #include "codegen/Ptxas.h"
@@ -222,7 +223,10 @@ int run_graph(const GraphRunOptions &o, std::ostream &out) {
     const PlannedProgram p = plan(original, target, po);
     if (p.remat && (p.remat->changed || o.memory_budget || !p.remat->skipped.empty())) out << p.remat->to_string();
     if (!p.layouts.regions.empty()) out << p.layouts.to_string(p.graph);
-    if (const std::string note = use_kernel_cache(o.kernel_cache, o.db); !note.empty()) out << note << "\n";
+    if (const std::string note =
+            use_kernel_cache(o.kernel_cache, o.db, o.kernel_cache == "off" ? nullptr : autosched::shared_kernel_store_for(o.db));
+        !note.empty())
+        out << note << "\n";
     const CompiledGraph program(p.graph, p.fusion, target, p.chooser());
     out << "graph " << p.graph.name << ": " << program.groups().size() << " fused group(s)";
     if (!p.fusion.outside_kernels.empty())
