@@ -92,11 +92,28 @@ public:
         admin("GRANT SELECT ON ALL TABLES IN SCHEMA public TO reader", db);
     }
 
+    /** A tablespace `name` on a tmpfs of `megabytes` mounted for it (a server disk that fills up);
+     * "" on success, else why it cannot be made (needs root to mount: the caller skips). The
+     * mount goes with the server. */
+    std::string add_small_tablespace(const std::string &name, int megabytes) {
+        if (geteuid() != 0) return "not root: cannot mount a small file system for the server";
+        const std::string dir = dir_ + "/" + name;
+        std::filesystem::create_directories(dir);
+        const SubprocessResult m =
+            run_subprocess({"mount", "-t", "tmpfs", "-o", "size=" + std::to_string(megabytes) + "m,mode=0700", "tmpfs", dir});
+        if (!m.ok()) return "cannot mount a tmpfs (" + m.output + ")";
+        mounts_.push_back(dir);
+        run({"chown", "postgres:postgres", dir});
+        admin("CREATE TABLESPACE " + name + " LOCATION '" + dir + "'");
+        return "";
+    }
+
     /** Stops the server (fast) and starts it again on the same port: connections are cut. */
     void restart() { pg_ctl({"restart", "-m", "fast"}); }
 
     ~PostgresServer() {
         if (started_) pg_ctl({"stop", "-m", "immediate"});
+        for (const std::string &m : mounts_) run_subprocess({"umount", m});
         std::error_code ec;
         if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
     }
@@ -185,6 +202,7 @@ private:
     }
 
     std::string bindir_, dir_, skip_;
+    std::vector<std::string> mounts_;
     int port_ = 0;
     bool as_postgres_ = false;
     bool started_ = false;

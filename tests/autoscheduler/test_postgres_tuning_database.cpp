@@ -2,7 +2,8 @@
 // file: each behaviour runs on both backends through TuningStore and must agree (lookup on every
 // key part, best/top_k order, refused schedules, identical records once, export/import, machine
 // numbers); `tessel db pull` both ways; the server's schema-version check; and the faults a user
-// meets: a bad URL, a server that is down, refused authentication, a read-only role.
+// meets: a bad URL, a server that is down, refused authentication, a read-only role, a full disk
+// on the server (as root: a tablespace on a small tmpfs).
 #include <doctest/doctest.h>
 
 #include <functional>
@@ -251,4 +252,43 @@ TEST_CASE("tuning server faults: bad URL, server down, refused authentication, r
     e = error_of([&] { open_tuning_store(server.url("empty_for_reader", "reader")); });
     CHECK(contains(e, "cannot create the schema"));
     CHECK(contains(e, "permission denied"));
+}
+
+TEST_CASE("tuning server faults: a full disk on the server is an error naming the server and the full disk") {
+    TESSEL_REQUIRE_POSTGRES(server);
+    if (const std::string no_disk = server.add_small_tablespace("small_disk", 24); !no_disk.empty()) {
+        MESSAGE(no_disk << ": skipped");
+        return;
+    }
+    server.admin("CREATE DATABASE full_disk TABLESPACE small_disk");
+    const std::string url = server.url("full_disk");
+    PostgresTuningDatabase db(url);
+    db.commit(sample_record(sample_key(), 1.0));
+    server.admin("ALTER TABLE records SET (autovacuum_enabled = false)", "full_disk");
+    // Fill the disk with records until the server cannot extend the table.
+    std::string filled;
+    for (int batch = 0; batch < 400 && filled.empty(); batch++) {
+        try {
+            server.admin(
+                "INSERT INTO records (record_sha256, key_json, group_hash, shape_class, shapes, target, numeric_mode, "
+                "space_version, tessel_version, halide_version, key_schema_version, schedule_json, median_ms, samples_json, "
+                "cost_model_version, measured_by, created_unix, notes) SELECT md5(random()::text) || g, 'fill' || g, '', '', '', "
+                "'', '', 0, '', '', 1, '{}', 1, '[]', '', 'model', 0, (SELECT string_agg(md5(random()::text || g || s), '') FROM "
+                "generate_series(1, 30) s) FROM generate_series(1, 200) g",
+                "full_disk");
+        } catch (const std::exception &e) {
+            filled = e.what();
+        }
+    }
+    REQUIRE_MESSAGE(filled.find("No space left on device") != std::string::npos, filled);
+    TuningRecord r = sample_record(sample_key(), 2.0);
+    r.notes = std::string(4000, 'n');
+    const std::string e = error_of([&] { db.commit(r); });
+    MESSAGE("full disk: " << e);
+    CHECK(contains(e, "tuning server " + url + ": cannot insert a record"));
+    CHECK(contains(e, "No space left on device"));
+    CHECK(contains(e, "the server's disk is full"));
+    CHECK(db.lookup(sample_key())->median_ms == 1.0);  // lookups still work
+    server.admin("DROP DATABASE full_disk WITH (FORCE)");
+    server.admin("DROP TABLESPACE small_disk");
 }
