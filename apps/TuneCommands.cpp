@@ -66,6 +66,8 @@ void add_tune_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--machine-class", o->machine_class,
                     "with --enqueue: only workers whose machine identity is this measure the jobs (default: any host of "
                     "the target)");
+    cmd->add_flag("--wait", o->wait,
+                  "with --enqueue: wait until the workers have done every job, then report the results (database hits)");
     cmd->add_option("--max-attempts", o->max_attempts, "with --enqueue: a job failing this often is marked failed")
         ->capture_default_str()
         ->check(CLI::Range(1, 100));

@@ -203,6 +203,22 @@ QueueStatus JobQueue::status() {
     return s;
 }
 
+QueueStatus JobQueue::status_of(const std::vector<TuningKey> &keys) {
+    json list = json::array();
+    for (const TuningKey &k : keys) list.push_back(k.to_json().dump());
+    PgResult r = connection().exec(
+        "SELECT DISTINCT ON (key_json) state, id, last_error FROM jobs WHERE key_json IN "
+        "(SELECT jsonb_array_elements_text($1::jsonb)) ORDER BY key_json, id DESC",
+        {list.dump()}, "cannot read the jobs' states");
+    QueueStatus s;
+    for (int i = 0; i < r.rows(); i++) {
+        const std::string st = r.text(i, 0);
+        (st == "queued" ? s.queued : st == "running" ? s.running : st == "done" ? s.done : s.failed)++;
+        if (st == "failed") s.failures.push_back({std::stoll(r.text(i, 1)), r.text(i, 2)});
+    }
+    return s;
+}
+
 std::string QueueStatus::to_string() const {
     std::ostringstream os;
     os << "jobs: " << queued << " queued, " << running << " running, " << done << " done, " << failed << " failed\n";

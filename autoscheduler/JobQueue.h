@@ -114,6 +114,9 @@ public:
     /** Jobs that no worker may claim now and none will: nothing queued or running for `who`. */
     bool idle_for(const WorkerIdentity &who);
     QueueStatus status();
+    /** The counts of the latest job of each of `keys` (keys without a job are not counted), and
+     * the failed ones' errors: what an enqueuing command waits on. */
+    QueueStatus status_of(const std::vector<TuningKey> &keys);
 
     PgConnection &connection() { return store_.connection(); }
     PostgresTuningDatabase &store() { return store_; }

@@ -23,6 +23,7 @@
 #include <iostream>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #ifndef TESSEL_SHAPE_SUITE
 #define TESSEL_SHAPE_SUITE "bench/shapes.txt"
@@ -239,11 +240,31 @@ int enqueue_tune(const TuneOptions &o, const dsl::Graph &graph, const Halide::Ta
         }
     }
     const int64_t added = queue.enqueue(jobs);
+    std::vector<autosched::TuningKey> keys;
+    for (const auto &j : jobs) keys.push_back(j.key);
     out << "enqueued " << added << " job" << (added == 1 ? "" : "s") << " on " << queue.store().location() << " for target "
         << target.to_string() << (o.machine_class.empty() ? "" : " and machine class '" + o.machine_class + "'") << " ("
         << (int64_t)jobs.size() - added << " already queued or done, " << hits
         << " already in the database); run `tessel worker --db URL` on hosts of that target, `tessel jobs --db URL` to watch\n";
-    return 0;
+    if (!o.wait) return 0;
+    std::string last;
+    for (;;) {
+        const autosched::QueueStatus s = queue.status_of(keys);
+        const std::string line = std::to_string(s.done) + " done, " + std::to_string(s.running) + " running, " +
+                                 std::to_string(s.queued) + " queued, " + std::to_string(s.failed) + " failed";
+        if (line != last) out << "waiting for the workers: " << line << "\n" << std::flush;
+        last = line;
+        if (s.queued + s.running == 0) {
+            for (const auto &[id, error] : s.failures) out << "job " << id << " failed: " << error << "\n";
+            if (s.failed) return 1;
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::duration<double>(o.wait_poll_seconds));
+    }
+    TuneOptions again = o;
+    again.enqueue = false;
+    out << "every job is done; the results, from " << queue.store().location() << ":\n";
+    return run_tune(again, out);
 }
 
 }  // namespace

@@ -40,6 +40,10 @@ struct TuneOptions {
     bool enqueue = false;
     std::string machine_class;  ///< with enqueue: only workers of this machine_identity() ("" = any)
     int max_attempts = 3;       ///< with enqueue: a job failing this often is marked failed
+    /** With enqueue: wait until every job is done (or failed), then tune as without --enqueue,
+     * which finds the workers' results in the database (nothing measured here). */
+    bool wait = false;
+    double wait_poll_seconds = 2;
     /** Called after each shape with its tuned schedule (the CLI's --compare runs Halide's
      * autoschedulers and the library beside it, in the same run). */
     std::function<void(const dsl::Graph &, const dsl::FusionGroup &, const std::map<std::string, int64_t> &symbols,

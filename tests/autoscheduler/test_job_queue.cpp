@@ -315,4 +315,17 @@ TEST_CASE("tessel tune --enqueue, then a real worker: measured in the isolated c
     local[4] = tmp.file("local.db");
     r = run_subprocess(local);
     CHECK_MESSAGE(r.output.find("(database)") != std::string::npos, r.output);
+
+    // --wait: the enqueuing command waits for the workers, then reports their results as hits.
+    std::vector<std::string> waiting = enqueue;
+    waiting[6] = "M=16,N=64";
+    waiting.push_back("--wait");
+    BackgroundProcess waiter(waiting, tmp.file("waiter.log"));
+    BackgroundProcess second({TESSEL_BINARY, "worker", "--db", url, "--poll", "0.1", "--exit-when-idle", "--lease", "30"},
+                             tmp.file("second.log"));
+    CHECK_MESSAGE(waiter.wait(300) == 0, waiter.log());
+    CHECK_MESSAGE(second.wait(300) == 0, second.log());
+    CHECK_MESSAGE(waiter.log().find("waiting for the workers") != std::string::npos, waiter.log());
+    CHECK(waiter.log().find("every job is done") != std::string::npos);
+    CHECK(waiter.log().find("(database)") != std::string::npos);
 }
