@@ -1,5 +1,6 @@
 // A generated graph of 100,000 ops goes through the front end in linear time: parse, the default
-// simplification pipeline (verified after every pass) and fusion planning.
+// simplification pipeline (verified after every pass) and fusion planning, timed against a graph
+// of a tenth the size.
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -37,10 +38,8 @@ std::string generate(int layers) {
     return s + "  output %h" + std::to_string(layers) + "\n}\n";
 }
 
-}  // namespace
-
-TEST_CASE("100,000 ops parse, simplify and plan fusion within 10 s") {
-    const int layers = 10000;
+/** Seconds to parse, simplify and plan fusion for `layers` layers, checking each step's result. */
+double front_end_seconds(int layers, bool report) {
     const std::string text = generate(layers);
     tessel::SteadyClock::time_point t0 = tessel::SteadyClock::now();
     Graph g = parse(text, "big.tsl");
@@ -59,9 +58,22 @@ TEST_CASE("100,000 ops parse, simplify and plan fusion within 10 s") {
     CHECK(plan.groups.size() >= size_t(layers));
 
     const double total = parse_s + simplify_s + fusion_s;
-    MESSAGE("parse " << parse_s << " s, simplify " << simplify_s << " s, fusion " << fusion_s << " s, total " << total
-                     << " s for " << layers * 13 + 1 << " ops");
-#if !defined(__SANITIZE_ADDRESS__)  // instrumented code is several times slower: the bound is for release builds
-    CHECK(total <= 10.0);
-#endif
+    if (report)
+        MESSAGE("parse " << parse_s << " s, simplify " << simplify_s << " s, fusion " << fusion_s << " s, total " << total
+                         << " s for " << layers * 13 + 1 << " ops");
+    return total;
+}
+
+}  // namespace
+
+// Linear time is checked as a ratio of two sizes timed in the same process, not as a bound in
+// seconds: a loaded machine (CI, two test processes per core) slows both alike, while a
+// quadratic step makes ten times the ops cost a hundred times the time. The bound leaves room for
+// the caches: at 130,000 ops the graph outgrows them, and even parsing, one pass over the text,
+// then costs more per op than at 13,000.
+TEST_CASE("100,000 ops parse, simplify and plan fusion in linear time") {
+    const double small = std::min(front_end_seconds(1000, false), front_end_seconds(1000, false));
+    const double large = front_end_seconds(10000, true);
+    MESSAGE("10x the ops took " << large / small << "x the time");
+    CHECK(large / small <= 40.0);
 }
