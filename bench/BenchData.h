@@ -40,7 +40,7 @@ struct ShapeData {
 
 struct Kernels {
     // One JIT kernel per GELU epilogue variant, all from the same library schedule.
-    std::unique_ptr<GeluLayer> tanh_fast, tanh_strict, erf;
+    std::unique_ptr<GeluLayer> tanh_fast, tanh_strict, erf_fast, erf_strict;
     std::unique_ptr<GeluLayer> baseline;  ///< --baseline, tanh fast (null when not asked for)
     std::vector<GroupVariant> variants;   ///< the same work as other group shapes, same schedule
 };

@@ -25,8 +25,10 @@ std::vector<ErrorRow> measure_errors(ShapeData &d, const Kernels &k) {
             k.tanh_fast->run(d.x, d.w, d.bias, d.y);
             rows.push_back({"tessel tanh fast (v*sigmoid(2u))", compare(d.y.data(), ref.data(), count)});
         } else {
-            k.erf->run(d.x, d.w, d.bias, d.y);
-            rows.push_back({"tessel erf", compare(d.y.data(), ref.data(), count)});
+            k.erf_strict->run(d.x, d.w, d.bias, d.y);
+            rows.push_back({"tessel erf strict", compare(d.y.data(), ref.data(), count)});
+            k.erf_fast->run(d.x, d.w, d.bias, d.y);
+            rows.push_back({"tessel erf fast", compare(d.y.data(), ref.data(), count)});
         }
         gelu_mlp_openblas(d.x.data(), d.w.data(), d.bias.data(), d.y.data(), s.M, s.K, s.N, form);
         rows.push_back({"openblas+epilogue " + to_string(form) + " (libmvec)", compare(d.y.data(), ref.data(), count)});
@@ -44,7 +46,8 @@ std::vector<ErrorRow> measure_errors(ShapeData &d, const Kernels &k) {
     };
     for (const Epilogue &e : {Epilogue{"epilogue only: tessel tanh strict", k.tanh_strict.get(), GeluForm::Tanh},
                               Epilogue{"epilogue only: tessel tanh fast", k.tanh_fast.get(), GeluForm::Tanh},
-                              Epilogue{"epilogue only: tessel erf", k.erf.get(), GeluForm::Erf}}) {
+                              Epilogue{"epilogue only: tessel erf strict", k.erf_strict.get(), GeluForm::Erf},
+                              Epilogue{"epilogue only: tessel erf fast", k.erf_fast.get(), GeluForm::Erf}}) {
         e.kernel->run(x1, wv, b0, y1);
         std::vector<double> want(n);
         for (int i = 0; i < n; i++) want[i] = gelu_reference(wv(i, 0), e.form);
@@ -215,9 +218,15 @@ void print_summary(const BenchOptions &o, const Machine &m, const std::vector<st
         if (d->shape.name != o.mode_shape) continue;
         std::fprintf(g_text, "\nGELU epilogue forms on %s (%s), schedule %s:\n", d->shape.name.c_str(), d->shape.dims().c_str(),
                      o.schedule.c_str());
-        for (const char *e : {"tanh_fast", "tanh_strict", "erf"}) {
+        for (const char *e : {"tanh_fast", "tanh_strict", "erf_fast", "erf_strict"}) {
             const double t = median(g_samples[tessel_name(d->shape, o.schedule, e)]);
             std::fprintf(g_text, "  tessel %-12s %9.3f ms %8.1f GFLOP/s\n", e, t * 1e3, d->shape.flops() / t * 1e-9);
+        }
+        // Paired: each round's strict time over the same round's fast time.
+        for (const char *form : {"tanh", "erf"}) {
+            const std::string fast = tessel_name(d->shape, o.schedule, std::string(form) + "_fast"),
+                              strict = tessel_name(d->shape, o.schedule, std::string(form) + "_strict");
+            std::fprintf(g_text, "  %s: strict / fast time %.3fx (median of paired rounds)\n", form, paired_ratio(fast, strict));
         }
         for (const char *e : {"tanh", "erf"}) {
             const double t = median(g_samples[blas_name(d->shape, e)]);

@@ -118,9 +118,9 @@ Expr ExprBuilder::build(ValueId v, const std::vector<Expr> &idx) {
     case Op::NotEqual: return Halide::select(ieee_compare(n.op, operand(0), operand(1)), 1.0f, 0.0f);
     case Op::Where:  // the condition's zero test on its bits: +-0 pick b, anything else (NaN too) a
         return Halide::select((float_bits(operand(0)) & 0x7fffffff) == 0, operand(2), operand(1));
-    case Op::Gelu: return gelu_expr(operand(0), false, mode_);
-    case Op::GeluTanh: return gelu_expr(operand(0), true, mode_);
-    case Op::Tanh: return Halide::tanh(operand(0));
+    case Op::Gelu: return ieee({operand(0)}, [&](const std::vector<Expr> &o) { return gelu_expr(o[0], false, mode_); });
+    case Op::GeluTanh: return ieee({operand(0)}, [&](const std::vector<Expr> &o) { return gelu_expr(o[0], true, mode_); });
+    case Op::Tanh: return ieee_tanh(operand(0));
     case Op::Exp: return ieee_exp(operand(0));
     case Op::Relu: return ieee_maximum(operand(0), 0.0f);  // relu(NaN) = NaN, relu(-0) = +0
     case Op::Neg: return -operand(0);
@@ -128,8 +128,8 @@ Expr ExprBuilder::build(ValueId v, const std::vector<Expr> &idx) {
     case Op::Sqrt: return Halide::sqrt(operand(0));
     case Op::Rsqrt: return 1.0f / Halide::sqrt(operand(0));
     case Op::Log: return ieee_log(operand(0));
-    case Op::Sigmoid: return ieee({operand(0)}, [](const std::vector<Expr> &o) { return 1.0f / (1.0f + ieee_exp(-o[0])); });
-    case Op::Silu: return ieee({operand(0)}, [](const std::vector<Expr> &o) { return o[0] / (1.0f + ieee_exp(-o[0])); });
+    case Op::Sigmoid: return ieee({operand(0)}, [](const std::vector<Expr> &o) { return ieee_sigmoid(o[0]); });
+    case Op::Silu: return ieee({operand(0)}, [](const std::vector<Expr> &o) { return o[0] * ieee_sigmoid(o[0]); });
     case Op::Sin: return ieee_sin(operand(0));
     case Op::Cos: return ieee_cos(operand(0));
     case Op::Cast: {

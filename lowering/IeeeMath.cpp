@@ -4,6 +4,8 @@
  */
 #include "lowering/IeeeMath.h"
 
+#include "lowering/VectorMath.h"
+
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -12,12 +14,11 @@ namespace tessel::lower {
 
 using Halide::Expr;
 
-// Special values of exp. Halide's exp is a vectorizable polynomial that is right for finite
-// arguments in range, but it converts the exponent to an integer (exp(NaN) = exp(+inf) =
-// exp(1e30) = 0). The cases are selected on the float's bits (fast-math flags cannot fold them
-// away), and only where the polynomial is wrong, so every finite result in range is the
-// polynomial's, bit for bit. Cost: integer and/compares and three selects per element, all
-// vector operations (to be benchmarked: exp is in softmax-free epilogues and the fast GELU).
+// Special values of exp. The polynomial (VectorMath.h) is right for finite arguments in range,
+// but it converts the exponent to an integer (exp(NaN) = exp(+inf) = exp(1e30) would be garbage).
+// The cases are selected on the float's bits (fast-math flags cannot fold them away), and only
+// where the polynomial is wrong, so every finite result in range is the polynomial's, bit for
+// bit. Cost: integer and/compares and three selects per element, all vector operations.
 
 Expr strict_over(const std::vector<Expr> &operands, const StrictOp &op) {
     std::vector<Expr> placeholders;
@@ -40,7 +41,21 @@ Expr ieee_exp(const Expr &x) {
     // The polynomial sees only arguments in range (0 instead), so no flagged float op ever
     // meets an infinity or NaN that LLVM may assume away.
     const Expr in_range = Halide::select(nan || over || under, Expr(0.0f), x);
-    return Halide::select(nan, x, over, Expr(INFINITY), under, Expr(0.0f), Halide::exp(in_range));
+    return Halide::select(nan, x, over, Expr(INFINITY), under, Expr(0.0f), vector_exp(in_range));
+}
+
+Expr ieee_tanh(const Expr &x) {
+    const Expr nan = (float_bits(x) & 0x7fffffff) > 0x7f800000;
+    return Halide::select(nan, x, vector_tanh(Halide::select(nan, Expr(0.0f), x)));
+}
+
+Expr ieee_sigmoid(const Expr &x) {
+    // exp(-|x|) never overflows, and for x < 0 the result is e / (1 + e): 1 / (1 + exp(-x)) would
+    // be 1 / inf = 0 where the result is still a subnormal (x in [-103.3, -87.3]).
+    const Expr bits = float_bits(x);
+    const Expr minus_magnitude = Halide::reinterpret(Halide::Float(32), bits | Halide::Int(32).min());
+    const Expr e = ieee_exp(minus_magnitude), r = 1.0f / (1.0f + e);
+    return Halide::select(bits < 0, e * r, r);
 }
 
 Expr ieee_erf(const Expr &x) {
@@ -99,10 +114,15 @@ Expr ieee_cos(const Expr &x) {
 }
 
 Expr gelu_expr(const Expr &v, bool tanh_form, dsl::NumericMode mode) {
-    if (!tanh_form) return 0.5f * v * (1.0f + ieee_erf(v * 0.70710678118654752f));
+    if (!tanh_form) {
+        const Expr formula = 0.5f * v * (1.0f + ieee_erf(v * 0.70710678118654752f));
+        if (mode == dsl::NumericMode::Fast) return formula;
+        const Expr bits = float_bits(v);
+        return Halide::select(bits < 0 && (bits & 0x7fffffff) >= 0x3f200000 /* 0.625f */, vector_gelu_negative_tail(v), formula);
+    }
     const Expr u = 0.79788456080286536f * (v + 0.044715f * v * v * v);
     if (mode == dsl::NumericMode::Fast) return v / (1.0f + ieee_exp(-2.0f * u));
-    return 0.5f * v * (1.0f + Halide::tanh(u));
+    return v * ieee_sigmoid(2.0f * u);
 }
 
 // NaN and signed zeros (docs/TSL.md, "Special values"): max, min, relu, reduce_max and softmax

@@ -1,6 +1,6 @@
 /** \file
  * IEEE 754 special values in Halide expressions (docs/TSL.md "Special values"), for the lowering
- * (ExprBuilder.h). Halide's exp and erf are vectorizable polynomials that are wrong for NaN,
+ * (ExprBuilder.h). The exp and tanh polynomials (VectorMath.h) and Halide's erf are wrong for NaN,
  * infinities and arguments out of range, and Halide's float max/min are a compare and select
  * that fast-math flags may fold; these helpers select the special cases on the float's bits
  * (integer operations no fast-math flag applies to), so NaN, +-inf and -0 come out as IEEE 754
@@ -33,9 +33,19 @@ Halide::Expr strict_over(const std::vector<Halide::Expr> &operands, const Strict
 Halide::Expr float_bits(const Halide::Expr &x);
 
 /** exp with IEEE special values: NaN stays NaN, past ln(FLT_MAX) (88.72284) the result is
- * +inf, below -104 (exp < half the smallest subnormal) it is 0; in between Halide's polynomial.
- * The ranges are compared on the bits too (a positive float's bits order as the float). */
+ * +inf, below -104 (exp < half the smallest subnormal) it is 0; in between vector_exp
+ * (VectorMath.h), subnormal results included. The ranges are compared on the bits too (a
+ * positive float's bits order as the float). */
 Halide::Expr ieee_exp(const Halide::Expr &x);
+
+/** tanh as vector code (vector_tanh, VectorMath.h: +-inf give +-1, -0 gives -0), NaN passed
+ * through; Halide's tanh calls libm once per lane. */
+Halide::Expr ieee_tanh(const Halide::Expr &x);
+
+/** sigmoid 1 / (1 + exp(-x)), computed as 1 / (1 + e) for x >= 0 and e / (1 + e) for x < 0
+ * with e = exp(-|x|), so no intermediate overflows and results down to the subnormals are kept;
+ * NaN stays NaN, sigmoid(-inf) = 0, sigmoid(+inf) = 1, sigmoid(-0) = 0.5. */
+Halide::Expr ieee_sigmoid(const Halide::Expr &x);
 
 /** erf with IEEE special values. Halide's erf is a rational polynomial that divides
  * infinities for large arguments (erf(+inf) = erf(1e30) = NaN): NaN stays NaN, from |x| >= 4
@@ -59,12 +69,13 @@ Halide::Expr ieee_compare(dsl::Op relation, const Halide::Expr &a, const Halide:
 Halide::Expr ieee_sin(const Halide::Expr &x);
 Halide::Expr ieee_cos(const Halide::Expr &x);
 
-/** GELU of `v`: the exact (erf) form, or the tanh approximation. Strict mode evaluates the
- * formula as written; fast mode turns 0.5 (1 + tanh u) into sigmoid(2u), exact in real
- * arithmetic with different rounding, because Halide's exp vectorizes where tanh calls libm
- * once per lane. Halide's erf is a vectorizable polynomial accurate to the last few bits
- * (ieee_erf adds its special values: gelu(+inf) = inf, gelu(-inf) = -inf * 0 = NaN as the
- * formula gives, gelu(-1e30) = -0). */
+/** GELU of `v`: the exact (erf) form, or the tanh approximation. Fast mode evaluates the
+ * formulas 0.5 v (1 + erf(v / sqrt 2)) and v / (1 + exp(-2u)) (= 0.5 v (1 + tanh u)) directly.
+ * Strict mode avoids their cancellation for negative v, where 1 + erf and 1 + tanh lose every
+ * bit (156 ulp at v = -2.8, and -0 for v < -5.5 where the result is -7.8e-8): erf's form below
+ * -0.625 as 0.5 v erfc(-v / sqrt 2) (vector_gelu_negative_tail, VectorMath.h), the tanh form as
+ * v sigmoid(2u) (ieee_sigmoid). Both keep the formula's special values: gelu(+inf) = inf,
+ * gelu(-inf) = -inf * 0 = NaN, gelu(-0) = -0. */
 Halide::Expr gelu_expr(const Halide::Expr &v, bool tanh_form, dsl::NumericMode mode);
 
 /** Key of a float32 whose int32 order is the float order on non-NaN values (-0 below +0); NaN

@@ -1,5 +1,5 @@
-/** Map: kernels (anonymous namespace: broadcast_binary, matmul, reduce, softmax, transpose,
- * unary_fn) -> evaluate_pure (dispatch for pure ops) -> Interpreter (walks program order, binds
+/** Map: kernels (anonymous namespace: broadcast_binary, matmul, reduce, softmax, transpose;
+ * unary_formula) -> evaluate_pure (dispatch for pure ops) -> Interpreter (walks program order, binds
  * symbols, runs effects, checks every computed shape against the node's type). */
 #include "dsl/interp/Interpreter.h"
 
@@ -83,29 +83,6 @@ double binary_fn(Op op, double a, double b) {
     case Op::Equal: return a == b;
     case Op::NotEqual: return a != b;
     default: throw InternalError("not a binary op");
-    }
-}
-
-double unary_fn(Op op, double x) {
-    switch (op) {
-    case Op::Gelu: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
-    case Op::GeluTanh: {
-        const double k = std::sqrt(2.0 / M_PI);
-        return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
-    }
-    case Op::Tanh: return std::tanh(x);
-    case Op::Exp: return std::exp(x);
-    case Op::Relu: return std::isnan(x) ? x : (x > 0 ? x : 0.0);
-    case Op::Neg: return -x;
-    case Op::Abs: return std::fabs(x);
-    case Op::Sqrt: return std::sqrt(x);
-    case Op::Rsqrt: return 1.0 / std::sqrt(x);
-    case Op::Log: return std::log(x);
-    case Op::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
-    case Op::Silu: return x / (1.0 + std::exp(-x));
-    case Op::Sin: return std::sin(x);
-    case Op::Cos: return std::cos(x);
-    default: throw InternalError("not a unary op");
     }
 }
 
@@ -231,6 +208,31 @@ void check_element_limit(const std::string &what, const std::string &dtype, cons
                            " elements, the reference interpreter's limit (2^28; docs/TSL.md, \"Limits\")");
 }
 
+double unary_formula(Op op, double x) {
+    switch (op) {
+    // GELU's forms without 1 + erf and 1 + tanh, which cancel for negative x even in double
+    // (1 + erf(-6) is 0 in double; the result, -2.9e-16 at x = -8.5, is a float32).
+    case Op::Gelu: return 0.5 * x * std::erfc(-x / std::sqrt(2.0));
+    case Op::GeluTanh: {
+        const double k = std::sqrt(2.0 / M_PI);
+        return x / (1.0 + std::exp(-2.0 * k * (x + 0.044715 * x * x * x)));  // 0.5 x (1 + tanh u)
+    }
+    case Op::Tanh: return std::tanh(x);
+    case Op::Exp: return std::exp(x);
+    case Op::Relu: return std::isnan(x) ? x : (x > 0 ? x : 0.0);
+    case Op::Neg: return -x;
+    case Op::Abs: return std::fabs(x);
+    case Op::Sqrt: return std::sqrt(x);
+    case Op::Rsqrt: return 1.0 / std::sqrt(x);
+    case Op::Log: return std::log(x);
+    case Op::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
+    case Op::Silu: return x / (1.0 + std::exp(-x));
+    case Op::Sin: return std::sin(x);
+    case Op::Cos: return std::cos(x);
+    default: throw InternalError("not a unary op");
+    }
+}
+
 double random_element(Op op, uint64_t seed, uint64_t index) {
     if (op == Op::RandomUniform) return (double)(hash2(seed, index) >> 40) * 0x1p-24;
     double u1 = (double)((hash2(seed, 2 * index) >> 11) + 1) * 0x1p-53;
@@ -263,7 +265,7 @@ Tensor evaluate_pure(const Node &n, const std::vector<const Tensor *> &in, const
     if (is_unary_elementwise(n.op) || n.op == Op::Cast || n.op == Op::Copy) {
         Tensor r = make(dt, shape);
         for (size_t i = 0; i < r.data.size(); ++i)
-            r.data[i] = n.op == Op::Cast || n.op == Op::Copy ? in[0]->data[i] : unary_fn(n.op, in[0]->data[i]);
+            r.data[i] = n.op == Op::Cast || n.op == Op::Copy ? in[0]->data[i] : unary_formula(n.op, in[0]->data[i]);
         round_all(r);
         return r;
     }

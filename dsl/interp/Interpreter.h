@@ -96,6 +96,10 @@ RunResult interpret(const Graph &g, const std::map<std::string, Tensor> &inputs 
  * constant folding so folded values are bit-identical to interpreted ones). */
 Tensor evaluate_pure(const Node &n, const std::vector<const Tensor *> &operands, const std::vector<int64_t> &result_shape);
 
+/** A unary element-wise op's formula in double, before rounding to the result dtype: the
+ * reference the compiled kernels' math is measured against (tests/lowering/test_strict_math). */
+double unary_formula(Op op, double x);
+
 /** The generator documented above: element `index` of a draw of `op` (RandomUniform or
  * RandomNormal) with `seed`, before rounding to the dtype. */
 double random_element(Op op, uint64_t seed, uint64_t index);

@@ -1,0 +1,88 @@
+/** \file
+ * exp, tanh and GELU's negative tail as vector code (VectorMath.h). The coefficients come from
+ * lowering/fit/fit_strict_math.py.
+ */
+#include "lowering/VectorMath.h"
+
+#include "lowering/IeeeMath.h"
+
+namespace tessel::lower {
+
+using Halide::Expr;
+
+namespace {
+
+/** c[0] + s (c[1] + s (c[2] + ...)), Horner's rule, in the order written. */
+Expr horner(const Expr &s, std::initializer_list<float> c) {
+    const float *first = c.begin(), *last = c.end() - 1;
+    Expr acc = Expr(*last);
+    for (const float *k = last; k != first;) acc = acc * s + Expr(*--k);
+    return acc;
+}
+
+Expr power_of_two(const Expr &k) { return Halide::reinterpret(Halide::Float(32), (k + 127) << 23); }
+
+Expr exp_polynomial(const Expr &x) {
+    // k ln2_hi is exact for |k| <= 2^8 (ln2_hi has 15 significant bits), and x - k ln2_hi is exact
+    // (Sterbenz: the two are within a factor 2), so r carries one rounding.
+    const float ln2_hi = 0.693145751953125f, ln2_lo = 1.42860682030941723e-6f;
+    const Expr k = Halide::round(x * 1.44269504088896341f);
+    const Expr r = (x - k * ln2_hi) - k * ln2_lo;
+    const Expr q =
+        horner(r, {5.000000000e-01f, 1.666666716e-01f, 4.166626930e-02f, 8.333263919e-03f, 1.394607825e-03f, 1.991838653e-04f});
+    const Expr p = 1.0f + (r + (r * r) * q);
+    // 2^k as 2^k1 2^k2 with k1 = floor(k / 2): k is in [-150, 128], both halves are normal, the
+    // first product is exact and the second rounds once (into the subnormals, or to +inf).
+    const Expr ki = Halide::cast<int32_t>(k);
+    const Expr k1 = ki >> 1, k2 = ki - k1;
+    return (p * power_of_two(k1)) * power_of_two(k2);
+}
+
+Expr tanh_polynomial(const Expr &x) {
+    const Expr bits = Halide::reinterpret(Halide::Int(32), x);
+    const Expr magnitude = bits & 0x7fffffff;
+    const Expr a = Halide::reinterpret(Halide::Float(32), magnitude);
+    const Expr small = magnitude < 0x3f200000 /* 0.625f */, saturated = magnitude >= 0x4111999a /* 9.1f */;
+    const Expr s = a * a;
+    const Expr near_zero = a + (a * s) * horner(s, {-3.333333135e-01f, 1.333321035e-01f, -5.394720286e-02f, 2.170295827e-02f,
+                                                    -8.182652295e-03f, 2.147515770e-03f});
+    // The exp branch sees only its own range (1 elsewhere), so no lane ever computes with an
+    // infinity or NaN that fast-math flags may assume away.
+    const Expr e = exp_polynomial(2.0f * Halide::select(small || saturated, Expr(1.0f), a));
+    const Expr middle = 1.0f - 2.0f / (e + 1.0f);
+    const Expr t = Halide::select(small, near_zero, saturated, Expr(1.0f), middle);
+    return Halide::reinterpret(Halide::Float(32), Halide::reinterpret(Halide::Int(32), t) | (bits & Halide::Int(32).min()));
+}
+
+Expr gelu_tail_polynomial(const Expr &x) {
+    const Expr bits = Halide::reinterpret(Halide::Int(32), x);
+    const Expr magnitude = bits & 0x7fffffff;
+    const Expr beyond = magnitude >= 0x41680000 /* 14.5f */;
+    // The polynomial and the exps see a in [0.625, 14.5) only (1 elsewhere).
+    const Expr a = Halide::select(beyond, Expr(1.0f), Halide::reinterpret(Halide::Float(32), magnitude));
+    const Expr h = Halide::reinterpret(Halide::Float(32), Halide::reinterpret(Halide::Int(32), a) & Expr(int32_t(0xfffff000)));
+    const Expr e = exp_polynomial(-0.5f * (h * h)) * exp_polynomial(-0.5f * ((a - h) * (a + h)));
+    const Expr t = 1.0f / (1.0f + 0.5f * a);
+    const Expr s = horner(t, {-3.585629202e-06f, 3.990783691e-01f, 3.967081010e-01f, 3.200591505e-01f, -2.240906283e-02f,
+                              3.408738077e-01f, -1.370321631e+00f, 1.628677130e+00f, -8.846489191e-01f, 1.920687854e-01f});
+    return Halide::select(beyond, x * 0.0f, ((0.5f * x) * s) * e);
+}
+
+}  // namespace
+
+// All are strict_float whatever the mode: reassociating the two-part reduction
+// (x - k ln2_hi) - k ln2_lo, or the two scalings by 2^k1 and 2^k2, would break the error bound
+// (2^k1 2^k2 folded to 2^128 is +inf), and x * 0 must stay -0 or NaN.
+Expr vector_exp(const Expr &x) {
+    return strict_over({x}, [](const std::vector<Expr> &o) { return exp_polynomial(o[0]); });
+}
+
+Expr vector_tanh(const Expr &x) {
+    return strict_over({x}, [](const std::vector<Expr> &o) { return tanh_polynomial(o[0]); });
+}
+
+Expr vector_gelu_negative_tail(const Expr &x) {
+    return strict_over({x}, [](const std::vector<Expr> &o) { return gelu_tail_polynomial(o[0]); });
+}
+
+}  // namespace tessel::lower

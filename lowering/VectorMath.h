@@ -1,0 +1,42 @@
+/** \file
+ * exp, tanh and GELU's negative tail for float32 as vector code: a range reduction and a polynomial, every operation a
+ * vector instruction (no libm call per lane), with a bounded error. IeeeMath.h adds the special
+ * values (NaN, infinities, out-of-range arguments) around them; the lowering calls those.
+ *
+ * The polynomials are near-minimax fits in relative error, rounded to float32, made by
+ * lowering/fit/fit_strict_math.py (which also prints the error of their float32 evaluation).
+ * The measured errors over every float32, against the interpreter's double formula rounded once,
+ * are in docs/results/strict_math_ulp_intel.txt (bench/math_ulp.cpp); the bounds below are pinned
+ * by tests/lowering/test_strict_math.cpp on a dense sweep.
+ *
+ * Legal on Float(32) Exprs. All are strict_float in every numeric mode (the error bounds rely on
+ * the operations as written: no reassociation, no fused multiply-adds).
+ */
+#pragma once
+
+#include <Halide.h>
+
+namespace tessel::lower {
+
+/** exp(x) for finite x in [-104, 88.72284] (ieee_exp selects the rest): x = k ln2 + r with
+ * |r| <= ln2/2 (ln2 split in two so that k ln2_hi is exact), exp(r) = 1 + r + r^2 Q(r) with Q of
+ * degree 5, times 2^k applied as two powers of two so that a subnormal result is rounded once and
+ * a result past FLT_MAX is +inf. */
+Halide::Expr vector_exp(const Halide::Expr &x);
+
+/** tanh(x) for every float32 but NaN (ieee_tanh passes NaN through): |x| < 0.625 as
+ * a + a^3 P(a^2) with P of degree 5 (no cancellation near 0); 0.625 <= |x| < 9.1 as
+ * 1 - 2 / (exp(2|x|) + 1), where the quotient is at most 0.45 of the result, so exp's error is not
+ * amplified; |x| >= 9.1 as 1 (tanh(9.1) rounds to 1 in float32); the sign of x restored on the
+ * bits (tanh(-0) = -0). */
+Halide::Expr vector_tanh(const Halide::Expr &x);
+
+/** gelu(x) = 0.5 x erfc(-x / sqrt 2) for x <= -0.625, where 0.5 x (1 + erf(x / sqrt 2)) cancels
+ * (the caller selects): with a = |x| < 14.5, 0.5 x exp(-a^2 / 2) S(a), S = erfc(a / sqrt 2)
+ * exp(a^2 / 2) a polynomial of degree 9 in 1 / (1 + a / 2), and exp(-a^2 / 2) computed as
+ * exp(-h^2 / 2) exp(-(a - h)(a + h) / 2) with h = a cut to 12 significant bits (h^2 exact), so the
+ * rounding of a^2 (up to 210 ulp of a result at a = 14) does not reach the result. Past 14.5 the
+ * result is x * 0 (-0, or NaN for -inf and NaN). */
+Halide::Expr vector_gelu_negative_tail(const Halide::Expr &x);
+
+}  // namespace tessel::lower

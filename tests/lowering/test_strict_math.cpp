@@ -1,0 +1,83 @@
+// The compiled unary ops' error in ulps against the interpreter's double formula, on a dense
+// sweep of float32 bit patterns plus the edges of every range the vector code selects between,
+// for the host target and AVX2. The bounds are the largest errors measured over every float32
+// (bench/math_ulp.cpp, docs/results/strict_math_ulp_intel.txt); a change that loses accuracy
+// anywhere the sweep reaches fails here.
+#include "tests/lowering/UnaryUlp.h"
+
+#include <doctest/doctest.h>
+
+#include <cfloat>
+#include <cmath>
+
+using namespace tessel;
+using testing::UlpReport;
+
+namespace {
+
+/** Every 65537th bit pattern (65,536 values across the whole float32 line) and the edges. */
+std::vector<float> sweep() {
+    std::vector<float> xs = testing::floats_by_bits(0, uint64_t(1) << 32, 65537);
+    const float edges[] = {0.0f,        -0.0f,        INFINITY,  -INFINITY,  NAN,         -NAN,         FLT_MIN, -FLT_MIN,
+                           FLT_MAX,     -FLT_MAX,     1e-45f,    -1e-45f,    1e-30f,      -1e-30f,      0.625f,  -0.625f,
+                           0.62499994f, -0.62499994f, 9.1f,      -9.1f,      9.099999f,   -9.099999f,   14.5f,   -14.5f,
+                           14.499999f,  -14.499999f,  88.72283f, 88.72284f,  88.72285f,   88.4f,        -87.33f, -87.34f,
+                           -103.97f,    -103.98f,     -104.0f,   -104.01f,   0.34657359f, -0.34657359f, 1.0f,    -1.0f,
+                           -2.8131375f, -5.5520682f,  -9.92553f, -91.39733f, 3.0f,        -3.0f,        1e10f,   -1e10f};
+    for (float e : edges) {
+        xs.push_back(e);
+        xs.push_back(std::nextafter(e, INFINITY));
+        xs.push_back(std::nextafter(e, -INFINITY));
+    }
+    return xs;
+}
+
+std::vector<float> at_least(std::vector<float> xs, float lo) {
+    std::erase_if(xs, [&](float x) { return !(x >= lo); });
+    return xs;
+}
+
+struct Bound {
+    dsl::Op op;
+    int64_t normal, subnormal;  ///< the largest error allowed, in ulps
+};
+
+void check(const UlpReport &r, const Bound &b, const std::string &target) {
+    CAPTURE(dsl::to_string(b.op));
+    CAPTURE(target);
+    CAPTURE(r.worst_x);
+    CAPTURE(r.worst_got);
+    CAPTURE(r.worst_want);
+    CHECK_MESSAGE(r.special_mismatches == 0, r.first_special);
+    CHECK(r.max_ulp <= b.normal);
+    CHECK(r.max_subnormal_ulp <= b.subnormal);
+}
+
+const char *const kAvx2 = "x86-64-linux-avx-avx2-f16c-fma-sse41";
+
+}  // namespace
+
+TEST_CASE("strict-mode unary ops: errors in ulps over a sweep of every float32 range, special values exact") {
+    const std::vector<float> xs = sweep();
+    const Bound bounds[] = {
+        {dsl::Op::Exp, 1, 1},  {dsl::Op::Tanh, 1, 0},        {dsl::Op::Sigmoid, 2, 1}, {dsl::Op::Silu, 45, 52},
+        {dsl::Op::Gelu, 5, 1}, {dsl::Op::GeluTanh, 176, 30}, {dsl::Op::Log, 2, 0},
+    };
+    for (const char *target : {"host", kAvx2})
+        for (const Bound &b : bounds) check(testing::UnaryUlpProbe(b.op, "strict", target).measure(xs), b, target);
+}
+
+TEST_CASE("strict-mode silu and the tanh GELU: tighter bounds where their results are not in the far tail") {
+    const std::vector<float> xs = sweep();
+    // silu: 3 ulps while exp(x) is normal (x >= -87.3); below, x * sigmoid(x) multiplies a subnormal.
+    check(testing::UnaryUlpProbe(dsl::Op::Silu, "strict").measure(at_least(xs, -87.3f)), {dsl::Op::Silu, 3, 0}, "host");
+    // The tanh GELU: 7 ulps for x >= -2; below, the rounding of u is amplified by |2u| in exp(2u).
+    check(testing::UnaryUlpProbe(dsl::Op::GeluTanh, "strict").measure(at_least(xs, -2.0f)), {dsl::Op::GeluTanh, 7, 0}, "host");
+}
+
+TEST_CASE("ulp_distance counts float32 steps across zero") {
+    CHECK(testing::ulp_distance(1.0f, std::nextafter(1.0f, 2.0f)) == 1);
+    CHECK(testing::ulp_distance(-0.0f, 0.0f) == 0);
+    CHECK(testing::ulp_distance(1e-45f, -1e-45f) == 2);
+    CHECK(testing::ulp_distance(FLT_MAX, std::nextafter(FLT_MAX, 0.0f)) == 1);
+}
