@@ -27,6 +27,10 @@ void add_lib_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--dim", *dims, "symbol sizes for fusion estimates, rematerialization and database lookups, e.g. --dim M=512")
         ->delimiter(',');
     cmd->add_flag("!--no-remat", o->remat, "keep every value: no rematerialization");
+    cmd->add_flag("--enqueue", o->enqueue,
+                  "with --profile and --db postgresql://...: groups whose variant costs the server lacks become jobs for "
+                  "`tessel worker`s instead of being measured here (no library written until they are done)");
+    cmd->add_flag("--wait", o->wait, "with --enqueue: wait for the workers, then write the library");
     cmd->add_option("--profile", o->profile_file,
                     "shape profile (lines 'M=1 calls=12000' binding the graph's symbols, as "
                     "TESSEL_LIB_PROFILE records them): measure every group's variants and keep "

@@ -2,11 +2,13 @@
  * JobQueue (JobQueue.h): the jobs table, its migration, and the claim / heartbeat / finish
  * statements.
  *
- * Server layout (component 'queue', version 1):
+ * Server layout (component 'queue', version 2; version 1 had no variant_costs):
  *   jobs(id, state, key_json, target, machine_class, build, payload_json, attempts, max_attempts,
  *        lease_token, lease_until, worker, last_error, result_count, enqueued_at, started_at,
  *        finished_at)
  *   one open job per key: a unique index on key_json over the queued, running and done rows.
+ *   variant_costs(key_json PRIMARY KEY, costs_json, worker, stored_at): the results of
+ *   `tessel lib --profile --enqueue` jobs (driver/FleetVariantCosts.h).
  */
 #include "autoscheduler/JobQueue.h"
 
@@ -42,6 +44,13 @@ CREATE TABLE jobs (
   finished_at TIMESTAMPTZ);
 CREATE INDEX jobs_claimable ON jobs (target, build, state, id);
 CREATE UNIQUE INDEX jobs_one_open_per_key ON jobs (key_json) WHERE state IN ('queued', 'running', 'done');
+)sql",
+    R"sql(
+CREATE TABLE variant_costs (
+  key_json TEXT PRIMARY KEY,
+  costs_json TEXT NOT NULL,
+  worker TEXT NOT NULL,
+  stored_at TIMESTAMPTZ NOT NULL DEFAULT now());
 )sql",
 };
 
@@ -126,6 +135,44 @@ bool JobQueue::heartbeat(const ClaimedJob &job, double lease_seconds) {
                .affected() == 1;
 }
 
+/** Locks the job for its end; true when this claim already ended it (a retry after a dropped
+ * COMMIT). Throws JobLost when the claim is no longer the job's. Call inside a transaction. */
+bool JobQueue::lock_for_finish(const ClaimedJob &job, const std::string &where) {
+    PgConnection &c = connection();
+    PgResult j = c.exec("SELECT state, lease_token, key_json FROM jobs WHERE id = $1 FOR UPDATE", {std::to_string(job.id)},
+                        "cannot lock a job to finish it");
+    if (j.rows() != 1) throw JobLost(where + " no longer exists");
+    const bool ours = std::stoll(j.text(0, 1)) == job.lease_token;
+    if (ours && j.text(0, 0) == "done") return true;
+    if (!ours || j.text(0, 0) != "running")
+        throw JobLost(where + " is no longer this worker's (its lease expired and it was claimed again, or it ended): " +
+                      "the result is discarded");
+    if (j.text(0, 2) != job.spec.key.to_json().dump())
+        throw TuningDatabaseError(where + ": the stored job's key is not the claimed one");
+    return false;
+}
+
+void JobQueue::finish_costs(const ClaimedJob &job, const json &costs, const std::string &worker) {
+    PgConnection &c = connection();
+    const std::string where = "tuning server " + c.server() + ": job " + std::to_string(job.id);
+    c.transaction([&] {
+        if (lock_for_finish(job, where)) return;
+        c.exec(
+            "INSERT INTO variant_costs (key_json, costs_json, worker) VALUES ($1, $2, $3) ON CONFLICT (key_json) DO UPDATE "
+            "SET costs_json = EXCLUDED.costs_json, worker = EXCLUDED.worker, stored_at = now()",
+            {job.spec.key.to_json().dump(), costs.dump(), worker}, "cannot store variant costs");
+        c.exec("UPDATE jobs SET state = 'done', finished_at = now(), lease_until = NULL, result_count = 1 WHERE id = $1",
+               {std::to_string(job.id)}, "cannot mark a job done");
+    });
+}
+
+std::optional<json> JobQueue::variant_costs(const TuningKey &key) {
+    PgResult r = connection().exec("SELECT costs_json FROM variant_costs WHERE key_json = $1", {key.to_json().dump()},
+                                   "cannot read variant costs");
+    if (r.rows() != 1) return std::nullopt;
+    return json::parse(r.text(0, 0));
+}
+
 void JobQueue::finish(const ClaimedJob &job, const std::vector<TuningRecord> &results) {
     PgConnection &c = connection();
     const std::string key = job.spec.key.to_json().dump();
@@ -141,15 +188,7 @@ void JobQueue::finish(const ClaimedJob &job, const std::vector<TuningRecord> &re
         validate_record(r, where);
     }
     c.transaction([&] {
-        PgResult j = c.exec("SELECT state, lease_token, key_json FROM jobs WHERE id = $1 FOR UPDATE", {std::to_string(job.id)},
-                            "cannot lock a job to finish it");
-        if (j.rows() != 1) throw JobLost(where + " no longer exists");
-        const bool ours = std::stoll(j.text(0, 1)) == job.lease_token;
-        if (ours && j.text(0, 0) == "done") return;  // this claim's commit went through before a reconnect
-        if (!ours || j.text(0, 0) != "running")
-            throw JobLost(where + " is no longer this worker's (its lease expired and it was claimed again, or it ended): " +
-                          "the result is discarded");
-        if (j.text(0, 2) != key) throw TuningDatabaseError(where + ": the stored job's key is not the claimed one");
+        if (lock_for_finish(job, where)) return;  // this claim's commit went through before a reconnect
         for (const TuningRecord &r : results) store_.insert(r);
         c.exec("UPDATE jobs SET state = 'done', finished_at = now(), lease_until = NULL, result_count = $2 WHERE id = $1",
                {std::to_string(job.id), std::to_string(results.size())}, "cannot mark a job done");

@@ -107,6 +107,11 @@ public:
      * result whose key or key schema version is not the job's. Idempotent for a claim that
      * already finished (a retry after the connection dropped during COMMIT). */
     void finish(const ClaimedJob &job, const std::vector<TuningRecord> &results);
+    /** finish() for a variant-costs job (driver/FleetVariantCosts.h): stores `costs` under the
+     * job's key in variant_costs and ends the job, in one transaction, under the same checks. */
+    void finish_costs(const ClaimedJob &job, const nlohmann::json &costs, const std::string &worker);
+    /** The variant costs stored under `key`, or nullopt. */
+    std::optional<nlohmann::json> variant_costs(const TuningKey &key);
     /** Ends this attempt with `error`: back to the queue, or failed when no attempts are left.
      * Throws JobLost when the claim is no longer the job's. */
     void fail(const ClaimedJob &job, const std::string &error);
@@ -122,6 +127,7 @@ public:
     PostgresTuningDatabase &store() { return store_; }
 
 private:
+    bool lock_for_finish(const ClaimedJob &job, const std::string &where);
     PostgresTuningDatabase store_;
 };
 

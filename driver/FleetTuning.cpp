@@ -21,6 +21,7 @@
 #include "codegen/Compile.h"
 #include "compiler/Plan.h"
 #include "compiler/ScheduleSelection.h"
+#include "driver/FleetVariantCosts.h"
 #include "dsl/ir/Parser.h"
 #include "schedules/ScheduleJson.h"
 
@@ -209,14 +210,18 @@ int run_worker(const WorkerOptions &o, std::ostream &out) {
             const double claim_ms = std::chrono::duration<double, std::milli>(Clock::now() - claim_start).count();
             const auto start = Clock::now();
             std::vector<TuningRecord> results;
+            std::optional<nlohmann::json> costs;  // a variant-costs job's result
             std::string error;
             bool lost = false;
             {
                 Heartbeat heartbeat(beats, *job, o.lease_seconds);
                 try {
                     std::ostringstream log;
-                    results = o.stub_measure_ms >= 0 ? stub_measure(*job, who.name, o.stub_measure_ms)
-                                                     : tune_job(*job, queue.store(), log);
+                    if (o.stub_measure_ms < 0 && is_variant_costs_payload(job->spec.payload))
+                        costs = measure_variant_costs_job(job->spec.payload);
+                    else
+                        results = o.stub_measure_ms >= 0 ? stub_measure(*job, who.name, o.stub_measure_ms)
+                                                         : tune_job(*job, queue.store(), log);
                 } catch (const PgError &e) {
                     if (!e.connection_lost())
                         error = e.what();
@@ -237,7 +242,9 @@ int run_worker(const WorkerOptions &o, std::ostream &out) {
                         << "): " << error << "\n"
                         << std::flush;
                 } else {
-                    with_reconnect(queue, o.reconnect_seconds, out, [&] { return queue.finish(*job, results), 0; });
+                    with_reconnect(queue, o.reconnect_seconds, out, [&] {
+                        return costs ? queue.finish_costs(*job, *costs, who.name) : queue.finish(*job, results), 0;
+                    });
                     out << "job " << job->id << " done in " << std::fixed << std::setprecision(2) << s << " s (" << results.size()
                         << " record" << (results.size() == 1 ? "" : "s") << "; claimed in " << std::setprecision(3) << claim_ms
                         << " ms)\n"

@@ -10,7 +10,9 @@
  * and must be the job's (else the job fails: nothing is stored under a key it was not measured
  * for), and the tuner measures candidates in the isolated tessel-measure child. A job that throws
  * goes back to the queue (or fails after its attempts); a lost lease discards the result. A lost
- * connection (the server restarting) is retried until `reconnect_seconds` pass.
+ * connection (the server restarting) is retried until `reconnect_seconds` pass. A variant-costs
+ * job (`tessel lib --profile --enqueue`, driver/FleetVariantCosts.h) is measured as `tessel lib
+ * --profile` measures a group's variants, and its costs stored on the server.
  *
  * The stub measurer (WorkerOptions::stub_measure_ms, `--stub-measure-ms`) replaces the tuning by
  * a sleep of fixed cost and a record naming the worker: for the queue's tests and its throughput

@@ -132,7 +132,12 @@ int write_kernel_library(const KernelLibraryOptions &o, std::ostream &out) {
         while (measure < targets.size() && !host_runs(targets[measure])) measure++;
         if (measure == targets.size())
             throw std::invalid_argument("tessel lib --profile: this machine runs none of the targets, so it cannot measure them");
-        planned = plan_library_variants(g, *programs[measure], profile, targets[measure], targets, o, plan_report);
+        auto chosen = plan_library_variants(g, *programs[measure], profile, targets[measure], targets, o, plan_report);
+        if (!chosen) {  // --enqueue: the workers measure first
+            out << plan_report.str() << "no library written yet: rerun when `tessel jobs --db URL` shows the jobs done\n";
+            return 0;
+        }
+        planned = std::move(*chosen);
         kept = &planned;
         programs = build_programs();
     }

@@ -91,6 +91,11 @@ struct KernelLibraryOptions {
     std::string profile_file;
     autosched::PlannerBudgets budgets;  ///< compiles_amortized_over = runs served by one build
     int repeats = 5;                    ///< timed rounds per profiled shape
+    /** With a profile and db on a server: groups whose variant costs the server lacks become
+     * jobs for `tessel worker`s (driver/FleetVariantCosts.h) instead of being measured here; no
+     * library is written until every group's costs are there (rerun, or `wait`). */
+    bool enqueue = false;
+    bool wait = false;  ///< with enqueue: wait for the workers, then write the library
 };
 
 /** Writes `<out_dir>/lib<name>.a`, `<name>.h` and `HalideRuntime.h`; prints what it wrote and

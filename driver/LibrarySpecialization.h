@@ -27,11 +27,13 @@ void check_profile_symbols(const autosched::ShapeProfile &profile, const std::se
 /** Measures every group's variants on the profile (on `measure_on`, a target this machine runs;
  * code bytes and compile seconds for every code target), plans under o.budgets and returns, by
  * group, the indices of the variants to keep. Prints the measured costs and the plan to `out`;
- * throws std::invalid_argument for a plan over budget. */
-std::map<std::string, std::vector<size_t>> plan_library_variants(const dsl::Graph &g, const CompiledGraph &program,
-                                                                 const autosched::ShapeProfile &profile,
-                                                                 const Halide::Target &measure_on,
-                                                                 const std::vector<Halide::Target> &code_targets,
-                                                                 const KernelLibraryOptions &o, std::ostream &out);
+ * throws std::invalid_argument for a plan over budget. With o.db on a server, costs stored there
+ * (measured by workers) are used instead of measuring; with o.enqueue, missing ones are enqueued
+ * and nullopt returned (unless o.wait: then it waits for them). */
+std::optional<std::map<std::string, std::vector<size_t>>> plan_library_variants(const dsl::Graph &g, const CompiledGraph &program,
+                                                                                const autosched::ShapeProfile &profile,
+                                                                                const Halide::Target &measure_on,
+                                                                                const std::vector<Halide::Target> &code_targets,
+                                                                                const KernelLibraryOptions &o, std::ostream &out);
 
 }  // namespace tessel

@@ -6,6 +6,8 @@
 // and a server restart mid-run, each ending with every job done exactly once.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -328,4 +330,51 @@ TEST_CASE("tessel tune --enqueue, then a real worker: measured in the isolated c
     CHECK_MESSAGE(waiter.log().find("waiting for the workers") != std::string::npos, waiter.log());
     CHECK(waiter.log().find("every job is done") != std::string::npos);
     CHECK(waiter.log().find("(database)") != std::string::npos);
+}
+
+TEST_CASE("tessel lib --profile --enqueue: workers measure each group's variant costs; the library is built from them") {
+    TESSEL_REQUIRE_POSTGRES(server);
+    TempDir tmp;
+    const std::string url = server.fresh_database("q_lib");
+    const std::string profile = tmp.file("decode.profile");
+    std::ofstream(profile) << "H=19 K=37 M=1 calls=100000\nH=19 K=37 M=4 calls=20000\nH=19 K=37 M=37 calls=300\n";
+    auto lib = [&](const std::string &out_dir, bool enqueue) {
+        std::vector<std::string> argv = {TESSEL_BINARY, "lib",   std::string(TESSEL_SOURCE_DIR) + "/algorithms/mlp_residual.tsl",
+                                         "-o",          out_dir, "--profile",
+                                         profile,       "--db",  url};
+        if (enqueue) argv.push_back("--enqueue");
+        return run_subprocess(argv);
+    };
+    SubprocessResult r = lib(tmp.file("first"), true);
+    REQUIRE_MESSAGE(r.ok(), r.output);
+    CHECK_MESSAGE(r.output.find("enqueued 3 variant-costs jobs") != std::string::npos, r.output);
+    CHECK(r.output.find("no library written yet") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(tmp.file("first") + "/libmlp_residual.a"));
+    BackgroundProcess worker({TESSEL_BINARY, "worker", "--db", url, "--poll", "0.1", "--exit-when-idle", "--lease", "60"},
+                             tmp.file("worker.log"));
+    REQUIRE_MESSAGE(worker.wait(300) == 0, worker.log());
+    CHECK(server.query_one("SELECT COUNT(*) FROM variant_costs", "q_lib") == "3");
+    r = lib(tmp.file("second"), false);
+    REQUIRE_MESSAGE(r.ok(), r.output);
+    CHECK_MESSAGE(r.output.find("g0_h1: costs measured by a worker") != std::string::npos, r.output);
+    CHECK(r.output.find("enqueued") == std::string::npos);
+    CHECK(std::filesystem::exists(tmp.file("second") + "/libmlp_residual.a"));
+}
+
+TEST_CASE("job queue: a server at queue schema version 1 is migrated to 2 on open; a newer one is refused") {
+    TESSEL_REQUIRE_POSTGRES(server);
+    const std::string url = server.fresh_database("q_migrate");
+    { JobQueue created(url); }
+    server.admin("DROP TABLE variant_costs; UPDATE tessel_schema SET version = 1 WHERE name = 'queue'", "q_migrate");
+    JobQueue migrated(url);
+    CHECK(server.query_one("SELECT version FROM tessel_schema WHERE name = 'queue'", "q_migrate") == "2");
+    CHECK_FALSE(migrated.variant_costs(job_key(0)));  // the table is back
+    server.admin("UPDATE tessel_schema SET version = 3 WHERE name = 'queue'", "q_migrate");
+    std::string e;
+    try {
+        JobQueue newer(url);
+    } catch (const TuningDatabaseError &err) {
+        e = err.what();
+    }
+    CHECK(e.find("component 'queue' has schema version 3, newer than this Tessel supports (2)") != std::string::npos);
 }

@@ -1,0 +1,46 @@
+/** \file
+ * `tessel lib --profile --enqueue`: a group's variant costs (driver/VariantCosts.h) measured by a
+ * `tessel worker` instead of here, and kept on the tuning server for every later build.
+ *
+ * A costs job carries what measure_group_variants() needs, as values: the planned graph's text
+ * and the group (autoscheduler/MeasureTask.h's MeasureGroup), the schedule, the profile's text,
+ * the target to measure on, the code targets and the rounds. Its key (the jobs table's and the
+ * server's variant_costs table's) is a TuningKey of shape class "variant-costs": the group's
+ * structural hash, the measuring target, the numeric mode, the versions, and in `shapes` a hash
+ * of the schedule, the profile, the code targets and the rounds, so costs are reused only for
+ * exactly that measurement. The worker claims it like a tuning job (its target, class, build);
+ * `tessel lib --profile --db URL` finds the costs and plans from them without measuring.
+ */
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "autoscheduler/TuningKey.h"
+#include "driver/VariantCosts.h"
+
+namespace tessel {
+
+/** What a costs job for `group` of `g` carries (payload) and is keyed by. */
+struct VariantCostsJob {
+    autosched::TuningKey key;
+    nlohmann::json payload;
+};
+
+VariantCostsJob variant_costs_job(const dsl::Graph &g, const dsl::FusionGroup &group, const sched::ScheduleSpec &schedule,
+                                  const std::string &profile_text, const VariantMeasureOptions &options);
+
+/** True for a payload of variant_costs_job() (workers dispatch on it). */
+bool is_variant_costs_payload(const nlohmann::json &payload);
+
+/** Runs a costs job's measurement here (the worker's side); returns costs_to_json(). */
+nlohmann::json measure_variant_costs_job(const nlohmann::json &payload);
+
+nlohmann::json costs_to_json(const GroupVariantCosts &costs);
+/** The costs of `schedule`'s variants (names `<prefix>_v<k>`, guards from the schedule) from a
+ * costs_to_json() document; throws std::runtime_error when it does not fit the schedule. */
+GroupVariantCosts costs_from_json(const nlohmann::json &j, const sched::ScheduleSpec &schedule, const std::string &prefix);
+
+}  // namespace tessel
