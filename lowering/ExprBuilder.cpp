@@ -128,8 +128,8 @@ Expr ExprBuilder::build(ValueId v, const std::vector<Expr> &idx) {
     case Op::Sqrt: return Halide::sqrt(operand(0));
     case Op::Rsqrt: return 1.0f / Halide::sqrt(operand(0));
     case Op::Log: return ieee_log(operand(0));
-    case Op::Sigmoid: return ieee({operand(0)}, [](const std::vector<Expr> &o) { return ieee_sigmoid(o[0]); });
-    case Op::Silu: return ieee({operand(0)}, [](const std::vector<Expr> &o) { return o[0] * ieee_sigmoid(o[0]); });
+    case Op::Sigmoid: return ieee({operand(0)}, [](const std::vector<Expr> &o) { return ieee_sigmoid_times(o[0], 1.0f); });
+    case Op::Silu: return ieee({operand(0)}, [](const std::vector<Expr> &o) { return ieee_sigmoid_times(o[0], o[0]); });
     case Op::Sin: return ieee_sin(operand(0));
     case Op::Cos: return ieee_cos(operand(0));
     case Op::Cast: {

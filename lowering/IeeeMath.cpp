@@ -49,13 +49,12 @@ Expr ieee_tanh(const Expr &x) {
     return Halide::select(nan, x, vector_tanh(Halide::select(nan, Expr(0.0f), x)));
 }
 
-Expr ieee_sigmoid(const Expr &x) {
-    // exp(-|x|) never overflows, and for x < 0 the result is e / (1 + e): 1 / (1 + exp(-x)) would
-    // be 1 / inf = 0 where the result is still a subnormal (x in [-103.3, -87.3]).
-    const Expr bits = float_bits(x);
-    const Expr minus_magnitude = Halide::reinterpret(Halide::Float(32), bits | Halide::Int(32).min());
-    const Expr e = ieee_exp(minus_magnitude), r = 1.0f / (1.0f + e);
-    return Halide::select(bits < 0, e * r, r);
+Expr ieee_sigmoid_times(const Expr &x, const Expr &m) {
+    const Expr magnitude = float_bits(x) & 0x7fffffff;
+    // Past 120, m e / (1 + e) rounds to 0 for every m these ops pass (silu's |x|, the GELU's v).
+    const Expr nan = magnitude > 0x7f800000, saturated = magnitude > 0x42f00000 /* 120.0f */;
+    const Expr in_range = Halide::select(nan || saturated, Expr(0.0f), x);
+    return Halide::select(nan, x, saturated, Halide::select(float_bits(x) < 0, m * 0.0f, m), vector_sigmoid_times(in_range, m));
 }
 
 Expr ieee_erf(const Expr &x) {
@@ -122,7 +121,7 @@ Expr gelu_expr(const Expr &v, bool tanh_form, dsl::NumericMode mode) {
     }
     const Expr u = 0.79788456080286536f * (v + 0.044715f * v * v * v);
     if (mode == dsl::NumericMode::Fast) return v / (1.0f + ieee_exp(-2.0f * u));
-    return v * ieee_sigmoid(2.0f * u);
+    return ieee_sigmoid_times(2.0f * u, v);
 }
 
 // NaN and signed zeros (docs/TSL.md, "Special values"): max, min, relu, reduce_max and softmax

@@ -42,10 +42,11 @@ Halide::Expr ieee_exp(const Halide::Expr &x);
  * through; Halide's tanh calls libm once per lane. */
 Halide::Expr ieee_tanh(const Halide::Expr &x);
 
-/** sigmoid 1 / (1 + exp(-x)), computed as 1 / (1 + e) for x >= 0 and e / (1 + e) for x < 0
- * with e = exp(-|x|), so no intermediate overflows and results down to the subnormals are kept;
- * NaN stays NaN, sigmoid(-inf) = 0, sigmoid(+inf) = 1, sigmoid(-0) = 0.5. */
-Halide::Expr ieee_sigmoid(const Halide::Expr &x);
+/** m sigmoid(x) (vector_sigmoid_times, VectorMath.h: no intermediate overflows, and results down
+ * to the subnormals keep their bits): sigmoid is m = 1, silu m = x, the tanh GELU x = 2u, m = v.
+ * NaN in x gives NaN; for |x| > 120, m (x > 0) or m * 0 (x < 0: -0, or NaN for an infinite m, as
+ * silu(-inf) = -inf / (1 + inf) is). */
+Halide::Expr ieee_sigmoid_times(const Halide::Expr &x, const Halide::Expr &m);
 
 /** erf with IEEE special values. Halide's erf is a rational polynomial that divides
  * infinities for large arguments (erf(+inf) = erf(1e30) = NaN): NaN stays NaN, from |x| >= 4
@@ -74,7 +75,7 @@ Halide::Expr ieee_cos(const Halide::Expr &x);
  * Strict mode avoids their cancellation for negative v, where 1 + erf and 1 + tanh lose every
  * bit (156 ulp at v = -2.8, and -0 for v < -5.5 where the result is -7.8e-8): erf's form below
  * -0.625 as 0.5 v erfc(-v / sqrt 2) (vector_gelu_negative_tail, VectorMath.h), the tanh form as
- * v sigmoid(2u) (ieee_sigmoid). Both keep the formula's special values: gelu(+inf) = inf,
+ * v sigmoid(2u) (ieee_sigmoid_times). Both keep the formula's special values: gelu(+inf) = inf,
  * gelu(-inf) = -inf * 0 = NaN, gelu(-0) = -0. */
 Halide::Expr gelu_expr(const Halide::Expr &v, bool tanh_form, dsl::NumericMode mode);
 

@@ -22,7 +22,16 @@ Expr horner(const Expr &s, std::initializer_list<float> c) {
 
 Expr power_of_two(const Expr &k) { return Halide::reinterpret(Halide::Float(32), (k + 127) << 23); }
 
-Expr exp_polynomial(const Expr &x) {
+/** exp(x) = p 2^k1 2^k2, kept apart so that m exp(x) can be formed as ((m p) 2^k1) 2^k2: one
+ * rounding in m p, an exact scaling, and one rounding where the result is subnormal, instead of
+ * a subnormal exp(x) (already rounded to few bits) multiplied by m. */
+struct ExpParts {
+    Expr p, scale1, scale2;
+    Expr times(const Expr &m) const { return ((m * p) * scale1) * scale2; }
+    Expr value() const { return (p * scale1) * scale2; }
+};
+
+ExpParts exp_parts(const Expr &x) {
     // k ln2_hi is exact for |k| <= 2^8 (ln2_hi has 15 significant bits), and x - k ln2_hi is exact
     // (Sterbenz: the two are within a factor 2), so r carries one rounding.
     const float ln2_hi = 0.693145751953125f, ln2_lo = 1.42860682030941723e-6f;
@@ -30,12 +39,21 @@ Expr exp_polynomial(const Expr &x) {
     const Expr r = (x - k * ln2_hi) - k * ln2_lo;
     const Expr q =
         horner(r, {5.000000000e-01f, 1.666666716e-01f, 4.166626930e-02f, 8.333263919e-03f, 1.394607825e-03f, 1.991838653e-04f});
-    const Expr p = 1.0f + (r + (r * r) * q);
-    // 2^k as 2^k1 2^k2 with k1 = floor(k / 2): k is in [-150, 128], both halves are normal, the
+    // 2^k as 2^k1 2^k2 with k1 = floor(k / 2): k is in [-174, 128], both halves are normal, the
     // first product is exact and the second rounds once (into the subnormals, or to +inf).
     const Expr ki = Halide::cast<int32_t>(k);
     const Expr k1 = ki >> 1, k2 = ki - k1;
-    return (p * power_of_two(k1)) * power_of_two(k2);
+    return {1.0f + (r + (r * r) * q), power_of_two(k1), power_of_two(k2)};
+}
+
+Expr exp_polynomial(const Expr &x) { return exp_parts(x).value(); }
+
+Expr sigmoid_times_polynomial(const Expr &x, const Expr &m) {
+    // e = exp(-|x|) <= 1 never overflows; for x < 0 the result is m e / (1 + e).
+    const Expr bits = Halide::reinterpret(Halide::Int(32), x);
+    const ExpParts e = exp_parts(Halide::reinterpret(Halide::Float(32), bits | Halide::Int(32).min()));
+    const Expr r = 1.0f / (1.0f + e.value());
+    return Halide::select(bits < 0, e.times(m) * r, m * r);
 }
 
 Expr tanh_polynomial(const Expr &x) {
@@ -61,11 +79,12 @@ Expr gelu_tail_polynomial(const Expr &x) {
     // The polynomial and the exps see a in [0.625, 14.5) only (1 elsewhere).
     const Expr a = Halide::select(beyond, Expr(1.0f), Halide::reinterpret(Halide::Float(32), magnitude));
     const Expr h = Halide::reinterpret(Halide::Float(32), Halide::reinterpret(Halide::Int(32), a) & Expr(int32_t(0xfffff000)));
-    const Expr e = exp_polynomial(-0.5f * (h * h)) * exp_polynomial(-0.5f * ((a - h) * (a + h)));
+    const ExpParts e_h = exp_parts(-0.5f * (h * h));  // the part that may be subnormal: applied last
+    const Expr e_rest = exp_polynomial(-0.5f * ((a - h) * (a + h)));
     const Expr t = 1.0f / (1.0f + 0.5f * a);
     const Expr s = horner(t, {-3.585629202e-06f, 3.990783691e-01f, 3.967081010e-01f, 3.200591505e-01f, -2.240906283e-02f,
                               3.408738077e-01f, -1.370321631e+00f, 1.628677130e+00f, -8.846489191e-01f, 1.920687854e-01f});
-    return Halide::select(beyond, x * 0.0f, ((0.5f * x) * s) * e);
+    return Halide::select(beyond, x * 0.0f, e_h.times(((0.5f * x) * s) * e_rest));
 }
 
 }  // namespace
@@ -75,6 +94,10 @@ Expr gelu_tail_polynomial(const Expr &x) {
 // (2^k1 2^k2 folded to 2^128 is +inf), and x * 0 must stay -0 or NaN.
 Expr vector_exp(const Expr &x) {
     return strict_over({x}, [](const std::vector<Expr> &o) { return exp_polynomial(o[0]); });
+}
+
+Expr vector_sigmoid_times(const Expr &x, const Expr &m) {
+    return strict_over({x, m}, [](const std::vector<Expr> &o) { return sigmoid_times_polynomial(o[0], o[1]); });
 }
 
 Expr vector_tanh(const Expr &x) {

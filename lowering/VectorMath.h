@@ -1,5 +1,5 @@
 /** \file
- * exp, tanh and GELU's negative tail for float32 as vector code: a range reduction and a polynomial, every operation a
+ * exp, sigmoid, tanh and GELU's negative tail for float32 as vector code: a range reduction and a polynomial, every operation a
  * vector instruction (no libm call per lane), with a bounded error. IeeeMath.h adds the special
  * values (NaN, infinities, out-of-range arguments) around them; the lowering calls those.
  *
@@ -24,6 +24,12 @@ namespace tessel::lower {
  * a result past FLT_MAX is +inf. */
 Halide::Expr vector_exp(const Halide::Expr &x);
 
+/** m sigmoid(x) for |x| <= 120 (ieee_sigmoid_times selects the rest): with e = exp(-|x|),
+ * m / (1 + e) for x >= 0 and m e / (1 + e) for x < 0, where m e is formed before exp's final
+ * scaling by a power of two, so a result that is normal while e is subnormal (silu for x in
+ * [-91.9, -87.3]) keeps its bits. */
+Halide::Expr vector_sigmoid_times(const Halide::Expr &x, const Halide::Expr &m);
+
 /** tanh(x) for every float32 but NaN (ieee_tanh passes NaN through): |x| < 0.625 as
  * a + a^3 P(a^2) with P of degree 5 (no cancellation near 0); 0.625 <= |x| < 9.1 as
  * 1 - 2 / (exp(2|x|) + 1), where the quotient is at most 0.45 of the result, so exp's error is not
@@ -35,7 +41,8 @@ Halide::Expr vector_tanh(const Halide::Expr &x);
  * (the caller selects): with a = |x| < 14.5, 0.5 x exp(-a^2 / 2) S(a), S = erfc(a / sqrt 2)
  * exp(a^2 / 2) a polynomial of degree 9 in 1 / (1 + a / 2), and exp(-a^2 / 2) computed as
  * exp(-h^2 / 2) exp(-(a - h)(a + h) / 2) with h = a cut to 12 significant bits (h^2 exact), so the
- * rounding of a^2 (up to 210 ulp of a result at a = 14) does not reach the result. Past 14.5 the
+ * rounding of a^2 (up to 210 ulp of a result at a = 14) does not reach the result; the first
+ * factor's power of two is applied last, as in vector_sigmoid_times. Past 14.5 the
  * result is x * 0 (-0, or NaN for -inf and NaN). */
 Halide::Expr vector_gelu_negative_tail(const Halide::Expr &x);
 
