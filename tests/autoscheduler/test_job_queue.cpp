@@ -273,16 +273,22 @@ TEST_CASE("a server restart mid-run: workers reconnect and finish, every job don
     TESSEL_REQUIRE_POSTGRES(server);
     TempDir tmp;
     const std::string url = server.fresh_database("q_restart");
-    JobQueue(url).enqueue(stub_jobs(150));
+    JobQueue(url).enqueue(stub_jobs(300));
     BackgroundProcess a(worker_argv(url, 10, 5), tmp.file("a.log")), b(worker_argv(url, 10, 5), tmp.file("b.log"));
-    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    // Mid-run: both workers connected and working, most of the jobs still to do.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while ((std::stoll(server.query_one("SELECT COUNT(*) FROM jobs WHERE state = 'done'", "q_restart")) < 20 ||
+            server.query_one("SELECT COUNT(DISTINCT worker) FROM jobs WHERE worker <> ''", "q_restart") != "2") &&
+           std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    REQUIRE(std::stoll(server.query_one("SELECT COUNT(*) FROM jobs WHERE state = 'queued'", "q_restart")) > 100);
     server.restart();
     CHECK_MESSAGE(a.wait(120) == 0, a.log());
     CHECK_MESSAGE(b.wait(120) == 0, b.log());
     const Tally t = tally(server, "q_restart");
-    MESSAGE("server restart: " << t.done << " of 150 done, lost " << t.lost() << ", duplicated " << t.duplicated());
+    MESSAGE("server restart: " << t.done << " of 300 done, lost " << t.lost() << ", duplicated " << t.duplicated());
     CHECK(t.lost() == 0);
-    CHECK(t.records == 150);
+    CHECK(t.records == 300);
     CHECK(t.duplicated() == 0);
     CHECK((a.log() + b.log()).find("reconnecting") != std::string::npos);  // the restart was felt
 }
