@@ -113,12 +113,8 @@ Expr ieee_cos(const Expr &x) {
 }
 
 Expr gelu_expr(const Expr &v, bool tanh_form, dsl::NumericMode mode) {
-    if (!tanh_form) {
-        const Expr formula = 0.5f * v * (1.0f + ieee_erf(v * 0.70710678118654752f));
-        if (mode == dsl::NumericMode::Fast) return formula;
-        const Expr bits = float_bits(v);
-        return Halide::select(bits < 0 && (bits & 0x7fffffff) >= 0x3f200000 /* 0.625f */, vector_gelu_negative_tail(v), formula);
-    }
+    if (!tanh_form)
+        return mode == dsl::NumericMode::Fast ? 0.5f * v * (1.0f + ieee_erf(v * 0.70710678118654752f)) : vector_gelu(v);
     const Expr u = 0.79788456080286536f * (v + 0.044715f * v * v * v);
     if (mode == dsl::NumericMode::Fast) return v / (1.0f + ieee_exp(-2.0f * u));
     return ieee_sigmoid_times(2.0f * u, v);

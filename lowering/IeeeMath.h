@@ -73,9 +73,9 @@ Halide::Expr ieee_cos(const Halide::Expr &x);
 /** GELU of `v`: the exact (erf) form, or the tanh approximation. Fast mode evaluates the
  * formulas 0.5 v (1 + erf(v / sqrt 2)) and v / (1 + exp(-2u)) (= 0.5 v (1 + tanh u)) directly.
  * Strict mode avoids their cancellation for negative v, where 1 + erf and 1 + tanh lose every
- * bit (156 ulp at v = -2.8, and -0 for v < -5.5 where the result is -7.8e-8): erf's form below
- * -0.625 as 0.5 v erfc(-v / sqrt 2) (vector_gelu_negative_tail, VectorMath.h), the tanh form as
- * v sigmoid(2u) (ieee_sigmoid_times). Both keep the formula's special values: gelu(+inf) = inf,
+ * bit (156 ulp at v = -2.8, and -0 for v < -5.5 where the result is -7.8e-8): erf's form as
+ * v Phi(v) through erfc (vector_gelu, VectorMath.h), the tanh form as v sigmoid(2u)
+ * (ieee_sigmoid_times). Both keep the formula's special values: gelu(+inf) = inf,
  * gelu(-inf) = -inf * 0 = NaN, gelu(-0) = -0. */
 Halide::Expr gelu_expr(const Halide::Expr &v, bool tanh_form, dsl::NumericMode mode);
 

@@ -1,5 +1,5 @@
 /** \file
- * exp, tanh and GELU's negative tail as vector code (VectorMath.h). The coefficients come from
+ * exp, sigmoid, tanh and GELU as vector code (VectorMath.h). The coefficients come from
  * lowering/fit/fit_strict_math.py.
  */
 #include "lowering/VectorMath.h"
@@ -31,12 +31,16 @@ struct ExpParts {
     Expr value() const { return (p * scale1) * scale2; }
 };
 
-ExpParts exp_parts(const Expr &x) {
+/** exp(x + x_lo) for x + x_lo in exp's range, with x_lo a correction below 2^-3 |x| + 0.11
+ * (0 for a plain exp): k is chosen from the sum, x - k ln2_hi is exact, and x_lo joins r before
+ * the one rounding of r. */
+ExpParts exp_parts(const Expr &x, const Expr &x_lo = Expr(0.0f)) {
     // k ln2_hi is exact for |k| <= 2^8 (ln2_hi has 15 significant bits), and x - k ln2_hi is exact
-    // (Sterbenz: the two are within a factor 2), so r carries one rounding.
+    // (Sterbenz: the two are within a factor 2), so r carries one rounding more than x_lo.
     const float ln2_hi = 0.693145751953125f, ln2_lo = 1.42860682030941723e-6f;
-    const Expr k = Halide::round(x * 1.44269504088896341f);
-    const Expr r = (x - k * ln2_hi) - k * ln2_lo;
+    const bool plain = Halide::Internal::is_const_zero(x_lo);
+    const Expr k = Halide::round((plain ? x : x + x_lo) * 1.44269504088896341f);
+    const Expr r = plain ? (x - k * ln2_hi) - k * ln2_lo : ((x - k * ln2_hi) + x_lo) - k * ln2_lo;
     const Expr q =
         horner(r, {5.000000000e-01f, 1.666666716e-01f, 4.166626930e-02f, 8.333263919e-03f, 1.394607825e-03f, 1.991838653e-04f});
     // 2^k as 2^k1 2^k2 with k1 = floor(k / 2): k is in [-174, 128], both halves are normal, the
@@ -72,19 +76,27 @@ Expr tanh_polynomial(const Expr &x) {
     return Halide::reinterpret(Halide::Float(32), Halide::reinterpret(Halide::Int(32), t) | (bits & Halide::Int(32).min()));
 }
 
-Expr gelu_tail_polynomial(const Expr &x) {
+Expr gelu_polynomial(const Expr &x) {
     const Expr bits = Halide::reinterpret(Halide::Int(32), x);
     const Expr magnitude = bits & 0x7fffffff;
-    const Expr beyond = magnitude >= 0x41680000 /* 14.5f */;
-    // The polynomial and the exps see a in [0.625, 14.5) only (1 elsewhere).
-    const Expr a = Halide::select(beyond, Expr(1.0f), Halide::reinterpret(Halide::Float(32), magnitude));
+    const Expr centre = magnitude < 0x3f200000 /* 0.625f */, beyond = magnitude >= 0x41680000 /* 14.5f */;
+    // |x| < 0.625: x (1/2 + x P(x^2)), Phi(x) - 1/2 odd and small.
+    const Expr s = x * x;
+    const Expr near_zero =
+        x * (0.5f + x * horner(s, {3.989422917e-01f, -6.649033725e-02f, 9.972929023e-03f, -1.183618093e-03f, 1.057730187e-04f}));
+    // |x| >= 0.625: x T with T = erfc(a / sqrt 2) / 2 = exp(-a^2 / 2) S(a) / 2; the polynomial and
+    // exp see a in [0.625, 14.5) only (1 elsewhere).
+    const Expr a = Halide::select(centre || beyond, Expr(1.0f), Halide::reinterpret(Halide::Float(32), magnitude));
     const Expr h = Halide::reinterpret(Halide::Float(32), Halide::reinterpret(Halide::Int(32), a) & Expr(int32_t(0xfffff000)));
-    const ExpParts e_h = exp_parts(-0.5f * (h * h));  // the part that may be subnormal: applied last
-    const Expr e_rest = exp_polynomial(-0.5f * ((a - h) * (a + h)));
+    // exp(-a^2 / 2) = exp(-h^2 / 2 - (a - h)(a + h) / 2): the first term exact, the second below 0.11.
+    const ExpParts e = exp_parts(-0.5f * (h * h), -0.5f * ((a - h) * (a + h)));
     const Expr t = 1.0f / (1.0f + 0.5f * a);
-    const Expr s = horner(t, {-3.585629202e-06f, 3.990783691e-01f, 3.967081010e-01f, 3.200591505e-01f, -2.240906283e-02f,
-                              3.408738077e-01f, -1.370321631e+00f, 1.628677130e+00f, -8.846489191e-01f, 1.920687854e-01f});
-    return Halide::select(beyond, x * 0.0f, e_h.times(((0.5f * x) * s) * e_rest));
+    const Expr tail = horner(t, {-3.585629202e-06f, 3.990783691e-01f, 3.967081010e-01f, 3.200591505e-01f, -2.240906283e-02f,
+                                 3.408738077e-01f, -1.370321631e+00f, 1.628677130e+00f, -8.846489191e-01f, 1.920687854e-01f});
+    const Expr x_t = e.times((0.5f * x) * tail);  // x T, rounded once where it is subnormal
+    const Expr negative = bits < 0;
+    // Past 14.5, T rounds to 0: gelu is x for x > 0, x * 0 for x < 0 (-0, or NaN for -inf and NaN).
+    return Halide::select(centre, near_zero, beyond, Halide::select(negative, x * 0.0f, x), negative, x_t, x - x_t);
 }
 
 }  // namespace
@@ -104,8 +116,8 @@ Expr vector_tanh(const Expr &x) {
     return strict_over({x}, [](const std::vector<Expr> &o) { return tanh_polynomial(o[0]); });
 }
 
-Expr vector_gelu_negative_tail(const Expr &x) {
-    return strict_over({x}, [](const std::vector<Expr> &o) { return gelu_tail_polynomial(o[0]); });
+Expr vector_gelu(const Expr &x) {
+    return strict_over({x}, [](const std::vector<Expr> &o) { return gelu_polynomial(o[0]); });
 }
 
 }  // namespace tessel::lower

@@ -1,5 +1,5 @@
 /** \file
- * exp, sigmoid, tanh and GELU's negative tail for float32 as vector code: a range reduction and a polynomial, every operation a
+ * exp, sigmoid, tanh and GELU for float32 as vector code: a range reduction and a polynomial, every operation a
  * vector instruction (no libm call per lane), with a bounded error. IeeeMath.h adds the special
  * values (NaN, infinities, out-of-range arguments) around them; the lowering calls those.
  *
@@ -37,13 +37,15 @@ Halide::Expr vector_sigmoid_times(const Halide::Expr &x, const Halide::Expr &m);
  * bits (tanh(-0) = -0). */
 Halide::Expr vector_tanh(const Halide::Expr &x);
 
-/** gelu(x) = 0.5 x erfc(-x / sqrt 2) for x <= -0.625, where 0.5 x (1 + erf(x / sqrt 2)) cancels
- * (the caller selects): with a = |x| < 14.5, 0.5 x exp(-a^2 / 2) S(a), S = erfc(a / sqrt 2)
- * exp(a^2 / 2) a polynomial of degree 9 in 1 / (1 + a / 2), and exp(-a^2 / 2) computed as
- * exp(-h^2 / 2) exp(-(a - h)(a + h) / 2) with h = a cut to 12 significant bits (h^2 exact), so the
- * rounding of a^2 (up to 210 ulp of a result at a = 14) does not reach the result; the first
- * factor's power of two is applied last, as in vector_sigmoid_times. Past 14.5 the
- * result is x * 0 (-0, or NaN for -inf and NaN). */
-Halide::Expr vector_gelu_negative_tail(const Halide::Expr &x);
+/** gelu(x) = x Phi(x) (Phi the normal distribution function) for every float32, without
+ * 1 + erf(x / sqrt 2), which cancels for negative x, and without Halide's erf: |x| < 0.625 as
+ * x (1/2 + x P(x^2)), P of degree 4; |x| >= 0.625 through T = erfc(a / sqrt 2) / 2 with a = |x|,
+ * gelu = x T for x < 0 and x - x T for x > 0. T = exp(-a^2 / 2) S(a) / 2, S = erfc(a / sqrt 2)
+ * exp(a^2 / 2) a polynomial of degree 9 in 1 / (1 + a / 2), and exp(-a^2 / 2) as
+ * exp(-h^2 / 2 - (a - h)(a + h) / 2) with h = a cut to 12 significant bits (h^2 exact; the
+ * second term, below 0.11, joins the reduced argument), so the rounding of a^2 (up to 210 ulp of
+ * a result at a = 14) does not reach the result; exp's power of two is applied last, as in
+ * vector_sigmoid_times. Past |x| = 14.5: x (x > 0), x * 0 (x < 0: -0; -inf and NaN give NaN). */
+Halide::Expr vector_gelu(const Halide::Expr &x);
 
 }  // namespace tessel::lower

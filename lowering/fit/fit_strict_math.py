@@ -104,3 +104,25 @@ if __name__ == "__main__":
         c, w = fit_gelu_tail(d)
         print(f"gelu tail S(a), degree {d} in t = 1 / (1 + a / 2): max {w:.3f} ulp over [0.625, 14.5]")
         print("   ", ", ".join(f"{float(v):.9e}f" for v in c))
+
+
+def fit_phi_center(degree, x_max=0.625):
+    # Phi(x) - 1/2 = x P(x^2) for |x| < x_max (Phi the normal CDF, gelu(x) = x Phi(x)); the error
+    # of Phi relative to Phi(x) >= 0.27 is at most |x| (P - f) / 0.27, so the weight is x.
+    s = np.linspace(1e-6, x_max * x_max, 4000)
+    x = np.sqrt(s)
+    f = np.array([float((mpmath.ncdf(mpmath.mpf(v)) - mpmath.mpf(0.5)) / mpmath.mpf(v)) for v in x])
+    c = lawson(s, f, x, degree)
+    c32 = [np.float32(v) for v in c]
+    worst = 0.0
+    for v in np.linspace(-x_max, x_max, 20001).astype(np.float32):
+        got = np.float32(v * np.float32(np.float32(0.5) + np.float32(v * horner32(c32, np.float32(v * v)))))
+        worst = max(worst, ulps(got, mpmath.mpf(float(v)) * mpmath.ncdf(mpmath.mpf(float(v)))))
+    return c32, worst
+
+
+if __name__ == "__main__":
+    for d in (3, 4, 5):
+        c, w = fit_phi_center(d)
+        print(f"gelu centre Phi(x) - 1/2 = x P(x^2), degree {d}: max {w:.3f} ulp of gelu over [-0.625, 0.625]")
+        print("   ", ", ".join(f"{float(v):.9e}f" for v in c))
