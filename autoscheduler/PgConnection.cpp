@@ -105,7 +105,14 @@ void PgConnection::connect() {
         std::string detail = PQerrorMessage(conn_);
         PQfinish(conn_);
         conn_ = nullptr;
-        throw PgError(message("cannot connect", detail, ""), "", true);
+        // Only a server that is not there (down, restarting, starting up) may come back by itself;
+        // refused authentication, a missing database or role, a malformed URL never do.
+        const bool unreachable =
+            detail.find("Connection refused") != std::string::npos || detail.find("starting up") != std::string::npos ||
+            detail.find("shutting down") != std::string::npos || detail.find("No such file or directory") != std::string::npos ||
+            detail.find("server closed the connection") != std::string::npos ||
+            detail.find("timeout expired") != std::string::npos;
+        throw PgError(message("cannot connect", detail, ""), "", unreachable);
     }
     // Notices (CREATE TABLE IF NOT EXISTS ... skipping) are not the user's business.
     PQsetNoticeProcessor(

@@ -42,7 +42,9 @@ public:
         : TuningDatabaseError(message), sqlstate_(std::move(sqlstate)), connection_lost_(connection_lost) {}
     /** The five-character SQLSTATE ("42501"), "" when the server sent none. */
     const std::string &sqlstate() const { return sqlstate_; }
-    /** True when the connection itself failed (server down, restarted, network). */
+    /** True when the connection itself failed or the server cannot be reached (down,
+     * restarting, starting up): waiting may help. False for refused authentication, a missing
+     * database or role, a bad URL and every statement error. */
     bool connection_lost() const { return connection_lost_; }
 
 private:

@@ -191,7 +191,22 @@ int run_worker(const WorkerOptions &o, std::ostream &out) {
         who.name = host_name() + ":" + std::to_string(getpid());
         who.target = parse_target(o.target).to_string();
         who.machine_class = autosched::machine_identity();
-        JobQueue queue(o.db), beats(o.db);
+        // A server that is not up yet (or restarting) is waited for; a refused login is not.
+        const auto connect = [&] {
+            const auto deadline = Clock::now() + std::chrono::duration<double>(o.reconnect_seconds);
+            for (bool said = false;; said = true) {
+                try {
+                    return std::make_unique<JobQueue>(o.db);
+                } catch (const PgError &e) {
+                    if (!e.connection_lost() || Clock::now() > deadline) throw;
+                    if (!said)
+                        out << "worker: " << e.what() << "; retrying for up to " << o.reconnect_seconds << " s\n" << std::flush;
+                }
+                std::this_thread::sleep_for(std::chrono::milliseconds(250));
+            }
+        };
+        const std::unique_ptr<JobQueue> queue_connection = connect(), beats_connection = connect();
+        JobQueue &queue = *queue_connection, &beats = *beats_connection;
         out << "worker " << who.name << " on " << queue.store().location() << ": target " << who.target << ", lease "
             << o.lease_seconds << " s" << (o.stub_measure_ms >= 0 ? ", stub measurer" : "") << "\n"
             << std::flush;

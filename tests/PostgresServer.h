@@ -108,6 +108,10 @@ public:
         return "";
     }
 
+    /** Stops the server (fast); start() brings it back on the same port. */
+    void stop() { pg_ctl({"stop", "-m", "fast"}); }
+    void start() { pg_ctl({"start"}); }
+
     /** Stops the server (fast) and starts it again on the same port: connections are cut. */
     void restart() { pg_ctl({"restart", "-m", "fast"}); }
 

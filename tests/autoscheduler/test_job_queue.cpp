@@ -329,6 +329,11 @@ TEST_CASE("tessel tune --enqueue, then a real worker: measured in the isolated c
     waiting[6] = "M=16,N=64";
     waiting.push_back("--wait");
     BackgroundProcess waiter(waiting, tmp.file("waiter.log"));
+    // The worker starts once the job is there (--exit-when-idle would stop before it).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (waiter.log().find("enqueued 1 job") == std::string::npos && waiter.running() &&
+           std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
     BackgroundProcess second({TESSEL_BINARY, "worker", "--db", url, "--poll", "0.1", "--exit-when-idle", "--lease", "30"},
                              tmp.file("second.log"));
     CHECK_MESSAGE(waiter.wait(300) == 0, waiter.log());
@@ -383,4 +388,25 @@ TEST_CASE("job queue: a server at queue schema version 1 is migrated to 2 on ope
         e = err.what();
     }
     CHECK(e.find("component 'queue' has schema version 3, newer than this Tessel supports (2)") != std::string::npos);
+}
+
+TEST_CASE("a worker started while the server is down waits for it; a refused login does not wait") {
+    TESSEL_REQUIRE_POSTGRES(server);
+    TempDir tmp;
+    const std::string url = server.fresh_database("q_down");
+    JobQueue(url).enqueue(stub_jobs(20));
+    server.stop();
+    BackgroundProcess early(worker_argv(url, 5, 5), tmp.file("early.log"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    server.start();
+    CHECK_MESSAGE(early.wait(120) == 0, early.log());
+    CHECK(early.log().find("retrying for up to") != std::string::npos);
+    CHECK(tally(server, "q_down").lost() == 0);
+    // Wrong password: an error at once, naming the role, not a wait.
+    const std::string secured = "postgresql://secured:wrong@127.0.0.1:" + std::to_string(server.port()) + "/q_down";
+    const auto start = std::chrono::steady_clock::now();
+    const SubprocessResult r = run_subprocess({TESSEL_BINARY, "worker", "--db", secured, "--reconnect", "60"});
+    CHECK(r.status == 1);
+    CHECK_MESSAGE(r.output.find("authentication refused for role 'secured'") != std::string::npos, r.output);
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(20));
 }
