@@ -7,6 +7,7 @@
 #include "autoscheduler/Measurer.h"
 
 #include "schedules/ScheduleJson.h"
+#include "support/HostLock.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -147,6 +148,10 @@ std::vector<Measurement> IsolatedMeasurer::measure_interleaved(const MeasureTask
 
 std::optional<Measurement> IsolatedMeasurer::exchange(const std::string &request, double timeout_seconds,
                                                       int64_t memory_limit_bytes, std::string *answer) const {
+    // One measuring child per host at a time (support/HostLock.h): another tuner's or worker's
+    // child timing on the same cores would inflate this one's medians several-fold. The child's
+    // deadline starts once the lock is held.
+    const HostLock lock(measuring_lock_path());
     // stdin is a socket so that writing to a child that already died gives EPIPE, not SIGPIPE.
     int in_sock[2], out_pipe[2], err_pipe[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in_sock) != 0)

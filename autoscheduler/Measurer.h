@@ -6,7 +6,9 @@
  * schedule as JSON on stdin and answers a Measurement as JSON on stdout. The child gets its own
  * process group, a deadline (on expiry the whole group is killed), the task's address-space
  * limit (RLIMIT_AS), a cap on its output (past it the group is killed) and SIGKILL as its
- * parent-death signal, so it never outlives the tuner, even one killed with SIGKILL. So a
+ * parent-death signal, so it never outlives the tuner, even one killed with SIGKILL. Children on
+ * one host run one at a time, whichever process starts them (`tessel tune`, several `tessel
+ * worker`s, tests): each holds the host's measuring lock (support/HostLock.h) while it runs. So a
  * candidate that crashes (Status::Crash, with the signal and the child's last stderr lines),
  * runs out of memory (Crash, exit status 3), hangs (Status::Timeout), that Halide rejects
  * (Status::CompileError with Halide's message), that computes wrong results (Status::WrongResult,
