@@ -16,34 +16,17 @@
 
 #include "tests/PostgresServer.h"
 #include "tests/TempDir.h"
+#include "tests/autoscheduler/TuningSamples.h"
 
 using namespace tessel;
 using namespace tessel::autosched;
 using tessel::testing::PostgresServer;
+using tessel::testing::sample_key;
+using tessel::testing::sample_record;
+using tessel::testing::sample_schedule;
 using tessel::testing::TempDir;
 
 namespace {
-
-TuningKey sample_key() {
-    TuningKey k = TuningKey::current();
-    k.group_hash = "0123456789abcdef0123456789abcdef";
-    k.shape_class = "decode";
-    k.shapes = "K=4096,M=1,N=4096";
-    k.target = "x86-64-linux-avx2-avx512-fma-sse41";
-    k.numeric_mode = "strict";
-    k.space_version = 1;
-    return k;
-}
-
-nlohmann::json sample_schedule(int tile) {
-    sched::ScheduleSpec s("tuned_" + std::to_string(tile));
-    s.split({"y"}, "n", "no", "ni", tile).vectorize({"y"}, "ni").parallel({"y"}, "no");
-    return sched::to_json(s);
-}
-
-TuningRecord sample_record(const TuningKey &k, double ms, std::string by = "measured", int tile = 16) {
-    return TuningRecord{k, sample_schedule(tile), ms, {ms, ms * 1.01, ms * 0.99}, "analytic-1", std::move(by), 1735689600, ""};
-}
 
 const std::vector<std::pair<const char *, std::function<void(TuningKey &)>>> kMutations = {
     {"group_hash", [](TuningKey &k) { k.group_hash[0] = '9'; }},

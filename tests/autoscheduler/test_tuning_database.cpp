@@ -19,36 +19,18 @@
 #include "schedules/ScheduleJson.h"
 
 #include "tests/TempDir.h"
+#include "tests/autoscheduler/TuningSamples.h"
 
 using namespace tessel;
 using namespace tessel::autosched;
 namespace fs = std::filesystem;
 
+using tessel::testing::sample_key;
+using tessel::testing::sample_record;
+using tessel::testing::sample_schedule;
 using tessel::testing::TempDir;
 
 namespace {
-
-TuningKey sample_key() {
-    TuningKey k = TuningKey::current();
-    k.group_hash = "0123456789abcdef0123456789abcdef";
-    k.shape_class = "decode";
-    k.shapes = "K=4096,M=1,N=4096";
-    k.target = "x86-64-linux-avx2-avx512-fma-sse41";
-    k.numeric_mode = "strict";
-    k.space_version = 1;
-    return k;
-}
-
-nlohmann::json sample_schedule(int tile) {
-    sched::ScheduleSpec s("tuned_" + std::to_string(tile));
-    s.split({"y"}, "n", "no", "ni", tile).vectorize({"y"}, "ni").parallel({"y"}, "no");
-    return sched::to_json(s);
-}
-
-TuningRecord sample_record(const TuningKey &k, double ms, std::string by = "measured", std::string notes = "") {
-    return TuningRecord{k,          sample_schedule(16), ms, {ms, ms * 1.01, ms * 0.99}, "analytic-1", std::move(by),
-                        1735689600, std::move(notes)};
-}
 
 /** Every key part, each mutated on its own. */
 const std::vector<std::pair<const char *, std::function<void(TuningKey &)>>> kMutations = {
@@ -121,7 +103,7 @@ TEST_CASE("tuning database: keeps every record; best is the fastest measurement;
         c->commit(sample_record(key, 1.0));
         c->commit(sample_record(key, 0.5, "model"));  // a prediction never beats a measurement
         c->commit(sample_record(key, 2.0));
-        c->commit(sample_record(key, 1.0, "measured", "same time, committed later"));
+        c->commit(sample_record(key, 1.0, "measured", 16, "same time, committed later"));
         c->commit(sample_record(other, 0.1));
         c->commit(sample_record(key, 2.0));  // identical to an earlier record: stored once
     }
@@ -164,7 +146,7 @@ TEST_CASE("tuning database: JSON export/import round trip; import is idempotent 
     TuningKey k1 = sample_key(), k2 = sample_key();
     k2.target = "host-cuda-cuda_capability_90";
     a.commit(sample_record(k1, 1.25));
-    a.commit(sample_record(k1, 0.75, "measured", "note with \"quotes\" and | bars"));
+    a.commit(sample_record(k1, 0.75, "measured", 16, "note with \"quotes\" and | bars"));
     a.commit(sample_record(k2, 0.05, "model"));
     nlohmann::json doc = a.export_json();
     CHECK(doc["format"] == "tessel-tuning-db");
@@ -225,7 +207,7 @@ TEST_CASE("tuning database: several writer processes at once lose no record") {
             try {
                 TuningDatabase db(path);
                 for (int i = 0; i < kRecords; ++i)
-                    db.commit(sample_record(sample_key(), 1.0 + i, "measured",
+                    db.commit(sample_record(sample_key(), 1.0 + i, "measured", 16,
                                             "writer " + std::to_string(w) + " record " + std::to_string(i)));
             } catch (const std::exception &e) {
                 std::fprintf(stderr, "writer %d: %s\n", w, e.what());
@@ -260,7 +242,7 @@ TEST_CASE("tuning database: writer threads with their own connections lose no re
             try {
                 TuningDatabase db(path);
                 for (int i = 0; i < kRecords; ++i)
-                    db.commit(sample_record(sample_key(), 2.0, "measured", std::to_string(w) + "/" + std::to_string(i)));
+                    db.commit(sample_record(sample_key(), 2.0, "measured", 16, std::to_string(w) + "/" + std::to_string(i)));
             } catch (const std::exception &e) {
                 errors[w] = e.what();
             }
