@@ -19,6 +19,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <set>
@@ -195,11 +196,30 @@ std::vector<std::pair<std::string, std::map<std::string, int64_t>>> tune_binding
     return out;
 }
 
+using Bindings = std::vector<std::pair<std::string, std::map<std::string, int64_t>>>;
+using GroupVisitor =
+    std::function<void(const std::string &binding, const std::map<std::string, int64_t> &symbols, const PlannedProgram &p,
+                       const dsl::FusionGroup &group, const std::optional<autosched::Workload> &workload)>;
+
+/** Plans the graph at each binding as `tessel run` and `tessel lib` will at those sizes (the same
+ * front door: remat, layouts, prepared groups), so each group visited is a group they compile;
+ * `workload` is nullopt where a size of the group is not bound. */
+void for_each_planned_group(const dsl::Graph &graph, const Halide::Target &target, const Bindings &bindings,
+                            const GroupVisitor &visit) {
+    for (const auto &[name, symbols] : bindings) {
+        PlanOptions po;
+        po.symbols = symbols;
+        po.schedules.autoschedule = false;
+        const PlannedProgram p = plan(graph, target, po);
+        for (const auto &fg : p.fusion.groups) visit(name, symbols, p, fg, group_workload(p.graph, fg, symbols));
+    }
+}
+
 /** --enqueue: each group at each binding becomes a job on the server (JobQueue.h) instead of
  * being measured here; keys the server already has a record for are not enqueued. The payload
  * is what a worker plans from (driver/FleetTuning.h): the graph's text, the binding, the group. */
-int enqueue_tune(const TuneOptions &o, const dsl::Graph &graph, const Halide::Target &target,
-                 const std::vector<std::pair<std::string, std::map<std::string, int64_t>>> &bindings, std::ostream &out) {
+int enqueue_tune(const TuneOptions &o, const dsl::Graph &graph, const Halide::Target &target, const Bindings &bindings,
+                 std::ostream &out) {
     if (!autosched::is_server_database(o.db))
         throw std::invalid_argument("--enqueue needs a server: --db postgresql://user@host:port/dbname (got '" + o.db + "')");
     std::ifstream f(o.file);
@@ -209,36 +229,32 @@ int enqueue_tune(const TuneOptions &o, const dsl::Graph &graph, const Halide::Ta
     std::vector<autosched::JobSpec> jobs;
     std::set<std::string> seen;
     int64_t hits = 0;
-    for (const auto &[name, symbols] : bindings) {
-        PlanOptions po;
-        po.symbols = symbols;
-        po.schedules.autoschedule = false;
-        const PlannedProgram p = plan(graph, target, po);
-        for (const auto &fg : p.fusion.groups) {
-            const auto w = group_workload(p.graph, fg, symbols);
-            if (!w) continue;
-            autosched::JobSpec job;
-            job.key = autosched::Tuner::key_for(make_request(p.graph, fg, symbols, *w, target));
-            if (!seen.insert(job.key.to_json().dump()).second) continue;
-            if (queue.store().lookup(job.key)) {
-                hits++;
-                continue;
-            }
-            job.machine_class = o.machine_class;
-            job.max_attempts = o.max_attempts;
-            job.payload = {{"graph", text.str()},
-                           {"file", o.file},
-                           {"symbols", symbols},
-                           {"group", fg.name},
-                           {"shape", name},
-                           {"budget", o.params.budget},
-                           {"repeats", o.params.repeats},
-                           {"timeout_seconds", o.params.timeout_seconds},
-                           {"verify", o.params.verify},
-                           {"measure", o.params.measure}};
-            jobs.push_back(std::move(job));
+    const GroupVisitor enqueue_group = [&](const std::string &name, const std::map<std::string, int64_t> &symbols,
+                                           const PlannedProgram &p, const dsl::FusionGroup &fg,
+                                           const std::optional<autosched::Workload> &w) {
+        if (!w) return;
+        autosched::JobSpec job;
+        job.key = autosched::Tuner::key_for(make_request(p.graph, fg, symbols, *w, target));
+        if (!seen.insert(job.key.to_json().dump()).second) return;
+        if (queue.store().lookup(job.key)) {
+            hits++;
+            return;
         }
-    }
+        job.machine_class = o.machine_class;
+        job.max_attempts = o.max_attempts;
+        job.payload = {{"graph", text.str()},
+                       {"file", o.file},
+                       {"symbols", symbols},
+                       {"group", fg.name},
+                       {"shape", name},
+                       {"budget", o.params.budget},
+                       {"repeats", o.params.repeats},
+                       {"timeout_seconds", o.params.timeout_seconds},
+                       {"verify", o.params.verify},
+                       {"measure", o.params.measure}};
+        jobs.push_back(std::move(job));
+    };
+    for_each_planned_group(graph, target, bindings, enqueue_group);
     const int64_t added = queue.enqueue(jobs);
     std::vector<autosched::TuningKey> keys;
     for (const auto &j : jobs) keys.push_back(j.key);
@@ -313,27 +329,20 @@ int run_tune(const TuneOptions &o, std::ostream &out) {
     std::vector<autosched::TuneResult> results;
     std::vector<Workload> workloads;
     int failures = 0;
-    // Each binding plans the graph as `tessel run` and `tessel lib` will at those sizes (the same
-    // front door: remat, layouts, prepared groups), so each tuned group is a group they compile.
     std::set<std::string> tuned;
-    for (const auto &[name, symbols] : bindings) {
-        PlanOptions po;
-        po.symbols = symbols;
-        po.schedules.autoschedule = false;
-        const PlannedProgram p = plan(graph, target, po);
-        for (const auto &fg : p.fusion.groups) {
-            const auto w = group_workload(p.graph, fg, symbols);
-            if (!w) {
-                if (!requested.empty() || name == "graph")
-                    out << "group " << fg.name << " [" << dsl::to_string(fg.kind) << "]: a size is not bound at " << name
-                        << "; skipped\n";
-                continue;
-            }
-            if (!tuned.insert(fg.name + " " + w->to_string()).second) continue;
-            tune_one(p.graph, fg, name, symbols, *w, o, target, model, measurer.get(), db, params, results, workloads, failures,
-                     out);
+    const GroupVisitor tune_group = [&](const std::string &name, const std::map<std::string, int64_t> &symbols,
+                                        const PlannedProgram &p, const dsl::FusionGroup &fg,
+                                        const std::optional<autosched::Workload> &w) {
+        if (!w) {
+            if (!requested.empty() || name == "graph")
+                out << "group " << fg.name << " [" << dsl::to_string(fg.kind) << "]: a size is not bound at " << name
+                    << "; skipped\n";
+            return;
         }
-    }
+        if (!tuned.insert(fg.name + " " + w->to_string()).second) return;
+        tune_one(p.graph, fg, name, symbols, *w, o, target, model, measurer.get(), db, params, results, workloads, failures, out);
+    };
+    for_each_planned_group(graph, target, bindings, tune_group);
     if (results.empty()) {
         out << "no group of " << o.file << " has every size bound by the requested shapes and --dim\n";
         return 1;
