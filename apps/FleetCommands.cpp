@@ -21,8 +21,10 @@ void add_worker_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--max-jobs", o->max_jobs, "stop after this many jobs");
     cmd->add_option("--reconnect", o->reconnect_seconds, "seconds to keep reconnecting to a server that went away")
         ->capture_default_str();
+    // Hooks for tests/ and bench/queue_throughput.py, left out of --help (an empty group hides them).
     cmd->add_option("--stub-measure-ms", o->stub_measure_ms,
-                    "tests and bench/ only: sleep this long instead of tuning, and store a stub record");
+                    "tests and bench/ only: sleep this long instead of tuning, and store a stub record")
+        ->group("");
     cmd->callback([&action, o] { action = [o] { return run_worker(*o, std::cout); }; });
 }
 
@@ -33,7 +35,8 @@ void add_jobs_command(CLI::App &app, std::function<int()> &action) {
                                        "The tuning job queue on a server: queued, running, done, failed; per-worker "
                                        "rates and an ETA");
     cmd->add_option("--db", *db, "the server: postgresql://user@host:port/dbname")->required();
-    cmd->add_option("--enqueue-stub", *stub, "tests and bench/ only: first enqueue this many stub jobs for this host's target");
+    cmd->add_option("--enqueue-stub", *stub, "tests and bench/ only: first enqueue this many stub jobs for this host's target")
+        ->group("");  // hidden from --help, as --stub-measure-ms
     cmd->callback([&action, db, stub] { action = [db, stub] { return show_jobs(*db, std::cout, std::cerr, *stub); }; });
 }
 
