@@ -121,7 +121,7 @@ Expr ExprBuilder::build(ValueId v, const std::vector<Expr> &idx) {
     case Op::Gelu: return ieee({operand(0)}, [&](const std::vector<Expr> &o) { return gelu_expr(o[0], false, mode_); });
     case Op::GeluTanh: return ieee({operand(0)}, [&](const std::vector<Expr> &o) { return gelu_expr(o[0], true, mode_); });
     case Op::Tanh: return ieee_tanh(operand(0));
-    case Op::Exp: return ieee_exp(operand(0));
+    case Op::Exp: return ieee_exp(operand(0), mode_);
     case Op::Relu: return ieee_maximum(operand(0), 0.0f);  // relu(NaN) = NaN, relu(-0) = +0
     case Op::Neg: return -operand(0);
     case Op::Abs: return Halide::abs(operand(0));

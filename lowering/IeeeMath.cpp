@@ -33,7 +33,7 @@ Expr strict_over(const std::vector<Expr> &operands, const StrictOp &op) {
 
 Expr float_bits(const Expr &x) { return Halide::reinterpret(Halide::Int(32), x); }
 
-Expr ieee_exp(const Expr &x) {
+Expr ieee_exp(const Expr &x, dsl::NumericMode mode) {
     const Expr bits = float_bits(x);
     const Expr magnitude = bits & 0x7fffffff;
     const Expr nan = magnitude > 0x7f800000, over = bits > 0x42b17218 /* 88.72284f */,
@@ -41,7 +41,10 @@ Expr ieee_exp(const Expr &x) {
     // The polynomial sees only arguments in range (0 instead), so no flagged float op ever
     // meets an infinity or NaN that LLVM may assume away.
     const Expr in_range = Halide::select(nan || over || under, Expr(0.0f), x);
-    return Halide::select(nan, x, over, Expr(INFINITY), under, Expr(0.0f), vector_exp(in_range));
+    // Fast mode keeps Halide's polynomial: fast-math flags let it use fused multiply-adds, which
+    // strict_float (vector_exp) forbids; its 5 ulp and subnormals flushed to 0 are fast mode's.
+    const Expr e = mode == dsl::NumericMode::Fast ? Halide::exp(in_range) : vector_exp(in_range);
+    return Halide::select(nan, x, over, Expr(INFINITY), under, Expr(0.0f), e);
 }
 
 Expr ieee_tanh(const Expr &x) {
@@ -116,7 +119,7 @@ Expr gelu_expr(const Expr &v, bool tanh_form, dsl::NumericMode mode) {
     if (!tanh_form)
         return mode == dsl::NumericMode::Fast ? 0.5f * v * (1.0f + ieee_erf(v * 0.70710678118654752f)) : vector_gelu(v);
     const Expr u = 0.79788456080286536f * (v + 0.044715f * v * v * v);
-    if (mode == dsl::NumericMode::Fast) return v / (1.0f + ieee_exp(-2.0f * u));
+    if (mode == dsl::NumericMode::Fast) return v / (1.0f + ieee_exp(-2.0f * u, mode));
     return ieee_sigmoid_times(2.0f * u, v);
 }
 

@@ -34,9 +34,10 @@ Halide::Expr float_bits(const Halide::Expr &x);
 
 /** exp with IEEE special values: NaN stays NaN, past ln(FLT_MAX) (88.72284) the result is
  * +inf, below -104 (exp < half the smallest subnormal) it is 0; in between vector_exp
- * (VectorMath.h), subnormal results included. The ranges are compared on the bits too (a
- * positive float's bits order as the float). */
-Halide::Expr ieee_exp(const Halide::Expr &x);
+ * (VectorMath.h: 1 ulp, subnormal results included), or in fast mode Halide's polynomial, which
+ * may use fused multiply-adds (5 ulp near |x| = 80, subnormal results flushed to 0). The ranges
+ * are compared on the bits too (a positive float's bits order as the float). */
+Halide::Expr ieee_exp(const Halide::Expr &x, dsl::NumericMode mode = dsl::NumericMode::Strict);
 
 /** tanh as vector code (vector_tanh, VectorMath.h: +-inf give +-1, -0 gives -0), NaN passed
  * through; Halide's tanh calls libm once per lane. */
