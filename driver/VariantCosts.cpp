@@ -7,6 +7,7 @@
 #include "lowering/CompiledGraph.h"
 #include "lowering/CompiledKernel.h"
 #include "support/Clock.h"
+#include "support/HostLock.h"
 #include "support/ErrorStats.h"
 #include "support/Interleaved.h"
 #include "support/Random.h"
@@ -146,6 +147,7 @@ void measure_on_profile(const dsl::Graph &g, const autosched::ShapeProfile &prof
 GroupVariantCosts measure_group_variants(const dsl::Graph &g, const dsl::FusionGroup &group, const sched::ScheduleSpec &s,
                                          const autosched::ShapeProfile &profile, const VariantMeasureOptions &o,
                                          const std::string &prefix) {
+    const HostLock lock(measuring_lock_path());
     std::vector<CompiledVariant> contenders;
     for (size_t i = 0; i < s.variants.size(); i++)
         contenders.push_back(
@@ -161,6 +163,7 @@ GroupVariantCosts measure_group_variants(const dsl::Graph &g, const dsl::FusionG
 std::vector<VariantCosts> measure_whole_kernels(const dsl::Graph &g, const dsl::FusionGroup &group,
                                                 const std::vector<std::pair<std::string, sched::ScheduleSpec>> &schedules,
                                                 const autosched::ShapeProfile &profile, const VariantMeasureOptions &o) {
+    const HostLock lock(measuring_lock_path());
     std::vector<CompiledVariant> contenders;
     for (const auto &[name, s] : schedules) contenders.push_back(compile_contender(g, group, s, name, {}, o));
     measure_on_profile(g, profile, contenders, o);

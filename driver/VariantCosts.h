@@ -54,7 +54,9 @@ struct GroupVariantCosts {
 };
 
 /** Measures every variant of `schedule` and its fallback for `group` of `g` (planned on g) on
- * `profile`. Throws std::invalid_argument when a profiled shape leaves a symbol of the group
+ * `profile`, holding the host's measuring lock (support/HostLock.h) throughout: compile times are
+ * costs too, so another worker's or tuner's measurement on the same cores must not overlap any of
+ * it. Throws std::invalid_argument when a profiled shape leaves a symbol of the group
  * unbound, std::runtime_error when a variant's results disagree with the fallback's. */
 GroupVariantCosts measure_group_variants(const dsl::Graph &g, const dsl::FusionGroup &group, const sched::ScheduleSpec &schedule,
                                          const autosched::ShapeProfile &profile, const VariantMeasureOptions &options,
@@ -62,7 +64,8 @@ GroupVariantCosts measure_group_variants(const dsl::Graph &g, const dsl::FusionG
 
 /** Each schedule compiled whole, dispatch included, and measured on every profiled shape,
  * interleaved with the others (to check a plan against its alternatives by measurement; the
- * last one is the reference the others are checked against). Names are the pairs' first. */
+ * last one is the reference the others are checked against). Names are the pairs' first. Holds
+ * the measuring lock like measure_group_variants. */
 std::vector<autosched::VariantCosts> measure_whole_kernels(
     const dsl::Graph &g, const dsl::FusionGroup &group, const std::vector<std::pair<std::string, sched::ScheduleSpec>> &schedules,
     const autosched::ShapeProfile &profile, const VariantMeasureOptions &options);
