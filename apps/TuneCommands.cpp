@@ -113,15 +113,18 @@ void add_db_command(CLI::App &app, std::function<int()> &action) {
     auto from = std::make_shared<std::string>();
     CLI::App *pull = cmd->add_subcommand("pull", "copy every record of another database (file or server) into --db (idempotent)");
     pull->add_option("--from", *from, "the database to copy from: a SQLite file or postgresql://...")->required();
+    auto layouts = std::make_shared<bool>(true);
     CLI::App *probe = cmd->add_subcommand("probe",
-                                          "measure this machine's FMA peak and cold read bandwidth (about a second) and store "
-                                          "them for the cost model");
+                                          "measure this machine's FMA peak and cold read bandwidth (about a second) for the cost "
+                                          "model and the layout pass's rates (about 15 s), and store them");
     probe->add_option("--target", *target, "the CPU target whose vector width the probe runs")->capture_default_str();
+    probe->add_flag("!--no-layouts", *layouts, "skip the layout rates (plans keep the ones stored, or the defaults)");
     for (CLI::App *sub : {ls, ex, im, pull, probe})
         sub->add_option("--db", *path, "tuning database: a SQLite file or postgresql://user@host:port/dbname")
             ->capture_default_str();
     pull->callback([&action, path, from] { action = [path, from] { return db_pull(*from, *path, std::cout); }; });
-    probe->callback([&action, path, target] { action = [path, target] { return db_probe(*path, *target, std::cout); }; });
+    probe->callback(
+        [&action, path, target, layouts] { action = [path, target, layouts] { return db_probe(*path, *target, *layouts); }; });
     ls->callback([&action, path] { action = [path] { return db_list(*path, std::cout); }; });
     ex->callback([&action, path, file] { action = [path, file] { return db_export(*path, *file); }; });
     im->callback([&action, path, file] { action = [path, file] { return db_import(*path, *file); }; });

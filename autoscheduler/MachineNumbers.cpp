@@ -15,6 +15,16 @@ namespace tessel::autosched {
 
 namespace {
 
+const char *kWeightKinds[] = {"wide", "narrow"};
+const char *kReadKinds[] = {"elementwise", "reduction", "softmax"};
+
+std::string date_of(int64_t unix_seconds) {
+    char date[32] = "?";
+    const std::time_t t = (std::time_t)unix_seconds;
+    if (std::tm tm{}; gmtime_r(&t, &tm)) std::strftime(date, sizeof date, "%Y-%m-%d", &tm);
+    return date;
+}
+
 double median_of(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
@@ -23,9 +33,7 @@ double median_of(std::vector<double> v) {
 }  // namespace
 
 std::string MachineNumbers::to_string() const {
-    char date[32] = "?";
-    const std::time_t t = (std::time_t)measured_unix;
-    if (std::tm tm{}; gmtime_r(&t, &tm)) std::strftime(date, sizeof date, "%Y-%m-%d", &tm);
+    const std::string date = date_of(measured_unix);
     std::ostringstream os;
     os.precision(4);
     os << fma_gflops << " GFLOP/s FMA, " << read_gbps << " GB/s cold read (" << isa << ", " << threads << " threads, measured "
@@ -84,6 +92,45 @@ MachineNumbers measure_machine(const Halide::Target &target, int threads) {
     }
     m.read_gbps = median_of(gbps);
     return m;
+}
+
+nlohmann::json layout_rates_to_json(const dsl::LayoutRates &r) {
+    nlohmann::json j;
+    for (int k = 0; k < dsl::LayoutRates::kWeightKinds; k++)
+        j["panel_rate"][kWeightKinds[k]] = std::vector<double>(std::begin(r.panel_rate[k]), std::end(r.panel_rate[k]));
+    for (int k = 0; k < dsl::LayoutRates::kReadKinds; k++) j["read_cost"][kReadKinds[k]] = {r.read_cost[k][0], r.read_cost[k][1]};
+    j["conversion_cost"] = r.conversion_cost;
+    return j;
+}
+
+dsl::LayoutRates layout_rates_from_json(const nlohmann::json &j, const std::string &isa, int64_t measured_unix) {
+    auto numbers = [&](const nlohmann::json &parent, const char *group, const char *name, size_t n) {
+        const std::string where = std::string(group) + "." + name;
+        if (!parent.is_object() || !parent.contains(name) || !parent[name].is_array() || parent[name].size() != n)
+            throw std::invalid_argument("layout rates: '" + where + "' is not a list of " + std::to_string(n) + " numbers");
+        std::vector<double> out;
+        for (const auto &v : parent[name]) {
+            if (!v.is_number()) throw std::invalid_argument("layout rates: '" + where + "' holds " + v.dump());
+            out.push_back(v.get<double>());
+        }
+        return out;
+    };
+    if (!j.is_object() || !j.contains("panel_rate") || !j.contains("read_cost") || !j.contains("conversion_cost") ||
+        !j["conversion_cost"].is_number())
+        throw std::invalid_argument("layout rates: expected panel_rate, read_cost and conversion_cost, got " + j.dump());
+    dsl::LayoutRates r;
+    for (int k = 0; k < dsl::LayoutRates::kWeightKinds; k++) {
+        const auto v = numbers(j["panel_rate"], "panel_rate", kWeightKinds[k], dsl::LayoutRates::kFamilies);
+        std::copy(v.begin(), v.end(), r.panel_rate[k]);
+    }
+    for (int k = 0; k < dsl::LayoutRates::kReadKinds; k++) {
+        const auto v = numbers(j["read_cost"], "read_cost", kReadKinds[k], 2);
+        r.read_cost[k][0] = v[0], r.read_cost[k][1] = v[1];
+    }
+    r.conversion_cost = j["conversion_cost"].get<double>();
+    if (const std::string why = r.invalid_reason(); !why.empty()) throw std::invalid_argument("layout rates: " + why);
+    r.source = "measured on this machine by `tessel db probe` (" + isa + ", " + date_of(measured_unix) + ")";
+    return r;
 }
 
 }  // namespace tessel::autosched

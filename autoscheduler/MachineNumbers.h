@@ -12,6 +12,11 @@
  * measured for a target ISA, portable between machines of that ISA (imported ones are verified
  * before use), while the numbers are facts about one machine.
  *
+ * Beside them, per machine and ISA, the layout pass's rates (dsl::LayoutRates: panel read rates
+ * per weight width and nest family, strided read and conversion costs), measured by `tessel db
+ * probe` (driver/LayoutRatesProbe.h) and stored as a JSON document (layout_rates_to_json); plan()
+ * uses this machine's when stored, LayoutRates::defaults() otherwise.
+ *
  * When: `tessel db probe` measures and stores them; `tessel tune` measures once when the
  * database has none for this machine and ISA. Elsewhere (the model's pick in `tessel run`) the
  * stored numbers are used when present, the nominal ones otherwise, and the model says which.
@@ -19,6 +24,9 @@
 #pragma once
 
 #include <Halide.h>
+#include <nlohmann/json.hpp>
+
+#include "dsl/passes/LayoutAssignment.h"
 
 #include <cstdint>
 #include <optional>
@@ -48,5 +56,15 @@ std::string probe_isa(const Halide::Target &target);
  * peak is the best of 15 rounds (a shared machine only ever slows a round down), the read
  * bandwidth the median of 7 reads of 64 MiB, each after a cache flush. */
 MachineNumbers measure_machine(const Halide::Target &target, int threads = 0);
+
+/** dsl::LayoutRates as stored: {"panel_rate": {"wide": [gemv, decode, splitk, gemm], "narrow":
+ * [...]}, "read_cost": {"elementwise": [contiguous, strided], "reduction": [...], "softmax": [...]},
+ * "conversion_cost": c}. The source is not stored (it is said on load). */
+nlohmann::json layout_rates_to_json(const dsl::LayoutRates &r);
+/** The rates of a stored document, `source` set to say they were measured on this machine for
+ * `isa` at `measured_unix`. Throws std::invalid_argument naming the first part missing or not a
+ * positive finite number (a document from another version, a hand edit): such rates are never
+ * used. */
+dsl::LayoutRates layout_rates_from_json(const nlohmann::json &j, const std::string &isa, int64_t measured_unix);
 
 }  // namespace tessel::autosched

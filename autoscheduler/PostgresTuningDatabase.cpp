@@ -8,6 +8,8 @@
  *           schedule_json, median_ms, samples_json, cost_model_version, measured_by,
  *           created_unix, notes)
  *   machines(machine, isa, fma_gflops, read_gbps, threads, measured_unix, PRIMARY KEY (machine, isa))
+ * Component 'machine_rates' (version 1), created by the first role that may write:
+ *   layout_rates(machine, isa, rates_json, measured_unix, PRIMARY KEY (machine, isa))
  */
 #include "autoscheduler/PostgresTuningDatabase.h"
 
@@ -51,6 +53,18 @@ CREATE TABLE machines (
   fma_gflops DOUBLE PRECISION NOT NULL,
   read_gbps DOUBLE PRECISION NOT NULL,
   threads INTEGER NOT NULL,
+  measured_unix BIGINT NOT NULL,
+  PRIMARY KEY (machine, isa));
+)sql",
+};
+/** Component 'machine_rates': the layout rates per machine (MachineNumbers.h). A component of
+ * its own, so a server from before it gains it without a new 'tuning' version. */
+const std::vector<std::string> kMachineRatesMigrations = {
+    R"sql(
+CREATE TABLE layout_rates (
+  machine TEXT NOT NULL,
+  isa TEXT NOT NULL,
+  rates_json TEXT NOT NULL,
   measured_unix BIGINT NOT NULL,
   PRIMARY KEY (machine, isa));
 )sql",
@@ -128,6 +142,13 @@ PostgresTuningDatabase::PostgresTuningDatabase(const std::string &url, Access ac
                 conn_.exec("SELECT has_table_privilege('records', 'INSERT') AND current_setting('transaction_read_only') = 'off'",
                            {}, "cannot read the role's privileges")
                         .text(0, 0) == "t";
+    if (!writable_) return;
+    try {
+        apply_migrations(conn_, "machine_rates", kMachineRatesMigrations, true);
+    } catch (const TuningDatabaseError &) {
+        // A role that may insert records but not create tables still tunes: its lookups find no
+        // layout rates, and storing them says what the server refused.
+    }
 }
 
 void PostgresTuningDatabase::require_writable(const char *what) const {
@@ -229,6 +250,30 @@ void PostgresTuningDatabase::store_machine_numbers(const MachineNumbers &m) {
         "ON CONFLICT (machine, isa) DO UPDATE SET fma_gflops = $3, read_gbps = $4, threads = $5, measured_unix = $6",
         {m.machine, m.isa, num(m.fma_gflops), num(m.read_gbps), std::to_string(m.threads), std::to_string(m.measured_unix)},
         "cannot store machine numbers");
+}
+
+std::optional<dsl::LayoutRates> PostgresTuningDatabase::layout_rates(const std::string &machine, const std::string &isa) {
+    // A read-only role on a server no writer has opened since the table came: no rates stored.
+    if (conn_.exec("SELECT to_regclass('layout_rates') IS NOT NULL", {}, "cannot read layout rates").text(0, 0) != "t")
+        return std::nullopt;
+    PgResult r = conn_.exec("SELECT rates_json, measured_unix FROM layout_rates WHERE machine = $1 AND isa = $2", {machine, isa},
+                            "cannot read layout rates");
+    if (r.rows() != 1) return std::nullopt;
+    try {
+        return layout_rates_from_json(json::parse(r.text(0, 0)), isa, std::stoll(r.text(0, 1)));
+    } catch (const std::exception &e) {
+        throw TuningDatabaseError("tuning server " + conn_.server() + ": the stored layout rates of this machine (" + isa +
+                                  ") are unusable: " + e.what() + "; run `tessel db probe` again");
+    }
+}
+
+void PostgresTuningDatabase::store_layout_rates(const std::string &machine, const std::string &isa, const dsl::LayoutRates &rates,
+                                                int64_t measured_unix) {
+    require_writable("store layout rates");
+    conn_.exec(
+        "INSERT INTO layout_rates (machine, isa, rates_json, measured_unix) VALUES ($1, $2, $3, $4) "
+        "ON CONFLICT (machine, isa) DO UPDATE SET rates_json = $3, measured_unix = $4",
+        {machine, isa, layout_rates_to_json(rates).dump(), std::to_string(measured_unix)}, "cannot store layout rates");
 }
 
 json PostgresTuningDatabase::export_json() {

@@ -59,6 +59,9 @@ public:
 
     std::optional<MachineNumbers> machine_numbers(const std::string &machine, const std::string &isa) override;
     void store_machine_numbers(const MachineNumbers &m) override;
+    std::optional<dsl::LayoutRates> layout_rates(const std::string &machine, const std::string &isa) override;
+    void store_layout_rates(const std::string &machine, const std::string &isa, const dsl::LayoutRates &rates,
+                            int64_t measured_unix) override;
 
     nlohmann::json export_json() override;
     int64_t import_json(const nlohmann::json &doc) override;

@@ -109,6 +109,10 @@ public:
     std::optional<MachineNumbers> machine_numbers(const std::string &machine, const std::string &isa) override;
     /** Stores (or replaces) the numbers of m.machine and m.isa. */
     void store_machine_numbers(const MachineNumbers &m) override;
+    /** TuningStore::layout_rates (TuningDatabaseMachines.cpp). */
+    std::optional<dsl::LayoutRates> layout_rates(const std::string &machine, const std::string &isa) override;
+    void store_layout_rates(const std::string &machine, const std::string &isa, const dsl::LayoutRates &rates,
+                            int64_t measured_unix) override;
 
     /** {"format": "tessel-tuning-db", "schema_version": N, "records": [...]}, commit order. */
     nlohmann::json export_json() override;
@@ -138,7 +142,8 @@ private:
     void open_read_only();
     /** The tessel_schema check (and, writable and new, the schema's creation). */
     void check_schema(bool writable);
-    /** The machines table, when missing (TuningDatabaseMachines.cpp). Call inside a transaction. */
+    /** The machines and layout_rates tables, when missing (TuningDatabaseMachines.cpp). Call
+     * inside a transaction. */
     void create_machines_table();
     void require_writable(const char *what) const;
 

@@ -54,6 +54,13 @@ public:
     /** MachineNumbers.h: the numbers stored for `machine` and `isa`, or nullopt. */
     virtual std::optional<MachineNumbers> machine_numbers(const std::string &machine, const std::string &isa) = 0;
     virtual void store_machine_numbers(const MachineNumbers &m) = 0;
+    /** MachineNumbers.h: the layout rates stored for `machine` and `isa`, or nullopt (none stored,
+     * or a store from before the table). Throws TuningDatabaseError for a stored document that
+     * does not parse (never used as rates). */
+    virtual std::optional<dsl::LayoutRates> layout_rates(const std::string &machine, const std::string &isa) = 0;
+    /** Stores (or replaces) them, measured at `measured_unix`. */
+    virtual void store_layout_rates(const std::string &machine, const std::string &isa, const dsl::LayoutRates &rates,
+                                    int64_t measured_unix) = 0;
 
     /** {"format": "tessel-tuning-db", "schema_version": N, "records": [...]}, commit order. */
     virtual nlohmann::json export_json() = 0;

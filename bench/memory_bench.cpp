@@ -291,9 +291,9 @@ void layout_read_costs(const Halide::Target &t, int rounds) {
         rounds, unit);
     for (int k = 0; k < 3; k++)
         std::printf("%-12s %14.3f %11.3f %11.2f %8.2f %19.2f %8.2f\n", kinds[k], kernel_ms(*ps[2 * k]), kernel_ms(*ps[2 * k + 1]),
-                    kernel_ms(*ps[2 * k]) / unit, kernel_ms(*ps[2 * k + 1]) / unit, model.read_cost[k][0], model.read_cost[k][1]);
+                    kernel_ms(*ps[2 * k]) / unit, kernel_ms(*ps[2 * k + 1]) / unit, model.rates.read_cost[k][0], model.rates.read_cost[k][1]);
     std::printf("%-12s %14s %11.3f %11s %8.2f %19s %8.2f\n", "copy [1, 0]", "", kernel_ms(*ps[6]), "", kernel_ms(*ps[6]) / unit,
-                "", model.conversion_cost);
+                "", model.rates.conversion_cost);
 }
 
 /** The layout chains (algorithms/chain_*.tsl) under the pass's choice, forcing the stored

@@ -8,7 +8,8 @@
  *     rematerialize      after the last CSE (which would merge clones back); decides on the memory
  *                        plan it would get, with the same in-place check as the final plan
  *     plan_fusion        with the target's limits and the sizes given
- *     assign_layouts     CPU targets; conversions it inserts are groups of their own (fusion again)
+ *     assign_layouts     CPU targets, at this machine's measured rates when the database has them;
+ *                        conversions it inserts are groups of their own (fusion again)
  *     select schedules   ScheduleSelection: user -> database -> autoscheduler -> library default
  *     memory plan        BufferAssignment at the planning sizes, in-place checked per schedule
  *
@@ -50,6 +51,9 @@ struct PlanOptions {
     /** Expected calls for the layout costs (a shape profile); empty: the planning sizes. */
     std::vector<std::pair<std::map<std::string, int64_t>, double>> layout_shapes;
     ScheduleSelectionOptions schedules;  ///< user schedule, database, measuring
+    /** The layout pass's rates. Unset: this machine's, stored in schedules.db by `tessel db
+     * probe`, else dsl::LayoutRates::defaults(); the plan's layout log says which. */
+    std::optional<dsl::LayoutRates> layout_rates;
 
     // Alternatives the benchmarks compare the planner's choices with.
     const dsl::FusionPolicy *fusion_policy = nullptr;  ///< nullptr: default_fusion_policy()

@@ -17,6 +17,8 @@
 #include "autoscheduler/TuningDatabase.h"
 #include "autoscheduler/TuningStore.h"
 #include "codegen/Compile.h"
+#include "driver/LayoutRatesProbe.h"
+#include "support/HostLock.h"
 
 namespace tessel {
 
@@ -180,17 +182,24 @@ int db_export(const std::string &path, const std::string &json_out, std::ostream
     }
 }
 
-int db_probe(const std::string &path, const std::string &target, std::ostream &out, std::ostream &err) {
+int db_probe(const std::string &path, const std::string &target, bool layouts, std::ostream &out, std::ostream &err) {
     try {
         const Halide::Target t = parse_target(target);
         if (t.has_gpu_feature()) throw std::invalid_argument("--target " + target + ": the probes measure a CPU target");
         const auto db = autosched::open_tuning_store(path);
         db->check_writable();
+        const HostLock lock(measuring_lock_path());  // no other tuner's measurement on these cores meanwhile
         const MachineNumbers m = measure_machine(t);
         db->store_machine_numbers(m);
         out << "machine: " << m.machine << "\n"
             << m.to_string() << "\nstored in " << db->location() << "\n"
             << TargetModel::for_target(t).with_numbers(m).to_string() << "\n";
+        if (layouts) {
+            const LayoutRatesMeasurement rates = measure_layout_rates(t);
+            db->store_layout_rates(m.machine, m.isa, rates.rates, m.measured_unix);
+            out << rates.to_string() << "stored in " << db->location() << " for " << m.isa
+                << "; plans for this machine use them (`tessel compile --emit plan` shows the layout choices)\n";
+        }
         return 0;
     } catch (const std::exception &e) {
         err << "tessel db probe: " << e.what() << "\n";

@@ -42,9 +42,11 @@ int db_import(const std::string &path, const std::string &json_in, std::ostream 
 int db_pull(const std::string &from, const std::string &to, std::ostream &out = std::cout, std::ostream &err = std::cerr);
 
 /** Measures this machine's FMA peak and cold read bandwidth at `target`'s vector width
- * (autoscheduler/MachineNumbers.h) and stores them in the database at `path` (created if
- * needed), replacing earlier ones; prints them and the model they give. */
-int db_probe(const std::string &path, const std::string &target, std::ostream &out = std::cout, std::ostream &err = std::cerr);
+ * (autoscheduler/MachineNumbers.h) and, unless `layouts` is false, the layout pass's rates
+ * (driver/LayoutRatesProbe.h), holding the host's measuring lock; stores them in the database at
+ * `path` (created if needed), replacing earlier ones; prints them and the model they give. */
+int db_probe(const std::string &path, const std::string &target, bool layouts = true, std::ostream &out = std::cout,
+             std::ostream &err = std::cerr);
 
 /** "x86-64-linux avx2+3" from "x86-64-linux-avx2-fma-f16c-sse41": arch-bits-os, the widest
  * vector feature (or "cuda sm_90"), and how many other features there are. */

@@ -89,10 +89,11 @@ dsl::FusionOptions fusion_options(const Halide::Target &target, const std::map<s
 }
 
 dsl::LayoutOptions layout_options(const Halide::Target &target,
-                                  std::vector<std::pair<std::map<std::string, int64_t>, double>> shapes) {
+                                  std::vector<std::pair<std::map<std::string, int64_t>, double>> shapes,
+                                  const dsl::LayoutRates &rates) {
     const sched::CpuBlocking b = sched::CpuBlocking::for_target(target);
     dsl::LayoutOptions o;
-    o.model = dsl::LayoutCostModel::measured(b.nr, b.mr, b.decode_max_m);
+    o.model = dsl::LayoutCostModel::measured(b.nr, b.mr, b.decode_max_m, rates);
     o.shapes = std::move(shapes);
     return o;
 }

@@ -53,9 +53,11 @@ dsl::TargetResources fusion_resources(const Halide::Target &target);
 dsl::FusionOptions fusion_options(const Halide::Target &target, const std::map<std::string, int64_t> &symbols = {});
 
 /** Layout-assignment options for a CPU `target`: the register block of its matmul schedules
- * (sched::CpuBlocking) and the measured read rates (dsl::LayoutCostModel::measured), with the
- * expected calls `shapes` (empty: the fusion plan's symbol sizes). */
+ * (sched::CpuBlocking) and the machine's rates (`rates`: this machine's as stored by `tessel db
+ * probe`, or dsl::LayoutRates::defaults()), with the expected calls `shapes` (empty: the fusion
+ * plan's symbol sizes). */
 dsl::LayoutOptions layout_options(const Halide::Target &target,
-                                  std::vector<std::pair<std::map<std::string, int64_t>, double>> shapes = {});
+                                  std::vector<std::pair<std::map<std::string, int64_t>, double>> shapes = {},
+                                  const dsl::LayoutRates &rates = dsl::LayoutRates::defaults());
 
 }  // namespace tessel::lower

@@ -6,6 +6,7 @@
 #include "dsl/passes/LayoutAssignment.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <sstream>
 
@@ -15,26 +16,48 @@
 
 namespace tessel::dsl {
 
-LayoutCostModel LayoutCostModel::measured(int panel_width, int mr, int decode_max_m) {
+LayoutRates LayoutRates::defaults() {
+    LayoutRates r;
+    // The x @ w time over the w-in-panels time under cpu_blocked, which reads panels of the
+    // register block's width in place (the row-major nests pack w per call, or read it strided
+    // in the split-K ones), per M family: the lower of two `make bench` runs. Large M showed no
+    // measured gain, so 1.0, and the padding of the last panel decides there. bf16 weights were
+    // not measured apart on that host: the f32 rates stand for them.
+    const double panels[kFamilies] = {1.12, 1.16, 1.46, 1.0};
+    for (int k = 0; k < kWeightKinds; k++)
+        for (int f = 0; f < kFamilies; f++) r.panel_rate[k][f] = panels[f];
+    // `make bench-memory` ("Layout read costs") on the same host: each read kind's kernel over a
+    // 1024 x 1024 f32 value, contiguous and through a transpose, and a copy into the other order,
+    // over the contiguous exp kernel.
+    r.read_cost[Elementwise][0] = 1.0, r.read_cost[Elementwise][1] = 3.47;
+    r.read_cost[Reduction][0] = 0.57, r.read_cost[Reduction][1] = 6.75;
+    r.read_cost[Softmax][0] = 1.32, r.read_cost[Softmax][1] = 7.49;
+    r.conversion_cost = 2.89;
+    r.source = "defaults (one AMD Zen 4 host's; `tessel db probe` measures this machine's)";
+    return r;
+}
+
+std::string LayoutRates::invalid_reason() const {
+    auto bad = [](double v) { return !(v > 0) || !std::isfinite(v); };
+    for (int k = 0; k < kWeightKinds; k++)
+        for (int f = 0; f < kFamilies; f++)
+            if (bad(panel_rate[k][f]))
+                return "panel rate [" + std::to_string(k) + "][" + std::to_string(f) + "] is " + std::to_string(panel_rate[k][f]);
+    for (int k = 0; k < kReadKinds; k++)
+        for (int a = 0; a < 2; a++)
+            if (bad(read_cost[k][a]))
+                return "read cost [" + std::to_string(k) + "][" + std::to_string(a) + "] is " + std::to_string(read_cost[k][a]);
+    if (bad(conversion_cost)) return "conversion cost is " + std::to_string(conversion_cost);
+    return "";
+}
+
+LayoutCostModel LayoutCostModel::measured(int panel_width, int mr, int decode_max_m, const LayoutRates &rates) {
     LayoutCostModel m;
     m.panel_width = panel_width;
     m.mr = mr;
     m.decode_max_m = decode_max_m;
-    // The x @ w time over the w-in-panels time under cpu_blocked, which reads panels of the
-    // register block's width in place (the row-major nests pack w per call, or read it strided
-    // in the split-K ones), per M family: the lower of two `make bench` runs
-    // (docs/results/measurement_notes.md, panel-rates). Large M showed no measured gain, so 1.0,
-    // and the padding of the last panel decides there. The packing the row-major gemm nest does
-    // per call is inside its measured rate.
-    m.panel_rate[0] = 1.12, m.panel_rate[1] = 1.16, m.panel_rate[2] = 1.46, m.panel_rate[3] = 1.0;
+    m.rates = rates;
     m.gemm_pack_bytes = 0.0;
-    // Measured by `make bench-memory` ("Layout read costs", docs/results/layout_chains_cpu.txt)
-    // on the same host: each read kind's kernel over a 1024 x 1024 f32 value, contiguous and
-    // through a transpose, and a copy into the other order, over the contiguous exp kernel.
-    m.read_cost[Elementwise][0] = 1.0, m.read_cost[Elementwise][1] = 3.47;
-    m.read_cost[Reduction][0] = 0.57, m.read_cost[Reduction][1] = 6.75;
-    m.read_cost[Softmax][0] = 1.32, m.read_cost[Softmax][1] = 7.49;
-    m.conversion_cost = 2.89;
     return m;
 }
 
@@ -250,7 +273,7 @@ void assign_per_call(Graph &g, const FusionPlan &plan, const LayoutOptions &opti
             double c = 0;
             for (const Walk &w : walks) {
                 const bool aligned = w.axis < 0 || w.axis == inner || converted.count(w.axis);
-                c += model.read_cost[w.kind][aligned ? 0 : 1];
+                c += model.rates.read_cost[w.kind][aligned ? 0 : 1];
             }
             return c;
         };
@@ -261,7 +284,7 @@ void assign_per_call(Graph &g, const FusionPlan &plan, const LayoutOptions &opti
         r.candidates.push_back({Layout{}, bytes * reads({}), 0,
                                 "every reader reads it as stored (axis " + std::to_string(inner) + " innermost): " + walked});
         for (int a : strided_axes)
-            r.candidates.push_back({with_innermost(a, n.type.rank()), bytes * (model.conversion_cost + reads({a})), 0,
+            r.candidates.push_back({with_innermost(a, n.type.rank()), bytes * (model.rates.conversion_cost + reads({a})), 0,
                                     "one copy with axis " + std::to_string(a) + " innermost, read by every reader walking axis " +
                                         std::to_string(a)});
         size_t each = 0;  // the naive alternative: a copy of its own per strided reader
@@ -272,7 +295,7 @@ void assign_per_call(Graph &g, const FusionPlan &plan, const LayoutOptions &opti
         const int strided_readers = (int)strided_members.size();
         if (strided_readers > 1) {
             r.candidates.push_back({with_innermost(*strided_axes.begin(), n.type.rank()),
-                                    bytes * (model.conversion_cost * strided_readers + reads(strided_axes)), 0,
+                                    bytes * (model.rates.conversion_cost * strided_readers + reads(strided_axes)), 0,
                                     "a copy of its own for each of the " + std::to_string(strided_readers) + " strided readers"});
             each = r.candidates.size() - 1;
         } else {
@@ -315,6 +338,7 @@ void assign_per_call(Graph &g, const FusionPlan &plan, const LayoutOptions &opti
 
 LayoutPlan assign_layouts(Graph &g, const FusionPlan &plan, const LayoutOptions &options) {
     LayoutPlan out;
+    out.rates = options.model.rates.source;
     const LayoutCostModel &model = options.model;
     std::set<ValueId> prepared_outputs, matmul_written, prepared_members;
     for (const FusionGroup &fg : plan.groups) {
@@ -366,7 +390,7 @@ LayoutPlan assign_layouts(Graph &g, const FusionPlan &plan, const LayoutOptions 
                     const int f = model.family(m);
                     const double bytes = (double)k * padded * elem;
                     if (panels)
-                        total += weight * bytes / model.panel_rate[f];
+                        total += weight * bytes / model.rates.panel_rate[LayoutRates::weight_kind(t.dtype)][f];
                     else
                         total += weight * bytes * (f == 3 ? 1.0 + model.gemm_pack_bytes : 1.0);
                 }
@@ -423,6 +447,7 @@ LayoutPlan assign_layouts(Graph &g, const FusionPlan &plan, const LayoutOptions 
 std::string LayoutPlan::to_string(const Graph &g) const {
     std::ostringstream os;
     os << "layout assignment: " << regions.size() << " region(s), " << conversions << " conversion(s) inserted\n";
+    if (!regions.empty() && !rates.empty()) os << "rates: " << rates << "\n";
     auto name = [](const Layout &l) { return l.empty() ? std::string("row_major") : dsl::to_string(l); };
     for (const LayoutRegion &r : regions) {
         const bool per_call = r.kind == LayoutRegion::Kind::PerCall;

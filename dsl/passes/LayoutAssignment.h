@@ -66,28 +66,55 @@
 
 namespace tessel::dsl {
 
-/** How fast each CPU loop-nest family reads a matmul's right operand in each layout, as a
- * fraction of reading it row-major front to back. The families are the CPU schedule's
+/** The rates the layout cost model weighs, in units of a reference read on the same machine:
+ * what `tessel db probe` measures per machine and vector ISA (driver/LayoutRatesProbe.h) and the
+ * tuning database stores beside the machine numbers. defaults() are one Zen 4 host's, used where
+ * this machine has none stored (LayoutPlan says which). The nest families are the CPU schedule's
  * (schedules/MatmulCpuSchedules.h): gemv (M == 1), decode (M < mr), split-K gemm
- * (mr <= M <= decode_max_m), gemm (larger M). Defaults: measured by `make bench` (the layout
- * rows, docs/results/layouts_cpu.txt); see LayoutCostModel::measured(). */
-struct LayoutCostModel {
-    int panel_width = 48;   ///< columns of the register block (CpuBlocking::nr)
-    int mr = 8;             ///< rows of the register block
-    int decode_max_m = 16;  ///< largest M of the split-K nests
-    /** Read rate of panels relative to row-major, per family: gemv, decode, split-K gemm, gemm. */
-    double panel_rate[4] = {1.0, 1.0, 1.0, 1.0};
-    /** Extra bytes per byte of w the gemm nest moves packing a row-major w per call (read strided,
-     * write the panel); panels are packed once, when the weight is prepared. */
-    double gemm_pack_bytes = 1.0;
+ * (mr <= M <= decode_max_m), gemm (larger M). */
+struct LayoutRates {
+    static constexpr int kFamilies = 4;
+    /** A weight's storage width: 32-bit (f32) or 16-bit (bf16, f16, widened in registers). The
+     * nests read the two differently (a 16-bit panel row is half a cache line per 16 columns). */
+    enum WeightKind { Wide, Narrow, kWeightKinds };
+    static WeightKind weight_kind(DType stored) { return byte_size(stored) <= 2 ? Narrow : Wide; }
     /** What reads a per-call value in its innermost loop. */
     enum ReadKind { Elementwise, Reduction, Softmax, kReadKinds };
+
+    /** Read rate of w in panels relative to w row-major (the row-major time over the panel time,
+     * > 1: panels are faster), per weight kind and nest family. */
+    double panel_rate[kWeightKinds][kFamilies] = {{1.0, 1.0, 1.0, 1.0}, {1.0, 1.0, 1.0, 1.0}};
     /** Time of one reader of each kind over a value, per byte, walking the stored innermost
      * axis ([k][0]) or another ([k][1]), in units of a contiguous elementwise pass (read + write). */
     double read_cost[kReadKinds][2] = {{1.0, 4.0}, {0.5, 8.0}, {1.5, 9.0}};
     /** Time of a copy into another order (strided read, contiguous write), same units. */
     double conversion_cost = 3.3;
-    static LayoutCostModel measured(int panel_width, int mr, int decode_max_m);
+    /** Where the rates come from, as the plan reports it ("measured on this machine ...", "defaults ..."). */
+    std::string source;
+
+    /** The rates measured on one AMD Zen 4 host (AVX-512) by `make bench` and `make bench-memory`
+     * (docs/results/measurement_notes.md, panel-rates; docs/results/layout_chains_cpu.txt). */
+    static LayoutRates defaults();
+    /** Every rate positive and finite; else a message naming the first that is not. */
+    std::string invalid_reason() const;
+};
+
+/** How the layout pass prices a layout: the target's register blocking (which fixes the panel
+ * width and the nest families) and the machine's rates. */
+struct LayoutCostModel {
+    int panel_width = 48;   ///< columns of the register block (CpuBlocking::nr)
+    int mr = 8;             ///< rows of the register block
+    int decode_max_m = 16;  ///< largest M of the split-K nests
+    LayoutRates rates;      ///< unit rates (all 1) unless set: tests set their own
+    /** Extra bytes per byte of w the gemm nest moves packing a row-major w per call (read strided,
+     * write the panel); panels are packed once, when the weight is prepared. 0 when the rates are
+     * measured (the packing is inside the measured gemm rate). */
+    double gemm_pack_bytes = 1.0;
+    using ReadKind = LayoutRates::ReadKind;
+    static constexpr ReadKind Elementwise = LayoutRates::Elementwise, Reduction = LayoutRates::Reduction,
+                              Softmax = LayoutRates::Softmax;
+    /** The blocking given with `rates` (LayoutRates::defaults() when none are stored). */
+    static LayoutCostModel measured(int panel_width, int mr, int decode_max_m, const LayoutRates &rates);
     int family(int64_t m) const;
 };
 
@@ -111,6 +138,7 @@ struct LayoutRegion {
 
 struct LayoutPlan {
     std::vector<LayoutRegion> regions;
+    std::string rates;    ///< where the model's rates came from (LayoutRates::source)
     int conversions = 0;  ///< copies inserted: plan fusion again
     /** Per region: the value, its readers, each candidate's cost, the choice and why. */
     std::string to_string(const Graph &g) const;

@@ -1,9 +1,9 @@
 // The tuning database on a real PostgreSQL server (tests/PostgresServer.h) against the SQLite
 // file: each behaviour runs on both backends through TuningStore and must agree (lookup on every
 // key part, best/top_k order, refused schedules, identical records once, export/import, machine
-// numbers); `tessel db pull` both ways; the server's schema-version check; and the faults a user
-// meets: a bad URL, a server that is down, refused authentication, a read-only role, a full disk
-// on the server (as root: a tablespace on a small tmpfs).
+// numbers, layout rates); `tessel db pull` both ways; the server's schema-version check; and the
+// faults a user meets: a bad URL, a server that is down, refused authentication, a read-only
+// role, a full disk on the server (as root: a tablespace on a small tmpfs).
 #include <doctest/doctest.h>
 
 #include <functional>
@@ -148,6 +148,18 @@ TEST_CASE("tuning server: export/import round trip, idempotent; machine numbers 
         CHECK(db.machine_numbers("box", "avx2")->fma_gflops == 120.0);
         CHECK(db.machine_numbers("box", "avx2")->read_gbps == 20.25);
         CHECK_FALSE(db.machine_numbers("box", "avx512"));
+
+        CHECK_FALSE(db.layout_rates("box", "avx2"));
+        dsl::LayoutRates rates = dsl::LayoutRates::defaults();
+        rates.panel_rate[dsl::LayoutRates::Narrow][1] = 0.85;
+        db.store_layout_rates("box", "avx2", rates, 1735689600);
+        rates.conversion_cost = 3.5;
+        db.store_layout_rates("box", "avx2", rates, 1735689600);
+        REQUIRE(db.layout_rates("box", "avx2"));
+        CHECK(db.layout_rates("box", "avx2")->panel_rate[dsl::LayoutRates::Narrow][1] == 0.85);
+        CHECK(db.layout_rates("box", "avx2")->conversion_cost == 3.5);
+        CHECK(contains(db.layout_rates("box", "avx2")->source, "measured on this machine"));
+        CHECK_FALSE(db.layout_rates("box", "avx512"));
         db.check_writable();
     });
 }
@@ -195,7 +207,11 @@ TEST_CASE("tuning server: a schema version newer than this Tessel's is refused, 
 TEST_CASE("tuning server faults: bad URL, server down, refused authentication, read-only role") {
     TESSEL_REQUIRE_POSTGRES(server);
     const std::string url = server.fresh_database("faults");
-    { PostgresTuningDatabase(url).commit(sample_record(sample_key(), 1.0)); }
+    {
+        PostgresTuningDatabase db(url);
+        db.commit(sample_record(sample_key(), 1.0));
+        db.store_layout_rates("box", "avx2", dsl::LayoutRates::defaults(), 1735689600);
+    }
 
     // Malformed URL: said before any connection.
     std::string e = error_of([] { open_tuning_store("postgresql://tessel@127.0.0.1:notaport/x"); });
@@ -226,6 +242,9 @@ TEST_CASE("tuning server faults: bad URL, server down, refused authentication, r
     CHECK(contains(e, "role 'reader' may not write"));
     CHECK(contains(e, server.url("faults", "reader")));
     CHECK_THROWS_AS(reader->commit(sample_record(sample_key(), 2.0)), TuningDatabaseError);
+    CHECK(reader->layout_rates("box", "avx2"));
+    CHECK(contains(error_of([&] { reader->store_layout_rates("box", "avx2", dsl::LayoutRates::defaults(), 0); }),
+                   "may not write"));
     std::string note;
     CHECK(open_tuning_store_for_reading(server.url("faults", "reader"), &note));
     CHECK(contains(note, "may not write"));

@@ -93,8 +93,9 @@ void check_graph(uint64_t seed, const Halide::Target &target, Counts &counts) {
     // panel nests are compared too.
     if (layouts) {
         dsl::LayoutOptions o = lower::layout_options(target);
-        o.model.conversion_cost = 0;
-        for (double &r : o.model.panel_rate) r = 100;
+        o.model.rates.conversion_cost = 0;
+        for (auto &kind : o.model.rates.panel_rate)
+            for (double &r : kind) r = 100;
         if (const int copies = dsl::assign_layouts(g, plan, o).conversions; copies > 0) {
             plan = dsl::plan_fusion(g, lower::fusion_options(target));
             counts.conversions += copies;

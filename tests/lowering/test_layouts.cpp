@@ -29,7 +29,8 @@ namespace {
 dsl::LayoutOptions packing_options(int width) {
     dsl::LayoutOptions o;
     o.model.panel_width = width;
-    for (double &r : o.model.panel_rate) r = 1.0;
+    for (auto &kind : o.model.rates.panel_rate)
+        for (double &r : kind) r = 1.0;
     o.model.gemm_pack_bytes = 1.0;
     return o;
 }

@@ -31,7 +31,7 @@ LayoutOptions options_at(int64_t m) {
     o.model.panel_width = 16;
     o.model.mr = 4;
     o.model.decode_max_m = 16;
-    o.model.panel_rate[0] = 0.2, o.model.panel_rate[1] = 0.5, o.model.panel_rate[2] = 0.9, o.model.panel_rate[3] = 1.0;
+    for (auto &rates : o.model.rates.panel_rate) rates[0] = 0.2, rates[1] = 0.5, rates[2] = 0.9, rates[3] = 1.0;
     o.model.gemm_pack_bytes = 1.0;
     o.shapes = {{{{"M", m}}, 1.0}};
     return o;
@@ -164,10 +164,10 @@ namespace {
  * passes), a copy 3; contiguous: elementwise 1, softmax 1.5. */
 LayoutOptions per_call_options(LayoutOptions::Conversions c = LayoutOptions::Conversions::Chosen) {
     LayoutOptions o;
-    o.model.read_cost[LayoutCostModel::Elementwise][0] = 1, o.model.read_cost[LayoutCostModel::Elementwise][1] = 4;
-    o.model.read_cost[LayoutCostModel::Reduction][0] = 0.5, o.model.read_cost[LayoutCostModel::Reduction][1] = 8;
-    o.model.read_cost[LayoutCostModel::Softmax][0] = 1.5, o.model.read_cost[LayoutCostModel::Softmax][1] = 9;
-    o.model.conversion_cost = 3;
+    o.model.rates.read_cost[LayoutCostModel::Elementwise][0] = 1, o.model.rates.read_cost[LayoutCostModel::Elementwise][1] = 4;
+    o.model.rates.read_cost[LayoutCostModel::Reduction][0] = 0.5, o.model.rates.read_cost[LayoutCostModel::Reduction][1] = 8;
+    o.model.rates.read_cost[LayoutCostModel::Softmax][0] = 1.5, o.model.rates.read_cost[LayoutCostModel::Softmax][1] = 9;
+    o.model.rates.conversion_cost = 3;
     o.shapes = {{{{"M", 100}}, 1.0}};
     o.conversions = c;
     return o;
