@@ -1,4 +1,5 @@
 #include "codegen/Compile.h"
+
 #include "support/Clock.h"
 #include "support/Subprocess.h"
 
@@ -8,6 +9,8 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <future>
+#include <mutex>
 #include <thread>
 
 namespace tessel {
@@ -55,6 +58,32 @@ Halide::Target parse_target(const std::string &text) {
     });
 }
 
+namespace {
+
+/** Halide builds its JIT runtime from bitcode on a process's first JIT compile (about 0.4 s of
+ * LLVM): started on another thread, once per process, it is built while this thread lowers the
+ * first pipeline, which then waits only for what is left. The trivial pipeline compiled there
+ * shares nothing with the caller's (Halide's compiler is thread-safe for distinct pipelines). The
+ * future's destructor at exit waits for it: by then any JIT compile has. */
+void start_jit_runtime(const Halide::Target &target) {
+    static std::once_flag once;
+    static std::future<void> building;
+    std::call_once(once, [&] {
+        building = std::async(std::launch::async, [target] {
+            try {
+                Halide::Func f("tessel_jit_runtime_warmup");
+                Halide::Var x("x");
+                f(x) = x;
+                f.compile_jit(target);
+            } catch (...) {
+                // The caller's own compile reports whatever is wrong with the target.
+            }
+        });
+    });
+}
+
+}  // namespace
+
 JitKernel compile_jit(const Halide::Pipeline &pipeline, const std::vector<Halide::Argument> &args, const Halide::Target &target,
                       const std::string &name, const std::string &description) {
     if (KernelCache *cache = KernelCache::active(); cache && !description.empty() && !target.has_gpu_feature()) {
@@ -71,6 +100,7 @@ JitKernel compile_jit(const Halide::Pipeline &pipeline, const std::vector<Halide
         k.cache_note = r.note;
         return k;
     }
+    if (!target.has_gpu_feature()) start_jit_runtime(target);
     return with_halide_errors("JIT compiling '" + name + "' for " + target.to_string(), [&] {
         tessel::SteadyClock::time_point t0 = tessel::SteadyClock::now();
         Halide::Pipeline p = pipeline;

@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iomanip>
 #include <mutex>
 #include <sstream>
 
@@ -176,6 +177,12 @@ std::string KernelCache::executable_build_id() {
 KernelCache::Result KernelCache::get(const std::string &description, const Halide::Pipeline &pipeline,
                                      const std::vector<Halide::Argument> &args, const Halide::Target &target,
                                      const std::string &name) {
+    return get(description, pipeline, args, target, name, options_.defer_stores);
+}
+
+KernelCache::Result KernelCache::get(const std::string &description, const Halide::Pipeline &pipeline,
+                                     const std::vector<Halide::Argument> &args, const Halide::Target &target,
+                                     const std::string &name, bool defer) {
     const tessel::SteadyClock::time_point t0 = tessel::SteadyClock::now();
     static const std::string build_id = executable_build_id();
     const std::string key = description + "\nfunction " + name + "\ntarget " + target.to_string() + "\nhalide " +
@@ -224,6 +231,11 @@ KernelCache::Result KernelCache::get(const std::string &description, const Halid
         }
     }
     if (options_.read_only) return r;
+    if (defer) {
+        std::lock_guard<std::mutex> lock(pending_lock_);
+        pending_.push_back({description, name, pipeline, args, target});
+        return r;
+    }
     // LLVM aborts the process when it cannot write its output (a full disk): with too little
     // room the kernel is not cached (the caller compiles it in memory instead).
     if (!has_room(dir_, options_.min_free_bytes)) {
@@ -272,7 +284,29 @@ KernelCache::Result KernelCache::get(const std::string &description, const Halid
     return r;
 }
 
-std::string KernelCache::activate(const std::optional<fs::path> &dir, std::shared_ptr<SharedKernelStore> shared) {
+KernelCache::DeferredStores KernelCache::store_deferred() {
+    const tessel::SteadyClock::time_point t0 = tessel::SteadyClock::now();
+    std::vector<Pending> queued;
+    {
+        std::lock_guard<std::mutex> lock(pending_lock_);
+        queued.swap(pending_);
+    }
+    DeferredStores out;
+    for (const Pending &p : queued) {
+        try {
+            Result r = get(p.description, p.pipeline, p.args, p.target, p.name, false);
+            out.stored += r.kernel != nullptr;
+            if (!r.note.empty()) out.notes += r.note + "\n";
+        } catch (const std::exception &e) {
+            out.notes += "kernel cache: " + p.name + " not stored: " + e.what() + "\n";
+        }
+    }
+    out.seconds = seconds_since(t0);
+    return out;
+}
+
+std::string KernelCache::activate(const std::optional<fs::path> &dir, std::shared_ptr<SharedKernelStore> shared,
+                                  bool defer_stores) {
     std::lock_guard<std::mutex> lock(g_active_lock);
     g_active.reset();
     if (!dir) return "";
@@ -284,6 +318,7 @@ std::string KernelCache::activate(const std::optional<fs::path> &dir, std::share
                (ec ? " (" + ec.message() + ")" : "");
     KernelCache::Options options;
     options.shared = std::move(shared);
+    options.defer_stores = defer_stores;
     std::string note;
     if (::access(dir->c_str(), W_OK) != 0) {
         options.read_only = true;
@@ -304,9 +339,21 @@ std::string use_kernel_cache(const std::string &setting, const std::string &db_p
     if (setting.empty() && server) {
         const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
         const fs::path base = xdg && *xdg ? fs::path(xdg) : home && *home ? fs::path(home) / ".cache" : fs::path(".");
-        return KernelCache::activate(base / "tessel" / "kernels", std::move(shared));
+        return KernelCache::activate(base / "tessel" / "kernels", std::move(shared), true);
     }
-    return KernelCache::activate(fs::path(setting.empty() ? db_path + ".kernels" : setting), std::move(shared));
+    return KernelCache::activate(fs::path(setting.empty() ? db_path + ".kernels" : setting), std::move(shared), true);
+}
+
+std::string store_deferred_kernels() {
+    KernelCache *cache = KernelCache::active();
+    if (!cache) return "";
+    const KernelCache::DeferredStores d = cache->store_deferred();
+    if (d.stored == 0 && d.notes.empty()) return "";
+    std::ostringstream os;
+    os << "kernel cache: " << d.stored << " kernel(s) compiled this run stored in " << cache->directory().string() << " ("
+       << std::fixed << std::setprecision(1) << d.seconds * 1e3 << " ms, after the results)\n"
+       << d.notes;
+    return os.str();
 }
 
 KernelCache *KernelCache::active() {

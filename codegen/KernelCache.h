@@ -35,6 +35,13 @@
  * does not check out is never loaded: it is compiled again and replaced, with a note. A shared
  * tier that fails (server down, read-only role) only costs a note; the local cache carries on.
  *
+ * Deferred stores (Options::defer_stores, for commands whose first result should come quickly:
+ * `tessel run`, `tessel demo`): a miss compiles nothing ahead of time; get() returns no kernel
+ * and queues the entry, the caller JIT-compiles the kernel to run now (Halide's JIT is several
+ * times faster than compiling an object with its own runtime and linking it), and
+ * store_deferred(), at the end of the command, compiles and stores the queued entries. A process
+ * that ends before then stores nothing (and loses nothing but the next run's speed).
+ *
  * Only CPU targets are cached (GPU kernels keep Halide's JIT). The cache is off unless a
  * command turns it on (KernelCache::activate); tests and tools that build many one-off kernels
  * do not fill a directory.
@@ -46,6 +53,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -89,6 +97,7 @@ public:
         /** Free bytes below which nothing is written; kernels are a few MiB at most. */
         uint64_t min_free_bytes = uint64_t(256) << 20;
         std::shared_ptr<SharedKernelStore> shared;  ///< a second tier shared between hosts, or null
+        bool defer_stores = false;                  ///< a miss is queued for store_deferred() (file comment)
     };
     explicit KernelCache(std::filesystem::path dir) : KernelCache(std::move(dir), Options()) {}
     KernelCache(std::filesystem::path dir, Options options);
@@ -111,11 +120,20 @@ public:
 
     const std::filesystem::path &directory() const { return dir_; }
 
+    struct DeferredStores {
+        int stored = 0;
+        double seconds = 0;
+        std::string notes;  ///< one line per entry that could not be stored
+    };
+    /** Compiles and stores the entries queued by misses since the last call (defer_stores);
+     * never throws: an entry that fails is a note. */
+    DeferredStores store_deferred();
+
     /** Turns the process-wide cache on (at `dir`) or off (nullopt). Returns a note when it cannot
      * be on (no build ID, no directory) or is read-only (a directory that cannot be written), ""
      * otherwise. */
     static std::string activate(const std::optional<std::filesystem::path> &dir,
-                                std::shared_ptr<SharedKernelStore> shared = nullptr);
+                                std::shared_ptr<SharedKernelStore> shared = nullptr, bool defer_stores = false);
     /** The active cache, or nullptr. */
     static KernelCache *active();
 
@@ -127,13 +145,29 @@ public:
 private:
     std::filesystem::path dir_;
     Options options_;
+    Result get(const std::string &description, const Halide::Pipeline &pipeline, const std::vector<Halide::Argument> &args,
+               const Halide::Target &target, const std::string &name, bool defer);
+    struct Pending {
+        std::string description, name;
+        Halide::Pipeline pipeline;
+        std::vector<Halide::Argument> args;
+        Halide::Target target;
+    };
+    std::mutex pending_lock_;
+    std::vector<Pending> pending_;
 };
 
 /** What `--kernel-cache SETTING` of `tessel run` and `tessel demo` means: "" = on, in
  * `<tuning database path>.kernels` (next to the database; for a database on a server,
  * `$XDG_CACHE_HOME/tessel/kernels` or `~/.cache/tessel/kernels`); "off"; else a directory. Activates
- * it and returns KernelCache::activate's note. */
+ * it (with deferred stores: those commands want their first result quickly; they call
+ * store_deferred() at their end) and returns KernelCache::activate's note. */
 std::string use_kernel_cache(const std::string &setting, const std::string &db_path,
                              std::shared_ptr<SharedKernelStore> shared = nullptr);
+
+/** The active cache's store_deferred() as the lines a command prints at its end: how many
+ * kernels compiled this run were stored and how long that took, and any entry's note; "" when
+ * no cache is active or nothing was queued. */
+std::string store_deferred_kernels();
 
 }  // namespace tessel

@@ -45,7 +45,8 @@ std::string mode_reason(dsl::NumericMode mode, GeluForm form) {
     switch (mode) {
     case dsl::NumericMode::Strict:
         return std::string("the default: every op as written, IEEE special values kept") +
-               (form == GeluForm::Tanh ? "; the tanh GELU calls libm tanh per element (not vectorized)" : "");
+               (form == GeluForm::Tanh ? "; the tanh GELU as vector code with bounded error (lowering/VectorMath.h, docs/TSL.md)"
+                                       : "");
     case dsl::NumericMode::Exact: return "reductions in program order, no partial sums";
     case dsl::NumericMode::Fast: return "rewrites that change rounding allowed (the tanh GELU as a vectorized sigmoid)";
     }
@@ -141,6 +142,7 @@ int run_demo(const DemoOptions &o, std::ostream &out) {
             out << "CUDA (ahead of time, host-cuda): " << r.to_string();
         }
     }
+    out << store_deferred_kernels();
     return ok && cuda_ok ? 0 : 1;
 }
 

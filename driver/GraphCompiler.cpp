@@ -291,6 +291,7 @@ int run_graph(const GraphRunOptions &o, std::ostream &out) {
     out << "time per run (median of 3, warm, including host<->buffer copies and interpreted ops): " << std::fixed
         << std::setprecision(3) << t * 1e3 << " ms\n"
         << std::defaultfloat;
+    out << store_deferred_kernels();
     return ok ? 0 : 1;
 }
 

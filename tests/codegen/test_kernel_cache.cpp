@@ -90,6 +90,33 @@ TEST_CASE("kernel cache: the second compile of a kernel loads it, and it compute
     }
 }
 
+TEST_CASE("kernel cache: deferred stores JIT-compile a miss now and store it when asked, never before") {
+    const tessel::testing::TempDir tmp;
+    const Halide::Target t = parse_target("host");
+    const sched::ScheduleSpec s = sched::library_schedule("cpu_blocked", t);
+    const GeluLayer jit(GeluForm::Tanh, dsl::NumericMode::Fast, s, t);
+    REQUIRE(KernelCache::activate(tmp.file("kernels"), nullptr, true) == "");
+    const GeluLayer first(GeluForm::Tanh, dsl::NumericMode::Fast, s, t);
+    for (const auto &v : first.kernel().variants()) {
+        CHECK_FALSE(v.from_cache);
+        CHECK_FALSE(v.loaded);  // JIT-compiled: no entry yet
+    }
+    CHECK(std::filesystem::is_empty(tmp.file("kernels")));
+    for (int M : {1, 3, 16, 37}) {
+        const Buffer<float> got = run_layer(first, M, 17), ref = run_layer(jit, M, 17);
+        CHECK_MESSAGE(got(7, M - 1) == ref(7, M - 1), "M = ", M);
+    }
+    const size_t variants = first.kernel().variants().size();
+    const std::string line = store_deferred_kernels();
+    CHECK(line.find(std::to_string(variants) + " kernel(s) compiled this run stored in") != std::string::npos);
+    CHECK(store_deferred_kernels() == "");  // nothing queued twice
+    const GeluLayer second(GeluForm::Tanh, dsl::NumericMode::Fast, s, t);
+    CHECK(all_from_cache(second.kernel()));
+    for (int M : {1, 37}) CHECK(run_layer(second, M, 17)(9, 0) == run_layer(jit, M, 17)(9, 0));
+    KernelCache::activate(std::nullopt);
+    CHECK(store_deferred_kernels() == "");  // no cache: nothing to say
+}
+
 TEST_CASE("kernel cache: a damaged entry is compiled again and replaced") {
     const tessel::testing::TempDir tmp;
     const Halide::Target t = parse_target("host");
@@ -138,6 +165,9 @@ TEST_CASE("kernel cache: a second `tessel run` of a graph compiles nothing") {
     KernelCache::activate(std::nullopt);
     INFO(first.str() << second.str());
     CHECK(first.str().find(" 0 loaded from the kernel cache") != std::string::npos);
+    // The first run JIT-compiles for its result and stores the kernels at its end.
+    CHECK(first.str().find("compiled this run stored in") != std::string::npos);
+    CHECK(second.str().find("compiled this run stored") == std::string::npos);
     CHECK(second.str().find(" compiled;") != std::string::npos);
     CHECK(second.str().find(" 0 compiled;") != std::string::npos);
     CHECK(std::filesystem::exists(tmp.file("tuning.db.kernels")));
