@@ -53,12 +53,6 @@ std::string mode_reason(dsl::NumericMode mode, GeluForm form) {
     return "";
 }
 
-int kernels_from_cache(const GeluLayer &layer) {
-    int n = 0;
-    for (const auto &v : layer.kernel().variants()) n += v.from_cache;
-    return n;
-}
-
 }  // namespace
 
 int run_demo(const DemoOptions &o, std::ostream &out) {
@@ -73,22 +67,26 @@ int run_demo(const DemoOptions &o, std::ostream &out) {
         << "  target " << target.to_string() << ", schedule " << schedule.name << "\n";
     if (!cache_note.empty()) out << "  " << cache_note << "\n";
 
-    const GeluLayer kernel(o.form, o.mode, schedule, target);
-    const int cached = kernels_from_cache(kernel), variants = (int)kernel.kernel().variants().size();
-    out << std::fixed << std::setprecision(3) << "  " << (cached == variants ? "kernel cache: loaded " : "compile: ")
-        << kernel.kernel().compile_seconds() * 1e3 << " ms (" << variants << " kernel(s); " << cached << " from the kernel cache";
-    if (KernelCache *c = KernelCache::active())
-        out << " in " << c->directory().string();
-    else
-        out << ", which is off";
-    out << ")\n";
-
+    // Each variant compiled when first used: the first result waits only for the one it needs.
+    const GeluLayer kernel(o.form, o.mode, schedule, target, KernelBackend::JitOnFirstUse);
     Buffer<float> x(o.K, o.M), w(o.N, o.K), bias(o.N), y(o.N, o.M), y_blas(o.N, o.M);
     fill_uniform(x, 1), fill_uniform(w, 2), fill_uniform(bias, 3);
     const double first_call_start = seconds_since_process_start();
     kernel.run(x, w, bias, y);
     const double first_result_at = seconds_since_process_start();
-    const double first_call_seconds = first_result_at - first_call_start;
+    const double compile_seconds = kernel.kernel().compile_seconds();
+    const double first_call_seconds = first_result_at - first_call_start - compile_seconds;
+    int compiled = 0, cached = 0;
+    for (const auto &v : kernel.kernel().variants()) compiled += v.compiled, cached += v.from_cache;
+    const int variants = (int)kernel.kernel().variants().size();
+    out << std::fixed << std::setprecision(3) << "  " << (cached == compiled ? "kernel cache: loaded " : "compile: ")
+        << compile_seconds * 1e3 << " ms (" << compiled << " of " << variants << " kernel(s), each compiled on first use; "
+        << cached << " from the kernel cache";
+    if (KernelCache *c = KernelCache::active())
+        out << " in " << c->directory().string();
+    else
+        out << ", which is off";
+    out << ")\n";
 
     const auto ref = gelu_mlp_reference(x.data(), w.data(), bias.data(), o.M, o.K, o.N, o.form);
     gelu_mlp_openblas(x.data(), w.data(), bias.data(), y_blas.data(), o.M, o.K, o.N, o.form);
@@ -106,8 +104,8 @@ int run_demo(const DemoOptions &o, std::ostream &out) {
     // then verified; the float64 reference's own time is not part of it.
     out << std::fixed << std::setprecision(1) << "  cold start: first result " << first_result_at * 1e3
         << " ms after program start (schedule lookup " << lookup_seconds * 1e3 << " ms, "
-        << (cached == variants ? "kernels loaded from the cache " : "compile ") << kernel.kernel().compile_seconds() * 1e3
-        << " ms, first call " << first_call_seconds * 1e3 << " ms)\n";
+        << (cached == compiled ? "kernels loaded from the cache " : "compile ") << compile_seconds * 1e3 << " ms, first call "
+        << first_call_seconds * 1e3 << " ms)\n";
 
     const double flops = 2.0 * o.M * o.K * o.N;
     const double t_tessel = median_seconds([&] { kernel.run(x, w, bias, y); }, o.repeats);

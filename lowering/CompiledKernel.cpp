@@ -81,30 +81,12 @@ CompiledKernel::CompiledKernel(const dsl::Graph &g, dsl::FusionGroup group, sche
         v.lowered = lower::lower_group(g, group_);
         v.resources =
             lower::apply_to_group(fallback ? schedule_.steps : schedule_.variants[i].steps, v.lowered, target, schedule_.name);
-        if (backend == KernelBackend::Jit) {
-            const std::string name = group_.name + (fallback ? "" : "_v" + std::to_string(i + 1));
-            // What decides this variant's code, for the kernel cache (codegen/KernelCache.h); only
-            // built when the cache is on (it prints the whole graph).
-            std::string description;
-            if (KernelCache::active()) {
-                description = dsl::print(g) + "\ngroup " + group_.name + ":";
-                for (dsl::ValueId n : group_.nodes) description += " " + g.display_name(n);
-                // The schedule's steps decide the code; its name and description (which say where
-                // it came from: "[model]", "[database]") do not.
-                nlohmann::json steps = sched::to_json(fallback ? schedule_.keeping_variants({}) : schedule_.variant_alone(i));
-                steps.erase("name");
-                steps.erase("description");
-                description += "\nschedule " + steps.dump();
-            }
-            JitKernel k = compile_jit(v.lowered.pipeline(), v.lowered.arguments(), target, name, description);
-            v.callable = std::move(k.callable);
-            v.loaded = std::move(k.loaded);
-            v.from_cache = k.from_cache;
-            v.cache_note = std::move(k.cache_note);
-        }
         variants_.push_back(std::move(v));
         schedule_variant_.push_back(i);
     }
+    compile_once_ = std::make_unique<std::once_flag[]>(variants_.size());
+    if (backend == KernelBackend::Jit)
+        for (size_t i = 0; i < variants_.size(); i++) std::call_once(compile_once_[i], [&] { compile_variant(i); });
 
     // Call order: inputs, then outputs, as the lowering bound them.
     const lower::LoweredGroup &lg = variants_.back().lowered;
@@ -147,6 +129,41 @@ CompiledKernel::CompiledKernel(const dsl::Graph &g, dsl::FusionGroup group, sche
         extent_sources_.push_back(src);
     }
     compile_seconds_ = tessel::seconds_since(t0);
+    for (const Variant &v : variants_) compile_seconds_ -= v.compile_seconds;  // counted per variant
+}
+
+double CompiledKernel::compile_seconds() const {
+    double s = compile_seconds_;
+    for (const Variant &v : variants_) s += v.compile_seconds;
+    return s;
+}
+
+void CompiledKernel::compile_variant(size_t i) const {
+    const tessel::SteadyClock::time_point t0 = tessel::SteadyClock::now();
+    Variant &v = variants_[i];
+    const size_t sv = schedule_variant_[i];
+    const bool fallback = sv == schedule_.variants.size();
+    const std::string name = group_.name + (fallback ? "" : "_v" + std::to_string(sv + 1));
+    // What decides this variant's code, for the kernel cache (codegen/KernelCache.h); only built
+    // when the cache is on (it prints the whole graph).
+    std::string description;
+    if (KernelCache::active()) {
+        description = dsl::print(*graph_) + "\ngroup " + group_.name + ":";
+        for (dsl::ValueId n : group_.nodes) description += " " + graph_->display_name(n);
+        // The schedule's steps decide the code; its name and description (which say where it
+        // came from: "[model]", "[database]") do not.
+        nlohmann::json steps = sched::to_json(fallback ? schedule_.keeping_variants({}) : schedule_.variant_alone(sv));
+        steps.erase("name");
+        steps.erase("description");
+        description += "\nschedule " + steps.dump();
+    }
+    JitKernel k = compile_jit(v.lowered.pipeline(), v.lowered.arguments(), target_, name, description);
+    v.callable = std::move(k.callable);
+    v.loaded = std::move(k.loaded);
+    v.from_cache = k.from_cache;
+    v.cache_note = std::move(k.cache_note);
+    v.compile_seconds = tessel::seconds_since(t0);
+    v.compiled = true;
 }
 
 std::map<std::string, long> CompiledKernel::call_extents(const std::vector<halide_buffer_t *> &buffers) const {
@@ -275,7 +292,7 @@ std::string CompiledKernel::check_buffers(const std::vector<halide_buffer_t *> &
 }
 
 void CompiledKernel::run(const std::vector<halide_buffer_t *> &buffers) const {
-    if (backend_ != KernelBackend::Jit)
+    if (backend_ == KernelBackend::AheadOfTime)
         throw CompileError("kernel '" + group_.name + "' was compiled ahead of time; it cannot be run here");
     // Checked before Halide sees them: a null host pointer would make the call a bounds query,
     // and shapes are the graph's, which Halide's own checks know only in part.
@@ -286,6 +303,7 @@ void CompiledKernel::run(const std::vector<halide_buffer_t *> &buffers) const {
         throw CompileError("kernel '" + group_.name + "' was compiled only for the " + variants_.front().label +
                            " of schedule '" + schedule_.name + "', whose guards these buffers do not meet (" +
                            describe_call(buffers) + ")");
+    std::call_once(compile_once_[pick], [&] { compile_variant(pick); });  // JitOnFirstUse: here
     int status = 0;
     if (variants_[pick].loaded) {
         std::vector<void *> argv(buffers.begin(), buffers.end());

@@ -12,6 +12,11 @@
  *    With the kernel cache on (codegen/KernelCache.h), a CPU variant compiled by an earlier
  *    process is loaded instead of compiled (Variant::from_cache), keyed by the printed graph,
  *    the group, the variant's schedule, the target and the build;
+ *  - KernelBackend::JitOnFirstUse: as Jit, but each variant is compiled (or loaded from the
+ *    cache) when run() first picks it, so a command that serves one shape does not wait for
+ *    the variants of others (`tessel run`, `tessel demo`: a cold first result). Lowering and
+ *    scheduling still happen up front, so a schedule that does not apply fails construction.
+ *    Concurrent first calls compile a variant once; a failed compile is tried again next call;
  *  - KernelBackend::AheadOfTime: nothing is compiled yet; write_files() emits a static library
  *    and header (or object, assembly, statement, PTX) per variant, and ptx_report() assembles
  *    each variant's PTX with ptxas and judges it against one set of PtxLimits.
@@ -46,6 +51,8 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -53,7 +60,7 @@
 
 namespace tessel {
 
-enum class KernelBackend { Jit, AheadOfTime };
+enum class KernelBackend { Jit, JitOnFirstUse, AheadOfTime };
 
 /** One argument of a compiled kernel, in call order: the group's inputs, then its outputs. */
 struct KernelArgument {
@@ -74,6 +81,8 @@ public:
         std::shared_ptr<const LoadedKernel> loaded;  ///< KernelBackend::Jit, from the kernel cache
         bool from_cache = false;                     ///< loaded from the cache, not compiled
         std::string cache_note;                      ///< why a cache entry was not used, or the kernel not stored
+        bool compiled = false;                       ///< JIT-compiled or loaded (JitOnFirstUse: once run picked it)
+        double compile_seconds = 0;                  ///< compiling or loading it
     };
 
     /** Lowers, schedules and (Jit) compiles every variant. Preconditions: `group` was planned
@@ -85,13 +94,16 @@ public:
     const dsl::FusionGroup &group() const { return group_; }
     const sched::ScheduleSpec &schedule() const { return schedule_; }
     const Halide::Target &target() const { return target_; }
+    /** Every variant; under JitOnFirstUse, those not yet run are not `compiled`. Read it while
+     * no run() is in flight (a first call fills in its variant). */
     const std::vector<Variant> &variants() const { return variants_; }
     const std::vector<KernelArgument> &arguments() const { return arguments_; }
     const dsl::GroupExtents &extents() const { return extents_; }
     /** Why variants of the schedule were left out (numeric mode), one line each. */
     const std::vector<std::string> &notes() const { return notes_; }
-    /** Lowering + scheduling + JIT compilation of every variant. */
-    double compile_seconds() const { return compile_seconds_; }
+    /** Lowering + scheduling + JIT compilation of every variant (JitOnFirstUse: of those
+     * compiled so far). */
+    double compile_seconds() const;
 
     /** The position in arguments() of each of `names` (a layer's buffers by role, in the caller's
      * order). Throws std::logic_error naming the kernel and the argument when one is missing or
@@ -152,13 +164,16 @@ private:
     dsl::GroupExtents extents_;
     std::vector<KernelArgument> arguments_;
     std::vector<ExtentSource> extent_sources_;
-    std::vector<Variant> variants_;
+    mutable std::vector<Variant> variants_;  ///< JitOnFirstUse: compiled in run(), once each (compile_once_)
+    std::unique_ptr<std::once_flag[]> compile_once_;
     /** variant index -> schedule variant index (variants_.size() - 1 is the fallback) */
     std::vector<size_t> schedule_variant_;
     std::vector<std::string> notes_;
     double compile_seconds_ = 0;
 
     std::string describe_call(const std::vector<halide_buffer_t *> &buffers) const;
+    /** JIT-compiles variant `i` (or loads it from the kernel cache). */
+    void compile_variant(size_t i) const;
 };
 
 }  // namespace tessel

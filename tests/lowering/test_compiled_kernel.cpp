@@ -17,6 +17,7 @@
 
 #include <doctest/doctest.h>
 
+#include <thread>
 #include <variant>
 
 using namespace tessel;
@@ -72,6 +73,49 @@ TEST_CASE("dispatch picks the variant whose guards hold; only_for refuses other 
     fill_uniform(x, 1), fill_uniform(w, 2), fill_uniform(bias, 3);
     std::vector<halide_buffer_t *> args{x.raw_buffer(), w.raw_buffer(), bias.raw_buffer(), y.raw_buffer()};
     CHECK_THROWS_WITH_AS(one.run(args), doctest::Contains("whose guards these buffers do not meet"), CompileError);
+}
+
+TEST_CASE("compiled on first use: each variant when a call first needs it, once across threads, same results") {
+    const Halide::Target host = parse_target("host");
+    const Planned p = plan(gelu_text("fast"), host);
+    const sched::ScheduleSpec blocked = sched::library_schedule("cpu_blocked", host);
+    const CompiledKernel eager(p.g, p.group, blocked, host);
+    const CompiledKernel lazy(p.g, p.group, blocked, host, KernelBackend::JitOnFirstUse);
+    REQUIRE(lazy.variants().size() == eager.variants().size());
+    for (const auto &v : lazy.variants()) CHECK_FALSE(v.compiled);
+    for (const auto &v : eager.variants()) CHECK(v.compiled);
+    CHECK(lazy.compile_seconds() < eager.compile_seconds());
+
+    auto run = [](const CompiledKernel &k, int M) {
+        Buffer<float> x(64, M), w(96, 64), bias(96), y(96, M);
+        fill_uniform(x, 1), fill_uniform(w, 2), fill_uniform(bias, 3);
+        k.run({x.raw_buffer(), w.raw_buffer(), bias.raw_buffer(), y.raw_buffer()});
+        return y;
+    };
+    auto compiled = [](const CompiledKernel &k) {
+        int n = 0;
+        for (const auto &v : k.variants()) n += v.compiled;
+        return n;
+    };
+    // Two threads' first calls at M = 1: one variant compiled, once.
+    std::vector<Buffer<float>> got(2);
+    std::thread a([&] { got[0] = run(lazy, 1); }), b([&] { got[1] = run(lazy, 1); });
+    a.join(), b.join();
+    const size_t m1 = lazy.pick_variant({{"M", 1}, {"K", 64}, {"N", 96}});
+    CHECK(compiled(lazy) == 1);
+    CHECK(lazy.variants()[m1].compiled);
+    const Buffer<float> want = run(eager, 1);
+    for (const Buffer<float> &y : got)
+        for (int n = 0; n < 96; n++) CHECK(y(n, 0) == want(n, 0));
+    // Another shape compiles its own variant; the results match the eager kernel's bit for bit.
+    const Buffer<float> y37 = run(lazy, 37), want37 = run(eager, 37);
+    CHECK(compiled(lazy) == 2);
+    for (int m = 0; m < 37; m += 9)
+        for (int n = 0; n < 96; n += 7) CHECK(y37(n, m) == want37(n, m));
+    // A schedule that does not apply still fails construction, not the first call.
+    sched::ScheduleSpec bad = blocked;
+    bad.steps.push_back(sched::Vectorize{{"y"}, "no_such_var"});
+    CHECK_THROWS(CompiledKernel(p.g, p.group, bad, host, KernelBackend::JitOnFirstUse));
 }
 
 TEST_CASE("a failing call names the kernel, Halide's message and every buffer's shape") {
