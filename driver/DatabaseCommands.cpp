@@ -198,7 +198,7 @@ int db_probe(const std::string &path, const std::string &target, bool layouts, s
             const LayoutRatesMeasurement rates = measure_layout_rates(t);
             db->store_layout_rates(m.machine, m.isa, rates.rates, m.measured_unix);
             out << rates.to_string() << "stored in " << db->location() << " for " << m.isa
-                << "; plans for this machine use them (`tessel compile --emit plan` shows the layout choices)\n";
+                << "; plans for this machine use them (`tessel compile FILE --dim ...` prints each layout choice and the rates it used)\n";
         }
         return 0;
     } catch (const std::exception &e) {
