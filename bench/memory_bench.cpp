@@ -16,6 +16,7 @@
 #include "algorithms/MemoryExamples.h"
 #include "codegen/Compile.h"
 #include "compiler/Plan.h"
+#include "driver/LayoutRatesProbe.h"
 #include "dsl/Pipeline.h"
 #include "dsl/analysis/MemoryTraffic.h"
 #include "dsl/interp/Interpreter.h"
@@ -261,39 +262,10 @@ void mlp_and_concurrency(const Halide::Target &t, int rounds) {
 /** Median kernel time of each program's only (or every) kernel, in ms. */
 double kernel_ms(const Program &p) { return median(p.kernel_times) * 1e3; }
 
-/** The read costs LayoutCostModel assumes, measured: one kernel per read kind over a 1024 x 1024
- * f32 input read contiguously and through a transpose, and a copy into the other order; each
- * over the contiguous elementwise kernel (exp: read and write). */
+/** The read costs the layout pass weighs, measured as `tessel db probe` measures them
+ * (driver/LayoutRatesProbe.h), beside the defaults a plan uses without stored rates. */
 void layout_read_costs(const Halide::Target &t, int rounds) {
-    const std::map<std::string, int64_t> s = {{"M", 1024}};
-    const char *bodies[][2] = {{"exp(%a)", "exp(transpose(%a))"},
-                               {"reduce_sum(%a, axes=[1])", "reduce_sum(transpose(%a), axes=[1])"},
-                               {"softmax(%a, axis=1)", "softmax(transpose(%a), axis=1)"}};
-    std::vector<std::unique_ptr<Program>> ps;
-    auto add = [&](const std::string &label, const std::string &body) {
-        const std::string text =
-            "graph " + label + " mode=fast {\n  %a = input : f32[M, M]\n  %y = " + body + "\n  output %y\n}\n";
-        ps.push_back(std::make_unique<Program>(label, planned(dsl::parse(text, label + ".tsl"), t, s, without_remat()), t, s));
-    };
-    const char *kinds[] = {"elementwise", "reduction", "softmax"};
-    for (int k = 0; k < 3; k++)
-        add(std::string(kinds[k]) + "_contiguous", bodies[k][0]), add(std::string(kinds[k]) + "_strided", bodies[k][1]);
-    add("copy", "copy(%a, layout=\"[1, 0]\")");
-    std::vector<Program *> raw;
-    for (auto &p : ps) raw.push_back(p.get());
-    const auto in = random_inputs(ps[0]->graph, s);
-    alternate(raw, in, s, rounds);
-    const double unit = kernel_ms(*ps[0]);
-    const dsl::LayoutCostModel model = lower::layout_options(t).model;
-    std::printf(
-        "\n## Layout read costs, 1024 x 1024 f32, kernel medians over %d alternated rounds, in units of the contiguous exp kernel (%.3f ms)\n"
-        "kind          contiguous ms  strided ms  contiguous  strided   model: contiguous  strided\n",
-        rounds, unit);
-    for (int k = 0; k < 3; k++)
-        std::printf("%-12s %14.3f %11.3f %11.2f %8.2f %19.2f %8.2f\n", kinds[k], kernel_ms(*ps[2 * k]), kernel_ms(*ps[2 * k + 1]),
-                    kernel_ms(*ps[2 * k]) / unit, kernel_ms(*ps[2 * k + 1]) / unit, model.rates.read_cost[k][0], model.rates.read_cost[k][1]);
-    std::printf("%-12s %14s %11.3f %11s %8.2f %19s %8.2f\n", "copy [1, 0]", "", kernel_ms(*ps[6]), "", kernel_ms(*ps[6]) / unit,
-                "", model.rates.conversion_cost);
+    std::cout << "\n## Layout read costs (the layout probe's read kinds)\n" << measure_layout_read_costs(t, rounds).to_string();
 }
 
 /** The layout chains (algorithms/chain_*.tsl) under the pass's choice, forcing the stored

@@ -1,7 +1,5 @@
 #include "compiler/Plan.h"
 
-#include "autoscheduler/MachineNumbers.h"
-#include "autoscheduler/TuningStore.h"
 #include "dsl/Simplify.h"
 #include "dsl/ir/Parser.h"
 #include "dsl/ir/Printer.h"
@@ -86,23 +84,6 @@ dsl::BufferAssignmentOptions final_buffer_options() {
     return o;
 }
 
-/** The layout rates plan() uses (PlanOptions::layout_rates). Rates stored but unusable are
- * never used: the defaults are, and the plan says why. */
-dsl::LayoutRates layout_rates_for(const Halide::Target &target, const PlanOptions &options) {
-    if (options.layout_rates) return *options.layout_rates;
-    dsl::LayoutRates defaults = dsl::LayoutRates::defaults();
-    if (options.schedules.db.empty()) return defaults;
-    std::string note;
-    const auto db = autosched::open_tuning_store_for_reading(options.schedules.db, &note);
-    if (!db) return defaults;
-    try {
-        if (auto stored = db->layout_rates(autosched::machine_identity(), autosched::probe_isa(target))) return *stored;
-    } catch (const autosched::TuningDatabaseError &e) {
-        defaults.source += "; " + std::string(e.what());
-    }
-    return defaults;
-}
-
 }  // namespace
 
 PlannedProgram plan(const dsl::Graph &graph, const Halide::Target &target, const PlanOptions &options) {
@@ -134,7 +115,8 @@ PlannedProgram plan(const dsl::Graph &graph, const Halide::Target &target, const
     p.fusion = dsl::plan_fusion(p.graph, fusion);
     // Layouts last, for the groups as planned; the conversions they insert are groups of their own.
     if (options.layouts && !target.has_gpu_feature()) {
-        dsl::LayoutOptions lo = lower::layout_options(target, options.layout_shapes, layout_rates_for(target, options));
+        dsl::LayoutOptions lo = lower::layout_options(target, options.layout_shapes,
+                                                      options.layout_rates ? *options.layout_rates : selection.layout_rates());
         lo.conversions = options.conversions;
         p.layouts = dsl::assign_layouts(p.graph, p.fusion, lo);
         if (p.layouts.conversions > 0) p.fusion = dsl::plan_fusion(p.graph, fusion);

@@ -85,6 +85,7 @@ struct ScheduleSelection::Tuning {
     std::unique_ptr<autosched::TuningStore> db;
     std::unique_ptr<autosched::AnalyticalCostModel> model;
     std::optional<autosched::MachineNumbers> numbers;
+    dsl::LayoutRates layout_rates = dsl::LayoutRates::defaults();
     std::unique_ptr<LookupOnlyCache> lookup_only;
     std::unique_ptr<autosched::IsolatedMeasurer> measurer;
 
@@ -97,9 +98,18 @@ struct ScheduleSelection::Tuning {
             std::cerr << "tessel: " << note << "\n";
             noted = true;
         }
-        // This machine's numbers when stored (`tessel db probe`, `tessel tune`); nominal otherwise.
-        if (db && !target.has_gpu_feature())
-            numbers = db->machine_numbers(autosched::machine_identity(), autosched::probe_isa(target));
+        // This machine's numbers and layout rates when stored (`tessel db probe`, `tessel tune`);
+        // nominal and the defaults otherwise. Rates stored but unusable are never used: the
+        // defaults are, and they say why.
+        if (db && !target.has_gpu_feature()) {
+            const std::string machine = autosched::machine_identity(), isa = autosched::probe_isa(target);
+            numbers = db->machine_numbers(machine, isa);
+            try {
+                if (auto stored = db->layout_rates(machine, isa)) layout_rates = *stored;
+            } catch (const autosched::TuningDatabaseError &e) {
+                layout_rates.source += "; " + std::string(e.what());
+            }
+        }
         model =
             std::make_unique<autosched::AnalyticalCostModel>(autosched::TargetModel::for_target(target).with_numbers(numbers));
         lookup_only = std::make_unique<LookupOnlyCache>(db.get());
@@ -127,16 +137,25 @@ ScheduleSelection::ScheduleSelection(const Halide::Target &target, ScheduleSelec
 ScheduleSelection::~ScheduleSelection() = default;
 ScheduleSelection::ScheduleSelection(ScheduleSelection &&) noexcept = default;
 
+ScheduleSelection::Tuning &ScheduleSelection::tuning() const {
+    if (!tuning_) tuning_ = std::make_unique<Tuning>(options_.db, target_, options_.measure);
+    return *tuning_;
+}
+
+dsl::LayoutRates ScheduleSelection::layout_rates() const {
+    return options_.db.empty() ? dsl::LayoutRates::defaults() : tuning().layout_rates;
+}
+
 std::optional<ScheduleChoice> ScheduleSelection::autoschedule(const dsl::Graph &g, const dsl::FusionGroup &group,
                                                               const std::map<std::string, int64_t> &symbols,
                                                               const lower::LoweredGroup &probe) const {
     const auto w = group_workload(g, group, symbols, &probe);
     if (!w) return std::nullopt;
-    if (!tuning_) tuning_ = std::make_unique<Tuning>(options_.db, target_, options_.measure);
+    const Tuning &t = tuning();
     autosched::TunerParams params;
-    params.machine = tuning_->numbers;
-    params.measure = tuning_->measurer != nullptr;
-    autosched::Tuner tuner(*tuning_->model, tuning_->measurer.get(), tuning_->cache(), params);
+    params.machine = t.numbers;
+    params.measure = t.measurer != nullptr;
+    autosched::Tuner tuner(*t.model, t.measurer.get(), t.cache(), params);
     autosched::TuneRequest request;
     request.graph = &g;
     request.group = group;

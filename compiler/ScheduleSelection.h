@@ -20,6 +20,7 @@
 #include "autoscheduler/Tuner.h"
 #include "dsl/ir/Graph.h"
 #include "dsl/passes/Fusion.h"
+#include "dsl/passes/LayoutAssignment.h"
 #include "lowering/LowerToHalide.h"
 #include "schedules/Library.h"
 #include "schedules/Schedule.h"
@@ -78,13 +79,17 @@ public:
 
     const Halide::Target &target() const { return target_; }
     const ScheduleSelectionOptions &options() const { return options_; }
+    /** The layout pass's rates for this machine and the target's ISA as stored in the database
+     * (`tessel db probe`), else dsl::LayoutRates::defaults() (whose source then says why). */
+    dsl::LayoutRates layout_rates() const;
 
 private:
     Halide::Target target_;
     ScheduleSelectionOptions options_;
     std::optional<sched::GroupScheduleChoice> user_;
     struct Tuning;                            ///< the database and the cost model, opened once per selection
-    mutable std::unique_ptr<Tuning> tuning_;  ///< opened on the first group with known sizes
+    mutable std::unique_ptr<Tuning> tuning_;  ///< opened on the first group with known sizes, or for layout_rates()
+    Tuning &tuning() const;
 
     std::optional<ScheduleChoice> autoschedule(const dsl::Graph &g, const dsl::FusionGroup &group,
                                                const std::map<std::string, int64_t> &symbols,

@@ -74,10 +74,12 @@ int run_demo(const DemoOptions &o, std::ostream &out) {
     const double first_call_start = seconds_since_process_start();
     kernel.run(x, w, bias, y);
     const double first_result_at = seconds_since_process_start();
-    const double compile_seconds = kernel.kernel().compile_seconds();
-    const double first_call_seconds = first_result_at - first_call_start - compile_seconds;
+    const double compile_seconds = kernel.kernel().compile_seconds();  // lowering up front, compiling in the call
     int compiled = 0, cached = 0;
-    for (const auto &v : kernel.kernel().variants()) compiled += v.compiled, cached += v.from_cache;
+    double compiled_in_call = 0;
+    for (const auto &v : kernel.kernel().variants())
+        compiled += v.compiled, cached += v.from_cache, compiled_in_call += v.compile_seconds;
+    const double first_call_seconds = first_result_at - first_call_start - compiled_in_call;
     const int variants = (int)kernel.kernel().variants().size();
     out << std::fixed << std::setprecision(3) << "  " << (cached == compiled ? "kernel cache: loaded " : "compile: ")
         << compile_seconds * 1e3 << " ms (" << compiled << " of " << variants << " kernel(s), each compiled on first use; "

@@ -108,11 +108,13 @@ double paired_ratio(const InterleavedResult &r, size_t a, size_t b) {
     return median(q);
 }
 
-InterleavedResult interleave(std::vector<ProbeKernel *> kernels, int rounds, autosched::CacheFlusher *flusher, int threads) {
+/** The kernels timed interleaved; with a flusher, the caches evicted (on every core) before each call. */
+InterleavedResult interleave(std::vector<ProbeKernel *> kernels, int rounds, autosched::CacheFlusher *flusher) {
     std::vector<Contender> contenders;
     for (size_t i = 0; i < kernels.size(); i++) contenders.emplace_back(std::to_string(i), [k = kernels[i]] { k->run(); });
     InterleavedOptions io;
     io.stop = StoppingRule::fixed(rounds);
+    const int threads = (int)std::max(1u, std::thread::hardware_concurrency());
     if (flusher) io.before_call = [flusher, threads](size_t) { flusher->flush(threads); };
     Interleaved harness(std::move(contenders), io);
     return harness.run();
@@ -123,13 +125,9 @@ const char *kFamilyNames[] = {"gemv", "decode", "split-K", "gemm"};
 }  // namespace
 
 LayoutRatesMeasurement measure_layout_rates(const Halide::Target &target, int rounds) {
-    if (target.has_gpu_feature())
-        throw std::invalid_argument("the layout probe measures a CPU target, not " + target.to_string());
+    LayoutRatesMeasurement out = measure_layout_read_costs(target, rounds);  // checks the target
     const sched::CpuBlocking blocking = sched::CpuBlocking::for_target(target);
     const dsl::LayoutRates assumed = dsl::LayoutRates::defaults();
-    const int threads = (int)std::max(1u, std::thread::hardware_concurrency());
-    LayoutRatesMeasurement out;
-    out.target = target.to_string();
     dsl::LayoutRates &rates = out.rates;
 
     // [width][layout]: row-major, panels of the register block's width.
@@ -148,7 +146,7 @@ LayoutRatesMeasurement measure_layout_rates(const Halide::Target &target, int ro
         std::vector<ProbeKernel *> all;
         for (auto &width : kernels)
             for (ProbeKernel *k : width) k->bind(s), all.push_back(k);
-        const InterleavedResult r = interleave(all, rounds, cold ? &flusher : nullptr, threads);
+        const InterleavedResult r = interleave(all, rounds, cold ? &flusher : nullptr);
         for (int w = 0; w < dsl::LayoutRates::kWeightKinds; w++) {
             rates.panel_rate[w][f] = paired_ratio(r, size_t(2 * w), size_t(2 * w + 1));
             char what[96];
@@ -160,6 +158,22 @@ LayoutRatesMeasurement measure_layout_rates(const Halide::Target &target, int ro
         for (ProbeKernel *k : all) k->unbind();
     }
 
+    char date[32] = "?";
+    const std::time_t now = std::time(nullptr);
+    if (std::tm tm{}; gmtime_r(&now, &tm)) std::strftime(date, sizeof date, "%Y-%m-%d", &tm);
+    rates.source = std::string("measured on this machine by `tessel db probe` (") + date + ")";
+    if (const std::string why = rates.invalid_reason(); !why.empty())
+        throw std::runtime_error("the layout probe measured an unusable rate (" + why + "): not stored");
+    return out;
+}
+
+LayoutRatesMeasurement measure_layout_read_costs(const Halide::Target &target, int rounds) {
+    if (target.has_gpu_feature())
+        throw std::invalid_argument("the layout probe measures a CPU target, not " + target.to_string());
+    const dsl::LayoutRates assumed = dsl::LayoutRates::defaults();
+    LayoutRatesMeasurement out;
+    out.target = target.to_string();
+    dsl::LayoutRates &rates = out.rates;
     // Read kinds over a 1024 x 1024 f32 value, and the copy into the other order.
     const char *bodies[dsl::LayoutRates::kReadKinds][2] = {{"exp(%a)", "exp(transpose(%a))"},
                                                            {"reduce_sum(%a, axes=[1])", "reduce_sum(transpose(%a), axes=[1])"},
@@ -173,7 +187,7 @@ LayoutRatesMeasurement measure_layout_rates(const Halide::Target &target, int ro
     reads.push_back(std::make_unique<ProbeKernel>(read_graph("copy", "copy(%a, layout=\"[1, 0]\")"), target));
     std::vector<ProbeKernel *> all;
     for (auto &k : reads) k->bind({{"M", 1024}}), all.push_back(k.get());
-    const InterleavedResult r = interleave(all, rounds, nullptr, threads);
+    const InterleavedResult r = interleave(all, rounds, nullptr);
     for (int k = 0; k < dsl::LayoutRates::kReadKinds; k++)
         for (int a = 0; a < 2; a++) {
             const size_t c = size_t(2 * k + a);
@@ -184,13 +198,6 @@ LayoutRatesMeasurement measure_layout_rates(const Halide::Target &target, int ro
     rates.conversion_cost = paired_ratio(r, 6, 0);
     out.rows.push_back({"copy into [1, 0], 1024 x 1024 f32 / exp", r.median(0) * 1e3, r.median(6) * 1e3, rates.conversion_cost,
                         assumed.conversion_cost});
-
-    char date[32] = "?";
-    const std::time_t now = std::time(nullptr);
-    if (std::tm tm{}; gmtime_r(&now, &tm)) std::strftime(date, sizeof date, "%Y-%m-%d", &tm);
-    rates.source = std::string("measured on this machine by `tessel db probe` (") + date + ")";
-    if (const std::string why = rates.invalid_reason(); !why.empty())
-        throw std::runtime_error("the layout probe measured an unusable rate (" + why + "): not stored");
     return out;
 }
 

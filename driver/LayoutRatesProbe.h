@@ -47,4 +47,8 @@ struct LayoutRatesMeasurement {
  * std::invalid_argument for a GPU target. */
 LayoutRatesMeasurement measure_layout_rates(const Halide::Target &target, int rounds = 9);
 
+/** The read costs and the conversion cost alone (what `make bench-memory` reports): the rows of
+ * those comparisons; the panel rates of `rates` are left at 1. */
+LayoutRatesMeasurement measure_layout_read_costs(const Halide::Target &target, int rounds = 9);
+
 }  // namespace tessel
