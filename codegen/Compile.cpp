@@ -63,24 +63,41 @@ namespace {
 /** Halide builds its JIT runtime from bitcode on a process's first JIT compile (about 0.4 s of
  * LLVM): started on another thread, once per process, it is built while this thread lowers the
  * first pipeline, which then waits only for what is left. The trivial pipeline compiled there
- * shares nothing with the caller's (Halide's compiler is thread-safe for distinct pipelines). The
- * future's destructor at exit waits for it: by then any JIT compile has. */
-void start_jit_runtime(const Halide::Target &target) {
+ * shares nothing with the caller's (Halide's compiler is thread-safe for distinct pipelines).
+ * Every compile_jit waits for the warm-up before it returns (or throws): a process may exit right
+ * after its first kernel, and LLVM still compiling on another thread while the exit destroys
+ * LLVM's statics aborts inside LLVM. */
+std::shared_future<void> start_jit_runtime(const Halide::Target &target) {
     static std::once_flag once;
-    static std::future<void> building;
+    static std::shared_future<void> building;
     std::call_once(once, [&] {
         building = std::async(std::launch::async, [target] {
-            try {
-                Halide::Func f("tessel_jit_runtime_warmup");
-                Halide::Var x("x");
-                f(x) = x;
-                f.compile_jit(target);
-            } catch (...) {
-                // The caller's own compile reports whatever is wrong with the target.
-            }
-        });
+                       try {
+                           Halide::Func f("tessel_jit_runtime_warmup");
+                           Halide::Var x("x");
+                           f(x) = x;
+                           f.compile_jit(target);
+                       } catch (...) {
+                           // The caller's own compile reports whatever is wrong with the target.
+                       }
+                   }).share();
     });
+    return building;
 }
+
+/** Waits for the JIT runtime warm-up when the scope ends, however it ends. */
+class JitRuntimeWait {
+public:
+    explicit JitRuntimeWait(std::shared_future<void> building) : building_(std::move(building)) {}
+    JitRuntimeWait(const JitRuntimeWait &) = delete;
+    JitRuntimeWait &operator=(const JitRuntimeWait &) = delete;
+    ~JitRuntimeWait() {
+        if (building_.valid()) building_.wait();
+    }
+
+private:
+    std::shared_future<void> building_;
+};
 
 }  // namespace
 
@@ -100,7 +117,7 @@ JitKernel compile_jit(const Halide::Pipeline &pipeline, const std::vector<Halide
         k.cache_note = r.note;
         return k;
     }
-    if (!target.has_gpu_feature()) start_jit_runtime(target);
+    JitRuntimeWait runtime_ready(target.has_gpu_feature() ? std::shared_future<void>() : start_jit_runtime(target));
     return with_halide_errors("JIT compiling '" + name + "' for " + target.to_string(), [&] {
         tessel::SteadyClock::time_point t0 = tessel::SteadyClock::now();
         Halide::Pipeline p = pipeline;
