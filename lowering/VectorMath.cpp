@@ -20,15 +20,42 @@ Expr horner(const Expr &s, std::initializer_list<float> c) {
     return acc;
 }
 
+/** 2^k for k in [-126, 127], built on the bits (never a subnormal: the mantissa is 0). */
 Expr power_of_two(const Expr &k) { return Halide::reinterpret(Halide::Float(32), (k + 127) << 23); }
 
-/** exp(x) = p 2^k1 2^k2, kept apart so that m exp(x) can be formed as ((m p) 2^k1) 2^k2: one
- * rounding in m p, an exact scaling, and one rounding where the result is subnormal, instead of
- * a subnormal exp(x) (already rounded to few bits) multiplied by m. */
+/** y 2^k rounded once, for finite y and k in [-174, 128] (exp_parts's range), with no subnormal
+ * operand or result in any float operation of any lane. x86 cores take a microcode assist (about
+ * 100-150 cycles) for a vector operation that produces or reads a subnormal, and a select
+ * computes both of its sides in every lane: a layer whose pre-activations reach |v| ~ 10
+ * (exp(-2|u|) below 2^-126) ran its strict epilogue several times slower than on small inputs.
+ * A normal result (or +-inf) is y 2^k1 2^k2 with k1 = floor(k / 2): both factors normal, the
+ * first product exact, the second rounds once. A subnormal result is its count of 2^-149 steps:
+ * the same two products with k + 149 instead of k give y 2^(k + 149), below 2^23 and normal,
+ * rounded once to an integer (to nearest even, as the multiply would have rounded) and written
+ * into the bits with y's sign (a count of 2^23 is FLT_MIN, 0 a signed zero). */
+Expr scale_by_power_of_two(const Expr &y, const Expr &k) {
+    const Expr bits = Halide::reinterpret(Halide::Int(32), y);
+    const Expr exponent = ((bits >> 23) & 0xff) - 127;  // y in [2^e, 2^(e+1)); -127 for 0
+    const Expr subnormal = exponent + k < -126;
+    const Expr shift = Halide::select(subnormal, k + 149, k), shift1 = shift >> 1;
+    const Expr scaled = (y * power_of_two(shift1)) * power_of_two(shift - shift1);
+    const Expr steps = Halide::cast<int32_t>(Halide::abs(Halide::round(scaled)));
+    return Halide::select(subnormal, Halide::reinterpret(Halide::Float(32), steps | (bits & Halide::Int(32).min())), scaled);
+}
+
+/** y 2^k for y in [0.5, 2) and k in [-126, 0]: one normal factor, one rounding. */
+Expr scale_normal(const Expr &y, const Expr &k) { return y * power_of_two(k); }
+
+/** exp(x) = p 2^k, kept apart so that m exp(x) can be formed as (m p) 2^k with one rounding in
+ * m p and one where the result is subnormal, instead of a subnormal exp(x) (already rounded to
+ * few bits) multiplied by m. */
 struct ExpParts {
-    Expr p, scale1, scale2;
-    Expr times(const Expr &m) const { return ((m * p) * scale1) * scale2; }
-    Expr value() const { return (p * scale1) * scale2; }
+    Expr p, k;  // k: Int(32)
+    Expr times(const Expr &m) const { return scale_by_power_of_two(m * p, k); }
+    Expr value() const { return scale_by_power_of_two(p, k); }
+    /** exp(x) for x <= 0 where only 1 + exp(x) is needed: below 2^-60 it does not change the
+     * sum, so the exponent is cut there and the value never becomes subnormal. */
+    Expr value_in_sum_with_one() const { return scale_normal(p, Halide::max(k, -60)); }
 };
 
 /** exp(x + x_lo) for x + x_lo in exp's range, with x_lo a correction below 2^-3 |x| + 0.11
@@ -43,11 +70,7 @@ ExpParts exp_parts(const Expr &x, const Expr &x_lo = Expr(0.0f)) {
     const Expr r = plain ? (x - k * ln2_hi) - k * ln2_lo : ((x - k * ln2_hi) + x_lo) - k * ln2_lo;
     const Expr q =
         horner(r, {5.000000000e-01f, 1.666666716e-01f, 4.166626930e-02f, 8.333263919e-03f, 1.394607825e-03f, 1.991838653e-04f});
-    // 2^k as 2^k1 2^k2 with k1 = floor(k / 2): k is in [-174, 128], both halves are normal, the
-    // first product is exact and the second rounds once (into the subnormals, or to +inf).
-    const Expr ki = Halide::cast<int32_t>(k);
-    const Expr k1 = ki >> 1, k2 = ki - k1;
-    return {1.0f + (r + (r * r) * q), power_of_two(k1), power_of_two(k2)};
+    return {1.0f + (r + (r * r) * q), Halide::cast<int32_t>(k)};
 }
 
 Expr exp_polynomial(const Expr &x) { return exp_parts(x).value(); }
@@ -56,8 +79,9 @@ Expr sigmoid_times_polynomial(const Expr &x, const Expr &m) {
     // e = exp(-|x|) <= 1 never overflows; for x < 0 the result is m e / (1 + e).
     const Expr bits = Halide::reinterpret(Halide::Int(32), x);
     const ExpParts e = exp_parts(Halide::reinterpret(Halide::Float(32), bits | Halide::Int(32).min()));
-    const Expr r = 1.0f / (1.0f + e.value());
-    return Halide::select(bits < 0, e.times(m) * r, m * r);
+    const Expr r = 1.0f / (1.0f + e.value_in_sum_with_one());
+    // x < 0: m e r, with r applied before the scaling so a subnormal result is rounded once.
+    return Halide::select(bits < 0, e.times(m * r), m * r);
 }
 
 Expr tanh_polynomial(const Expr &x) {
