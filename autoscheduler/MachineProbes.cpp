@@ -200,27 +200,28 @@ std::string ReadPattern::name() const {
            (bytes % 1024 == 0 ? std::to_string(bytes / 1024) + "KiB" : std::to_string(bytes) + "B");
 }
 
-CacheFlusher::CacheFlusher(size_t bytes) : buffer_(bytes, 1) {}
+CacheFlusher::CacheFlusher(size_t bytes, Threads threads) : buffer_(bytes, 1), threads_(threads) {}
 
 void CacheFlusher::flush(int threads) {
-    // Plain threads, not OpenMP: OpenMP's workers spin for a while after a parallel region,
-    // and would take the cores from whichever implementation is timed right after the flush
-    // (OpenBLAS's OpenMP build reuses those spinning workers; Halide's pool cannot).
     char *p = buffer_.data();
     const long lines = (long)(buffer_.size() / 64);
     std::vector<long> sums(threads, 0);
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; t++) {
-        pool.emplace_back([=, &sums] {
-            long sum = 0;
-            for (long i = lines * t / threads; i < lines * (t + 1) / threads; i++) {
-                p[i * 64] += 1;
-                sum += p[i * 64 + 32];
-            }
-            sums[t] = sum;
-        });
+    auto part = [&](int t) {
+        long sum = 0;
+        for (long i = lines * t / threads; i < lines * (t + 1) / threads; i++) {
+            p[i * 64] += 1;
+            sum += p[i * 64 + 32];
+        }
+        sums[t] = sum;
+    };
+    if (threads_ == Threads::OpenMP) {
+#pragma omp parallel for schedule(static, 1) num_threads(threads)
+        for (int t = 0; t < threads; t++) part(t);
+    } else {
+        std::vector<std::thread> pool;
+        for (int t = 0; t < threads; t++) pool.emplace_back(part, t);
+        for (auto &th : pool) th.join();
     }
-    for (auto &th : pool) th.join();
     for (long s : sums) sink_ = sink_ + s;
 }
 

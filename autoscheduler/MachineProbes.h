@@ -84,16 +84,28 @@ float stream_read(const float *data, size_t count, int threads, ReadPattern patt
  * streams, and the gemv's own walk: 8 streams advanced 128 bytes at a time. */
 inline constexpr ReadPattern kReadPatterns[] = {{1, 256}, {2, 256}, {8, 256}, {8, 32}};
 
-/** Evicts the caches of every core: each of `threads` plain threads (not OpenMP, whose
- * spinning workers would slow the kernel timed next) writes and reads its share of a buffer much larger than the last-level cache, one store per cache line. */
+/** Evicts the caches of every core: each of `threads` threads writes and reads its share of a
+ * buffer much larger than the last-level cache, one store per cache line.
+ *
+ * Which threads flush decides what the call timed next pays besides its cold reads. On the
+ * OpenMP pool (the default) the pool's workers finish the flush and are still spinning when the
+ * kernel starts, as in a program running kernels back to back: every kernel in tessel_bench,
+ * `tessel db probe` and the read-floor probes runs on that one pool, so all start alike. On
+ * plain threads the OpenMP workers have slept through the flush and the call first wakes them:
+ * on a 2-vCPU KVM guest that took 0.5-5 ms (the second vCPU halted), more than a 16 MiB decode
+ * call itself, with a bimodal spread. The peer harness's Tessel worker flushes on plain threads,
+ * as its Python workers do, so every framework there wakes its own pool. */
 class CacheFlusher {
 public:
-    explicit CacheFlusher(size_t bytes = size_t(256) << 20);
+    enum class Threads { OpenMP, Plain };
+    explicit CacheFlusher(size_t bytes = size_t(256) << 20, Threads threads = Threads::OpenMP);
     void flush(int threads);
     size_t bytes() const { return buffer_.size(); }
+    Threads flushing_threads() const { return threads_; }
 
 private:
     std::vector<char> buffer_;
+    Threads threads_;
     volatile long sink_ = 0;
 };
 

@@ -212,7 +212,7 @@ std::optional<CandidateParams> library_point(const Workload &w, const Halide::Ta
         p.nest = NestFamily::Splitk, p.mr = b.mr, p.nr_vectors = b.nr / b.lanes, p.k_chunk = b.k_chunk;
         p.k_block = w.M <= b.k_block_max_m ? b.k_block : 0;
     } else if (w.M == 1) {
-        p.nest = NestFamily::Gemv, p.k_chunk = b.k_chunk, p.k_unroll = b.gemv_streams;
+        p.nest = NestFamily::Gemv, p.k_chunk = b.gemv_k_chunk, p.k_unroll = b.gemv_streams;
     } else if (w.M <= b.decode_max_m) {
         p.nest = NestFamily::Decode, p.k_chunk = b.k_chunk, p.k_unroll = b.k_unroll;
     } else if (w.M >= b.mr && w.N >= b.nr) {
@@ -245,7 +245,7 @@ sched::ScheduleSpec make_schedule(const CandidateParams &p, const Halide::Target
     if (p.nr_vectors) b.nr = p.nr_vectors * b.lanes;
     if (p.panel_blocks) b.panel_blocks = p.panel_blocks;
     if (p.k_unroll) b.k_unroll = b.gemv_streams = p.k_unroll;
-    if (p.k_chunk) b.k_chunk = p.k_chunk;
+    if (p.k_chunk) b.k_chunk = b.gemv_k_chunk = p.k_chunk;
     b.k_block = p.k_block;  // the point says in place (0) or the block: not the library's default
     s.steps = sched::matmul_cpu_general_steps(b);
     if (p.nest == NestFamily::Panel) {

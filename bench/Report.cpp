@@ -81,7 +81,8 @@ void print_summary(const BenchOptions &o, const Machine &m, const std::vector<st
     std::fprintf(g_text, "Epilogue: GELU tanh; Tessel numeric mode fast (vectorized), OpenBLAS pass uses libmvec tanhf.\n");
     std::fprintf(
         g_text,
-        "Decode shapes: caches flushed before each iteration (%d threads write+read a %zu MiB buffer);\n"
+        "Decode shapes: caches flushed before each iteration (%d threads of the OpenMP pool every kernel here runs on\n"
+        "write+read a %zu MiB buffer, so the pool is awake when the call starts, as between back-to-back kernels);\n"
         "roofline = the slower of the FLOPs at the best FMA peak and reading w once after the same flush\n"
         "(floor/read_w_*: OpenMP sums over w in 1, 2 and 8 streams per task, 1 KiB steps, and 8 streams in 128 B steps,\n"
         " timed like the kernels; per round the fastest; %% of roofline = median over rounds of floor / kernel).\n\n",

@@ -39,6 +39,10 @@ CpuBlocking CpuBlocking::for_target(const Halide::Target &target) {
     // M = 1: the chunk is read as 8 row streams 64 rows apart, which measured faster than 8
     // adjacent rows (measurement_notes.md, cpu-blocking).
     b.gemv_streams = 8;
+    // Its tasks are half the decode nest's: at K = 1600 (GPT-2 XL) 512-row chunks make 4 tasks,
+    // 1024 rows on one core and 576 on the other; 256-row chunks balance to 832 / 768 and were
+    // 1.17x faster there, within 1-2 % at K = 1024 ... 11008 (docs/results/gemv_chunks_intel.txt).
+    b.gemv_k_chunk = 256;
     // Split-K gemm in place: per block of 16 rows of w and column tile, register tiles add the
     // rows and the chunk's sums in memory add the tiles. This beat both keeping the sums in
     // memory across the rows (LLVM does not promote them to registers) and copying whole rows
@@ -149,7 +153,11 @@ std::vector<Directive> split_k_stream_steps(const CpuBlocking &b, int rows, bool
 
 std::vector<Directive> matmul_cpu_decode_steps(const CpuBlocking &b) { return split_k_stream_steps(b, b.k_unroll, false); }
 
-std::vector<Directive> matmul_cpu_gemv_steps(const CpuBlocking &b) { return split_k_stream_steps(b, b.gemv_streams, true); }
+std::vector<Directive> matmul_cpu_gemv_steps(const CpuBlocking &b) {
+    CpuBlocking gemv = b;
+    gemv.k_chunk = b.gemv_k_chunk;
+    return split_k_stream_steps(gemv, b.gemv_streams, true);
+}
 
 namespace {
 

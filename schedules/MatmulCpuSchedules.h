@@ -58,6 +58,7 @@ struct CpuBlocking {
     int gemm_k_unroll;  ///< reduction steps the gemm register block runs per loop iteration (tail guarded)
     int decode_max_m;   ///< largest M the decode nest is used for
     int k_chunk;        ///< rows of w per parallel task in the split-K nests
+    int gemv_k_chunk;   ///< rows of w per parallel task in the gemv nest (M == 1)
     int gemv_streams;   ///< row streams per task in the gemv nest (M == 1)
     int k_block;        ///< split-K gemm: rows of w copied whole per K block (0: in place, sums_block)
     int k_block_max_m;  ///< largest M the K-blocked split-K gemm is used for (above it, in place)

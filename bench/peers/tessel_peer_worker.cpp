@@ -333,7 +333,8 @@ private:
     Options o_;
     Halide::Target target_;
     sched::ScheduleSpec schedule_;
-    autosched::CacheFlusher flusher_;  // 256 MiB, as tessel_bench's
+    // 256 MiB, as tessel_bench's, on plain threads as the Python workers flush (MachineProbes.h).
+    autosched::CacheFlusher flusher_{size_t(256) << 20, autosched::CacheFlusher::Threads::Plain};
     std::unique_ptr<Shape> shape_;
     std::unique_ptr<autosched::FmaPeakProbe> probe_;  // calibrated once
     std::vector<float> read_data_;                    // read_probe's 256 MiB
