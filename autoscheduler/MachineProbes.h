@@ -91,10 +91,10 @@ inline constexpr ReadPattern kReadPatterns[] = {{1, 256}, {2, 256}, {8, 256}, {8
  * OpenMP pool (the default) the pool's workers finish the flush and are still spinning when the
  * kernel starts, as in a program running kernels back to back: every kernel in tessel_bench,
  * `tessel db probe` and the read-floor probes runs on that one pool, so all start alike. On
- * plain threads the OpenMP workers have slept through the flush and the call first wakes them:
- * on a 2-vCPU KVM guest that took 0.5-5 ms (the second vCPU halted), more than a 16 MiB decode
- * call itself, with a bimodal spread. The peer harness's Tessel worker flushes on plain threads,
- * as its Python workers do, so every framework there wakes its own pool. */
+ * plain threads the OpenMP workers sleep through the flush and the call first wakes them, which
+ * on a virtual machine can cost more than a small decode call itself and varies from call to
+ * call (docs/results/gemv_chunks_intel.txt). The peer harness's Tessel worker flushes on plain
+ * threads, as its Python workers do, so every framework there wakes its own pool. */
 class CacheFlusher {
 public:
     enum class Threads { OpenMP, Plain };

@@ -24,10 +24,10 @@ Expr horner(const Expr &s, std::initializer_list<float> c) {
 Expr power_of_two(const Expr &k) { return Halide::reinterpret(Halide::Float(32), (k + 127) << 23); }
 
 /** y 2^k rounded once, for finite y and k in [-174, 128] (exp_parts's range), with no subnormal
- * operand or result in any float operation of any lane. x86 cores take a microcode assist (about
- * 100-150 cycles) for a vector operation that produces or reads a subnormal, and a select
- * computes both of its sides in every lane: a layer whose pre-activations reach |v| ~ 10
- * (exp(-2|u|) below 2^-126) ran its strict epilogue several times slower than on small inputs.
+ * operand or result in any float operation of any lane: x86 cores take a microcode assist for a
+ * vector operation that produces or reads a subnormal, and a select computes both of its sides
+ * in every lane, so exp(-|2u|) below 2^-126 would slow every vector it appears in
+ * (docs/results/strict_math_speed_intel.txt).
  * A normal result (or +-inf) is y 2^k1 2^k2 with k1 = floor(k / 2): both factors normal, the
  * first product exact, the second rounds once. A subnormal result is its count of 2^-149 steps:
  * the same two products with k + 149 instead of k give y 2^(k + 149), below 2^23 and normal,

@@ -22,7 +22,7 @@ namespace tessel::lower {
  * |r| <= ln2/2 (ln2 split in two so that k ln2_hi is exact), exp(r) = 1 + r + r^2 Q(r) with Q of
  * degree 5, times 2^k applied as two powers of two so that a result past FLT_MAX is +inf, and a
  * subnormal result is rounded once from an integer count of 2^-149 steps: no float operation of
- * any lane reads or writes a subnormal (x86 takes a microcode assist of ~100+ cycles for one). */
+ * any lane reads or writes a subnormal (x86 takes a microcode assist for one). */
 Halide::Expr vector_exp(const Halide::Expr &x);
 
 /** m sigmoid(x) for |x| <= 120 (ieee_sigmoid_times selects the rest): with e = exp(-|x|),

@@ -39,9 +39,9 @@ CpuBlocking CpuBlocking::for_target(const Halide::Target &target) {
     // M = 1: the chunk is read as 8 row streams 64 rows apart, which measured faster than 8
     // adjacent rows (measurement_notes.md, cpu-blocking).
     b.gemv_streams = 8;
-    // Its tasks are half the decode nest's: at K = 1600 (GPT-2 XL) 512-row chunks make 4 tasks,
-    // 1024 rows on one core and 576 on the other; 256-row chunks balance to 832 / 768 and were
-    // 1.17x faster there, within 1-2 % at K = 1024 ... 11008 (docs/results/gemv_chunks_intel.txt).
+    // Its tasks are half the decode nest's, so that K of a few thousand rows still splits into
+    // enough tasks to balance two cores (K = 1600: 512-row chunks leave 1024 rows on one core and
+    // 576 on the other; 256-row chunks 832 and 768). Measured: docs/results/gemv_chunks_intel.txt.
     b.gemv_k_chunk = 256;
     // Split-K gemm in place: per block of 16 rows of w and column tile, register tiles add the
     // rows and the chunk's sums in memory add the tiles. This beat both keeping the sums in
