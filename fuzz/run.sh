@@ -4,7 +4,7 @@
 # its growing corpus in FUZZ_BUILD_DIR/corpus/TARGET, seeded from the checked-in corpus
 # fuzz/corpus/ (tsl/ for the four TSL targets; it grows with `make fuzz-corpus`), the seeds
 # (fuzz/seeds for the TSL targets, fuzz/seeds_TARGET for the others) and the regression
-# reproducers in tests/fuzz/reproducers (so a reproducer that crashes again fails at once).
+# reproducers in tests/fuzz/reproducers/{tsl,TARGET} (so a reproducer that crashes again fails at once).
 # Crashes are written to FUZZ_BUILD_DIR/artifacts/. Waits while /tmp/tessel-bench.lock exists
 # (someone benchmarks).
 set -euo pipefail
@@ -27,10 +27,11 @@ for t in "${targets[@]}"; do
   [ -d "$here/corpus/$t" ] && inputs+=("$here/corpus/$t")
   case $t in
     parse|simplify|fusion|lower)
-      inputs+=("$here/corpus/tsl" "$here/seeds" "$root/tests/fuzz/reproducers"); dict=(-dict="$here/tsl.dict") ;;
+      inputs+=("$here/corpus/tsl" "$here/seeds" "$root/tests/fuzz/reproducers/tsl"); dict=(-dict="$here/tsl.dict") ;;
     schedule_json) inputs+=("$here/seeds_schedule_json"); dict=(-dict="$here/json.dict") ;;
     *) dict=() ;;
   esac
+  [ -d "$root/tests/fuzz/reproducers/$t" ] && inputs+=("$root/tests/fuzz/reproducers/$t")
   echo "fuzz: $t for ${seconds}s (corpus $corpus)" >&2
   "$build/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
     "${dict[@]}" -artifact_prefix="$build/artifacts/$t-" -print_final_stats=1 \

@@ -25,8 +25,10 @@ TESSEL_RT_API void tessel_physical_extents(const tessel_value *v, const int64_t 
     for (int p = 0; p < v->physical_rank; p++) {
         const tessel_physical_dim pd = v->physical[p];
         const int64_t e = tessel_dim_extent(v->dims[pd.axis], symbols);
+        /* A panel width below 1 only comes from a malformed table; it gives extent 0, not a division by zero. */
         extents[p] = pd.part == TESSEL_AXIS_WHOLE      ? e
                      : pd.part == TESSEL_AXIS_IN_PANEL ? pd.width
+                     : pd.width < 1                    ? 0
                                                        : (e + pd.width - 1) / pd.width;
     }
 }
@@ -34,6 +36,8 @@ TESSEL_RT_API void tessel_physical_extents(const tessel_value *v, const int64_t 
 TESSEL_RT_API int tessel_value_bytes(const tessel_value *v, const int64_t *symbols, int64_t *bytes) {
     int64_t extents[64], b = v->element_bytes;
     if (v->physical_rank > 64) return 1;
+    for (int p = 0; p < v->physical_rank; p++)
+        if (v->physical[p].part != TESSEL_AXIS_WHOLE && v->physical[p].width < 1) return 1;
     tessel_physical_extents(v, symbols, extents);
     for (int p = 0; p < v->physical_rank; p++)
         if (__builtin_mul_overflow(b, extents[p], &b)) return 1;

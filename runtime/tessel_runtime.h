@@ -60,9 +60,9 @@ typedef struct tessel_value {
 
 /** The extent of a dim under the bound symbols. */
 int64_t tessel_dim_extent(tessel_dim d, const int64_t *symbols);
-/** v's physical extents, outermost first (physical_rank of them). */
+/** v's physical extents, outermost first (physical_rank of them; 0 for panels of width below 1). */
 void tessel_physical_extents(const tessel_value *v, const int64_t *symbols, int64_t *extents);
-/** v's bytes rounded up to 64 into *bytes; 1 when they overflow int64, else 0. */
+/** v's bytes rounded up to 64 into *bytes; 1 when they overflow int64 or a panel width is below 1, else 0. */
 int tessel_value_bytes(const tessel_value *v, const int64_t *symbols, int64_t *bytes);
 
 /** Checks the buffers of values[slots[i]] (i < count; slots NULL: 0..count-1; buffers indexed by slot): each non-null with host memory, of

@@ -61,7 +61,7 @@ TEST_CASE("integer literals are read as integers: exact, or refused with their t
          "t.tsl:2:20: error: extent 99999999999999999999 is too large (at most 2^62 = 4611686018427387904)"},
         {"graph g {\n  %x = input : f32[4611686018427387905]\n  output %x\n}\n", "extent 4611686018427387905 is too large"},
         // Operands within the limit whose inferred result is past it (fuzz_parse: the parser built
-        // a graph the verifier then refused, tests/fuzz/reproducers/result_past_2_62.tsl).
+        // a graph the verifier then refused, tests/fuzz/reproducers/tsl/result_past_2_62.tsl).
         {"graph g {\n  %x = input : f32[490007199254740993, 8]\n  %w = input : f32[8, 16]\n"
          "  %y = matmul(%x, %w)\n  output %y\n}\n",
          "t.tsl:4:8: error: matmul: f32[490007199254740993, 16] has more than 2^62 elements"},
