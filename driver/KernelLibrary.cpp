@@ -86,11 +86,11 @@ int write_kernel_library(const KernelLibraryOptions &o, std::ostream &out) {
     // ones included) may have any layout and storage type: the entry describes them itself.
     for (ValueId v : g.order()) {
         const dsl::Node &n = g.node(v);
-        if (!n.has_result() || !dsl::is_float(n.type.dtype) || (n.op != dsl::Op::Input && !g.is_output(v))) continue;
+        if (!n.has_result() || !dsl::is_tensor_data(n.type.dtype) || (n.op != dsl::Op::Input && !g.is_output(v))) continue;
         if (!n.layout.empty() || n.type.dtype != dsl::DType::F32)
             throw std::invalid_argument("tessel lib: " + dsl::print_node(g, v) +
                                         ": a library's input, weight and output buffers are f32 row-major (layouts and "
-                                        "f16/bf16 storage of those are compiled by the JIT only, tessel run)");
+                                        "f16/bf16/i8 storage of those are compiled by the JIT only, tessel run)");
     }
 
     // The same plan compiled for every target, each with that target's schedules; with a

@@ -107,8 +107,10 @@ std::string array(std::ostream &s, const std::string &type, const std::string &n
     return name;
 }
 
-std::string type_code(dsl::DType t) { return t == dsl::DType::BF16 ? "halide_type_bfloat" : "halide_type_float"; }
-int type_bits(dsl::DType t) { return t == dsl::DType::BF16 || t == dsl::DType::F16 ? 16 : 32; }
+std::string type_code(dsl::DType t) {
+    return t == dsl::DType::BF16 ? "halide_type_bfloat" : t == dsl::DType::I8 ? "halide_type_int" : "halide_type_float";
+}
+int type_bits(dsl::DType t) { return dsl::byte_size(t) * 8; }
 
 }  // namespace
 

@@ -82,8 +82,8 @@ Expr ExprBuilder::at(ValueId v, const std::vector<Expr> &idx) {
 
 Expr ExprBuilder::build(ValueId v, const std::vector<Expr> &idx) {
     const Node &n = g_.node(v);
-    if (n.type.dtype != dsl::DType::F32 && n.op != Op::Cast)
-        refuse(g_, v, "arithmetic is lowered in f32 only (an f16/bf16 value is stored and cast)");
+    if (n.type.dtype != dsl::DType::F32 && n.op != Op::Cast && n.op != Op::Copy)
+        refuse(g_, v, "arithmetic is lowered in f32 only (an f16/bf16/i8 value is stored and cast)");
     auto operand = [&](int i) { return at(n.inputs[i], broadcast_index(n.inputs[i], idx)); };
     switch (n.op) {
     case Op::Constant: {
@@ -133,7 +133,13 @@ Expr ExprBuilder::build(ValueId v, const std::vector<Expr> &idx) {
     case Op::Sin: return ieee_sin(operand(0));
     case Op::Cos: return ieee_cos(operand(0));
     case Op::Cast: {
-        if (!storage_type(n.type.dtype)) refuse(g_, v, "only casts between f32, f16 and bf16 are lowered");
+        if (!storage_type(n.type.dtype)) refuse(g_, v, "only casts between f32, f16, bf16 and i8 are lowered");
+        if (n.type.dtype == dsl::DType::I8) {  // dsl/ir/Numerics.h: nearest even, saturating, NaN to 0
+            const Expr x = Halide::cast(Halide::Float(32), operand(0));
+            const Expr r = Halide::clamp(Halide::round(x), -128.0f, 127.0f);
+            const Expr nan = (float_bits(x) & 0x7fffffff) > 0x7f800000;  // bits: immune to fast-math flags
+            return Halide::cast(Halide::Int(8), Halide::select(nan, 0.0f, r));
+        }
         return Halide::cast(*storage_type(n.type.dtype), operand(0));
     }
     case Op::Transpose: {
@@ -235,7 +241,7 @@ std::string ExprBuilder::unique_func_name(const std::string &base) {
 void ExprBuilder::add_input(ValueId v) {
     const Node &n = g_.node(v);
     const auto type = storage_type(n.type.dtype);
-    if (!type) refuse(g_, v, "only f32, f16 and bf16 tensors are lowered");
+    if (!type) refuse(g_, v, "only f32, f16, bf16 and i8 tensors are lowered");
     const std::vector<dsl::PhysicalDim> dims = dsl::physical_dims(n.layout, n.type.rank());
     Halide::ImageParam p(*type, std::max(1, (int)dims.size()), halide_name(v));
     params_[v] = p;

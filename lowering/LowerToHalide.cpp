@@ -35,6 +35,7 @@ std::optional<Halide::Type> storage_type(dsl::DType t) {
     case dsl::DType::F32: return Halide::Float(32);
     case dsl::DType::F16: return Halide::Float(16);
     case dsl::DType::BF16: return Halide::BFloat(16);
+    case dsl::DType::I8: return Halide::Int(8);
     default: return std::nullopt;
     }
 }

@@ -79,6 +79,8 @@ Halide::Buffer<> to_value_buffer(const dsl::Graph &g, dsl::ValueId v, const dsl:
         const float f = (float)x;
         if (dtype == dsl::DType::F32)
             static_cast<float *>(b.data())[p] = f;
+        else if (dtype == dsl::DType::I8)
+            static_cast<int8_t *>(b.data())[p] = (int8_t)dsl::round_to(dsl::DType::I8, x);
         else if (dtype == dsl::DType::BF16)
             static_cast<uint16_t *>(b.data())[p] = dsl::float_to_bf16_bits(f);
         else
@@ -96,6 +98,7 @@ dsl::Tensor from_value_buffer(const dsl::Graph &g, dsl::ValueId v, const Halide:
     const dsl::DType dtype = t.dtype;
     auto load = [&](int64_t p) -> double {
         if (dtype == dsl::DType::F32) return static_cast<const float *>(b.data())[p];
+        if (dtype == dsl::DType::I8) return static_cast<const int8_t *>(b.data())[p];
         const uint16_t bits = static_cast<const uint16_t *>(b.data())[p];
         return dtype == dsl::DType::BF16 ? dsl::bf16_bits_to_float(bits) : dsl::half_bits_to_float(bits);
     };

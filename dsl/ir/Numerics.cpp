@@ -64,6 +64,11 @@ double round_to(DType t, double v) {
     case DType::F32: return (double)(float)v;
     case DType::F16: return (double)half_bits_to_float(float_to_half_bits((float)v));
     case DType::BF16: return (double)bf16_bits_to_float(float_to_bf16_bits((float)v));
+    case DType::I8: {  // quantized storage: nearest, ties to even, saturating; NaN is 0
+        if (std::isnan(v)) return 0.0;
+        const double r = std::nearbyint(v);
+        return r < -128 ? -128.0 : (r > 127 ? 127.0 : r) + 0.0;
+    }
     case DType::I32:
     case DType::I64: {
         if (std::isnan(v)) return 0.0;

@@ -18,13 +18,18 @@ const TensorType &operand(const Graph &g, const Node &n, size_t i) {
     return in.type;
 }
 
+/** i8 is storage only: the message says how to compute with it. */
+std::string storage_hint(DType t) { return t == DType::I8 ? " (i8 is a storage type: cast it to f32 to compute)" : ""; }
+
 void require_float(const Graph &g, const Node &n, const TensorType &t) {
-    if (!is_float(t.dtype)) fail(n, "expected a floating-point operand, got " + print_type(g, t));
+    if (!is_float(t.dtype)) fail(n, "expected a floating-point operand, got " + print_type(g, t) + storage_hint(t.dtype));
 }
 
 /** For binary ops: the message names both operands, as every other binary-op error does. */
 void require_float(const Graph &g, const Node &n, const TensorType &a, const TensorType &b) {
-    if (!is_float(a.dtype)) fail(n, "expected floating-point operands, got " + print_type(g, a) + " and " + print_type(g, b));
+    if (!is_float(a.dtype))
+        fail(n, "expected floating-point operands, got " + print_type(g, a) + " and " + print_type(g, b) +
+                    storage_hint(a.dtype));
 }
 
 /** numpy broadcasting of two shapes; dims equal or one of them statically 1. */
@@ -327,10 +332,14 @@ TensorType infer_result_type(const Graph &g, const Node &n) {
     case Op::Sigmoid:
     case Op::Silu:
     case Op::Sin:
-    case Op::Cos:
-    case Op::Copy: {
+    case Op::Cos: {
         const TensorType &a = operand(g, n, 0);
         require_float(g, n, a);
+        return a;
+    }
+    case Op::Copy: {
+        const TensorType &a = operand(g, n, 0);
+        if (!is_tensor_data(a.dtype)) fail(n, "expected a tensor operand, got " + print_type(g, a));
         return a;
     }
     case Op::Cast: {

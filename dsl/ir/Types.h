@@ -23,12 +23,18 @@ constexpr int64_t kMaxExactInteger = int64_t(1) << 53;
 using ValueId = uint32_t;
 constexpr ValueId kNoValue = UINT32_MAX;
 
-enum class DType { F32, F16, BF16, I32, I64 };
+/** f32, f16, bf16: floating point. i8: an integer storage type for quantized tensors (values
+ * -128..127; computed in f32 like f16 and bf16, a float converts to it by rounding to nearest
+ * even and saturating, NaN to 0). i32, i64: shape code. */
+enum class DType { F32, F16, BF16, I32, I64, I8 };
 
 const char *to_string(DType t);
 std::optional<DType> parse_dtype(const std::string &s);
 bool is_float(DType t);
+/** A shape-code integer (i32, i64). */
 bool is_int(DType t);
+/** A tensor element type kernels compute with: the floats and the storage type i8. */
+bool is_tensor_data(DType t);
 /** Size in bytes of one element. */
 int byte_size(DType t);
 

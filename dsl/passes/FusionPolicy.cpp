@@ -17,9 +17,9 @@ FusionClass fusion_class(const Graph &g, ValueId v) {
     const Node &n = g.node(v);
     if (!n.is_pure() || !n.has_result() || n.op == Op::Input || n.op == Op::ShapeOf || is_shape_arith(n.op))
         return FusionClass::Outside;
-    if (!is_float(n.type.dtype)) return FusionClass::Outside;
+    if (!is_tensor_data(n.type.dtype)) return FusionClass::Outside;
     for (ValueId in : n.inputs)
-        if (!is_float(g.node(in).type.dtype)) return FusionClass::Outside;
+        if (!is_tensor_data(g.node(in).type.dtype)) return FusionClass::Outside;
     switch (n.info().iter_space) {
     case IterSpace::Contraction: return FusionClass::Contraction;
     case IterSpace::Reduction: return FusionClass::Reduction;
