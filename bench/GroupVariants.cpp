@@ -145,6 +145,8 @@ std::optional<dsl::Graph> variant_graph(const std::string &label, const Halide::
         return linear([](GraphBuilder &b, Dim K, Dim N) {
             return cast(cast(b.weight("w", DType::F32, {K, N}), DType::BF16), DType::F32);
         });
+    if (label == "w_int8")
+        return linear([](GraphBuilder &b, Dim K, Dim N) { return quantized_int8(b.weight("w", DType::F32, {K, N})); });
     if (label == "w_panels")
         return linear([nr](GraphBuilder &b, Dim K, Dim N) { return b.weight("w", DType::F32, {K, N}, Layout::panels(1, nr)); });
     // Both: narrowed to bf16 and packed in panels when prepared (what the layout pass chooses
@@ -160,7 +162,7 @@ std::optional<dsl::Graph> variant_graph(const std::string &label, const Halide::
 
 const std::vector<std::string> &group_variant_labels() {
     static const std::vector<std::string> labels = {"two_outputs", "x_wT",     "x_wT_prepared",
-                                                    "w_bf16",      "w_panels", "w_bf16_panels"};
+                                                    "w_bf16",      "w_int8",   "w_panels", "w_bf16_panels"};
     return labels;
 }
 

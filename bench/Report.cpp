@@ -179,8 +179,9 @@ void print_summary(const BenchOptions &o, const Machine &m, const std::vector<st
         // Layouts: w declared a weight and prepared once (transposed, narrowed or packed).
         std::fprintf(g_text, "\nWeights prepared once (dsl/passes/LayoutAssignment.h), same run, schedule %s, tanh fast:\n",
                      o.schedule.c_str());
-        std::fprintf(g_text, "%-14s %10s %12s %7s %10s %7s %10s %7s %12s %7s  %s\n", "shape", "x @ w ms", "x@T(w) prep.", "ratio",
-                     "w panels", "ratio", "w bf16", "ratio", "bf16 panels", "ratio", "prepare ms (wT / panels / bf16 / both)");
+        std::fprintf(g_text, "%-14s %10s %12s %7s %10s %7s %10s %7s %12s %7s %10s %7s  %s\n", "shape", "x @ w ms", "x@T(w) prep.",
+                     "ratio", "w panels", "ratio", "w bf16", "ratio", "bf16 panels", "ratio", "w int8", "ratio",
+                     "prepare ms (wT / panels / bf16 / both / int8)");
         for (const auto &d : data) {
             if (!listed(o.variant_shapes, d->shape.name)) continue;
             const BenchShape &s = d->shape;
@@ -190,11 +191,14 @@ void print_summary(const BenchOptions &o, const Machine &m, const std::vector<st
             const double tk = median(g_samples[tessel_name(s, o.schedule, "w_panels")]);
             const double tb = median(g_samples[tessel_name(s, o.schedule, "w_bf16")]);
             const double tbk = median(g_samples[tessel_name(s, o.schedule, "w_bf16_panels")]);
+            const double tq = median(g_samples[tessel_name(s, o.schedule, "w_int8")]);
             std::fprintf(g_text,
-                         "%-14s %10.3f %12.3f %6.3fx %10.3f %6.3fx %10.3f %6.3fx %12.3f %6.3fx  %.1f / %.1f / %.1f / %.1f\n",
+                         "%-14s %10.3f %12.3f %6.3fx %10.3f %6.3fx %10.3f %6.3fx %12.3f %6.3fx %10.3f %6.3fx  %.1f / %.1f / %.1f / "
+                         "%.1f / %.1f\n",
                          s.name.c_str(), t1 * 1e3, tp * 1e3, t1 / tp, tk * 1e3, t1 / tk, tb * 1e3, t1 / tb, tbk * 1e3, t1 / tbk,
-                         prep.at("x_wT_prepared").seconds * 1e3, prep.at("w_panels").seconds * 1e3,
-                         prep.at("w_bf16").seconds * 1e3, prep.at("w_bf16_panels").seconds * 1e3);
+                         tq * 1e3, t1 / tq, prep.at("x_wT_prepared").seconds * 1e3, prep.at("w_panels").seconds * 1e3,
+                         prep.at("w_bf16").seconds * 1e3, prep.at("w_bf16_panels").seconds * 1e3,
+                         prep.at("w_int8").seconds * 1e3);
             if (s.kind == ShapeKind::Decode) {
                 // Each variant's bytes of w over its time, as a share of the same-run read floor.
                 // (bytes read per second relative to the floor's, paired round by round).
@@ -204,15 +208,16 @@ void print_summary(const BenchOptions &o, const Machine &m, const std::vector<st
                 };
                 std::fprintf(g_text,
                              "%-14s read floor %.3f ms = %.1f GB/s (%s); of that bandwidth: x @ w %.1f%%, "
-                             "panels %.1f%%, bf16 %.1f%%, bf16 panels %.1f%%\n",
+                             "panels %.1f%%, bf16 %.1f%%, bf16 panels %.1f%%, int8 %.1f%%\n",
                              "", f.seconds * 1e3, s.min_bytes() / f.seconds * 1e-9, f.pattern.c_str(),
                              100 * f.share(tessel_name(s, o.schedule, "tanh_fast")), share("w_panels"), share("w_bf16"),
-                             share("w_bf16_panels"));
+                             share("w_bf16_panels"), share("w_int8"));
             }
         }
         std::fprintf(g_text,
                      "(ratio = x @ w ms / variant ms: > 1.000x means the variant is faster; x@T(w) prep. is w stored\n"
-                     " [N, K], transposed once when prepared; panels are the register block's width)\n");
+                     " [N, K], transposed once when prepared; panels are the register block's width; int8 is w quantized\n"
+                     " per output column, checked against OpenBLAS on the dequantized w)\n");
     }
 
     for (const auto &d : data) {

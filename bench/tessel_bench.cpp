@@ -26,6 +26,8 @@
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -46,6 +48,18 @@ namespace {
 
 /** Keeps the floor probe's sum alive. */
 volatile float g_sink = 0;
+
+/** w [K][N] as dsl::quantized_int8 stores it, dequantized: per column, s = max|w| / 127 and
+ * w' = i8(w / s) * s, each step rounded as the graph's f32 and i8 ops round. */
+void dequantized_int8(const float *w, float *out, int K, int N) {
+    for (int n = 0; n < N; n++) {
+        float m = 0;
+        for (int k = 0; k < K; k++) m = std::max(m, std::fabs(w[(size_t)k * N + n]));
+        const float scale = m / 127.0f;
+        for (int k = 0; k < K; k++)
+            out[(size_t)k * N + n] = (float)dsl::round_to(dsl::DType::I8, w[(size_t)k * N + n] / scale) * scale;
+    }
+}
 
 int run(int argc, char **argv) {
     const BenchOptions o = parse_options(argc, argv);
@@ -169,11 +183,15 @@ int run(int argc, char **argv) {
                 const GroupVariant::Prepared *prep = &(d->prepared[v.label] = v.prepare_weights(args));
                 v.run(args, *prep);
                 ErrorStats ev = compare(yv.data(), d->y.data(), (size_t)s.M * s.N);
-                if (v.label.rfind("w_bf16", 0) == 0) {
-                    // bf16 weights: checked against OpenBLAS on w rounded to bf16, the same math.
+                if (v.label.rfind("w_bf16", 0) == 0 || v.label == "w_int8") {
+                    // Narrow weights: checked against OpenBLAS on w as stored (rounded to bf16, or
+                    // quantized per column and dequantized), the same math.
                     Buffer<float> wr(s.N, s.K), yr(s.N, s.M);
-                    for (size_t i = 0; i < (size_t)s.K * s.N; i++)
-                        wr.data()[i] = dsl::bf16_bits_to_float(dsl::float_to_bf16_bits(d->w.data()[i]));
+                    if (v.label == "w_int8")
+                        dequantized_int8(d->w.data(), wr.data(), s.K, s.N);
+                    else
+                        for (size_t i = 0; i < (size_t)s.K * s.N; i++)
+                            wr.data()[i] = dsl::bf16_bits_to_float(dsl::float_to_bf16_bits(d->w.data()[i]));
                     gelu_mlp_openblas(d->x.data(), wr.data(), d->bias.data(), yr.data(), s.M, s.K, s.N, GeluForm::Tanh);
                     ev = compare(yv.data(), yr.data(), (size_t)s.M * s.N);
                 }

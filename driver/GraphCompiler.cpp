@@ -12,6 +12,7 @@
 #include "driver/Tune.h"
 #include "dsl/Simplify.h"
 #include "dsl/interp/Interpreter.h"
+#include "dsl/interp/StorageReference.h"
 #include "dsl/ir/Diagnostics.h"
 #include "dsl/ir/Parser.h"
 #include "dsl/ir/Printer.h"
@@ -268,6 +269,18 @@ int run_graph(const GraphRunOptions &o, std::ostream &out) {
             << ": max rel error vs interpreter on the graph as written " << std::scientific << std::setprecision(2) << worst
             << (match ? "  MATCH" : "  MISMATCH") << "\n"
             << std::defaultfloat;
+    }
+    if (dsl::has_narrow_storage(original)) {
+        // What storing narrow costs, apart from the kernels: the same inputs through the graph
+        // with its f16/bf16/i8 values in f32.
+        const dsl::RunResult wide = dsl::interpret(dsl::widen_storage(original), ref.inputs, ro);
+        for (size_t i = 0; i < ref.outputs.size(); i++) {
+            const dsl::Tensor &a = ref.outputs[i], &b = wide.outputs[i];
+            const ErrorStats e = compare(a.data.data(), b.data.data(), (size_t)a.numel());
+            out << "output " << original.display_name(original.outputs[i])
+                << ": narrow storage (f16/bf16/i8) vs the same graph in f32, interpreted: max rel " << std::scientific
+                << std::setprecision(2) << e.max_rel << ", max abs " << e.max_abs << std::defaultfloat << "\n";
+        }
     }
     if (!ref.printed.empty() || !got.printed.empty()) {
         out << "print output of the compiled run" << (got.printed == ref.printed ? " (identical to the interpreter's)" : "")

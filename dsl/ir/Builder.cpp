@@ -417,6 +417,11 @@ Value cast(const Value &v, DType dtype) {
 
 Value copy(const Value &v, const Layout &layout) { return builder_of(v, Op::Copy).with_layout(unary(Op::Copy, v), layout); }
 
+Value quantized_int8(const Value &w, int64_t axis) {
+    const Value scale = reduce_max(abs(w), {axis}, true) / 127.0;
+    return cast(cast(w / scale, DType::I8), w.type().dtype) * scale;
+}
+
 // ---- Effects ----
 
 void state_write(const std::string &var, const Value &v) {

@@ -262,6 +262,11 @@ Value shape_of(const Value &v, int64_t axis);
 Value cast(const Value &v, DType dtype);
 /** The same values stored in `layout` (a layout conversion; see OpKinds.def). */
 Value copy(const Value &v, const Layout &layout);
+/** Weight-only int8 (docs/TSL.md, "Quantized weights"): `w` stored as i8 with one f32 scale per
+ * slice across `axis` (axis 0 of a [K, N] weight: a scale per output column), dequantized where
+ * it is read: cast(cast(w / s) : i8) : f32 * s with s = reduce_max(abs(w), [axis]) / 127. On a
+ * weight, s and the i8 values are prepared once and the matmul reads a quarter of the bytes. */
+Value quantized_int8(const Value &w, int64_t axis = 0);
 
 // ---- Effects without a result; they run in the order they are built. ----
 void state_write(const std::string &var, const Value &v);
