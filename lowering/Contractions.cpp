@@ -2,11 +2,14 @@
  * Contractions (ExprBuilder.h): a matmul node becomes the Func "matmul" (pure vars n, m, b0...,
  * RDom k over the shared axis), matmuls of one group sharing their left operand and result type
  * become ONE Tuple Func (sibling fusion), and the first contraction's right operand read through
- * a layout, a transpose or a widening cast becomes the view Func "w" in [K, N] orientation.
+ * a layout, a transpose, a widening cast or a scale per column becomes the view Func "w" in [K, N]
+ * orientation.
  * Records the facts schedules need: input roles "x" and "w", the right operand's panel width,
  * the number of contractions.
  */
 #include "lowering/ExprBuilder.h"
+
+#include "dsl/ir/TypeInference.h"
 
 namespace tessel::lower {
 
@@ -66,24 +69,37 @@ void ExprBuilder::define_matmul(const std::vector<ValueId> &siblings) {
     }
 }
 
+ValueId ExprBuilder::view_operand(ValueId v) const {
+    const Node &t = g_.node(v);
+    if (t.op == Op::Transpose && t.type.rank() == 2 && (t.attrs.perm.empty() || t.attrs.perm == std::vector<int64_t>{1, 0}))
+        return t.inputs[0];
+    if (t.op == Op::Cast && t.type.dtype == dsl::DType::F32) return t.inputs[0];
+    // A scale per column (a dequantization: [K, N] times [1, N] or [N]), read from outside the
+    // group: the view scales each element as it reads it.
+    if (t.op == Op::Mul && t.type.rank() == 2)
+        for (int i = 0; i < 2; i++) {
+            const ValueId scale = t.inputs[1 - i];
+            const dsl::TensorType &st = g_.node(scale).type;
+            const dsl::Dim rows = st.rank() == 2 ? dsl::resolve_dim(g_, st.dims[0]) : dsl::Dim::fixed(1);
+            if (st.rank() >= 1 && rows.is_static() && rows.size == 1 && !in_group_.count(scale) &&
+                dsl::same_type(g_, g_.node(t.inputs[i]).type, t.type))
+                return t.inputs[i];
+        }
+    return dsl::kNoValue;
+}
+
 void ExprBuilder::define_operand_view(ValueId rhs) {
     if (g_.node(rhs).type.rank() != 2) return;
     ValueId v = rhs;
-    for (; !params_.count(v); v = g_.node(v).inputs[0]) {
-        const Node &t = g_.node(v);
-        if (!in_group_.count(v)) return;
-        const bool transpose =
-            t.op == Op::Transpose && t.type.rank() == 2 && (t.attrs.perm.empty() || t.attrs.perm == std::vector<int64_t>{1, 0});
-        const bool widen = t.op == Op::Cast && t.type.dtype == dsl::DType::F32;
-        if (!transpose && !widen) return;
-    }
-    // A row-major f32 input is the ImageParam itself (schedules wrap it); any layout or cast
-    // on the way gets the view, so schedules always see w as a [K, N] f32 Func.
+    for (; !params_.count(v); v = view_operand(v))
+        if (!in_group_.count(v) || view_operand(v) == dsl::kNoValue) return;
+    // A row-major f32 input is the ImageParam itself (schedules wrap it); any layout, cast or
+    // scale on the way gets the view, so schedules always see w as a [K, N] f32 Func.
     const dsl::Layout &layout = g_.node(v).layout;
     if (v == rhs && layout.empty()) return;
-    bool through_casts_only = true;
-    for (ValueId u = rhs; u != v; u = g_.node(u).inputs[0]) through_casts_only = through_casts_only && g_.node(u).op == Op::Cast;
-    if (through_casts_only && layout.order.empty() && layout.has_panels() && layout.panel_axis == 1)
+    bool keeps_positions = true;  // casts and scales: w's elements where the panels put them
+    for (ValueId u = rhs; u != v; u = view_operand(u)) keeps_positions = keeps_positions && g_.node(u).op != Op::Transpose;
+    if (keeps_positions && layout.order.empty() && layout.has_panels() && layout.panel_axis == 1)
         out_.rhs_panel_width = layout.panel_width;
     Halide::Var n0("_0"), k1("_1");
     Func view("w");

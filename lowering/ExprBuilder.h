@@ -108,12 +108,16 @@ private:
 
     // Contractions.cpp
     void define_matmul(const std::vector<dsl::ValueId> &siblings);
-    /** The right operand read through a 2-D transpose or a widening cast (or both) of a group
-     * input: `x @ transpose(w_nk)` (PyTorch's Linear, weights stored [N, K]), `x @ cast(w_bf16)`.
-     * It becomes a Func "w" in the [K, N] orientation schedules expect — pure vars _0 (n) and
-     * _1 (k), like an ImageParam's wrapper — which the matmul reads; schedules stage and pack
-     * it exactly as they pack a w stored [K, N] in f32. */
+    /** The right operand read through 2-D transposes, widening casts and scales per column of
+     * a group input: `x @ transpose(w_nk)` (PyTorch's Linear, weights stored [N, K]),
+     * `x @ cast(w_bf16)`, `x @ (cast(q_i8) * s)` (weight-only int8). It becomes a Func "w" in
+     * the [K, N] orientation schedules expect — pure vars _0 (n) and _1 (k), like an
+     * ImageParam's wrapper — which the matmul reads; schedules stage and pack it exactly as they
+     * pack a w stored [K, N] in f32. */
     void define_operand_view(dsl::ValueId rhs);
+    /** The operand a view reads through v (a transpose, widening cast or scale per column), or
+     * kNoValue where v is none of them. */
+    dsl::ValueId view_operand(dsl::ValueId v) const;
 
     // Reductions.cpp
     void define_reduction(dsl::ValueId v);
