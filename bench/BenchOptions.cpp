@@ -22,6 +22,8 @@ void print_usage() {
                  "                   The FMA probe runs the same vector width\n"
                  "  --variant-shapes A,B  shapes also timed as a two-output group and as x @ w.T\n"
                  "                   (default mlp_up,decode_1; \"\" for none)\n"
+                 "  --variants A,B   only these of them (two_outputs, x_wT, x_wT_prepared, w_bf16, w_int8,\n"
+                 "                   w_panels, w_bf16_panels; default all); the others print as nan\n"
                  "JSON: --benchmark_format=json or --benchmark_out=FILE --benchmark_out_format=json\n";
 }
 
@@ -48,6 +50,8 @@ BenchOptions parse_options(int &argc, char **argv) {
             o.mode_shape = value("--mode-shape");
         else if (is("--variant-shapes"))
             o.variant_shapes = value("--variant-shapes");
+        else if (is("--variants"))
+            o.variants = value("--variants");
         else if (is("--error-shape"))
             o.error_shape = value("--error-shape");
         else if (is("--baseline"))

@@ -16,6 +16,8 @@ struct BenchOptions {
     std::string mode_shape = "mlp_up";    ///< where tanh strict/fast and erf are compared
     /** Shapes where the same work also runs as a two-output group and as x @ w.T (GroupVariants.h). */
     std::string variant_shapes = "mlp_up,decode_1";
+    /** Which of those variants to build and time (GroupVariants.h labels; "" = all). */
+    std::string variants;
     std::string error_shape = "odd_bert";  ///< where errors vs float64 are measured
     std::string baseline;                  ///< a second schedule timed beside `schedule` ("" = none)
     std::string save_schedule;             ///< write `schedule` as JSON here and exit

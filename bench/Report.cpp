@@ -185,7 +185,11 @@ void print_summary(const BenchOptions &o, const Machine &m, const std::vector<st
         for (const auto &d : data) {
             if (!listed(o.variant_shapes, d->shape.name)) continue;
             const BenchShape &s = d->shape;
-            const auto &prep = d->prepared;
+            // A variant left out by --variants has no samples (nan) and no preparation.
+            const auto prep_ms = [&](const char *label) {
+                auto it = d->prepared.find(label);
+                return it == d->prepared.end() ? NAN : it->second.seconds * 1e3;
+            };
             const double t1 = median(g_samples[tessel_name(s, o.schedule, "tanh_fast")]);
             const double tp = median(g_samples[tessel_name(s, o.schedule, "x_wT_prepared")]);
             const double tk = median(g_samples[tessel_name(s, o.schedule, "w_panels")]);
@@ -196,15 +200,17 @@ void print_summary(const BenchOptions &o, const Machine &m, const std::vector<st
                          "%-14s %10.3f %12.3f %6.3fx %10.3f %6.3fx %10.3f %6.3fx %12.3f %6.3fx %10.3f %6.3fx  %.1f / %.1f / %.1f / "
                          "%.1f / %.1f\n",
                          s.name.c_str(), t1 * 1e3, tp * 1e3, t1 / tp, tk * 1e3, t1 / tk, tb * 1e3, t1 / tb, tbk * 1e3, t1 / tbk,
-                         tq * 1e3, t1 / tq, prep.at("x_wT_prepared").seconds * 1e3, prep.at("w_panels").seconds * 1e3,
-                         prep.at("w_bf16").seconds * 1e3, prep.at("w_bf16_panels").seconds * 1e3,
-                         prep.at("w_int8").seconds * 1e3);
+                         tq * 1e3, t1 / tq, prep_ms("x_wT_prepared"), prep_ms("w_panels"), prep_ms("w_bf16"),
+                         prep_ms("w_bf16_panels"), prep_ms("w_int8"));
             if (s.kind == ShapeKind::Decode) {
                 // Each variant's bytes of w over its time, as a share of the same-run read floor.
                 // (bytes read per second relative to the floor's, paired round by round).
                 const ReadFloor f = read_floor(s);
                 auto share = [&](const char *label) {
-                    return 100 * f.share(tessel_name(s, o.schedule, label)) * prep.at(label).read_bytes / s.min_bytes();
+                    auto it = d->prepared.find(label);
+                    return it == d->prepared.end()
+                               ? NAN
+                               : 100 * f.share(tessel_name(s, o.schedule, label)) * it->second.read_bytes / s.min_bytes();
                 };
                 std::fprintf(g_text,
                              "%-14s read floor %.3f ms = %.1f GB/s (%s); of that bandwidth: x @ w %.1f%%, "

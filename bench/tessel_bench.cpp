@@ -116,7 +116,10 @@ int run(int argc, char **argv) {
     if (!o.baseline.empty())
         k.baseline =
             std::make_unique<GeluLayer>(GeluForm::Tanh, NumericMode::Fast, sched::resolve_schedule(o.baseline, target), target);
-    if (!o.variant_shapes.empty()) k.variants = make_group_variants(sched::resolve_group_schedule(o.schedule, target), target);
+    if (!o.variant_shapes.empty())
+        for (const std::string &label : group_variant_labels())
+            if (o.variants.empty() || listed(o.variants, label))
+                k.variants.push_back(make_group_variant(label, sched::resolve_group_schedule(o.schedule, target), target));
 
     // JIT compile time of every CPU library schedule, as a benchmark so it lands in the JSON.
     std::map<std::string, double> compile_seconds;

@@ -40,7 +40,7 @@ void ExprBuilder::define_matmul(const std::vector<ValueId> &siblings) {
     std::vector<Expr> init, update;
     std::vector<Halide::Var> args(vs.begin(), vs.end());
     const bool first_contraction = !out_.input_roles.count("x") && !out_.funcs.count("w");
-    if (first_contraction) define_operand_view(n.inputs[1]);
+    if (first_contraction) define_operand_view(n.inputs[1], siblings.size() == 1 ? v : dsl::kNoValue);
     for (size_t i = 0; i < siblings.size(); i++) {
         const Node &s = g_.node(siblings[i]);
         init.push_back(0.0f);
@@ -88,7 +88,7 @@ ValueId ExprBuilder::view_operand(ValueId v) const {
     return dsl::kNoValue;
 }
 
-void ExprBuilder::define_operand_view(ValueId rhs) {
+void ExprBuilder::define_operand_view(ValueId rhs, ValueId matmul) {
     if (g_.node(rhs).type.rank() != 2) return;
     ValueId v = rhs;
     for (; !params_.count(v); v = view_operand(v))
@@ -101,9 +101,15 @@ void ExprBuilder::define_operand_view(ValueId rhs) {
     for (ValueId u = rhs; u != v; u = view_operand(u)) keeps_positions = keeps_positions && g_.node(u).op != Op::Transpose;
     if (keeps_positions && layout.order.empty() && layout.has_panels() && layout.panel_axis == 1)
         out_.rhs_panel_width = layout.panel_width;
+    ValueId top = rhs;  // what the view computes: rhs, or in fast mode rhs without its column scale
+    const Node &r = g_.node(rhs);
+    if (mode_ == dsl::NumericMode::Fast && matmul != dsl::kNoValue && r.op == Op::Mul && view_operand(rhs) != v) {
+        top = view_operand(rhs);
+        column_scale_[matmul] = r.inputs[0] == top ? r.inputs[1] : r.inputs[0];
+    }
     Halide::Var n0("_0"), k1("_1");
     Func view("w");
-    view(n0, k1) = at(rhs, {Expr(k1), Expr(n0)});  // rhs[k][n], through every layout on the way
+    view(n0, k1) = at(top, {Expr(k1), Expr(n0)});  // rhs[k][n], through every layout on the way
     out_.funcs["w"] = view;
     views_[rhs] = view;
 }

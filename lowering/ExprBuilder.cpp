@@ -29,7 +29,7 @@ using Halide::Func;
 
 ExprBuilder::ExprBuilder(const Graph &g, const dsl::FusionGroup &group, LoweredGroup &out) : g_(g), out_(out) {
     in_group_.insert(group.nodes.begin(), group.nodes.end());
-    mode_ = g.mode;
+    mode_ = out.mode;
     // Every operand produced outside the group is an input buffer.
     for (ValueId v : group.nodes) {
         for (ValueId in : g.node(v).inputs) {
@@ -66,6 +66,8 @@ Expr ExprBuilder::at(ValueId v, const std::vector<Expr> &idx) {
     if (auto f = funcs_.find(v); f != funcs_.end()) {
         if (auto t = tuple_of_.find(v); t != tuple_of_.end() && f->second.outputs() > 1)
             return f->second(reversed(idx))[t->second];
+        if (auto s = column_scale_.find(v); s != column_scale_.end())  // (x @ q) * s: see define_operand_view
+            return f->second(reversed(idx)) * at(s->second, broadcast_index(s->second, idx));
         return f->second(reversed(idx));
     }
     auto same_index = [&](const std::vector<Expr> &other) {

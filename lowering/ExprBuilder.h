@@ -79,6 +79,7 @@ private:
     std::map<dsl::ValueId, std::vector<dsl::PhysicalDim>> param_dims_;  // each input's physical dims
     std::map<dsl::ValueId, Halide::Func> funcs_;
     std::map<dsl::ValueId, Halide::Func> views_;                     // right operand read through a view -> its Func "w"
+    std::map<dsl::ValueId, dsl::ValueId> column_scale_;              // matmul -> the scale per column its readers apply
     std::map<dsl::ValueId, int> tuple_of_;                           // matmul value -> its element in the shared Func
     std::map<dsl::ValueId, std::vector<dsl::ValueId>> siblings_of_;  // matmul -> the matmuls sharing its Func
     std::map<std::string, Halide::Expr> symbols_;
@@ -113,8 +114,10 @@ private:
      * `x @ cast(w_bf16)`, `x @ (cast(q_i8) * s)` (weight-only int8). It becomes a Func "w" in
      * the [K, N] orientation schedules expect — pure vars _0 (n) and _1 (k), like an
      * ImageParam's wrapper — which the matmul reads; schedules stage and pack it exactly as they
-     * pack a w stored [K, N] in f32. */
-    void define_operand_view(dsl::ValueId rhs);
+     * pack a w stored [K, N] in f32. In fast mode a scale per column at the top of the chain
+     * (x @ (cast(q) * s)) is applied to the sums instead, (x @ cast(q)) * s: one multiply per
+     * output rather than per weight element read (distributing the product is a reassociation). */
+    void define_operand_view(dsl::ValueId rhs, dsl::ValueId matmul);
     /** The operand a view reads through v (a transpose, widening cast or scale per column), or
      * kNoValue where v is none of them. */
     dsl::ValueId view_operand(dsl::ValueId v) const;

@@ -44,7 +44,9 @@ LoweredGroup lower_group(const Graph &g, const dsl::FusionGroup &group) {
     LoweredGroup out;
     out.name = group.name;
     out.kind = group.kind;
-    out.mode = g.mode;
+    // A prepared group runs once per weight version: fast math would buy nothing, and strict
+    // math stores what the interpreter computes (a quantized weight's every rounding tie).
+    out.mode = group.prepared ? dsl::NumericMode::Strict : g.mode;
     for (ValueId v : group.nodes) {
         const Node &n = g.node(v);
         if (!n.is_pure())

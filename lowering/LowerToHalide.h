@@ -53,7 +53,7 @@ public:
 struct LoweredGroup {
     std::string name;
     dsl::GroupKind kind = dsl::GroupKind::Elementwise;  ///< the planned group's kind
-    dsl::NumericMode mode = dsl::NumericMode::Strict;   ///< the graph's numeric mode
+    dsl::NumericMode mode = dsl::NumericMode::Strict;   ///< the graph's numeric mode; strict for a prepared group
     std::vector<dsl::ValueId> input_values;
     std::vector<Halide::ImageParam> inputs;   ///< parallel to input_values
     std::vector<dsl::ValueId> output_values;  ///< in the group's output order: one buffer each
