@@ -1,6 +1,7 @@
 #include "driver/GraphCompiler.h"
 
 #include <chrono>
+#include <set>
 
 #include "autoscheduler/PostgresKernelStore.h"
 #include "codegen/Compile.h"
@@ -55,6 +56,28 @@ ScheduleSelectionOptions selection_options(const std::string &schedule, bool fal
     return s;
 }
 
+/** What a group computes in and which narrow values it reads or writes (f16, bf16, i8 storage:
+ * arithmetic stays f32, docs/TSL.md). Empty when everything is f32. */
+std::string precision_line(const dsl::Graph &g, const dsl::FusionGroup &group) {
+    const std::set<dsl::ValueId> members(group.nodes.begin(), group.nodes.end());
+    std::set<dsl::ValueId> reads;
+    for (dsl::ValueId v : group.nodes)
+        for (dsl::ValueId in : g.node(v).inputs)
+            if (!members.count(in) && g.node(in).type.dtype != dsl::DType::F32 && dsl::is_tensor_data(g.node(in).type.dtype))
+                reads.insert(in);
+    std::string writes;
+    for (dsl::ValueId v : group.outputs)
+        if (g.node(v).type.dtype != dsl::DType::F32)
+            writes += (writes.empty() ? "" : ", ") + ("%" + g.display_name(v)) + " as " + dsl::to_string(g.node(v).type.dtype);
+    if (reads.empty() && writes.empty() && !group.prepared) return "";
+    std::string line = "f32 arithmetic";
+    if (group.prepared) line += ", strict (prepared once per weight version)";
+    for (dsl::ValueId v : reads)
+        line += "; reads %" + g.display_name(v) + " as " + dsl::to_string(g.node(v).type.dtype) + " (widened in registers)";
+    if (!writes.empty()) line += "; writes " + writes;
+    return line;
+}
+
 void print_groups(const PlannedProgram &p, const CompiledGraph &program, std::ostream &out) {
     for (size_t i = 0; i < program.groups().size(); i++) {
         const CompiledGraph::Group &cg = program.groups()[i];
@@ -67,6 +90,8 @@ void print_groups(const PlannedProgram &p, const CompiledGraph &program, std::os
         out << "\n  why: " << choice.reason << "\n";
         // What the nest is (e.g. panels read in place), so the choice can be seen, not guessed.
         if (!k.schedule().description.empty()) out << "  nest: " << k.schedule().description << "\n";
+        if (const std::string precision = precision_line(p.graph, k.group()); !precision.empty())
+            out << "  precision: " << precision << "\n";
         for (const auto &note : k.notes()) out << "  note: " << note << "\n";
     }
 }

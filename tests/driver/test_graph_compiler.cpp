@@ -121,6 +121,27 @@ int main(void) {
     CHECK(ran.ok());
 }
 
+TEST_CASE("tessel run and compile on an int8 weight: the precision of each group, the error quantizing adds") {
+    const tessel::testing::TempDir tmp;
+    GraphRunOptions o;
+    o.file = example("decode_int8.tsl");
+    o.db = tmp.file("tuning.db");
+    o.symbols = {{"M", 3}, {"K", 37}, {"N", 41}};
+    std::ostringstream out;
+    REQUIRE(run_graph(o, out) == 0);
+    const std::string text = out.str();
+    INFO(text);
+    CHECK(text.find("MISMATCH") == std::string::npos);
+    CHECK(text.find("precision: f32 arithmetic, strict (prepared once per weight version); writes %q as i8") != std::string::npos);
+    CHECK(text.find("precision: f32 arithmetic; reads %q as i8 (widened in registers)") != std::string::npos);
+    // The kernels match the quantized graph; quantizing itself moves the outputs, and says by how much.
+    const size_t at = text.find("output y: narrow storage (f16/bf16/i8) vs the same graph in f32, interpreted: max rel ");
+    REQUIRE(at != std::string::npos);
+    const double moved = std::stod(text.substr(text.find("max abs ", at) + 8));
+    CHECK(moved > 1e-4);
+    CHECK(moved < 0.1);
+}
+
 TEST_CASE("without a named schedule: symbolic sizes take the library default, known sizes the autoscheduler") {
     const tessel::testing::TempDir tmp;
     const fs::path dir = tmp.dir;
