@@ -115,14 +115,16 @@ const std::vector<Rule> &rules() {
              if (n.op != Op::Copy || !(n.layout == in(g, n, 0).layout)) return {};
              return use(n.inputs[0], "a copy into the layout its operand already has moves nothing");
          }},
-        // cast(cast(x) : narrow) : x's dtype -> x: drops the rounding to the narrow type, which
-        // changes values, so fast mode only. Never for a weight-derived x: narrowing a weight is
+        // cast(cast(x) : narrow float) : x's dtype -> x: drops the rounding to the narrow type,
+        // which changes values, so fast mode only. Never for a weight-derived x: narrowing a weight is
         // the storage the graph asks for (the kernel reads half the bytes), not arithmetic.
         {"cast-pair", true,
          [](const Graph &g, const Node &n) -> Match {
              if (n.op != Op::Cast || in(g, n, 0).op != Op::Cast) return {};
              const ValueId x = in(g, n, 0).inputs[0];
              if (!same_as(g, n, x) || byte_size(in(g, n, 0).type.dtype) >= byte_size(n.type.dtype)) return {};
+             // Through i8 the values become integers (quantizing), not f32's values rounded.
+             if (!is_float(in(g, n, 0).type.dtype)) return {};
              const std::vector<char> derived = weight_derived(g);
              if (x < derived.size() && derived[x]) return {};
              return use(x, "casting down to " + std::string(to_string(in(g, n, 0).type.dtype)) +

@@ -7,8 +7,9 @@
  * reshapes and casts, and transpose(transpose(w, p), q) -> w when p and q compose to the identity.
  * Refused in strict mode: x + 0.0 (-0 + 0 = +0), x - x (inf - inf = NaN), x * 0 (inf * 0 = NaN,
  * and -x * 0 = -0), and cast(cast(x) : bf16) : f32 -> x (it drops a rounding); those fire only
- * in `fast` mode. A down-then-up cast of a weight-derived value is kept in every mode: narrowing
- * a weight is its storage (dsl/analysis/WeightDerived.h), not arithmetic to skip. A transpose pair
+ * in `fast` mode. The cast pair never through i8: that is quantizing, not rounding. A
+ * down-then-up cast of a weight-derived value is kept in every mode: narrowing a weight is its
+ * storage (dsl/analysis/WeightDerived.h), not arithmetic to skip. A transpose pair
  * that does not compose to the identity is kept.
  *
  * transpose(transpose(w)) and state: values are SSA, so `w` denotes one value no matter where it

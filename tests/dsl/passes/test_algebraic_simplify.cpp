@@ -177,6 +177,8 @@ TEST_CASE("cast-pair: down then up is elided in fast mode only, never for a weig
   %y = cast(%h) : f32[4, 3]
   output %y
 })");
+    // Through i8 is quantizing, not rounding: kept in fast mode too.
+    expect_no_change(simplify_algebra, graph("  %h = cast(%x) : i8[4, 3]\n  %y = cast(%h) : f32[4, 3]", "fast"));
     // Up then down is exact (f16 -> f32 -> f16 is the identity) but not this rule's: kept.
     expect_no_change(simplify_algebra, R"(graph g mode=fast {
   %x = input : f16[4, 3]
