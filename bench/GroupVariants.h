@@ -45,6 +45,9 @@ struct GroupVariant {
     void run(std::map<std::string, Halide::Runtime::Buffer<float> *> &buffers) const { run(buffers, Prepared()); }
 };
 
+/** Bytes per element of the w a variant's kernel reads: 2 for the bf16 ones, 1 for int8, else 4. */
+int weight_element_bytes(const std::string &label);
+
 /** The variants' labels, in the order make_group_variants builds them. */
 const std::vector<std::string> &group_variant_labels();
 

@@ -206,18 +206,20 @@ void print_summary(const BenchOptions &o, const Machine &m, const std::vector<st
                 // Each variant's bytes of w over its time, as a share of the same-run read floor.
                 // (bytes read per second relative to the floor's, paired round by round).
                 const ReadFloor f = read_floor(s);
+                // A narrow weight against the floor of its own bytes (read in the same rounds).
+                const ReadFloor f2 = read_floor(s, 2), f1 = read_floor(s, 1);
                 auto share = [&](const char *label) {
-                    auto it = d->prepared.find(label);
-                    return it == d->prepared.end()
-                               ? NAN
-                               : 100 * f.share(tessel_name(s, o.schedule, label)) * it->second.read_bytes / s.min_bytes();
+                    const int bytes = weight_element_bytes(label);
+                    const ReadFloor &own = bytes == 1 ? f1 : bytes == 2 ? f2 : f;
+                    return d->prepared.count(label) ? 100 * own.share(tessel_name(s, o.schedule, label)) : NAN;
                 };
                 std::fprintf(g_text,
-                             "%-14s read floor %.3f ms = %.1f GB/s (%s); of that bandwidth: x @ w %.1f%%, "
-                             "panels %.1f%%, bf16 %.1f%%, bf16 panels %.1f%%, int8 %.1f%%\n",
+                             "%-14s read floor %.3f ms = %.1f GB/s (%s); share of the floor of the bytes each reads: x @ w "
+                             "%.1f%%, panels %.1f%%, bf16 %.1f%%, bf16 panels %.1f%% (2-byte floor %.3f ms), int8 %.1f%% "
+                             "(1-byte floor %.3f ms)\n",
                              "", f.seconds * 1e3, s.min_bytes() / f.seconds * 1e-9, f.pattern.c_str(),
                              100 * f.share(tessel_name(s, o.schedule, "tanh_fast")), share("w_panels"), share("w_bf16"),
-                             share("w_bf16_panels"), share("w_int8"));
+                             share("w_bf16_panels"), f2.seconds * 1e3, share("w_int8"), f1.seconds * 1e3);
             }
         }
         std::fprintf(g_text,

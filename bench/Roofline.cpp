@@ -87,14 +87,14 @@ double ReadFloor::share(const std::string &kernel) const {
     return r.empty() ? NAN : median(r);
 }
 
-ReadFloor read_floor(const BenchShape &s) {
+ReadFloor read_floor(const BenchShape &s, int element_bytes) {
     ReadFloor f;
     std::map<std::string, int> fastest;
     for (size_t i = 0;; i++) {
         double best = HUGE_VAL;
         std::string which;
         for (const autosched::ReadPattern &p : autosched::kReadPatterns) {
-            const std::vector<double> &t = g_samples[floor_name(s, p)];
+            const std::vector<double> &t = g_samples[floor_name(s, p, element_bytes)];
             if (i < t.size() && t[i] < best) best = t[i], which = p.name();
         }
         if (which.empty()) break;

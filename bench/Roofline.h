@@ -51,7 +51,7 @@ struct ReadFloor {
     double share(const std::string &kernel) const;
 };
 
-/** The read floor of decode shape `s` from its floor_name rows. */
-ReadFloor read_floor(const BenchShape &s);
+/** The read floor of decode shape `s` from its floor_name rows (w of `element_bytes` per element). */
+ReadFloor read_floor(const BenchShape &s, int element_bytes = 4);
 
 }  // namespace tessel::bench

@@ -31,6 +31,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -219,6 +220,16 @@ int run(int argc, char **argv) {
             for (const autosched::ReadPattern &p : autosched::kReadPatterns)
                 timed.push_back(
                     {floor_name(s, p), [=] { g_sink = g_sink + stream_read(d->w.data(), (size_t)s.K * s.N, threads, p); }});
+            // The floors of the narrow weights' own bytes, where those variants run.
+            std::set<int> narrow;
+            for (const GroupVariant &v : k.variants)
+                if (listed(o.variant_shapes, s.name) && weight_element_bytes(v.label) < 4)
+                    narrow.insert(weight_element_bytes(v.label));
+            for (const int bytes : narrow)
+                for (const autosched::ReadPattern &p : autosched::kReadPatterns)
+                    timed.push_back({floor_name(s, p, bytes), [=] {
+                                         g_sink = g_sink + stream_read(d->w.data(), (size_t)s.K * s.N * bytes / 4, threads, p);
+                                     }});
         } else {
             // The FMA probe in the same rounds: "% of peak" is a ratio of rates measured
             // milliseconds apart, so clock drift between benchmarks does not enter it.
