@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <vector>
 
 namespace tessel::testing {
@@ -34,6 +35,18 @@ inline dsl::RunResult random_reference(const dsl::Graph &g, const std::map<std::
     ro.input_seed = seed;
     ro.symbol_sizes = symbols;
     return dsl::interpret(g, {}, ro);
+}
+
+/** For each {M, K, N}: random inputs (seeded by the shape), the interpreter's outputs, and
+ * `run(inputs, symbols)`'s within `tolerance` (max_relative_difference). */
+template <typename Run>
+void check_matmul_shapes(const dsl::Graph &g, const std::vector<std::array<int64_t, 3>> &shapes, Run run,
+                         double tolerance = 1e-4) {
+    for (const auto &[m, k, n] : shapes) {
+        INFO("M=" << m << " K=" << k << " N=" << n);
+        const dsl::RunResult ref = random_reference(g, {{"M", m}, {"K", k}, {"N", n}}, (uint64_t)(m * 1000 + n));
+        CHECK(max_relative_difference(run(ref.inputs, ref.symbols), ref.outputs) < tolerance);
+    }
 }
 
 }  // namespace tessel::testing

@@ -117,15 +117,10 @@ TEST_CASE("int8 weight-only decode and prefill match the interpreter at awkward 
             const sched::CpuBlocking b = sched::CpuBlocking::for_target(target);
             INFO("target " << t << " mode " << mode);
             auto p = compile(quantized_graph(mode), target);
-            const std::vector<std::array<int64_t, 3>> shapes{
-                {1, 37, 19}, {1, 1, 1}, {1, 256, b.nr + 1}, {3, 100, 53}, {4, 64, 2 * b.nr + 5}, {16, 33, 97}, {17, 19, 3 * b.nr}};
-            for (const auto &[m, k, n] : shapes) {
-                INFO("M=" << m << " K=" << k << " N=" << n);
-                const std::map<std::string, int64_t> symbols{{"M", m}, {"K", k}, {"N", n}};
-                const dsl::RunResult ref = testing::random_reference(p->g, symbols, (uint64_t)(m * 1000 + n));
-                const auto got = p->compiled->run(ref.inputs, ref.symbols);
-                CHECK(testing::max_relative_difference(got, ref.outputs) < 1e-4);
-            }
+            testing::check_matmul_shapes(
+                p->g,
+                {{1, 37, 19}, {1, 1, 1}, {1, 256, b.nr + 1}, {3, 100, 53}, {4, 64, 2 * b.nr + 5}, {16, 33, 97}, {17, 19, 3 * b.nr}},
+                [&](const auto &inputs, const auto &symbols) { return p->compiled->run(inputs, symbols); });
         }
 }
 
