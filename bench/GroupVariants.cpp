@@ -160,13 +160,11 @@ std::optional<dsl::Graph> variant_graph(const std::string &label, const Halide::
 
 }  // namespace
 
-int weight_element_bytes(const std::string &label) {
-    return label.rfind("w_bf16", 0) == 0 ? 2 : label == "w_int8" ? 1 : 4;
-}
+int weight_element_bytes(const std::string &label) { return label.rfind("w_bf16", 0) == 0 ? 2 : label == "w_int8" ? 1 : 4; }
 
 const std::vector<std::string> &group_variant_labels() {
-    static const std::vector<std::string> labels = {"two_outputs", "x_wT",     "x_wT_prepared",
-                                                    "w_bf16",      "w_int8",   "w_panels", "w_bf16_panels"};
+    static const std::vector<std::string> labels = {"two_outputs", "x_wT",     "x_wT_prepared", "w_bf16",
+                                                    "w_int8",      "w_panels", "w_bf16_panels"};
     return labels;
 }
 

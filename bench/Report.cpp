@@ -196,12 +196,13 @@ void print_summary(const BenchOptions &o, const Machine &m, const std::vector<st
             const double tb = median(g_samples[tessel_name(s, o.schedule, "w_bf16")]);
             const double tbk = median(g_samples[tessel_name(s, o.schedule, "w_bf16_panels")]);
             const double tq = median(g_samples[tessel_name(s, o.schedule, "w_int8")]);
-            std::fprintf(g_text,
-                         "%-14s %10.3f %12.3f %6.3fx %10.3f %6.3fx %10.3f %6.3fx %12.3f %6.3fx %10.3f %6.3fx  %.1f / %.1f / %.1f / "
-                         "%.1f / %.1f\n",
-                         s.name.c_str(), t1 * 1e3, tp * 1e3, t1 / tp, tk * 1e3, t1 / tk, tb * 1e3, t1 / tb, tbk * 1e3, t1 / tbk,
-                         tq * 1e3, t1 / tq, prep_ms("x_wT_prepared"), prep_ms("w_panels"), prep_ms("w_bf16"),
-                         prep_ms("w_bf16_panels"), prep_ms("w_int8"));
+            std::fprintf(
+                g_text,
+                "%-14s %10.3f %12.3f %6.3fx %10.3f %6.3fx %10.3f %6.3fx %12.3f %6.3fx %10.3f %6.3fx  %.1f / %.1f / %.1f / "
+                "%.1f / %.1f\n",
+                s.name.c_str(), t1 * 1e3, tp * 1e3, t1 / tp, tk * 1e3, t1 / tk, tb * 1e3, t1 / tb, tbk * 1e3, t1 / tbk, tq * 1e3,
+                t1 / tq, prep_ms("x_wT_prepared"), prep_ms("w_panels"), prep_ms("w_bf16"), prep_ms("w_bf16_panels"),
+                prep_ms("w_int8"));
             if (s.kind == ShapeKind::Decode) {
                 // Each variant's bytes of w over its time, as a share of the same-run read floor.
                 // (bytes read per second relative to the floor's, paired round by round).

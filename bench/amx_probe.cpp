@@ -145,8 +145,8 @@ int main(int argc, char **argv) {
     std::printf("AMX bf16 matmul probe, %d x %d x %d, %d threads, Halide target %s\n", M, K, N, omp_get_max_threads(),
                 target.to_string().c_str());
     std::printf("  compile %.2f s; max error vs float64 on the bf16 inputs %.2e (relative to sum |a b|)\n", compile_s, worst);
-    std::printf("  AMX bf16 (Halide tiles %d rows x %d columns, k %d): %8.3f ms  %7.1f GFLOP/s (median of %d)\n", tile_m,
-                tile_n, tile_k, amx * 1e3, flops / amx * 1e-9, rounds);
+    std::printf("  AMX bf16 (Halide tiles %d rows x %d columns, k %d): %8.3f ms  %7.1f GFLOP/s (median of %d)\n", tile_m, tile_n,
+                tile_k, amx * 1e3, flops / amx * 1e-9, rounds);
     std::printf("  OpenBLAS f32 sgemm:                  %8.3f ms  %7.1f GFLOP/s (same rounds)\n", sgemm * 1e3,
                 flops / sgemm * 1e-9);
     std::printf("  ratio f32 / AMX time: %.2fx\n", sgemm / amx);

@@ -31,8 +31,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 

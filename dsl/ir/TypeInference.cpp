@@ -28,8 +28,7 @@ void require_float(const Graph &g, const Node &n, const TensorType &t) {
 /** For binary ops: the message names both operands, as every other binary-op error does. */
 void require_float(const Graph &g, const Node &n, const TensorType &a, const TensorType &b) {
     if (!is_float(a.dtype))
-        fail(n, "expected floating-point operands, got " + print_type(g, a) + " and " + print_type(g, b) +
-                    storage_hint(a.dtype));
+        fail(n, "expected floating-point operands, got " + print_type(g, a) + " and " + print_type(g, b) + storage_hint(a.dtype));
 }
 
 /** numpy broadcasting of two shapes; dims equal or one of them statically 1. */

@@ -300,7 +300,8 @@ TEST_CASE("tessel lib: x86-multi dispatches by the CPU's features; each target's
         CHECK(run_checked(tmp, lib, sizes, "avx2").find("[avx2]") != std::string::npos);
 }
 
-TEST_CASE("tessel lib: weights prepared once (transposed, bf16, int8, two layers), and the whole-graph entry, at awkward shapes") {
+TEST_CASE(
+    "tessel lib: weights prepared once (transposed, bf16, int8, two layers), and the whole-graph entry, at awkward shapes") {
     const tessel::testing::TempDir tmp;
     // mlp_nk: two prepared transposes and a per-call intermediate between its two matmuls.
     for (const char *graph : {"linear_nk", "decode_bf16", "decode_int8", "mlp_nk"}) {

@@ -81,9 +81,8 @@ TEST_CASE("panel nests read a panel-stored w in place at awkward shapes, every M
                                                              {16, 64, 97},
                                                              {17, 3, 200},
                                                              {37, 19, 3 * b.nr}};
-            testing::check_matmul_shapes(p->g, shapes, [&](const auto &inputs, const auto &symbols) {
-                return p->compiled->run(inputs, symbols);
-            });
+            testing::check_matmul_shapes(
+                p->g, shapes, [&](const auto &inputs, const auto &symbols) { return p->compiled->run(inputs, symbols); });
         }
     }
 }

@@ -86,9 +86,10 @@ TEST_CASE("a float converts to i8 by rounding to nearest even and saturating; Na
     // The kernel rounds the same way, on both targets.
     for (const char *t : {"host", kAvx2}) {
         INFO("target " << t);
-        auto p = compile("graph c mode=strict {\n  %x = input : f32[12]\n  %q = cast(%x) : i8[12]\n  %y = cast(%q) : f32[12]\n"
-                         "  output %y\n}\n",
-                         parse_target(t));
+        auto p = compile(
+            "graph c mode=strict {\n  %x = input : f32[12]\n  %q = cast(%x) : i8[12]\n  %y = cast(%q) : f32[12]\n"
+            "  output %y\n}\n",
+            parse_target(t));
         const auto got = p->compiled->run({{"x", x}}, {});
         CHECK(got[0].data == want);
     }
@@ -119,7 +120,13 @@ TEST_CASE("int8 weight-only decode and prefill match the interpreter at awkward 
             auto p = compile(quantized_graph(mode), target);
             testing::check_matmul_shapes(
                 p->g,
-                {{1, 37, 19}, {1, 1, 1}, {1, 256, b.nr + 1}, {3, 100, 53}, {4, 64, 2 * b.nr + 5}, {16, 33, 97}, {17, 19, 3 * b.nr}},
+                {{1, 37, 19},
+                 {1, 1, 1},
+                 {1, 256, b.nr + 1},
+                 {3, 100, 53},
+                 {4, 64, 2 * b.nr + 5},
+                 {16, 33, 97},
+                 {17, 19, 3 * b.nr}},
                 [&](const auto &inputs, const auto &symbols) { return p->compiled->run(inputs, symbols); });
         }
 }

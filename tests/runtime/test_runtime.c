@@ -234,7 +234,8 @@ static void test_arguments(void) {
     const int64_t huge[] = {INT64_MAX / 2, 4};
     CHECK(tessel_value_bytes(&dense, huge, &bytes) == 1);
     /* A malformed table (panels of width 0) is refused, not divided by. */
-    const tessel_physical_dim empty_panels[] = {{1, TESSEL_AXIS_PANELS, 0}, {0, TESSEL_AXIS_WHOLE, 0}, {1, TESSEL_AXIS_IN_PANEL, 0}};
+    const tessel_physical_dim empty_panels[] = {
+        {1, TESSEL_AXIS_PANELS, 0}, {0, TESSEL_AXIS_WHOLE, 0}, {1, TESSEL_AXIS_IN_PANEL, 0}};
     const tessel_value malformed = {"w", "bf16[M, K]", halide_type_bfloat, 16, 2, 2, xd, 3, empty_panels};
     tessel_physical_extents(&malformed, bound, extents);
     CHECK(extents[0] == 0);
