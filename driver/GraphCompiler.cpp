@@ -63,17 +63,15 @@ std::string precision_line(const dsl::Graph &g, const dsl::FusionGroup &group) {
     std::set<dsl::ValueId> reads;
     for (dsl::ValueId v : group.nodes)
         for (dsl::ValueId in : g.node(v).inputs)
-            if (!members.count(in) && g.node(in).type.dtype != dsl::DType::F32 && dsl::is_tensor_data(g.node(in).type.dtype))
-                reads.insert(in);
+            if (!members.count(in) && dsl::is_narrow_storage(g.node(in).type.dtype)) reads.insert(in);
     std::string writes;
     for (dsl::ValueId v : group.outputs)
-        if (g.node(v).type.dtype != dsl::DType::F32)
+        if (dsl::is_narrow_storage(g.node(v).type.dtype))
             writes += (writes.empty() ? "" : ", ") + ("%" + g.display_name(v)) + " as " + dsl::to_string(g.node(v).type.dtype);
     if (reads.empty() && writes.empty() && !group.prepared) return "";
     std::string line = "f32 arithmetic";
     if (group.prepared) line += ", strict (prepared once per weight version)";
-    for (dsl::ValueId v : reads)
-        line += "; reads %" + g.display_name(v) + " as " + dsl::to_string(g.node(v).type.dtype) + " (widened in registers)";
+    for (dsl::ValueId v : reads) line += "; reads %" + g.display_name(v) + " as " + dsl::to_string(g.node(v).type.dtype);
     if (!writes.empty()) line += "; writes " + writes;
     return line;
 }

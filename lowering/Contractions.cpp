@@ -74,15 +74,15 @@ ValueId ExprBuilder::view_operand(ValueId v) const {
     if (t.op == Op::Transpose && t.type.rank() == 2 && (t.attrs.perm.empty() || t.attrs.perm == std::vector<int64_t>{1, 0}))
         return t.inputs[0];
     if (t.op == Op::Cast && t.type.dtype == dsl::DType::F32) return t.inputs[0];
-    // A scale per column (a dequantization: [K, N] times [1, N] or [N]), read from outside the
-    // group: the view scales each element as it reads it.
+    // A scale per column (a dequantization: [K, N] times [1, N] or [N]; constant along k, so it
+    // may be computed in the group too, `transpose(s)` of a [N, 1] scale): the view scales each
+    // element as it reads it.
     if (t.op == Op::Mul && t.type.rank() == 2)
         for (int i = 0; i < 2; i++) {
             const ValueId scale = t.inputs[1 - i];
             const dsl::TensorType &st = g_.node(scale).type;
             const dsl::Dim rows = st.rank() == 2 ? dsl::resolve_dim(g_, st.dims[0]) : dsl::Dim::fixed(1);
-            if (st.rank() >= 1 && rows.is_static() && rows.size == 1 && !in_group_.count(scale) &&
-                dsl::same_type(g_, g_.node(t.inputs[i]).type, t.type))
+            if (st.rank() >= 1 && rows.is_static() && rows.size == 1 && dsl::same_type(g_, g_.node(t.inputs[i]).type, t.type))
                 return t.inputs[i];
         }
     return dsl::kNoValue;
@@ -103,7 +103,7 @@ void ExprBuilder::define_operand_view(ValueId rhs, ValueId matmul) {
         out_.rhs_panel_width = layout.panel_width;
     ValueId top = rhs;  // what the view computes: rhs, or in fast mode rhs without its column scale
     const Node &r = g_.node(rhs);
-    if (mode_ == dsl::NumericMode::Fast && matmul != dsl::kNoValue && r.op == Op::Mul && view_operand(rhs) != v) {
+    if (mode_ == dsl::NumericMode::Fast && matmul != dsl::kNoValue && r.op == Op::Mul) {
         top = view_operand(rhs);
         column_scale_[matmul] = r.inputs[0] == top ? r.inputs[1] : r.inputs[0];
     }

@@ -84,7 +84,11 @@ Expr ExprBuilder::at(ValueId v, const std::vector<Expr> &idx) {
 
 Expr ExprBuilder::build(ValueId v, const std::vector<Expr> &idx) {
     const Node &n = g_.node(v);
-    if (n.type.dtype != dsl::DType::F32 && n.op != Op::Cast && n.op != Op::Copy)
+    // Casts and data movement keep a narrow value's storage type (an index remap reads it as
+    // stored); arithmetic is f32 only.
+    const bool moves_data = n.op == Op::Cast || n.op == Op::Copy || n.op == Op::Transpose || n.op == Op::Reshape ||
+                            n.op == Op::Slice || n.op == Op::Concat;
+    if (n.type.dtype != dsl::DType::F32 && !moves_data)
         refuse(g_, v, "arithmetic is lowered in f32 only (an f16/bf16/i8 value is stored and cast)");
     auto operand = [&](int i) { return at(n.inputs[i], broadcast_index(n.inputs[i], idx)); };
     switch (n.op) {

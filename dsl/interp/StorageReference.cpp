@@ -6,16 +6,10 @@
 
 namespace tessel::dsl {
 
-namespace {
-
-bool narrow(DType t) { return t == DType::F16 || t == DType::BF16 || t == DType::I8; }
-
-}  // namespace
-
 bool has_narrow_storage(const Graph &g) {
     for (ValueId v : g.order()) {
         const Node &n = g.node(v);
-        if (n.has_result() && n.op != Op::Input && narrow(n.type.dtype)) return true;
+        if (n.has_result() && n.op != Op::Input && is_narrow_storage(n.type.dtype)) return true;
     }
     return false;
 }
@@ -25,7 +19,7 @@ Graph widen_storage(const Graph &g) {
     std::set<ValueId> widened;
     for (ValueId v : out.order()) {
         Node &n = out.node(v);
-        if (!n.has_result() || n.op == Op::Input || !narrow(n.type.dtype)) continue;
+        if (!n.has_result() || n.op == Op::Input || !is_narrow_storage(n.type.dtype)) continue;
         bool reads_widened = false;
         for (ValueId in : n.inputs) reads_widened = reads_widened || widened.count(in);
         if (n.op != Op::Cast && !reads_widened) continue;

@@ -23,6 +23,7 @@ std::optional<DType> parse_dtype(const std::string &s) {
 bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 bool is_int(DType t) { return t == DType::I32 || t == DType::I64; }
 bool is_tensor_data(DType t) { return is_float(t) || t == DType::I8; }
+bool is_narrow_storage(DType t) { return t == DType::F16 || t == DType::BF16 || t == DType::I8; }
 
 int byte_size(DType t) {
     switch (t) {

@@ -35,6 +35,8 @@ bool is_float(DType t);
 bool is_int(DType t);
 /** A tensor element type kernels compute with: the floats and the storage type i8. */
 bool is_tensor_data(DType t);
+/** A tensor type stored narrower than the f32 it computes in: f16, bf16, i8. */
+bool is_narrow_storage(DType t);
 /** Size in bytes of one element. */
 int byte_size(DType t);
 

@@ -131,6 +131,27 @@ TEST_CASE("int8 weight-only decode and prefill match the interpreter at awkward 
         }
 }
 
+TEST_CASE("an int8 weight stored [N, K] as PyTorch's Linear keeps it: transposed once when prepared, still i8") {
+    // The scale per output channel is [N, 1], read transposed as [1, N]; the i8 transpose is a
+    // prepared data movement, not arithmetic.
+    const std::string text = R"TSL(graph q8_nk mode=MODE {
+  %x = input : f32[M, K]
+  %w = weight : f32[N, K]
+  %s = reduce_max(abs(%w), axes=[1], keepdims=true) / 127
+  %q = cast(%w / %s) : i8[N, K]
+  %wq = cast(transpose(%q)) : f32[K, N]
+  %y = matmul(%x, %wq * transpose(%s))
+  output %y
+}
+)TSL";
+    for (const std::string mode : {"strict", "fast"}) {
+        INFO("mode " << mode);
+        auto p = compile(std::string(text).replace(text.find("MODE"), 4, mode), parse_target("host"));
+        testing::check_matmul_shapes(p->g, {{1, 37, 19}, {3, 100, 53}, {17, 64, 33}},
+                                     [&](const auto &inputs, const auto &symbols) { return p->compiled->run(inputs, symbols); });
+    }
+}
+
 TEST_CASE("int8 weights: special activations, all-zero and extreme columns") {
     const Halide::Target target = parse_target("host");
     auto p = compile(quantized_graph("strict"), target);
