@@ -82,6 +82,7 @@ std::string attrs_text(const Node &n) {
     }
     if (mask & dsl::kAttrAxis) s += " axis=" + std::to_string(a.axis);
     if (mask & dsl::kAttrStart) s += " start=" + std::to_string(a.start);
+    if (mask & dsl::kAttrRepeats) s += " repeats=" + std::to_string(a.repeats);
     if (mask & dsl::kAttrAxes) s += " axes=" + list(a.axes);
     if (mask & dsl::kAttrKeepDims) s += std::string(" keepdims=") + (a.keepdims ? "1" : "0");
     if (mask & dsl::kAttrPerm) s += " perm=" + list(a.perm);

@@ -2,8 +2,8 @@
  * Contractions (ExprBuilder.h): a matmul node becomes the Func "matmul" (pure vars n, m, b0...,
  * RDom k over the shared axis), matmuls of one group sharing their left operand and result type
  * become ONE Tuple Func (sibling fusion), and the first contraction's right operand read through
- * a layout, a transpose, a widening cast or a scale per column becomes the view Func "w" in [K, N]
- * orientation.
+ * a layout, a transpose, a widening cast, int4 unpacking or a dequantization (per column or per
+ * group) becomes the view Func "w" in [K, N] orientation.
  * Records the facts schedules need: input roles "x" and "w", the right operand's panel width,
  * the number of contractions.
  */
@@ -69,20 +69,32 @@ void ExprBuilder::define_matmul(const std::vector<ValueId> &siblings) {
     }
 }
 
+bool ExprBuilder::is_column_factor(ValueId v) const {
+    const dsl::TensorType &t = g_.node(v).type;
+    const dsl::Dim rows = t.rank() == 2 ? dsl::resolve_dim(g_, t.dims[0]) : dsl::Dim::fixed(1);
+    return t.rank() >= 1 && t.rank() <= 2 && rows.is_static() && rows.size == 1;
+}
+
+bool ExprBuilder::is_group_factor(ValueId v) const {
+    const Node &n = g_.node(v);
+    return n.op == Op::RepeatInterleave && n.type.rank() == 2 && n.attrs.axis == 0;
+}
+
 ValueId ExprBuilder::view_operand(ValueId v) const {
     const Node &t = g_.node(v);
     if (t.op == Op::Transpose && t.type.rank() == 2 && (t.attrs.perm.empty() || t.attrs.perm == std::vector<int64_t>{1, 0}))
         return t.inputs[0];
     if (t.op == Op::Cast && t.type.dtype == dsl::DType::F32) return t.inputs[0];
-    // A scale per column (a dequantization: [K, N] times [1, N] or [N]; constant along k, so it
-    // may be computed in the group too, `transpose(s)` of a [N, 1] scale): the view scales each
-    // element as it reads it.
-    if (t.op == Op::Mul && t.type.rank() == 2)
+    if (t.op == Op::UnpackInt4 && t.type.rank() == 2) return t.inputs[0];
+    // A dequantization: a scale per column ([K, N] times [1, N] or [N]; constant along k, so it
+    // may be computed in the group too, `transpose(s)` of a [N, 1] scale) or per group of rows
+    // along k (repeat_interleave of a [K / G, N] scale), times, or a zero point minus, the
+    // quantized values: the view applies it to each element as it reads it.
+    if ((t.op == Op::Mul || t.op == Op::Sub) && t.type.rank() == 2)
         for (int i = 0; i < 2; i++) {
-            const ValueId scale = t.inputs[1 - i];
-            const dsl::TensorType &st = g_.node(scale).type;
-            const dsl::Dim rows = st.rank() == 2 ? dsl::resolve_dim(g_, st.dims[0]) : dsl::Dim::fixed(1);
-            if (st.rank() >= 1 && rows.is_static() && rows.size == 1 && dsl::same_type(g_, g_.node(t.inputs[i]).type, t.type))
+            if (t.op == Op::Sub && i == 1) break;  // the quantized values are the minuend
+            const ValueId factor = t.inputs[1 - i];
+            if ((is_column_factor(factor) || is_group_factor(factor)) && dsl::same_type(g_, g_.node(t.inputs[i]).type, t.type))
                 return t.inputs[i];
         }
     return dsl::kNoValue;
@@ -98,14 +110,18 @@ void ExprBuilder::define_operand_view(ValueId rhs, ValueId matmul) {
     const dsl::Layout &layout = g_.node(v).layout;
     if (v == rhs && layout.empty()) return;
     bool keeps_positions = true;  // casts and scales: w's elements where the panels put them
-    for (ValueId u = rhs; u != v; u = view_operand(u)) keeps_positions = keeps_positions && g_.node(u).op != Op::Transpose;
+    for (ValueId u = rhs; u != v; u = view_operand(u))
+        keeps_positions = keeps_positions && g_.node(u).op != Op::Transpose && g_.node(u).op != Op::UnpackInt4;
     if (keeps_positions && layout.order.empty() && layout.has_panels() && layout.panel_axis == 1)
         out_.rhs_panel_width = layout.panel_width;
     ValueId top = rhs;  // what the view computes: rhs, or in fast mode rhs without its column scale
     const Node &r = g_.node(rhs);
     if (mode_ == dsl::NumericMode::Fast && matmul != dsl::kNoValue && r.op == Op::Mul) {
-        top = view_operand(rhs);
-        column_scale_[matmul] = r.inputs[0] == top ? r.inputs[1] : r.inputs[0];
+        const ValueId values = view_operand(rhs), factor = r.inputs[0] == values ? r.inputs[1] : r.inputs[0];
+        if (is_column_factor(factor)) {  // constant along k: applied to the sums
+            top = values;
+            column_scale_[matmul] = factor;
+        }
     }
     Halide::Var n0("_0"), k1("_1");
     Func view("w");

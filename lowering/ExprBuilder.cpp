@@ -87,7 +87,8 @@ Expr ExprBuilder::build(ValueId v, const std::vector<Expr> &idx) {
     // Casts and data movement keep a narrow value's storage type (an index remap reads it as
     // stored); arithmetic is f32 only.
     const bool moves_data = n.op == Op::Cast || n.op == Op::Copy || n.op == Op::Transpose || n.op == Op::Reshape ||
-                            n.op == Op::Slice || n.op == Op::Concat;
+                            n.op == Op::Slice || n.op == Op::Concat || n.op == Op::PackInt4 || n.op == Op::UnpackInt4 ||
+                            n.op == Op::RepeatInterleave;
     if (n.type.dtype != dsl::DType::F32 && !moves_data)
         refuse(g_, v, "arithmetic is lowered in f32 only (an f16/bf16/i8 value is stored and cast)");
     auto operand = [&](int i) { return at(n.inputs[i], broadcast_index(n.inputs[i], idx)); };
@@ -158,6 +159,29 @@ Expr ExprBuilder::build(ValueId v, const std::vector<Expr> &idx) {
         std::vector<Expr> j = idx;
         j[(size_t)n.attrs.axis] += (int)n.attrs.start;
         return at(n.inputs[0], j);
+    }
+    case Op::RepeatInterleave: {
+        std::vector<Expr> j = idx;
+        j[(size_t)n.attrs.axis] = idx[(size_t)n.attrs.axis] / (int)n.attrs.repeats;
+        return at(n.inputs[0], j);
+    }
+    case Op::UnpackInt4: {  // the nibble of byte k / 2, sign-extended: shifted to the top, then back
+        const size_t axis = (size_t)n.attrs.axis;
+        std::vector<Expr> j = idx;
+        j[axis] = idx[axis] / 2;
+        const Expr byte = at(n.inputs[0], j);
+        return Halide::select(idx[axis] % 2 == 0, byte << 4, byte) >> 4;
+    }
+    case Op::PackInt4: {  // elements 2i and 2i + 1 (clamped into the operand; 0 past its end)
+        const size_t axis = (size_t)n.attrs.axis;
+        const Expr last = extent(n.inputs[0], (int)axis) - 1;
+        auto nibble = [&](const Expr &k) {
+            std::vector<Expr> j = idx;
+            j[axis] = Halide::min(k, last);
+            return Halide::clamp(at(n.inputs[0], j), Halide::cast<int8_t>(-8), Halide::cast<int8_t>(7)) & Halide::cast<int8_t>(15);
+        };
+        const Expr hi = Halide::select(2 * idx[axis] + 1 <= last, nibble(2 * idx[axis] + 1), Halide::cast<int8_t>(0));
+        return nibble(2 * idx[axis]) | (hi << 4);
     }
     case Op::Concat: {  // each side's index clamped into it, so bounds inference stays within both
         const size_t axis = (size_t)n.attrs.axis;

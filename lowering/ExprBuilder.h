@@ -109,18 +109,23 @@ private:
 
     // Contractions.cpp
     void define_matmul(const std::vector<dsl::ValueId> &siblings);
-    /** The right operand read through 2-D transposes, widening casts and scales per column of
-     * a group input: `x @ transpose(w_nk)` (PyTorch's Linear, weights stored [N, K]),
-     * `x @ cast(w_bf16)`, `x @ (cast(q_i8) * s)` (weight-only int8). It becomes a Func "w" in
+    /** The right operand read through 2-D transposes, widening casts, int4 unpacking and
+     * dequantization factors of a group input: `x @ transpose(w_nk)` (PyTorch's Linear, weights
+     * stored [N, K]), `x @ cast(w_bf16)`, `x @ (cast(q_i8) * s)` (weight-only int8),
+     * `x @ (cast(unpack_int4(p)) * repeat_interleave(s))` (int4 in groups). It becomes a Func "w" in
      * the [K, N] orientation schedules expect — pure vars _0 (n) and _1 (k), like an
      * ImageParam's wrapper — which the matmul reads; schedules stage and pack it exactly as they
      * pack a w stored [K, N] in f32. In fast mode a scale per column at the top of the chain
      * (x @ (cast(q) * s)) is applied to the sums instead, (x @ cast(q)) * s: one multiply per
      * output rather than per weight element read (distributing the product is a reassociation). */
     void define_operand_view(dsl::ValueId rhs, dsl::ValueId matmul);
-    /** The operand a view reads through v (a transpose, widening cast or scale per column), or
-     * kNoValue where v is none of them. */
+    /** The operand a view reads through v (a transpose, widening cast, unpack_int4, or a factor
+     * or zero point per column or per group), or kNoValue where v is none of them. */
     dsl::ValueId view_operand(dsl::ValueId v) const;
+    /** A dequantization's factor constant along k: [1, N] or [N] (a scale per column). */
+    bool is_column_factor(dsl::ValueId v) const;
+    /** A dequantization's factor per group of rows along k: repeat_interleave along axis 0. */
+    bool is_group_factor(dsl::ValueId v) const;
 
     // Reductions.cpp
     void define_reduction(dsl::ValueId v);

@@ -21,9 +21,11 @@ std::vector<char> weight_derived(const Graph &g) {
             all = all && (derived[d] || constant);
             any_weight = any_weight || derived[d];
         });
-        // A widening cast (bf16 -> f32) runs per call: the kernel then reads the narrow prepared
-        // value, half the bytes, and widens it in registers.
-        const bool widens = n.op == Op::Cast && byte_size(n.type.dtype) > byte_size(g.node(n.inputs[0]).type.dtype);
+        // A widening cast (bf16 -> f32), unpacking int4 pairs and repeating a group's scale run per
+        // call: the kernel then reads the narrow prepared value (half or an eighth of the bytes)
+        // and expands it in registers.
+        const bool widens = (n.op == Op::Cast && byte_size(n.type.dtype) > byte_size(g.node(n.inputs[0]).type.dtype)) ||
+                            n.op == Op::UnpackInt4 || n.op == Op::RepeatInterleave;
         derived[v] = all && any_weight && !widens;
     }
     return derived;

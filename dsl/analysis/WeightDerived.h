@@ -1,8 +1,9 @@
 /** \file
  * Which values are computed from weights alone: the weights themselves (`%w = weight : ...`, an
  * input the caller promises not to change between calls) and every pure op whose operands are
- * all weight-derived or constants (at least one a weight), except a widening cast (f16/bf16 ->
- * f32), which stays per call so kernels read the narrow value. Such a value is the same on every
+ * all weight-derived or constants (at least one a weight), except a widening cast (f16/bf16/i8 ->
+ * f32), unpack_int4 and repeat_interleave, which stay per call so kernels read the narrow value
+ * (and a quantization group's scale once per group) and expand it in registers. Such a value is the same on every
  * call, so it is computed once when the weights are prepared, not per call: fusion never puts
  * a per-call op in the group of a weight-derived one (rule `weight-prepare`), the group is
  * marked FusionGroup::prepared, and CompiledGraph runs it once per weight version (a transpose,

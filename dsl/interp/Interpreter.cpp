@@ -3,7 +3,9 @@
  * symbols, runs effects, checks every computed shape against the node's type). */
 #include "dsl/interp/Interpreter.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <sstream>
 
 #include "dsl/ir/Numerics.h"
@@ -326,6 +328,43 @@ Tensor evaluate_pure(const Node &n, const std::vector<const Tensor *> &in, const
             std::vector<int64_t> j = idx;
             j[axis] += n.attrs.start;
             r.data[(size_t)lin] = a.data[(size_t)dot(j, sa)];
+        });
+        return r;
+    }
+    case Op::PackInt4:
+    case Op::UnpackInt4:
+    case Op::RepeatInterleave: {
+        const Tensor &a = *in[0];
+        const size_t axis = (size_t)n.attrs.axis;
+        const int64_t group = n.op == Op::RepeatInterleave ? n.attrs.repeats : 2;
+        const int64_t whole = n.op == Op::PackInt4 ? a.shape[axis] : shape[axis];
+        const int64_t groups = n.op == Op::PackInt4 ? shape[axis] : a.shape[axis];
+        if ((whole + group - 1) / group != groups)
+            throw RuntimeError(std::string(to_string(n.op)) + ": " + std::to_string(whole) + " elements along axis " +
+                               std::to_string(axis) + " make " + std::to_string((whole + group - 1) / group) + " groups of " +
+                               std::to_string(group) + ", not " + std::to_string(groups) + " (operand " + shape_str(a.shape) +
+                               ", result " + shape_str(shape) + ")");
+        Tensor r = make(dt, shape);
+        const auto sa = strides_of(a.shape);
+        auto nibble = [](double q) { return (int)std::clamp(q, -8.0, 7.0) & 15; };  // q is an integer (i8)
+        for_each_index(shape, [&](int64_t lin, const std::vector<int64_t> &idx) {
+            std::vector<int64_t> j = idx;
+            double &out = r.data[(size_t)lin];
+            if (n.op == Op::RepeatInterleave) {
+                j[axis] /= n.attrs.repeats;
+                out = a.data[(size_t)dot(j, sa)];
+            } else if (n.op == Op::UnpackInt4) {
+                j[axis] /= 2;
+                const int byte = (int)a.data[(size_t)dot(j, sa)] & 0xff;
+                const int v = idx[axis] % 2 == 0 ? byte & 15 : byte >> 4;
+                out = v >= 8 ? v - 16 : v;
+            } else {
+                j[axis] = 2 * idx[axis];
+                const int lo = nibble(a.data[(size_t)dot(j, sa)]);
+                j[axis]++;
+                const int hi = j[axis] < a.shape[axis] ? nibble(a.data[(size_t)dot(j, sa)]) : 0;
+                out = (double)(int8_t)(uint8_t)(lo | hi << 4);
+            }
         });
         return r;
     }

@@ -422,6 +422,62 @@ Value quantized_int8(const Value &w, int64_t axis) {
     return cast(cast(w / scale, DType::I8), w.type().dtype) * scale;
 }
 
+Value pack_int4(const Value &q, int64_t axis) {
+    GraphBuilder &g = builder_of(q, Op::PackInt4);
+    TensorType t = q.type();
+    if (axis < 0 || axis >= t.rank())
+        throw TypeError("pack_int4: axis " + std::to_string(axis) + " out of range for rank " + std::to_string(t.rank()));
+    const Dim d = resolve_dim(g.graph(), t.dims[(size_t)axis]);
+    if (!d.is_static()) throw TypeError("pack_int4: the extent along axis " + std::to_string(axis) + " must be static");
+    t.dims[(size_t)axis] = Dim::fixed((d.size + 1) / 2);
+    Attrs a;
+    a.axis = axis;
+    return g.add_op(Op::PackInt4, {q}, std::move(a), t);
+}
+
+Value unpack_int4(const Value &p, int64_t axis, const DimArg &extent) {
+    GraphBuilder &g = builder_of(p, Op::UnpackInt4);
+    TensorType t = p.type();
+    if (axis < 0 || axis >= t.rank())
+        throw TypeError("unpack_int4: axis " + std::to_string(axis) + " out of range for rank " + std::to_string(t.rank()));
+    t.dims[(size_t)axis] = g.make_type(DType::I8, {extent}).dims[0];
+    Attrs a;
+    a.axis = axis;
+    return g.add_op(Op::UnpackInt4, {p}, std::move(a), t);
+}
+
+Value repeat_interleave(const Value &v, int64_t axis, int64_t repeats, const DimArg &extent) {
+    GraphBuilder &g = builder_of(v, Op::RepeatInterleave);
+    TensorType t = v.type();
+    if (axis < 0 || axis >= t.rank())
+        throw TypeError("repeat_interleave: axis " + std::to_string(axis) + " out of range for rank " + std::to_string(t.rank()));
+    if (repeats < 1) throw TypeError("repeat_interleave: repeats=" + std::to_string(repeats) + " must be at least 1");
+    t.dims[(size_t)axis] = g.make_type(v.dtype(), {extent}).dims[0];
+    Attrs a;
+    a.axis = axis;
+    a.repeats = repeats;
+    return g.add_op(Op::RepeatInterleave, {v}, std::move(a), t);
+}
+
+Value quantized_int4(const Value &w, int64_t group) {
+    GraphBuilder &g = builder_of(w, Op::PackInt4);
+    const TensorType t = w.type();
+    if (t.rank() != 2) throw TypeError("quantized_int4: expected a [K, N] weight, got rank " + std::to_string(t.rank()));
+    const Dim kd = resolve_dim(g.graph(), t.dims[0]), nd = resolve_dim(g.graph(), t.dims[1]);
+    if (!kd.is_static() || !nd.is_static()) throw TypeError("quantized_int4: the weight's extents must be static");
+    if (group < 2 || group % 2) throw TypeError("quantized_int4: group=" + std::to_string(group) + " must be even and >= 2");
+    const int64_t k = kd.size, n = nd.size, groups = (k + group - 1) / group;
+    // Groups are formed over w padded with zero rows to a whole number of groups; a padded row
+    // never raises its group's maximum and is cut before packing.
+    Value padded = w;
+    if (groups * group != k) padded = concat(w, g.constant(0.0, t.dtype, {groups * group - k, n}), 0);
+    const Value scale = reduce_max(abs(reshape(padded, {groups, group, n})), {1}, true) / 7.0;  // [G, 1, N]
+    const Value q = cast(reshape(reshape(padded, {groups, group, n}) / scale, {groups * group, n}), DType::I8);
+    const Value packed = pack_int4(groups * group == k ? q : slice(q, 0, 0, k), 0);
+    const Value values = cast(unpack_int4(packed, 0, k), t.dtype);
+    return values * repeat_interleave(reshape(scale, {groups, n}), 0, group, k);
+}
+
 // ---- Effects ----
 
 void state_write(const std::string &var, const Value &v) {

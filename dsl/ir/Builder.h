@@ -267,6 +267,19 @@ Value copy(const Value &v, const Layout &layout);
  * it is read: cast(cast(w / s) : i8) : f32 * s with s = reduce_max(abs(w), [axis]) / 127. On a
  * weight, s and the i8 values are prepared once and the matmul reads a quarter of the bytes. */
 Value quantized_int8(const Value &w, int64_t axis = 0);
+/** q's int4 values (i8, saturated to [-8, 7]) two per byte along `axis`: [ceil(K / 2), ...]. */
+Value pack_int4(const Value &q, int64_t axis);
+/** The inverse of pack_int4: `extent` values along `axis` (ceil(extent / 2) = p's extent there). */
+Value unpack_int4(const Value &p, int64_t axis, const DimArg &extent);
+/** Each element of v `repeats` times along `axis`, `extent` in all (a group's scale per row). */
+Value repeat_interleave(const Value &v, int64_t axis, int64_t repeats, const DimArg &extent);
+/** w [K, N] (static extents) as weight-only int4 in groups of `group` rows along K (even, e.g.
+ * 32, 64, 128), a scale per group and column, dequantized where it is read:
+ * cast(unpack_int4(p)) : f32 * repeat_interleave(s) with s = max |w| over the group / 7 and p the
+ * values round(w / s) packed two per byte (TSL.md, "Quantized weights"). A K that is not a
+ * multiple of the group has a short last group. On a weight, p and s are prepared once and the
+ * matmul reads an eighth of f32's bytes plus the scales. */
+Value quantized_int4(const Value &w, int64_t group);
 
 // ---- Effects without a result; they run in the order they are built. ----
 void state_write(const std::string &var, const Value &v);

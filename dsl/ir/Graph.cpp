@@ -79,6 +79,7 @@ const char *to_string(IterSpace s) {
 
 bool Attrs::operator==(const Attrs &o) const {
     return same_bits(value, o.value) && axis == o.axis && axes == o.axes && keepdims == o.keepdims && start == o.start &&
+           repeats == o.repeats &&
            perm == o.perm && seed == o.seed && var == o.var && text == o.text && weight == o.weight;
 }
 

@@ -49,6 +49,7 @@ constexpr unsigned kAttrLabel = 1u << 7;           ///< print: label="..."
 constexpr unsigned kAttrMsg = 1u << 8;             ///< assert: msg="..."
 constexpr unsigned kTypeFromAnnotation = 1u << 9;  ///< result type is written, not inferred
 constexpr unsigned kAttrStart = 1u << 10;          ///< slice: start=
+constexpr unsigned kAttrRepeats = 1u << 11;        ///< repeat_interleave: repeats=
 
 enum class Op {
 #define DSL_OP(e, s, ar, res, eff, it, attrs) e,
@@ -100,7 +101,8 @@ inline bool is_reduction(Op op) { return op >= Op::ReduceSum && op <= Op::Reduce
 struct Attrs {
     std::vector<double> value;  ///< constant: 1 element (splat) or numel elements, row-major
     int64_t axis = 0;
-    int64_t start = 0;  ///< slice: the first index taken along axis
+    int64_t start = 0;    ///< slice: the first index taken along axis
+    int64_t repeats = 0;  ///< repeat_interleave: copies of each element along axis (>= 1)
     std::vector<int64_t> axes;
     bool keepdims = false;
     std::vector<int64_t> perm;

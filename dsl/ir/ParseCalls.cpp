@@ -53,6 +53,7 @@ Operand Parser::parse_call(const Token &name) {
         error(name.loc, name.text + " expects " + std::to_string(info.arity) + " operand(s), got " + std::to_string(args.size()));
     if ((info.attrs & kAttrAxis) && !has_axis) error(name.loc, name.text + " needs axis=");
     if ((info.attrs & kAttrAxes) && !has_axes) error(name.loc, name.text + " needs axes=[...]");
+    if ((info.attrs & kAttrRepeats) && attrs.repeats < 1) error(name.loc, name.text + " needs repeats=");
     if ((info.attrs & kAttrValue) && !has_value) error(name.loc, name.text + " needs value=[...]");
     DType lit = DType::F32;
     bool all_int = true;
@@ -106,6 +107,11 @@ void Parser::parse_attr(Op op, const Token &key, Attrs &a, Layout &layout, bool 
     } else if (k == "start") {
         want(kAttrStart);
         a.start = signed_int();
+    } else if (k == "repeats") {
+        want(kAttrRepeats);
+        const Token t = peek();
+        a.repeats = signed_int();
+        if (a.repeats < 1) error(t.loc, "repeats=" + std::to_string(a.repeats) + " must be at least 1");
     } else if (k == "seed") {
         want(kAttrSeed);
         Token t = expect(Tok::Int, "an integer seed");

@@ -100,6 +100,7 @@ std::string print_node(const Graph &g, ValueId id) {
         }
         if (info.attrs & kAttrAxis) sep() << "axis=" << a.axis;
         if (info.attrs & kAttrStart) sep() << "start=" << a.start;
+        if (info.attrs & kAttrRepeats) sep() << "repeats=" << a.repeats;
         if (info.attrs & kAttrAxes) sep() << "axes=" << int_list(a.axes);
         if ((info.attrs & kAttrKeepDims) && a.keepdims) sep() << "keepdims=true";
         if (info.attrs & kAttrPerm) sep() << "perm=" << int_list(a.perm);

@@ -234,6 +234,35 @@ bool same_type(const Graph &g, const TensorType &a, const TensorType &b) {
 namespace {
 
 /** The result type from the operands' types and the attributes, before its extents are checked. */
+/** pack_int4, unpack_int4, repeat_interleave: the annotated result keeps the operand's rank and
+ * every dim but `axis`, where the packed (or grouped) side's extent is the other side's divided by
+ * the group (2 for int4 pairs), rounded up: checked here where both extents are known, else
+ * when they are (the interpreter; a kernel's bounds check). */
+TensorType grouped_axis_type(const Graph &g, const Node &n) {
+    const TensorType &a = operand(g, n, 0);
+    check_axis(g, n, n.attrs.axis, a);
+    const int axis = (int)n.attrs.axis;
+    const std::string both = "operand " + print_type(g, a) + ", result " + print_type(g, n.type);
+    const bool int4 = n.op != Op::RepeatInterleave;
+    if (int4 && (a.dtype != DType::I8 || n.type.dtype != DType::I8))
+        fail(n, std::string(to_string(n.op)) + " takes and gives i8 (int4 values, two per byte when packed): " + both);
+    if (!int4 && a.dtype != n.type.dtype) fail(n, "repeat_interleave keeps the dtype: " + both);
+    if (a.rank() != n.type.rank()) fail(n, std::string(to_string(n.op)) + " keeps the rank: " + both);
+    for (int i = 0; i < a.rank(); ++i)
+        if (i != axis && !same_dim(g, a.dims[(size_t)i], n.type.dims[(size_t)i]))
+            fail(n, std::string(to_string(n.op)) + " along axis " + std::to_string(axis) + " keeps dim " + std::to_string(i) +
+                        ": " + both);
+    const int64_t group = int4 ? 2 : n.attrs.repeats;
+    const bool wide_operand = n.op == Op::PackInt4;  // the operand has the element count, the result the groups
+    const Dim whole = resolve_dim(g, (wide_operand ? a : n.type).dims[(size_t)axis]);
+    const Dim groups = resolve_dim(g, (wide_operand ? n.type : a).dims[(size_t)axis]);
+    if (whole.is_static() && groups.is_static() && (whole.size + group - 1) / group != groups.size)
+        fail(n, std::string(to_string(n.op)) + ": " + std::to_string(whole.size) + " elements along axis " + std::to_string(axis) +
+                    " make " + std::to_string((whole.size + group - 1) / group) + " groups of " + std::to_string(group) +
+                    ", not " + std::to_string(groups.size) + ": " + both);
+    return n.type;
+}
+
 TensorType infer_result_type(const Graph &g, const Node &n) {
     switch (n.op) {
     case Op::Input:
@@ -390,6 +419,9 @@ TensorType infer_result_type(const Graph &g, const Node &n) {
                         ": " + both);
         return n.type;
     }
+    case Op::PackInt4:
+    case Op::UnpackInt4:
+    case Op::RepeatInterleave: return grouped_axis_type(g, n);
     case Op::Concat: {
         const TensorType &a = operand(g, n, 0), &b = operand(g, n, 1);
         check_axis(g, n, n.attrs.axis, a);

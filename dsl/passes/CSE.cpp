@@ -24,7 +24,7 @@ std::string key_of(const Node &n) {
         std::memcpy(&b, &v, sizeof b);
         os << std::hex << b << std::dec << ',';
     }
-    os << '|' << a.axis << '|' << a.start << '|' << a.keepdims << '|' << a.seed << '|';
+    os << '|' << a.axis << '|' << a.start << '|' << a.repeats << '|' << a.keepdims << '|' << a.seed << '|';
     for (int64_t x : a.axes) os << x << ',';
     os << '|';
     for (int64_t x : a.perm) os << x << ',';

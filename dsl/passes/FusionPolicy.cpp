@@ -29,7 +29,9 @@ FusionClass fusion_class(const Graph &g, ValueId v) {
     case IterSpace::Opaque: break;
     }
     if (n.op == Op::Constant || n.op == Op::CausalMask) return FusionClass::Constant;
-    if (n.op == Op::Reshape || n.op == Op::Slice || n.op == Op::Concat) return FusionClass::Reshape;
+    if (n.op == Op::Reshape || n.op == Op::Slice || n.op == Op::Concat || n.op == Op::PackInt4 || n.op == Op::UnpackInt4 ||
+        n.op == Op::RepeatInterleave)
+        return FusionClass::Reshape;
     if (n.op == Op::UpdateTail) return FusionClass::CacheWrite;
     return FusionClass::Outside;
 }
@@ -305,7 +307,11 @@ public:
                                               " in its group, which the k-loop would re-run per tile; materialize " + nm(g, p));
             for (ValueId v : group) {
                 const std::string what = to_string(g.node(v).op) + std::string(" (%") + g.display_name(v) + ")";
-                if (fusion_class(g, v) == FusionClass::Reshape && g.node(v).op != Op::Slice)
+                // An offset (slice) or a division by a constant (an int4 pair, a quantization
+                // group's scale) is cheap in the k-loop; a reshape's index arithmetic is not.
+                const Op op = g.node(v).op;
+                if (fusion_class(g, v) == FusionClass::Reshape && op != Op::Slice && op != Op::UnpackInt4 &&
+                    op != Op::RepeatInterleave)
                     return FusionDecision::no("matmul-operand", "operand chain of " + nm(g, p) + " remaps its index through " +
                                                                     what + ": index arithmetic per element in the k-loop of " +
                                                                     nm(g, c) + "; materialize " + nm(g, p));
