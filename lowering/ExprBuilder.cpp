@@ -178,7 +178,8 @@ Expr ExprBuilder::build(ValueId v, const std::vector<Expr> &idx) {
         auto nibble = [&](const Expr &k) {
             std::vector<Expr> j = idx;
             j[axis] = Halide::min(k, last);
-            return Halide::clamp(at(n.inputs[0], j), Halide::cast<int8_t>(-8), Halide::cast<int8_t>(7)) & Halide::cast<int8_t>(15);
+            return Halide::clamp(at(n.inputs[0], j), Halide::cast<int8_t>(-8), Halide::cast<int8_t>(7)) &
+                   Halide::cast<int8_t>(15);
         };
         const Expr hi = Halide::select(2 * idx[axis] + 1 <= last, nibble(2 * idx[axis] + 1), Halide::cast<int8_t>(0));
         return nibble(2 * idx[axis]) | (hi << 4);

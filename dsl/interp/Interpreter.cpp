@@ -522,7 +522,10 @@ private:
                 half_width = std::sqrt(3.0 * (double)t.shape.back() / (double)t.numel());
             for (size_t i = 0; i < t.data.size(); ++i) {
                 double u = (double)(hash2(seed, i) >> 40) * 0x1p-24;
-                t.data[i] = is_int(t.dtype) ? std::floor(u * 8) : (u * 2.0 - 1.0) * half_width;
+                // i8 data is quantized values or packed int4 pairs: every byte, every nibble.
+                t.data[i] = t.dtype == DType::I8 ? std::floor(u * 256) - 128
+                            : is_int(t.dtype)    ? std::floor(u * 8)
+                                                 : (u * 2.0 - 1.0) * half_width;
             }
             round_all(t);
             return t;

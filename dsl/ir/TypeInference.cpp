@@ -257,9 +257,9 @@ TensorType grouped_axis_type(const Graph &g, const Node &n) {
     const Dim whole = resolve_dim(g, (wide_operand ? a : n.type).dims[(size_t)axis]);
     const Dim groups = resolve_dim(g, (wide_operand ? n.type : a).dims[(size_t)axis]);
     if (whole.is_static() && groups.is_static() && (whole.size + group - 1) / group != groups.size)
-        fail(n, std::string(to_string(n.op)) + ": " + std::to_string(whole.size) + " elements along axis " + std::to_string(axis) +
-                    " make " + std::to_string((whole.size + group - 1) / group) + " groups of " + std::to_string(group) +
-                    ", not " + std::to_string(groups.size) + ": " + both);
+        fail(n, std::string(to_string(n.op)) + ": " + std::to_string(whole.size) + " elements along axis " +
+                    std::to_string(axis) + " make " + std::to_string((whole.size + group - 1) / group) + " groups of " +
+                    std::to_string(group) + ", not " + std::to_string(groups.size) + ": " + both);
     return n.type;
 }
 
