@@ -51,9 +51,11 @@ inline std::string tessel_name(const BenchShape &s, const std::string &schedule,
 inline std::string blas_name(const BenchShape &s, const std::string &epilogue) { return s.name + "/openblas/" + epilogue; }
 inline std::string probe_name(const BenchShape &s) { return s.name + "/probe/fma_peak"; }
 /** The read floor's row for w's K x N elements of `element_bytes` each (4: f32's w; 2 and 1: the
- * bytes a bf16 or int8 weight reads). */
-inline std::string floor_name(const BenchShape &s, const autosched::ReadPattern &p, int element_bytes = 4) {
-    return s.name + "/floor/read_w_" + (element_bytes == 4 ? "" : std::to_string(element_bytes) + "B_") + p.name();
+ * bytes a bf16 or int8 weight reads; 0.625: int4 with an f32 scale per group of 32). */
+inline std::string floor_name(const BenchShape &s, const autosched::ReadPattern &p, double element_bytes = 4) {
+    char bytes[32];
+    std::snprintf(bytes, sizeof bytes, "%gB_", element_bytes);
+    return s.name + "/floor/read_w_" + (element_bytes == 4 ? "" : bytes) + p.name();
 }
 
 /** `name` is in the comma-separated `list`. */

@@ -22,7 +22,7 @@ void print_usage() {
                  "                   The FMA probe runs the same vector width\n"
                  "  --variant-shapes A,B  shapes also timed as a two-output group and as x @ w.T\n"
                  "                   (default mlp_up,decode_1; \"\" for none)\n"
-                 "  --variants A,B   only these of them (two_outputs, x_wT, x_wT_prepared, w_bf16, w_int8,\n"
+                 "  --variants A,B   only these of them (two_outputs, x_wT, x_wT_prepared, w_bf16, w_int8, w_int4, w_int4_g128,\n"
                  "                   w_panels, w_bf16_panels; default all); the others print as nan\n"
                  "JSON: --benchmark_format=json or --benchmark_out=FILE --benchmark_out_format=json\n";
 }

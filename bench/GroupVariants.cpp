@@ -3,11 +3,14 @@
 
 #include "compiler/Plan.h"
 #include "dsl/ir/Builder.h"
+#include "dsl/ir/Numerics.h"
 #include "lowering/ScheduleGroup.h"
 #include "lowering/TensorBuffers.h"
 #include "schedules/MatmulCpuSchedules.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <optional>
 
@@ -51,8 +54,21 @@ GroupVariant::Prepared GroupVariant::prepare_weights(std::map<std::string, Halid
     const tessel::SteadyClock::time_point t0 = tessel::SteadyClock::now();
     const dsl::Graph &g = *graph;
     std::map<dsl::ValueId, Halide::Buffer<>> values;
+    std::map<std::string, Halide::Buffer<>> loaded;  // weights loaded already quantized, made from w
+    if (const int group = int4_group(label)) {
+        const Halide::Runtime::Buffer<float> &w = *buffers.at("w");
+        const int K = w.dim(1).extent(), N = w.dim(0).extent();
+        Halide::Buffer<int8_t> p(N, (K + 1) / 2);
+        Halide::Buffer<float> s(N, (K + group - 1) / group);
+        quantize_int4(w.data(), K, N, group, p.data(), s.data());
+        loaded = {{"p", p}, {"s", s}};
+    }
     for (dsl::ValueId v : g.order()) {
         if (!(g.node(v).op == dsl::Op::Input && g.node(v).attrs.weight)) continue;
+        if (auto it = loaded.find(g.display_name(v)); it != loaded.end()) {
+            values[v] = it->second;
+            continue;
+        }
         Halide::Runtime::Buffer<float> &b = *buffers.at(g.display_name(v));
         if (g.node(v).layout.empty()) {
             std::vector<int64_t> shape;
@@ -147,6 +163,11 @@ std::optional<dsl::Graph> variant_graph(const std::string &label, const Halide::
         });
     if (label == "w_int8")
         return linear([](GraphBuilder &b, Dim K, Dim N) { return quantized_int8(b.weight("w", DType::F32, {K, N})); });
+    if (const int group = int4_group(label))
+        return linear([group](GraphBuilder &b, Dim K, Dim N) {
+            const Value p = b.weight("p", DType::I8, {b.symbol("KP"), N}), s = b.weight("s", DType::F32, {b.symbol("G"), N});
+            return cast(unpack_int4(p, 0, K), DType::F32) * repeat_interleave(s, 0, group, K);
+        });
     if (label == "w_panels")
         return linear([nr](GraphBuilder &b, Dim K, Dim N) { return b.weight("w", DType::F32, {K, N}, Layout::panels(1, nr)); });
     // Both: narrowed to bf16 and packed in panels when prepared (what the layout pass chooses
@@ -160,11 +181,34 @@ std::optional<dsl::Graph> variant_graph(const std::string &label, const Halide::
 
 }  // namespace
 
-int weight_element_bytes(const std::string &label) { return label.rfind("w_bf16", 0) == 0 ? 2 : label == "w_int8" ? 1 : 4; }
+double weight_element_bytes(const std::string &label) {
+    if (const int group = int4_group(label)) return 0.5 + 4.0 / group;
+    return label.rfind("w_bf16", 0) == 0 ? 2 : label == "w_int8" ? 1 : 4;
+}
+
+int int4_group(const std::string &label) { return label == "w_int4" ? 32 : label == "w_int4_g128" ? 128 : 0; }
+
+void quantize_int4(const float *w, int K, int N, int group, int8_t *p, float *s, float *dequantized) {
+    const int groups = (K + group - 1) / group;
+    std::fill(p, p + (size_t)(K + 1) / 2 * N, 0);
+    for (int g = 0; g < groups; g++)
+        for (int n = 0; n < N; n++) {
+            float m = 0;
+            for (int k = g * group; k < std::min(K, (g + 1) * group); k++) m = std::max(m, std::fabs(w[(size_t)k * N + n]));
+            const float scale = m / 7.0f;
+            s[(size_t)g * N + n] = scale;
+            for (int k = g * group; k < std::min(K, (g + 1) * group); k++) {
+                const int q = (int)std::clamp(dsl::round_to(dsl::DType::I8, w[(size_t)k * N + n] / scale), -8.0, 7.0);
+                p[(size_t)(k / 2) * N + n] |= (int8_t)((q & 15) << (k % 2 ? 4 : 0));
+                if (dequantized) dequantized[(size_t)k * N + n] = (float)q * scale;
+            }
+        }
+}
 
 const std::vector<std::string> &group_variant_labels() {
     static const std::vector<std::string> labels = {"two_outputs", "x_wT",     "x_wT_prepared", "w_bf16",
-                                                    "w_int8",      "w_panels", "w_bf16_panels"};
+                                                    "w_int8",      "w_panels", "w_bf16_panels", "w_int4",
+                                                    "w_int4_g128"};
     return labels;
 }
 

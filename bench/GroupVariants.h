@@ -5,7 +5,9 @@
  * w the schedules pack); and w declared a weight, prepared once: stored [N, K] and transposed
  * when prepared ("x_wT_prepared"), narrowed to bf16 ("w_bf16": the kernel reads half the bytes
  * and widens in registers), packed in panels of the register block's width ("w_panels"), or
- * both ("w_bf16_panels").
+ * both ("w_bf16_panels"); int8 per column ("w_int8"); int4 in groups of 32 or 128 loaded already
+ * quantized ("w_int4", "w_int4_g128": packed pairs and scales made on the host as
+ * quantize_int4 says, read through unpack_int4 and repeat_interleave).
  * Each is a graph from the C++ builder compiled by CompiledKernel under the schedule being
  * benchmarked, fitted to the group as the compiler fits it (a panel-stored w gets the panel
  * nests; its prepared groups under the default schedule), so the benchmark compares them
@@ -45,8 +47,17 @@ struct GroupVariant {
     void run(std::map<std::string, Halide::Runtime::Buffer<float> *> &buffers) const { run(buffers, Prepared()); }
 };
 
-/** Bytes per element of the w a variant's kernel reads: 2 for the bf16 ones, 1 for int8, else 4. */
-int weight_element_bytes(const std::string &label);
+/** Bytes per element of the w a variant's kernel reads: 2 for the bf16 ones, 1 for int8, 0.5 plus
+ * an f32 scale per group for int4, else 4. */
+double weight_element_bytes(const std::string &label);
+
+/** The group size of an int4 variant ("w_int4": 32, "w_int4_g128": 128), 0 for the others. */
+int int4_group(const std::string &label);
+
+/** w [K][N] quantized as dsl::quantized_int4 does it, groups of `group` rows: scale s [G][N] =
+ * max |w| / 7 over the group, q = round(w / s) saturated to [-8, 7], rows 2j and 2j + 1 packed in
+ * byte j of p [ceil(K / 2)][N] (low nibble first). `dequantized`, when given, gets q * s. */
+void quantize_int4(const float *w, int K, int N, int group, int8_t *p, float *s, float *dequantized = nullptr);
 
 /** The variants' labels, in the order make_group_variants builds them. */
 const std::vector<std::string> &group_variant_labels();

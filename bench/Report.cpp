@@ -210,7 +210,7 @@ void print_summary(const BenchOptions &o, const Machine &m, const std::vector<st
                 // A narrow weight against the floor of its own bytes (read in the same rounds).
                 const ReadFloor f2 = read_floor(s, 2), f1 = read_floor(s, 1);
                 auto share = [&](const char *label) {
-                    const int bytes = weight_element_bytes(label);
+                    const double bytes = weight_element_bytes(label);
                     const ReadFloor &own = bytes == 1 ? f1 : bytes == 2 ? f2 : f;
                     return d->prepared.count(label) ? 100 * own.share(tessel_name(s, o.schedule, label)) : NAN;
                 };
@@ -222,11 +222,25 @@ void print_summary(const BenchOptions &o, const Machine &m, const std::vector<st
                              100 * f.share(tessel_name(s, o.schedule, "tanh_fast")), share("w_panels"), share("w_bf16"),
                              share("w_bf16_panels"), f2.seconds * 1e3, share("w_int8"), f1.seconds * 1e3);
             }
+            for (const char *label : {"w_int4", "w_int4_g128"}) {
+                if (!d->prepared.count(label)) continue;
+                const double t4 = median(g_samples[tessel_name(s, o.schedule, label)]);
+                std::fprintf(g_text, "%-14s int4, groups of %d: %.3f ms, %.3fx x @ w, %.3fx int8", "", int4_group(label), t4 * 1e3,
+                             t1 / t4, tq / t4);
+                if (s.kind == ShapeKind::Decode) {
+                    const double bytes = weight_element_bytes(label);
+                    const ReadFloor own = read_floor(s, bytes);
+                    std::fprintf(g_text, "; %.1f%% of the floor of its %.3g bytes per element (%.3f ms)",
+                                 100 * own.share(tessel_name(s, o.schedule, label)), bytes, own.seconds * 1e3);
+                }
+                std::fprintf(g_text, "\n");
+            }
         }
         std::fprintf(g_text,
                      "(ratio = x @ w ms / variant ms: > 1.000x means the variant is faster; x@T(w) prep. is w stored\n"
                      " [N, K], transposed once when prepared; panels are the register block's width; int8 is w quantized\n"
-                     " per output column, checked against OpenBLAS on the dequantized w)\n");
+                     " per output column, int4 in groups along K loaded already quantized, each checked against OpenBLAS\n"
+                     " on the dequantized w)\n");
     }
 
     for (const auto &d : data) {

@@ -87,7 +87,7 @@ double ReadFloor::share(const std::string &kernel) const {
     return r.empty() ? NAN : median(r);
 }
 
-ReadFloor read_floor(const BenchShape &s, int element_bytes) {
+ReadFloor read_floor(const BenchShape &s, double element_bytes) {
     ReadFloor f;
     std::map<std::string, int> fastest;
     for (size_t i = 0;; i++) {

@@ -52,6 +52,6 @@ struct ReadFloor {
 };
 
 /** The read floor of decode shape `s` from its floor_name rows (w of `element_bytes` per element). */
-ReadFloor read_floor(const BenchShape &s, int element_bytes = 4);
+ReadFloor read_floor(const BenchShape &s, double element_bytes = 4);
 
 }  // namespace tessel::bench

@@ -187,15 +187,20 @@ int run(int argc, char **argv) {
                 const GroupVariant::Prepared *prep = &(d->prepared[v.label] = v.prepare_weights(args));
                 v.run(args, *prep);
                 ErrorStats ev = compare(yv.data(), d->y.data(), (size_t)s.M * s.N);
-                if (v.label.rfind("w_bf16", 0) == 0 || v.label == "w_int8") {
+                if (v.label.rfind("w_bf16", 0) == 0 || v.label == "w_int8" || int4_group(v.label)) {
                     // Narrow weights: checked against OpenBLAS on w as stored (rounded to bf16, or
-                    // quantized per column and dequantized), the same math.
+                    // quantized per column or group and dequantized), the same math.
                     Buffer<float> wr(s.N, s.K), yr(s.N, s.M);
-                    if (v.label == "w_int8")
+                    if (v.label == "w_int8") {
                         dequantized_int8(d->w.data(), wr.data(), s.K, s.N);
-                    else
+                    } else if (const int group = int4_group(v.label)) {
+                        std::vector<int8_t> packed((size_t)(s.K + 1) / 2 * s.N);
+                        std::vector<float> scales((size_t)(s.K + group - 1) / group * s.N);
+                        quantize_int4(d->w.data(), s.K, s.N, group, packed.data(), scales.data(), wr.data());
+                    } else {
                         for (size_t i = 0; i < (size_t)s.K * s.N; i++)
                             wr.data()[i] = dsl::bf16_bits_to_float(dsl::float_to_bf16_bits(d->w.data()[i]));
+                    }
                     gelu_mlp_openblas(d->x.data(), wr.data(), d->bias.data(), yr.data(), s.M, s.K, s.N, GeluForm::Tanh);
                     ev = compare(yv.data(), yr.data(), (size_t)s.M * s.N);
                 }
@@ -221,14 +226,14 @@ int run(int argc, char **argv) {
                 timed.push_back(
                     {floor_name(s, p), [=] { g_sink = g_sink + stream_read(d->w.data(), (size_t)s.K * s.N, threads, p); }});
             // The floors of the narrow weights' own bytes, where those variants run.
-            std::set<int> narrow;
+            std::set<double> narrow;
             for (const GroupVariant &v : k.variants)
                 if (listed(o.variant_shapes, s.name) && weight_element_bytes(v.label) < 4)
                     narrow.insert(weight_element_bytes(v.label));
-            for (const int bytes : narrow)
+            for (const double bytes : narrow)
                 for (const autosched::ReadPattern &p : autosched::kReadPatterns)
                     timed.push_back({floor_name(s, p, bytes), [=] {
-                                         g_sink = g_sink + stream_read(d->w.data(), (size_t)s.K * s.N * bytes / 4, threads, p);
+                                         g_sink = g_sink + stream_read(d->w.data(), (size_t)(s.K * (double)s.N * bytes / 4), threads, p);
                                      }});
         } else {
             // The FMA probe in the same rounds: "% of peak" is a ratio of rates measured

@@ -165,12 +165,18 @@ Expr ExprBuilder::build(ValueId v, const std::vector<Expr> &idx) {
         j[(size_t)n.attrs.axis] = idx[(size_t)n.attrs.axis] / (int)n.attrs.repeats;
         return at(n.inputs[0], j);
     }
-    case Op::UnpackInt4: {  // the nibble of byte k / 2, sign-extended: shifted to the top, then back
+    case Op::UnpackInt4: {
+        // The nibble of byte k / 2, sign-extended, in 32-bit lanes (x86 has no 8-bit shifts): moved
+        // to the top of the word (by 28 or 24 bits: one shift by a count every lane shares, no
+        // select; unsigned, as Halide takes signed overflow for impossible), then shifted down
+        // arithmetically. The narrowing to i8 keeps every value, so the widening cast that reads it
+        // folds away.
         const size_t axis = (size_t)n.attrs.axis;
         std::vector<Expr> j = idx;
         j[axis] = idx[axis] / 2;
-        const Expr byte = at(n.inputs[0], j);
-        return Halide::select(idx[axis] % 2 == 0, byte << 4, byte) >> 4;
+        const Expr word = Halide::cast<uint32_t>(Halide::cast<int32_t>(at(n.inputs[0], j)));
+        const Expr up = Halide::cast<uint32_t>(28 - 4 * (idx[axis] % 2));
+        return Halide::cast<int8_t>(Halide::reinterpret<int32_t>(word << up) >> 28);
     }
     case Op::PackInt4: {  // elements 2i and 2i + 1 (clamped into the operand; 0 past its end)
         const size_t axis = (size_t)n.attrs.axis;
