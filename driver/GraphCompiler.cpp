@@ -60,18 +60,23 @@ ScheduleSelectionOptions selection_options(const std::string &schedule, bool fal
  * arithmetic stays f32, docs/TSL.md). Empty when everything is f32. */
 std::string precision_line(const dsl::Graph &g, const dsl::FusionGroup &group) {
     const std::set<dsl::ValueId> members(group.nodes.begin(), group.nodes.end());
-    std::set<dsl::ValueId> reads;
+    std::set<dsl::ValueId> reads, int4;  // int4: i8 values holding packed pairs
     for (dsl::ValueId v : group.nodes)
-        for (dsl::ValueId in : g.node(v).inputs)
+        for (dsl::ValueId in : g.node(v).inputs) {
             if (!members.count(in) && dsl::is_narrow_storage(g.node(in).type.dtype)) reads.insert(in);
+            if (g.node(v).op == dsl::Op::UnpackInt4) int4.insert(in);
+        }
+    for (dsl::ValueId v : group.nodes)
+        if (g.node(v).op == dsl::Op::PackInt4) int4.insert(v);
+    auto stored = [&](dsl::ValueId v) { return int4.count(v) ? std::string("int4 pairs") : dsl::to_string(g.node(v).type.dtype); };
     std::string writes;
     for (dsl::ValueId v : group.outputs)
         if (dsl::is_narrow_storage(g.node(v).type.dtype))
-            writes += (writes.empty() ? "" : ", ") + ("%" + g.display_name(v)) + " as " + dsl::to_string(g.node(v).type.dtype);
+            writes += (writes.empty() ? "" : ", ") + ("%" + g.display_name(v)) + " as " + stored(v);
     if (reads.empty() && writes.empty() && !group.prepared) return "";
     std::string line = "f32 arithmetic";
     if (group.prepared) line += ", strict (prepared once per weight version)";
-    for (dsl::ValueId v : reads) line += "; reads %" + g.display_name(v) + " as " + dsl::to_string(g.node(v).type.dtype);
+    for (dsl::ValueId v : reads) line += "; reads %" + g.display_name(v) + " as " + stored(v);
     if (!writes.empty()) line += "; writes " + writes;
     return line;
 }

@@ -143,6 +143,26 @@ TEST_CASE("tessel run and compile on an int8 weight: the precision of each group
     CHECK(moved < 0.1);
 }
 
+TEST_CASE("tessel run on int4 weights in groups: packed pairs read by the matmul, the error quantizing adds") {
+    const tessel::testing::TempDir tmp;
+    GraphRunOptions o;
+    o.file = example("decode_int4.tsl");
+    o.db = tmp.file("tuning.db");
+    o.symbols = {{"M", 3}};
+    std::ostringstream out;
+    REQUIRE(run_graph(o, out) == 0);
+    const std::string text = out.str();
+    INFO(text);
+    CHECK(text.find("MISMATCH") == std::string::npos);
+    CHECK(text.find("reads %q_groups as i8; writes %p as int4 pairs") != std::string::npos);
+    CHECK(text.find("precision: f32 arithmetic; reads %p as int4 pairs\n") != std::string::npos);
+    const size_t at = text.find("output y: narrow storage (f16/bf16/i8) vs the same graph in f32, interpreted: max rel ");
+    REQUIRE(at != std::string::npos);
+    const double moved = std::stod(text.substr(text.find("max abs ", at) + 8));
+    CHECK(moved > 1e-3);  // int4 moves the outputs more than int8 does
+    CHECK(moved < 1.0);
+}
+
 TEST_CASE("without a named schedule: symbolic sizes take the library default, known sizes the autoscheduler") {
     const tessel::testing::TempDir tmp;
     const fs::path dir = tmp.dir;

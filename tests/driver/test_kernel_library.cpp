@@ -301,14 +301,17 @@ TEST_CASE("tessel lib: x86-multi dispatches by the CPU's features; each target's
 }
 
 TEST_CASE(
-    "tessel lib: weights prepared once (transposed, bf16, int8, two layers), and the whole-graph entry, at awkward shapes") {
+    "tessel lib: weights prepared once (transposed, bf16, int8, int4, two layers), and the whole-graph entry, at awkward "
+    "shapes") {
     const tessel::testing::TempDir tmp;
     // mlp_nk: two prepared transposes and a per-call intermediate between its two matmuls.
-    for (const char *graph : {"linear_nk", "decode_bf16", "decode_int8", "mlp_nk"}) {
+    // decode_int4: static K and N (K = 200, a short last group); only M varies.
+    for (const char *graph : {"linear_nk", "decode_bf16", "decode_int8", "decode_int4", "mlp_nk"}) {
         const BuiltLibrary lib = build_library(tmp, graph, "host", {}, /*prepared=*/true);
         for (auto sizes :
              std::vector<std::map<std::string, int64_t>>{{{"K", 37}, {"M", 1}, {"N", 19}}, {{"K", 64}, {"M", 13}, {"N", 53}}}) {
             if (std::string(graph) == "mlp_nk") sizes["H"] = sizes["N"] + 4;
+            if (std::string(graph) == "decode_int4") sizes = {{"M", sizes["M"]}};
             const std::string text = run_checked(tmp, lib, sizes);
             INFO(graph << "\n" << text);
             CHECK(text.find("prepare rc 0\n") != std::string::npos);
