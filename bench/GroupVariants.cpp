@@ -206,9 +206,8 @@ void quantize_int4(const float *w, int K, int N, int group, int8_t *p, float *s,
 }
 
 const std::vector<std::string> &group_variant_labels() {
-    static const std::vector<std::string> labels = {"two_outputs", "x_wT",     "x_wT_prepared", "w_bf16",
-                                                    "w_int8",      "w_panels", "w_bf16_panels", "w_int4",
-                                                    "w_int4_g128"};
+    static const std::vector<std::string> labels = {"two_outputs", "x_wT",          "x_wT_prepared", "w_bf16",     "w_int8",
+                                                    "w_panels",    "w_bf16_panels", "w_int4",        "w_int4_g128"};
     return labels;
 }
 

@@ -225,8 +225,8 @@ void print_summary(const BenchOptions &o, const Machine &m, const std::vector<st
             for (const char *label : {"w_int4", "w_int4_g128"}) {
                 if (!d->prepared.count(label)) continue;
                 const double t4 = median(g_samples[tessel_name(s, o.schedule, label)]);
-                std::fprintf(g_text, "%-14s int4, groups of %d: %.3f ms, %.3fx x @ w, %.3fx int8", "", int4_group(label), t4 * 1e3,
-                             t1 / t4, tq / t4);
+                std::fprintf(g_text, "%-14s int4, groups of %d: %.3f ms, %.3fx x @ w, %.3fx int8", "", int4_group(label),
+                             t4 * 1e3, t1 / t4, tq / t4);
                 if (s.kind == ShapeKind::Decode) {
                     const double bytes = weight_element_bytes(label);
                     const ReadFloor own = read_floor(s, bytes);

@@ -233,7 +233,8 @@ int run(int argc, char **argv) {
             for (const double bytes : narrow)
                 for (const autosched::ReadPattern &p : autosched::kReadPatterns)
                     timed.push_back({floor_name(s, p, bytes), [=] {
-                                         g_sink = g_sink + stream_read(d->w.data(), (size_t)(s.K * (double)s.N * bytes / 4), threads, p);
+                                         g_sink = g_sink +
+                                                  stream_read(d->w.data(), (size_t)(s.K * (double)s.N * bytes / 4), threads, p);
                                      }});
         } else {
             // The FMA probe in the same rounds: "% of peak" is a ratio of rates measured

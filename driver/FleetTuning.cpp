@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "autoscheduler/JobPayload.h"
 #include "autoscheduler/JobQueue.h"
 #include "autoscheduler/MachineNumbers.h"
 #include "autoscheduler/Measurer.h"
@@ -113,15 +114,15 @@ private:
 
 /** What `tessel tune` does for the job's group at the job's sizes; returns what the tuner committed. */
 std::vector<TuningRecord> tune_job(const ClaimedJob &job, autosched::TuningStore &store, std::ostream &log) {
-    const nlohmann::json &p = job.spec.payload;
-    const dsl::Graph graph = dsl::parse(p.at("graph").get<std::string>(), p.value("file", "job"));
-    const std::map<std::string, int64_t> symbols = p.at("symbols").get<std::map<std::string, int64_t>>();
+    const autosched::TuneJobPayload p = autosched::TuneJobPayload::from_json(job.spec.payload);
+    const dsl::Graph graph = dsl::parse(p.graph, p.file);
+    const std::map<std::string, int64_t> &symbols = p.symbols;
     const Halide::Target target(job.spec.key.target);
     PlanOptions po;
     po.symbols = symbols;
     po.schedules.autoschedule = false;
     const PlannedProgram planned = plan(graph, target, po);
-    const std::string group = p.at("group").get<std::string>();
+    const std::string &group = p.group;
     for (const auto &fg : planned.fusion.groups) {
         if (fg.name != group) continue;
         const auto w = group_workload(planned.graph, fg, symbols);
@@ -137,11 +138,11 @@ std::vector<TuningRecord> tune_job(const ClaimedJob &job, autosched::TuningStore
             throw std::runtime_error("this worker plans group " + group + " under another key (" + key.to_string() +
                                      "); the job's is " + job.spec.key.to_string());
         autosched::TunerParams params;
-        params.budget = p.value("budget", params.budget);
-        params.repeats = p.value("repeats", params.repeats);
-        params.timeout_seconds = p.value("timeout_seconds", params.timeout_seconds);
-        params.verify = p.value("verify", params.verify);
-        params.measure = p.value("measure", true) && !target.has_gpu_feature();
+        params.budget = p.budget.value_or(params.budget);
+        params.repeats = p.repeats.value_or(params.repeats);
+        params.timeout_seconds = p.timeout_seconds.value_or(params.timeout_seconds);
+        params.verify = p.verify.value_or(params.verify);
+        params.measure = p.measure.value_or(true) && !target.has_gpu_feature();
         if (!target.has_gpu_feature()) {
             params.machine = store.machine_numbers(autosched::machine_identity(), autosched::probe_isa(target));
             if (!params.machine) {

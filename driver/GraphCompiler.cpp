@@ -68,7 +68,9 @@ std::string precision_line(const dsl::Graph &g, const dsl::FusionGroup &group) {
         }
     for (dsl::ValueId v : group.nodes)
         if (g.node(v).op == dsl::Op::PackInt4) int4.insert(v);
-    auto stored = [&](dsl::ValueId v) { return int4.count(v) ? std::string("int4 pairs") : dsl::to_string(g.node(v).type.dtype); };
+    auto stored = [&](dsl::ValueId v) {
+        return int4.count(v) ? std::string("int4 pairs") : dsl::to_string(g.node(v).type.dtype);
+    };
     std::string writes;
     for (dsl::ValueId v : group.outputs)
         if (dsl::is_narrow_storage(g.node(v).type.dtype))

@@ -5,6 +5,7 @@
 
 #include "autoscheduler/Coverage.h"
 #include "autoscheduler/GroupKindSpace.h"
+#include "autoscheduler/JobPayload.h"
 #include "autoscheduler/JobQueue.h"
 #include "autoscheduler/TuningKey.h"
 #include "autoscheduler/TuningStore.h"
@@ -242,16 +243,18 @@ int enqueue_tune(const TuneOptions &o, const dsl::Graph &graph, const Halide::Ta
         }
         job.machine_class = o.machine_class;
         job.max_attempts = o.max_attempts;
-        job.payload = {{"graph", text.str()},
-                       {"file", o.file},
-                       {"symbols", symbols},
-                       {"group", fg.name},
-                       {"shape", name},
-                       {"budget", o.params.budget},
-                       {"repeats", o.params.repeats},
-                       {"timeout_seconds", o.params.timeout_seconds},
-                       {"verify", o.params.verify},
-                       {"measure", o.params.measure}};
+        autosched::TuneJobPayload payload;
+        payload.graph = text.str();
+        payload.file = o.file;
+        payload.symbols = symbols;
+        payload.group = fg.name;
+        payload.shape = name;
+        payload.budget = o.params.budget;
+        payload.repeats = o.params.repeats;
+        payload.timeout_seconds = o.params.timeout_seconds;
+        payload.verify = o.params.verify;
+        payload.measure = o.params.measure;
+        job.payload = payload.to_json();
         jobs.push_back(std::move(job));
     };
     for_each_planned_group(graph, target, bindings, enqueue_group);
