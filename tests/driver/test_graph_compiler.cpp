@@ -121,44 +121,42 @@ int main(void) {
     CHECK(ran.ok());
 }
 
-TEST_CASE("tessel run and compile on an int8 weight: the precision of each group, the error quantizing adds") {
+/** `tessel run` of algorithms/`file` at `symbols`: its output, checked to have matched the
+ * interpreter, and by how much storing narrow moved the outputs (max abs against the graph in f32). */
+namespace {
+std::pair<std::string, double> run_quantized(const char *file, const std::map<std::string, int64_t> &symbols) {
     const tessel::testing::TempDir tmp;
     GraphRunOptions o;
-    o.file = example("decode_int8.tsl");
+    o.file = example(file);
     o.db = tmp.file("tuning.db");
-    o.symbols = {{"M", 3}, {"K", 37}, {"N", 41}};
+    o.symbols = symbols;
     std::ostringstream out;
     REQUIRE(run_graph(o, out) == 0);
     const std::string text = out.str();
     INFO(text);
     CHECK(text.find("MISMATCH") == std::string::npos);
+    const size_t at = text.find("output y: narrow storage (f16/bf16/i8) vs the same graph in f32, interpreted: max rel ");
+    REQUIRE(at != std::string::npos);
+    return {text, std::stod(text.substr(text.find("max abs ", at) + 8))};
+}
+}  // namespace
+
+TEST_CASE("tessel run and compile on an int8 weight: the precision of each group, the error quantizing adds") {
+    const auto [text, moved] = run_quantized("decode_int8.tsl", {{"M", 3}, {"K", 37}, {"N", 41}});
+    INFO(text);
     CHECK(text.find("precision: f32 arithmetic, strict (prepared once per weight version); writes %q as i8") !=
           std::string::npos);
     CHECK(text.find("precision: f32 arithmetic; reads %q as i8\n") != std::string::npos);
     // The kernels match the quantized graph; quantizing itself moves the outputs, and says by how much.
-    const size_t at = text.find("output y: narrow storage (f16/bf16/i8) vs the same graph in f32, interpreted: max rel ");
-    REQUIRE(at != std::string::npos);
-    const double moved = std::stod(text.substr(text.find("max abs ", at) + 8));
     CHECK(moved > 1e-4);
     CHECK(moved < 0.1);
 }
 
 TEST_CASE("tessel run on int4 weights in groups: packed pairs read by the matmul, the error quantizing adds") {
-    const tessel::testing::TempDir tmp;
-    GraphRunOptions o;
-    o.file = example("decode_int4.tsl");
-    o.db = tmp.file("tuning.db");
-    o.symbols = {{"M", 3}};
-    std::ostringstream out;
-    REQUIRE(run_graph(o, out) == 0);
-    const std::string text = out.str();
+    const auto [text, moved] = run_quantized("decode_int4.tsl", {{"M", 3}});
     INFO(text);
-    CHECK(text.find("MISMATCH") == std::string::npos);
     CHECK(text.find("reads %q_groups as i8; writes %p as int4 pairs") != std::string::npos);
     CHECK(text.find("precision: f32 arithmetic; reads %p as int4 pairs\n") != std::string::npos);
-    const size_t at = text.find("output y: narrow storage (f16/bf16/i8) vs the same graph in f32, interpreted: max rel ");
-    REQUIRE(at != std::string::npos);
-    const double moved = std::stod(text.substr(text.find("max abs ", at) + 8));
     CHECK(moved > 1e-3);  // int4 moves the outputs more than int8 does
     CHECK(moved < 1.0);
 }

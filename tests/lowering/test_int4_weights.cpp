@@ -21,6 +21,7 @@
 #include "schedules/Library.h"
 #include "schedules/MatmulCpuSchedules.h"
 #include "tests/TensorCompare.h"
+#include "tests/lowering/BlockedProgram.h"
 
 using namespace tessel;
 
@@ -43,45 +44,15 @@ std::string loaded_graph(const std::string &mode, int group) {
   %bias = input : f32[N]
   %q = unpack_int4(%p, axis=0) : i8[K, N]
   %wq = cast(%q) : f32[K, N]
-  %sk = repeat_interleave(%s, axis=0, repeats=GROUP) : f32[K, N]
+  %sk = repeat_interleave(%s, axis=0, repeats=)TSL" +
+           std::to_string(group) + R"TSL() : f32[K, N]
   %y = gelu_tanh(matmul(%x, %wq * %sk) + %bias)
   output %y
 }
 )TSL";
 }
 
-std::string with_group(std::string text, int group) {
-    const size_t at = text.find("GROUP");
-    return text.replace(at, 5, std::to_string(group));
-}
-
-struct Program {
-    dsl::Graph g;
-    std::unique_ptr<CompiledGraph> compiled;
-};
-
-/** Compiled as the compiler compiles it: cpu_blocked fitted to the matmul group. */
-std::unique_ptr<Program> compile(dsl::Graph graph, const Halide::Target &target) {
-    auto p = std::make_unique<Program>();
-    p->g = dsl::simplify_graph(std::move(graph)).graph;
-    const dsl::FusionPlan plan = dsl::plan_fusion(p->g, lower::fusion_options(target));
-    ScheduleChooser choose = [&](const dsl::FusionGroup &fg,
-                                 const lower::LoweredGroup &lg) -> std::optional<sched::ScheduleSpec> {
-        if (fg.kind != dsl::GroupKind::MatmulEpilogue) return std::nullopt;
-        return lower::library_schedule_for("cpu_blocked", lg, target);
-    };
-    p->compiled = std::make_unique<CompiledGraph>(p->g, plan, target, choose);
-    return p;
-}
-
-std::vector<dsl::Tensor> reference(const dsl::Graph &g, const std::map<std::string, dsl::Tensor> &inputs,
-                                   const std::map<std::string, int64_t> &symbols) {
-    dsl::RunOptions ro;
-    ro.symbol_sizes = symbols;
-    return dsl::interpret(g, inputs, ro).outputs;
-}
-
-/** gelu(x @ quantized_int4(w, group) + bias) with static K and N, quantized from f32. */
+/** gelu(x @ quantized_int4(w, group)) with static K and N, quantized from f32. */
 dsl::Graph quantized_graph(int64_t k, int64_t n, int64_t group, const std::string &mode) {
     dsl::GraphBuilder b("q4f", dsl::parse_numeric_mode(mode));
     const dsl::Value x = b.input("x", dsl::DType::F32, {"M", k});
@@ -107,12 +78,12 @@ TEST_CASE("pack_int4 saturates to [-8, 7], puts element 2j in byte j's low nibbl
     const std::vector<double> bytes = {(double)(int8_t)0x78, (double)(int8_t)0x78, 0, 2};  // odd: last high nibble 0
     const std::vector<double> back = {-8, 7, -8, 7, 0, 0, 2};
     const dsl::Graph g = dsl::parse(text, "c.tsl");
-    const auto want = reference(g, {{"x", x}}, {});
+    const auto want = testing::interpreted(g, {{"x", x}}, {});
     CHECK(want[0].data == bytes);
     CHECK(want[1].data == back);
     for (const std::string &t : targets()) {
         INFO("target " << t);
-        auto p = compile(dsl::parse(text, "c.tsl"), parse_target(t));
+        auto p = testing::compile_blocked(dsl::parse(text, "c.tsl"), parse_target(t));
         const auto got = p->compiled->run({{"x", x}}, {});
         CHECK(got[0].data == bytes);
         CHECK(got[1].data == back);
@@ -130,7 +101,7 @@ TEST_CASE("repeat_interleave reads element i / r; a short last group; text round
     CHECK(dsl::print(g) == text);
     dsl::Tensor s = dsl::Tensor::filled(dsl::DType::F32, {3, 2}, 0);
     s.data = {1, 2, 3, 4, 5, 6};
-    const auto y = reference(g, {{"s", s}}, {})[0];
+    const auto y = testing::interpreted(g, {{"s", s}}, {})[0];
     CHECK(y.data == std::vector<double>{1, 2, 1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4, 3, 4, 5, 6, 5, 6});
 }
 
@@ -166,7 +137,7 @@ TEST_CASE("int4 weights loaded quantized: decode and prefill match the interpret
                 const Halide::Target target = parse_target(t);
                 const sched::CpuBlocking b = sched::CpuBlocking::for_target(target);
                 INFO("target " << t << " mode " << mode << " group " << group);
-                auto p = compile(dsl::parse(with_group(loaded_graph(mode, group), group), "q4.tsl"), target);
+                auto p = testing::compile_blocked(dsl::parse(loaded_graph(mode, group), "q4.tsl"), target);
                 for (const auto &[m, k, n] : std::vector<std::array<int64_t, 3>>{
                          {1, 37, 19}, {1, 256, b.nr + 1}, {3, 100, 53}, {4, 2 * group + 3, 2 * b.nr + 5}, {17, 64, 3 * b.nr}}) {
                     INFO("M=" << m << " K=" << k << " N=" << n);
@@ -182,7 +153,7 @@ TEST_CASE("int4 quantized from f32 weights: K not a multiple of the group, speci
     for (const std::string &t : targets()) {
         const int64_t k = 70, n = 21, group = 32;  // groups of 32, 32 and 6 rows
         INFO("target " << t);
-        auto p = compile(quantized_graph(k, n, group, "strict"), parse_target(t));
+        auto p = testing::compile_blocked(quantized_graph(k, n, group, "strict"), parse_target(t));
         for (int64_t m : {1, 3, 17}) {
             INFO("M=" << m);
             const std::map<std::string, int64_t> symbols{{"M", m}};
@@ -198,7 +169,7 @@ TEST_CASE("int4 quantized from f32 weights: K not a multiple of the group, speci
             w.data[(k - 1) * n + 3] = 5.0;  // the short last group's maximum
             const double specials[] = {NAN, INFINITY, -INFINITY, -0.0};
             for (size_t i = 0; i < 4; i++) x.data[(i * 5 + 3) % x.data.size()] = specials[i];
-            const auto want = reference(p->g, inputs, symbols);
+            const auto want = testing::interpreted(p->g, inputs, symbols);
             const auto got = p->compiled->run(inputs, symbols);
             INFO(dsl::to_string(got[0]) << "\nwant " << dsl::to_string(want[0]));
             CHECK(testing::max_relative_difference(got, want) < 1e-4);
@@ -232,7 +203,7 @@ TEST_CASE("int4's error against the f32 weights is reported: within half a step 
 }
 
 TEST_CASE("the unpacked, scaled weight is the matmul's view w: the kernel reads the packed bytes and the group scales") {
-    const dsl::Graph g = dsl::simplify_graph(dsl::parse(with_group(loaded_graph("fast", 32), 32), "q4.tsl")).graph;
+    const dsl::Graph g = dsl::simplify_graph(dsl::parse(loaded_graph("fast", 32), "q4.tsl")).graph;
     const dsl::FusionPlan plan = dsl::plan_fusion(g, lower::fusion_options(parse_target("host")));
     int matmul_groups = 0;
     for (const auto &fg : plan.groups) {

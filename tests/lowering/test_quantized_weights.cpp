@@ -19,6 +19,7 @@
 #include "schedules/Library.h"
 #include "schedules/MatmulCpuSchedules.h"
 #include "tests/TensorCompare.h"
+#include "tests/lowering/BlockedProgram.h"
 
 using namespace tessel;
 
@@ -41,30 +42,9 @@ std::string quantized_graph(const std::string &mode) {
 )TSL";
 }
 
-struct Program {
-    dsl::Graph g;
-    std::unique_ptr<CompiledGraph> compiled;
-};
-
 /** Compiled as the compiler compiles it: cpu_blocked fitted to the matmul group. */
-std::unique_ptr<Program> compile(const std::string &text, const Halide::Target &target) {
-    auto p = std::make_unique<Program>();
-    p->g = dsl::simplify_graph(dsl::parse(text, "q8.tsl")).graph;
-    const dsl::FusionPlan plan = dsl::plan_fusion(p->g, lower::fusion_options(target));
-    ScheduleChooser choose = [&](const dsl::FusionGroup &fg,
-                                 const lower::LoweredGroup &lg) -> std::optional<sched::ScheduleSpec> {
-        if (fg.kind != dsl::GroupKind::MatmulEpilogue) return std::nullopt;
-        return lower::library_schedule_for("cpu_blocked", lg, target);
-    };
-    p->compiled = std::make_unique<CompiledGraph>(p->g, plan, target, choose);
-    return p;
-}
-
-std::vector<dsl::Tensor> reference(const dsl::Graph &g, const std::map<std::string, dsl::Tensor> &inputs,
-                                   const std::map<std::string, int64_t> &symbols) {
-    dsl::RunOptions ro;
-    ro.symbol_sizes = symbols;
-    return dsl::interpret(g, inputs, ro).outputs;
+std::unique_ptr<testing::BlockedProgram> compile(const std::string &text, const Halide::Target &target) {
+    return testing::compile_blocked(dsl::parse(text, "q8.tsl"), target);
 }
 
 }  // namespace
@@ -80,7 +60,7 @@ TEST_CASE("a float converts to i8 by rounding to nearest even and saturating; Na
     dsl::Tensor x = dsl::Tensor::filled(dsl::DType::F32, {12}, 0);
     x.data = {2.5, -2.5, 3.5, 0.49999997, -0.0, 127.4, 127.5, 300, -128.5, -1e30, NAN, INFINITY};
     const std::vector<double> want = {2, -2, 4, 0, 0, 127, 127, 127, -128, -128, 0, 127};
-    const dsl::Tensor y = reference(g, {{"x", x}}, {})[0];
+    const dsl::Tensor y = testing::interpreted(g, {{"x", x}}, {})[0];
     CHECK(y.data == want);
     CHECK(!std::signbit(y.data[4]));  // i8 has no -0
     // The kernel rounds the same way, on both targets.
@@ -168,7 +148,7 @@ TEST_CASE("int8 weights: special activations, all-zero and extreme columns") {
         }
         const double specials[] = {NAN, INFINITY, -INFINITY, -0.0};
         for (size_t i = 0; i < 4 && i < x.data.size(); i++) x.data[(i * 5 + 3) % x.data.size()] = specials[i];
-        const auto want = reference(p->g, inputs, symbols);
+        const auto want = testing::interpreted(p->g, inputs, symbols);
         const auto got = p->compiled->run(inputs, symbols);
         INFO(dsl::to_string(got[0]) << "\nwant " << dsl::to_string(want[0]));
         CHECK(testing::max_relative_difference(got, want) < 1e-4);
