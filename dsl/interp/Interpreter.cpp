@@ -336,14 +336,8 @@ Tensor evaluate_pure(const Node &n, const std::vector<const Tensor *> &in, const
     case Op::RepeatInterleave: {
         const Tensor &a = *in[0];
         const size_t axis = (size_t)n.attrs.axis;
-        const int64_t group = n.op == Op::RepeatInterleave ? n.attrs.repeats : 2;
-        const int64_t whole = n.op == Op::PackInt4 ? a.shape[axis] : shape[axis];
-        const int64_t groups = n.op == Op::PackInt4 ? shape[axis] : a.shape[axis];
-        if ((whole + group - 1) / group != groups)
-            throw RuntimeError(std::string(to_string(n.op)) + ": " + std::to_string(whole) + " elements along axis " +
-                               std::to_string(axis) + " make " + std::to_string((whole + group - 1) / group) + " groups of " +
-                               std::to_string(group) + ", not " + std::to_string(groups) + " (operand " + shape_str(a.shape) +
-                               ", result " + shape_str(shape) + ")");
+        if (const std::string why = grouped_extent_mismatch(n, a.shape[axis], shape[axis]); !why.empty())
+            throw RuntimeError(why + " (operand " + shape_str(a.shape) + ", result " + shape_str(shape) + ")");
         Tensor r = make(dt, shape);
         const auto sa = strides_of(a.shape);
         auto nibble = [](double q) { return (int)std::clamp(q, -8.0, 7.0) & 15; };  // q is an integer (i8)

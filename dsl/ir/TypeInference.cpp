@@ -233,7 +233,6 @@ bool same_type(const Graph &g, const TensorType &a, const TensorType &b) {
 
 namespace {
 
-/** The result type from the operands' types and the attributes, before its extents are checked. */
 /** pack_int4, unpack_int4, repeat_interleave: the annotated result keeps the operand's rank and
  * every dim but `axis`, where the packed (or grouped) side's extent is the other side's divided by
  * the group (2 for int4 pairs), rounded up: checked here where both extents are known, else
@@ -252,16 +251,28 @@ TensorType grouped_axis_type(const Graph &g, const Node &n) {
         if (i != axis && !same_dim(g, a.dims[(size_t)i], n.type.dims[(size_t)i]))
             fail(n, std::string(to_string(n.op)) + " along axis " + std::to_string(axis) + " keeps dim " + std::to_string(i) +
                         ": " + both);
-    const int64_t group = int4 ? 2 : n.attrs.repeats;
-    const bool wide_operand = n.op == Op::PackInt4;  // the operand has the element count, the result the groups
-    const Dim whole = resolve_dim(g, (wide_operand ? a : n.type).dims[(size_t)axis]);
-    const Dim groups = resolve_dim(g, (wide_operand ? n.type : a).dims[(size_t)axis]);
-    if (whole.is_static() && groups.is_static() && (whole.size + group - 1) / group != groups.size)
-        fail(n, std::string(to_string(n.op)) + ": " + std::to_string(whole.size) + " elements along axis " +
-                    std::to_string(axis) + " make " + std::to_string((whole.size + group - 1) / group) + " groups of " +
-                    std::to_string(group) + ", not " + std::to_string(groups.size) + ": " + both);
+    const Dim from = resolve_dim(g, a.dims[(size_t)axis]), to = resolve_dim(g, n.type.dims[(size_t)axis]);
+    if (from.is_static() && to.is_static())
+        if (const std::string why = grouped_extent_mismatch(n, from.size, to.size); !why.empty()) fail(n, why + ": " + both);
     return n.type;
 }
+
+/** The result type from the operands' types and the attributes, before its extents are checked. */
+
+}  // namespace
+
+std::string grouped_extent_mismatch(const Node &n, int64_t operand_extent, int64_t result_extent) {
+    const int64_t group = n.op == Op::RepeatInterleave ? n.attrs.repeats : 2;
+    // pack_int4's operand has the elements and its result the groups; the other two the reverse.
+    const int64_t whole = n.op == Op::PackInt4 ? operand_extent : result_extent;
+    const int64_t groups = n.op == Op::PackInt4 ? result_extent : operand_extent;
+    if ((whole + group - 1) / group == groups) return "";
+    return std::string(to_string(n.op)) + ": " + std::to_string(whole) + " elements along axis " + std::to_string(n.attrs.axis) +
+           " make " + std::to_string((whole + group - 1) / group) + " groups of " + std::to_string(group) + ", not " +
+           std::to_string(groups);
+}
+
+namespace {
 
 TensorType infer_result_type(const Graph &g, const Node &n) {
     switch (n.op) {

@@ -35,6 +35,11 @@ Dim resolve_dim(const Graph &g, const Dim &d);
  * deep or shared (evaluated without recursion). */
 std::optional<int64_t> constant_shape_value(const Graph &g, ValueId v);
 bool same_dim(const Graph &g, const Dim &a, const Dim &b);
+/** pack_int4, unpack_int4, repeat_interleave (node n): "" when `operand_extent` and
+ * `result_extent` along n's axis agree (the element count is the group count times the group,
+ * 2 for int4 pairs, rounded up), else what is wrong. Checked by type inference where both are
+ * static, by the interpreter always. */
+std::string grouped_extent_mismatch(const Node &n, int64_t operand_extent, int64_t result_extent);
 bool same_type(const Graph &g, const TensorType &a, const TensorType &b);
 
 /** How shape value v is computed, for messages: `shape.sub(%0, %1)`, `shape_of(%x, axis=1)`,

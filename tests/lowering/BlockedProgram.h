@@ -1,6 +1,6 @@
 /** \file
  * For the quantized-weight tests: a graph compiled as the compiler compiles it, cpu_blocked
- * fitted to its matmul groups, and the interpreter's outputs on given inputs. */
+ * fitted to its matmul groups; its matmul groups lowered; the interpreter's outputs on given inputs. */
 #pragma once
 
 #include <map>
@@ -33,6 +33,14 @@ inline std::unique_ptr<BlockedProgram> compile_blocked(dsl::Graph graph, const H
     };
     p->compiled = std::make_unique<CompiledGraph>(p->g, plan, target, choose);
     return p;
+}
+
+/** The lowered matmul groups of g (simplified) as fusion plans them for `target`. */
+inline std::vector<lower::LoweredGroup> lowered_matmul_groups(const dsl::Graph &g, const Halide::Target &target) {
+    std::vector<lower::LoweredGroup> out;
+    for (const auto &fg : dsl::plan_fusion(g, lower::fusion_options(target)).groups)
+        if (fg.kind == dsl::GroupKind::MatmulEpilogue) out.push_back(lower::lower_group(g, fg));
+    return out;
 }
 
 inline std::vector<dsl::Tensor> interpreted(const dsl::Graph &g, const std::map<std::string, dsl::Tensor> &inputs,

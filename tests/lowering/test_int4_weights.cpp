@@ -149,6 +149,37 @@ TEST_CASE("int4 weights loaded quantized: decode and prefill match the interpret
             }
 }
 
+TEST_CASE("int4 with a zero point per group: (q - z) * s is read through the view, strict and fast") {
+    const std::string text = R"TSL(graph q4z mode=MODE {
+  %x = input : f32[M, K]
+  %p = weight : i8[KP, N]
+  %s = weight : f32[G, N]
+  %z = weight : f32[G, N]
+  %q = unpack_int4(%p, axis=0) : i8[K, N]
+  %wq = cast(%q) : f32[K, N]
+  %zk = repeat_interleave(%z, axis=0, repeats=32) : f32[K, N]
+  %sk = repeat_interleave(%s, axis=0, repeats=32) : f32[K, N]
+  %y = matmul(%x, (%wq - %zk) * %sk)
+  output %y
+}
+)TSL";
+    for (const std::string mode : {"strict", "fast"}) {
+        INFO("mode " << mode);
+        const dsl::Graph g = dsl::parse(std::string(text).replace(text.find("MODE"), 4, mode), "q4z.tsl");
+        auto p = testing::compile_blocked(g, parse_target(kAvx2));
+        const auto groups = testing::lowered_matmul_groups(p->g, parse_target(kAvx2));
+        REQUIRE(groups.size() == 1);
+        CHECK(groups[0].funcs.count("w") == 1);
+        for (const auto &[m, k] : std::vector<std::array<int64_t, 2>>{{1, 37}, {3, 100}, {17, 64}}) {
+            INFO("M=" << m << " K=" << k);
+            const std::map<std::string, int64_t> symbols{
+                {"M", m}, {"K", k}, {"N", 19}, {"KP", (k + 1) / 2}, {"G", (k + 31) / 32}};
+            const dsl::RunResult ref = testing::random_reference(p->g, symbols, (uint64_t)(m * 100 + k));
+            CHECK(testing::max_relative_difference(p->compiled->run(ref.inputs, ref.symbols), ref.outputs) < 1e-4);
+        }
+    }
+}
+
 TEST_CASE("int4 quantized from f32 weights: K not a multiple of the group, special activations, zero and extreme groups") {
     for (const std::string &t : targets()) {
         const int64_t k = 70, n = 21, group = 32;  // groups of 32, 32 and 6 rows
@@ -204,20 +235,14 @@ TEST_CASE("int4's error against the f32 weights is reported: within half a step 
 
 TEST_CASE("the unpacked, scaled weight is the matmul's view w: the kernel reads the packed bytes and the group scales") {
     const dsl::Graph g = dsl::simplify_graph(dsl::parse(loaded_graph("fast", 32), "q4.tsl")).graph;
-    const dsl::FusionPlan plan = dsl::plan_fusion(g, lower::fusion_options(parse_target("host")));
-    int matmul_groups = 0;
-    for (const auto &fg : plan.groups) {
-        if (fg.kind != dsl::GroupKind::MatmulEpilogue) continue;
-        matmul_groups++;
-        const lower::LoweredGroup lg = lower::lower_group(g, fg);
-        CHECK(lg.funcs.count("w") == 1);
-        int narrow = 0, scales = 0;
-        for (const auto &in : lg.inputs) {
-            narrow += in.type() == Halide::Int(8);
-            scales += in.name() == "s";
-        }
-        CHECK(narrow == 1);
-        CHECK(scales == 1);
+    const auto groups = testing::lowered_matmul_groups(g, parse_target("host"));
+    REQUIRE(groups.size() == 1);
+    CHECK(groups[0].funcs.count("w") == 1);
+    int narrow = 0, scales = 0;
+    for (const auto &in : groups[0].inputs) {
+        narrow += in.type() == Halide::Int(8);
+        scales += in.name() == "s";
     }
-    CHECK(matmul_groups == 1);
+    CHECK(narrow == 1);
+    CHECK(scales == 1);
 }

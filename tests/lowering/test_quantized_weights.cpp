@@ -157,17 +157,11 @@ TEST_CASE("int8 weights: special activations, all-zero and extreme columns") {
 
 TEST_CASE("the dequantized weight is the matmul's view w, so every CPU schedule stages and packs it") {
     const dsl::Graph g = dsl::simplify_graph(dsl::parse(quantized_graph("fast"), "q8.tsl")).graph;
-    const dsl::FusionPlan plan = dsl::plan_fusion(g, lower::fusion_options(parse_target("host")));
-    int matmul_groups = 0;
-    for (const auto &fg : plan.groups) {
-        if (fg.kind != dsl::GroupKind::MatmulEpilogue) continue;
-        matmul_groups++;
-        const lower::LoweredGroup lg = lower::lower_group(g, fg);
-        CHECK(lg.funcs.count("w") == 1);
-        // The kernel reads the i8 values and the scales, not an f32 w.
-        int narrow = 0;
-        for (const auto &p : lg.inputs) narrow += p.type() == Halide::Int(8);
-        CHECK(narrow == 1);
-    }
-    CHECK(matmul_groups == 1);
+    const auto groups = testing::lowered_matmul_groups(g, parse_target("host"));
+    REQUIRE(groups.size() == 1);
+    CHECK(groups[0].funcs.count("w") == 1);
+    // The kernel reads the i8 values and the scales, not an f32 w.
+    int narrow = 0;
+    for (const auto &p : groups[0].inputs) narrow += p.type() == Halide::Int(8);
+    CHECK(narrow == 1);
 }
