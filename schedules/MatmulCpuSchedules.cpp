@@ -100,6 +100,7 @@ void add_split_k_epilogue(ScheduleSpec &s, const CpuBlocking &b) {
         .split(kY, "ni", "nv", "nl", b.lanes)
         .vectorize(kY, "nl")
         .compute_at("matmul", "y", "no")
+        .store_in("matmul", MemoryLevel::Stack)
         .split(kInit, "n", "nv", "nl", b.lanes)
         .vectorize(kInit, "nl")
         .split(kUpdate, "n", "nv", "nl", b.lanes)
@@ -213,7 +214,8 @@ std::vector<Directive> matmul_cpu_splitk_gemm_steps(const CpuBlocking &b) {
             .vectorize(kPartialUpdate, "nl")
             .parallel(kPartialUpdate, "u")
             .stage_input("block", "block_tiles", "partial")
-            .compute_at("block_tiles", "partial", "nt");
+            .compute_at("block_tiles", "partial", "nt")
+            .store_in("block_tiles", MemoryLevel::Stack);
         add_register_tile(s, b, "block", "block_tiles", "kk");
         add_split_k_epilogue(s, b);
         return s.steps;
