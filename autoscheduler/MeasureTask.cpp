@@ -17,6 +17,7 @@
 #include "support/Clock.h"
 #include "support/ErrorStats.h"
 #include "support/Interleaved.h"
+#include "support/JsonField.h"
 
 #include <Halide.h>
 
@@ -161,19 +162,23 @@ nlohmann::json to_json(const MeasureGroup &g) {
     return {{"name", g.name}, {"kind", dsl::to_string(g.kind)}, {"nodes", g.nodes}, {"outputs", g.outputs}};
 }
 
-MeasureGroup measure_group_from_json(const nlohmann::json &j) {
+}  // namespace
+
+MeasureGroup measure_group_from_json(const nlohmann::json &j, const std::string &path) {
+    auto field = [&](const char *name) { return json_field<std::string, std::invalid_argument>(j, name, path); };
+    auto names = [&](const char *name) { return json_field<std::vector<std::string>, std::invalid_argument>(j, name, path); };
     MeasureGroup g;
-    g.name = j.at("name").get<std::string>();
-    const std::string kind = j.at("kind").get<std::string>();
+    g.name = field("name");
+    const std::string kind = field("kind");
     const auto k = dsl::parse_group_kind(kind);
-    if (!k) throw std::invalid_argument("unknown group kind '" + kind + "' (expected one of: " + dsl::group_kind_names() + ")");
+    if (!k)
+        throw std::invalid_argument(path + ".kind: unknown group kind " + json_quote(nlohmann::json(kind)) +
+                                    " (expected one of: " + dsl::group_kind_names() + ")");
     g.kind = *k;
-    g.nodes = j.at("nodes").get<std::vector<std::string>>();
-    g.outputs = j.at("outputs").get<std::vector<std::string>>();
+    g.nodes = names("nodes");
+    g.outputs = names("outputs");
     return g;
 }
-
-}  // namespace
 
 MeasureTask make_measure_task(const dsl::Graph &g, const dsl::FusionGroup &group, const std::map<std::string, int64_t> &symbols,
                               const std::string &target) {
@@ -245,7 +250,7 @@ MeasureTask measure_task_from_json(const nlohmann::json &j) {
     MeasureTask t;
     t.graph_text = j.at("graph_text").get<std::string>();
     t.graph_name = j.value("graph_name", t.graph_name);
-    t.group = measure_group_from_json(j.at("group"));
+    t.group = measure_group_from_json(j.at("group"), "task.group");
     t.symbols = j.value("symbols", t.symbols);
     t.target = j.value("target", t.target);
     t.repeats = j.value("repeats", t.repeats);

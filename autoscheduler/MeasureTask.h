@@ -114,6 +114,9 @@ Fault parse_fault(const std::string &s);
 
 nlohmann::json to_json(const MeasureTask &t);
 MeasureTask measure_task_from_json(const nlohmann::json &j);
+/** A group as to_json(MeasureTask) writes it under "group"; throws std::invalid_argument naming
+ * the field under `path` (`payload.group.nodes[2]: expected a string, found a number (7)`). */
+MeasureGroup measure_group_from_json(const nlohmann::json &j, const std::string &path);
 nlohmann::json to_json(const Measurement &m);
 Measurement measurement_from_json(const nlohmann::json &j);
 

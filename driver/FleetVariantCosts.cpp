@@ -3,13 +3,16 @@
  */
 #include "driver/FleetVariantCosts.h"
 
+#include <cmath>
 #include <stdexcept>
 
+#include "autoscheduler/JobPayload.h"
 #include "autoscheduler/MeasureTask.h"
 #include "autoscheduler/PostgresTuningDatabase.h"
 #include "dsl/ir/Parser.h"
 #include "dsl/ir/Printer.h"
 #include "schedules/ScheduleJson.h"
+#include "support/JsonField.h"
 
 namespace tessel {
 
@@ -29,17 +32,73 @@ json variant_to_json(const autosched::VariantCosts &v) {
             {"seconds_per_call", per_call}};
 }
 
-autosched::VariantCosts variant_from_json(const json &j, const std::string &name, const std::vector<sched::Guard> &guards) {
+using autosched::JobPayloadError;
+
+/** A stored result's field: std::runtime_error with the field's path, like costs_from_json's. */
+template <typename T>
+T result_field(const json &j, const char *name, const std::string &path) {
+    return json_field<T, std::runtime_error>(j, name, path);
+}
+
+/** A time that a cost can be (`path` names it): a number, finite and not negative. */
+double cost_seconds(const json &v, const std::string &path) {
+    double seconds = 0;
+    std::string why;
+    if (!json_as(v, path, &seconds, &why)) throw std::runtime_error(why);
+    if (!std::isfinite(seconds) || seconds < 0) throw std::runtime_error(path + ": " + json_quote(v) + " is not a time");
+    return seconds;
+}
+
+double cost_field(const json &j, const char *name, const std::string &path) {
+    return cost_seconds(result_field<json>(j, name, path), path + "." + name);
+}
+
+autosched::VariantCosts variant_from_json(const json &j, const std::string &name, const std::vector<sched::Guard> &guards,
+                                          const std::string &path) {
     autosched::VariantCosts v;
     v.name = name;
     v.guards = guards;
-    if (j.at("name").get<std::string>() != name)
-        throw std::runtime_error("stored variant costs are for '" + j.at("name").get<std::string>() + "', not '" + name + "'");
-    v.compile_seconds = j.at("compile_seconds").get<double>();
-    v.tuning_seconds = j.at("tuning_seconds").get<double>();
-    v.code_bytes = j.at("code_bytes").get<long long>();
-    for (const json &p : j.at("seconds_per_call")) v.seconds_per_call[p.at(0).get<autosched::Extents>()] = p.at(1).get<double>();
+    const std::string stored = result_field<std::string>(j, "name", path);
+    if (stored != name)
+        throw std::runtime_error(path + ".name: the costs are for " + json_quote(json(stored)) + ", not " +
+                                 json_quote(json(name)));
+    v.compile_seconds = cost_field(j, "compile_seconds", path);
+    v.tuning_seconds = cost_field(j, "tuning_seconds", path);
+    v.code_bytes = result_field<long long>(j, "code_bytes", path);
+    if (v.code_bytes < 0) throw std::runtime_error(path + ".code_bytes: " + std::to_string(v.code_bytes) + " is not a size");
+    const json per_call = result_field<json>(j, "seconds_per_call", path);
+    if (!per_call.is_array())
+        throw std::runtime_error(path + ".seconds_per_call: expected an array, found " + json_kind(per_call) + " (" +
+                                 json_quote(per_call) + ")");
+    for (size_t i = 0; i < per_call.size(); i++) {
+        const std::string at = path + ".seconds_per_call[" + std::to_string(i) + "]";
+        const json &pair = per_call[i];
+        if (!pair.is_array() || pair.size() != 2 || !pair[0].is_object())
+            throw std::runtime_error(at + ": expected [shape, seconds], found " + json_quote(pair));
+        autosched::Extents shape;
+        for (const auto &[symbol, extent] : pair[0].items()) {
+            const long e = result_field<long>(pair[0], symbol.c_str(), at + "[0]");
+            if (e < 1) throw std::runtime_error(at + "[0]." + symbol + ": " + std::to_string(e) + " is not a size (>= 1)");
+            shape[symbol] = e;
+        }
+        v.seconds_per_call[shape] = cost_seconds(pair[1], at + "[1]");
+    }
     return v;
+}
+
+/** A job payload's field: JobPayloadError with the field's path, like the tuning jobs'. */
+template <typename T>
+T payload_field(const json &j, const char *name, const std::string &path) {
+    return json_field<T, JobPayloadError>(j, name, path);
+}
+
+/** A Halide target string (`path` names it), validated before Halide parses it. */
+Halide::Target target_value(const json &v, const std::string &path) {
+    std::string text, why;
+    if (!json_as(v, path, &text, &why)) throw JobPayloadError(why);
+    if (!Halide::Target::validate_target_string(text))
+        throw JobPayloadError(path + ": " + json_quote(json(text)) + " is not a Halide target");
+    return Halide::Target(text);
 }
 
 }  // namespace
@@ -72,22 +131,38 @@ VariantCostsJob variant_costs_job(const dsl::Graph &g, const dsl::FusionGroup &g
 
 bool is_variant_costs_payload(const json &payload) { return payload.is_object() && payload.value("kind", "") == kKind; }
 
+VariantCostsRequest read_variant_costs_payload(const json &p, const std::string &path) {
+    VariantCostsRequest r;
+    r.graph_text = payload_field<std::string>(p, "graph", path);
+    r.group = autosched::measure_group_from_json(payload_field<json>(p, "group", path), path + ".group");
+    r.schedule = sched::schedule_from_json(payload_field<json>(p, "schedule", path));
+    r.profile_text = payload_field<std::string>(p, "profile", path);
+    VariantMeasureOptions &o = r.options;
+    o.measure_on = target_value(payload_field<json>(p, "measure_on", path), path + ".measure_on");
+    const json targets = payload_field<json>(p, "code_targets", path);
+    if (!targets.is_array())
+        throw JobPayloadError(path + ".code_targets: expected an array, found " + json_kind(targets) + " (" +
+                              json_quote(targets) + ")");
+    for (size_t i = 0; i < targets.size(); i++)
+        o.code_targets.push_back(target_value(targets[i], path + ".code_targets[" + std::to_string(i) + "]"));
+    const std::string cost = payload_field<std::string>(p, "compile_cost", path);
+    if (cost != "aot" && cost != "jit")
+        throw JobPayloadError(path + ".compile_cost: " + json_quote(json(cost)) + " is neither \"aot\" nor \"jit\"");
+    o.compile_cost = cost == "aot" ? CompileCost::AheadOfTime : CompileCost::Jit;
+    o.repeats = payload_field<int>(p, "repeats", path);
+    if (o.repeats < 1) throw JobPayloadError(path + ".repeats: " + std::to_string(o.repeats) + " is below 1");
+    o.tolerance = payload_field<double>(p, "tolerance", path);
+    if (!(o.tolerance > 0) || !std::isfinite(o.tolerance))
+        throw JobPayloadError(path + ".tolerance: " + json_quote(p.at("tolerance")) + " is not a positive tolerance");
+    return r;
+}
+
 json measure_variant_costs_job(const json &p) {
-    const dsl::Graph g = dsl::parse(p.at("graph").get<std::string>(), "variant-costs job");
-    autosched::MeasureTask task;
-    task.graph_text = p.at("graph").get<std::string>();
-    json t = autosched::to_json(task);
-    t["group"] = p.at("group");
-    const dsl::FusionGroup group = autosched::resolve_group(g, autosched::measure_task_from_json(t).group);
-    const sched::ScheduleSpec schedule = sched::schedule_from_json(p.at("schedule"));
-    VariantMeasureOptions o;
-    o.measure_on = Halide::Target(p.at("measure_on").get<std::string>());
-    for (const json &c : p.at("code_targets")) o.code_targets.push_back(Halide::Target(c.get<std::string>()));
-    o.compile_cost = p.at("compile_cost").get<std::string>() == "aot" ? CompileCost::AheadOfTime : CompileCost::Jit;
-    o.repeats = p.at("repeats").get<int>();
-    o.tolerance = p.at("tolerance").get<double>();
-    const autosched::ShapeProfile profile = autosched::parse_shape_profile(p.at("profile").get<std::string>(), "job profile");
-    return costs_to_json(measure_group_variants(g, group, schedule, profile, o, group.name));
+    const VariantCostsRequest r = read_variant_costs_payload(p);
+    const dsl::Graph g = dsl::parse(r.graph_text, "variant-costs job");
+    const dsl::FusionGroup group = autosched::resolve_group(g, r.group);
+    const autosched::ShapeProfile profile = autosched::parse_shape_profile(r.profile_text, "job profile");
+    return costs_to_json(measure_group_variants(g, group, r.schedule, profile, r.options, group.name));
 }
 
 json costs_to_json(const GroupVariantCosts &c) {
@@ -96,16 +171,20 @@ json costs_to_json(const GroupVariantCosts &c) {
     return {{"candidates", candidates}, {"fallback", variant_to_json(c.fallback)}};
 }
 
-GroupVariantCosts costs_from_json(const json &j, const sched::ScheduleSpec &schedule, const std::string &prefix) {
-    const json &candidates = j.at("candidates");
+GroupVariantCosts costs_from_json(const json &j, const sched::ScheduleSpec &schedule, const std::string &prefix,
+                                  const std::string &path) {
+    const json candidates = result_field<json>(j, "candidates", path);
+    if (!candidates.is_array())
+        throw std::runtime_error(path + ".candidates: expected an array, found " + json_kind(candidates) + " (" +
+                                 json_quote(candidates) + ")");
     if (candidates.size() != schedule.variants.size())
-        throw std::runtime_error("stored variant costs have " + std::to_string(candidates.size()) + " variants, the schedule " +
+        throw std::runtime_error(path + ".candidates: " + std::to_string(candidates.size()) + " variants, the schedule has " +
                                  std::to_string(schedule.variants.size()));
     GroupVariantCosts out;
     for (size_t i = 0; i < candidates.size(); i++)
-        out.candidates.push_back(
-            variant_from_json(candidates[i], prefix + "_v" + std::to_string(i + 1), schedule.variants[i].guards));
-    out.fallback = variant_from_json(j.at("fallback"), prefix + " fallback", {});
+        out.candidates.push_back(variant_from_json(candidates[i], prefix + "_v" + std::to_string(i + 1),
+                                                   schedule.variants[i].guards, path + ".candidates[" + std::to_string(i) + "]"));
+    out.fallback = variant_from_json(result_field<json>(j, "fallback", path), prefix + " fallback", {}, path + ".fallback");
     return out;
 }
 
