@@ -12,7 +12,7 @@ mkdir -p "$here/corpus/tsl"
 runs=()
 for t in lower fusion simplify parse; do [ -d "$build/corpus/$t" ] && runs+=("$build/corpus/$t"); done
 [ ${#runs[@]} -gt 0 ] && "$build/fuzz_lower" -merge=1 -max_len=4096 -timeout=10 -rss_limit_mb=2048 "$here/corpus/tsl" "${runs[@]}"
-for t in schedule_json runtime job_row; do
+for t in schedule_json runtime job_row entry; do
   [ -d "$build/corpus/$t" ] || continue
   mkdir -p "$here/corpus/$t"
   "$build/fuzz_$t" -merge=1 -max_len=4096 -timeout=10 "$here/corpus/$t" "$build/corpus/$t"

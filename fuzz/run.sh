@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs Tessel's libFuzzer targets: fuzz/run.sh FUZZ_BUILD_DIR SECONDS [TARGET...]
-# (targets: parse simplify fusion lower schedule_json runtime job_row; default all). Each runs SECONDS on
+# (targets: parse simplify fusion lower schedule_json runtime job_row entry; default all). Each runs SECONDS on
 # its growing corpus in FUZZ_BUILD_DIR/corpus/TARGET, seeded from the checked-in corpus
 # fuzz/corpus/ (tsl/ for the four TSL targets; it grows with `make fuzz-corpus`), the seeds
 # (fuzz/seeds for the TSL targets, fuzz/seeds_TARGET for the others) and the regression
@@ -14,7 +14,7 @@ build=$(cd "$1" && pwd)
 seconds=$2
 shift 2
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(parse simplify fusion lower schedule_json runtime job_row)
+[ ${#targets[@]} -eq 0 ] && targets=(parse simplify fusion lower schedule_json runtime job_row entry)
 mkdir -p "$build/artifacts"
 for t in "${targets[@]}"; do
   while [ -e /tmp/tessel-bench.lock ]; do

@@ -80,7 +80,7 @@ TESSEL_RT_API int tessel_check_arguments(const tessel_value *values, const int *
                     a->name, extent, ax, symbol_names[d.symbol], symbol_names[d.symbol], (long long)*sym, a->type_text);
         }
     }
-    /* Density last, so that a wrong extent is reported as such rather than as odd strides. */
+    /* Density and mins last, so that a wrong extent is reported as such rather than as odd strides. */
     for (int i = 0; i < count; i++) {
         const tessel_value *a = &values[slots ? slots[i] : i];
         const halide_buffer_t *b = buffers[slots ? slots[i] : i];
@@ -92,6 +92,12 @@ TESSEL_RT_API int tessel_check_arguments(const tessel_value *values, const int *
                             b->dim[d].stride, (long long)stride);
             stride *= b->dim[d].extent;
         }
+        /* The kernels index every buffer from 0: a min elsewhere would shift one buffer's
+         * coordinates against the others' and the workspace's. */
+        for (int d = 0; d < rank; d++)
+            if (b->dim[d].min != 0)
+                return fail(error, error_size, "argument %s: dimension %d has min %d; a library's buffers are indexed from 0",
+                            a->name, d, b->dim[d].min);
     }
     return 0;
 }

@@ -68,7 +68,7 @@ int tessel_value_bytes(const tessel_value *v, const int64_t *symbols, int64_t *b
 /** Checks the buffers of values[slots[i]] (i < count; slots NULL: 0..count-1; buffers indexed by slot): each non-null with host memory, of
  * max(1, rank) dimensions, f32, each extent equal to its static size or to the symbol it binds
  * (the first argument naming a symbol binds it: symbols[] holds -1 for unbound ones), then each
- * dense. Returns 0, or 1 with the message (the argument, its extent and the graph's type) in
+ * dense with every min 0. Returns 0, or 1 with the message (the argument, its extent and the graph's type) in
  * error. */
 int tessel_check_arguments(const tessel_value *values, const int *slots, int count, struct halide_buffer_t *const *buffers,
                            const char *const *symbol_names, int64_t *symbols, char *error, size_t error_size);

@@ -212,6 +212,13 @@ static void test_arguments(void) {
     CHECK_TEXT(error, "argument x is not dense (dimension 1 has stride 10, expected 9)");
     dx[1].stride = 9;
 
+    /* A min other than 0 (the kernels index every buffer from 0), after the extents and strides. */
+    symbols[0] = symbols[1] = -1;
+    dx[0].min = -3;
+    CHECK(tessel_check_arguments(values, NULL, 3, buffers, names, symbols, error, sizeof error) == 1);
+    CHECK_TEXT(error, "argument x: dimension 0 has min -3; a library's buffers are indexed from 0");
+    dx[0].min = 0;
+
     /* Only g, through its slot (the prepare entry checks the weights alone). */
     const int weights[] = {1};
     symbols[0] = symbols[1] = -1;
