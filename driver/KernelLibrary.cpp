@@ -82,15 +82,18 @@ int write_kernel_library(const KernelLibraryOptions &o, std::ostream &out) {
         if (!seen.insert(v).second || g.node(v).op == dsl::Op::Input)
             throw std::invalid_argument("tessel lib: output %" + g.display_name(v) +
                                         " is bound twice or is a graph input (the library would need a copy)");
-    // The entry's buffers (inputs, weights, outputs) are f32 row-major; values inside (prepared
-    // ones included) may have any layout and storage type: the entry describes them itself.
+    // The entry's buffers are row-major: inputs and weights f32 or i8 (weights loaded already
+    // quantized), outputs f32; values inside (prepared ones included) may have any layout and
+    // storage type: the entry describes them itself.
     for (ValueId v : g.order()) {
         const dsl::Node &n = g.node(v);
         if (!n.has_result() || !dsl::is_tensor_data(n.type.dtype) || (n.op != dsl::Op::Input && !g.is_output(v))) continue;
-        if (!n.layout.empty() || n.type.dtype != dsl::DType::F32)
+        const bool input = n.op == dsl::Op::Input;
+        if (!n.layout.empty() || !(n.type.dtype == dsl::DType::F32 || (input && n.type.dtype == dsl::DType::I8)))
             throw std::invalid_argument("tessel lib: " + dsl::print_node(g, v) +
-                                        ": a library's input, weight and output buffers are f32 row-major (layouts and "
-                                        "f16/bf16/i8 storage of those are compiled by the JIT only, tessel run)");
+                                        ": a library's input and weight buffers are f32 or i8 row-major and its outputs f32 "
+                                        "row-major (layouts, f16/bf16 arguments and other outputs are compiled by the JIT only, "
+                                        "tessel run)");
     }
 
     // The same plan compiled for every target, each with that target's schedules; with a

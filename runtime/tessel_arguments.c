@@ -3,6 +3,8 @@
  * binds, density), and the bytes of every value as an expression of the bound symbols. */
 #include "tessel_runtime.h"
 
+#include <string.h>
+
 #include "HalideRuntime.h"
 
 #include <stdarg.h>
@@ -58,8 +60,9 @@ TESSEL_RT_API int tessel_check_arguments(const tessel_value *values, const int *
         if (b->dimensions != rank)
             return fail(error, error_size, "argument %s has %d dimensions; %s needs %d", a->name, b->dimensions, a->type_text,
                         rank);
-        if (b->type.code != halide_type_float || b->type.bits != 32 || b->type.lanes != 1)
-            return fail(error, error_size, "argument %s is not f32 (%s)", a->name, a->type_text);
+        if (b->type.code != a->type_code || b->type.bits != a->type_bits || b->type.lanes != 1)
+            return fail(error, error_size, "argument %s is not %.*s (%s)", a->name, (int)strcspn(a->type_text, "["), a->type_text,
+                        a->type_text);
         for (int ax = 0; ax < a->rank; ax++) {
             const int extent = b->dim[a->rank - 1 - ax].extent;
             const tessel_dim d = a->dims[ax];

@@ -66,7 +66,7 @@ void tessel_physical_extents(const tessel_value *v, const int64_t *symbols, int6
 int tessel_value_bytes(const tessel_value *v, const int64_t *symbols, int64_t *bytes);
 
 /** Checks the buffers of values[slots[i]] (i < count; slots NULL: 0..count-1; buffers indexed by slot): each non-null with host memory, of
- * max(1, rank) dimensions, f32, each extent equal to its static size or to the symbol it binds
+ * max(1, rank) dimensions, of the value's element type, each extent equal to its static size or to the symbol it binds
  * (the first argument naming a symbol binds it: symbols[] holds -1 for unbound ones), then each
  * dense with every min 0. Returns 0, or 1 with the message (the argument, its extent and the graph's type) in
  * error. */

@@ -25,20 +25,23 @@ using namespace tessel;
 
 namespace {
 
-// Inputs: element i of argument a is sin(0.37 i + a) / 2, in both the consumer and the test.
+// Inputs: element i of argument a is sin(0.37 i + a) / 2 (f32), or sin(0.37 i + a) * 127 rounded
+// (i8: bytes of every value, packed int4 pairs included), in both the consumer and the test.
 const char *kConsumerPrelude = R"(#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-static halide_buffer_t make(int rank, const int *extents_outer_first, int arg, halide_dimension_t *dims) {
+static halide_buffer_t make(int rank, const int *extents_outer_first, int arg, halide_dimension_t *dims, int i8) {
     halide_buffer_t b; memset(&b, 0, sizeof b);
-    b.type.code = halide_type_float; b.type.bits = 32; b.type.lanes = 1;
+    b.type.code = i8 ? halide_type_int : halide_type_float; b.type.bits = i8 ? 8 : 32; b.type.lanes = 1;
     b.dimensions = rank; b.dim = dims;
     long n = 1;
     for (int d = 0; d < rank; d++) { dims[d].min = 0; dims[d].extent = extents_outer_first[rank - 1 - d]; dims[d].stride = (int)n; dims[d].flags = 0; n *= dims[d].extent; }
-    float *p = (float *)malloc(n * sizeof(float));
-    for (long i = 0; i < n; i++) p[i] = (float)(sin(0.37 * i + arg) / 2);
-    b.host = (uint8_t *)p;
+    b.host = (uint8_t *)malloc(n * (i8 ? 1 : sizeof(float)));
+    for (long i = 0; i < n; i++) {
+        if (i8) ((signed char *)b.host)[i] = (signed char)lround(sin(0.37 * i + arg) * 127);
+        else ((float *)b.host)[i] = (float)(sin(0.37 * i + arg) / 2);
+    }
     return b;
 }
 static void save(const halide_buffer_t *b, const char *path) {
@@ -86,7 +89,7 @@ std::string consumer(const dsl::Graph &g, const std::string &name, bool prepared
             c << (k ? ", " : "") << (dims[k].is_static() ? std::to_string(dims[k].size) : dims[k].symbol);
         if (dims.empty()) c << "1";
         c << "};\n    halide_buffer_t " << n << " = make(" << std::max<size_t>(1, dims.size()) << ", e" << n << ", " << i << ", d"
-          << n << ");\n";
+          << n << ", " << (g.node(args[i].first).type.dtype == dsl::DType::I8) << ");\n";
         call += "&" + n + ", ";
     }
     c << "    int rc = " << name << "(" << call << "NULL, 0);\n    printf(\"rc %d\\nvariants %s\\n\", rc, " << name
@@ -124,11 +127,15 @@ std::string consumer(const dsl::Graph &g, const std::string &name, bool prepared
     return c.str();
 }
 
-dsl::Tensor input(const std::vector<int64_t> &shape, int arg) {
+dsl::Tensor input(const std::vector<int64_t> &shape, int arg, dsl::DType dtype) {
     dsl::Tensor t;
+    t.dtype = dtype;
     t.shape = shape;
     t.data.resize((size_t)t.numel());
-    for (size_t i = 0; i < t.data.size(); i++) t.data[i] = (double)(float)(std::sin(0.37 * (double)i + arg) / 2);
+    for (size_t i = 0; i < t.data.size(); i++) {
+        const double s = std::sin(0.37 * (double)i + arg);
+        t.data[i] = dtype == dsl::DType::I8 ? (double)(signed char)std::lround(s * 127) : (double)(float)(s / 2);
+    }
     return t;
 }
 
@@ -193,7 +200,7 @@ std::string run_checked(const tessel::testing::TempDir &tmp, const BuiltLibrary 
         if (g.node(v).op == dsl::Op::Input) {
             std::vector<int64_t> shape;
             for (const auto &d : g.node(v).type.dims) shape.push_back(d.is_static() ? d.size : sizes.at(d.symbol));
-            in[g.display_name(v)] = input(shape, a++);
+            in[g.display_name(v)] = input(shape, a++, g.node(v).type.dtype);
         }
     const dsl::RunResult ref = dsl::interpret(g, in);
     // The whole-graph entry's outputs, and the prepared entry's where the consumer calls it.
@@ -325,7 +332,57 @@ TEST_CASE(
     o.file = std::string(TESSEL_SOURCE_DIR) + "/algorithms/decode_packed.tsl";
     o.out_dir = tmp.file("packed");
     std::ostringstream log;
-    CHECK_THROWS_WITH(write_kernel_library(o, log), doctest::Contains("buffers are f32 row-major"));
+    CHECK_THROWS_WITH(write_kernel_library(o, log), doctest::Contains("buffers are f32 or i8 row-major"));
+}
+
+TEST_CASE("tessel lib: weights loaded already quantized (i8 per column, int4 pairs in groups) are i8 arguments") {
+    const tessel::testing::TempDir tmp;
+    // int8 with a scale per column, K and N symbolic; int4 pairs in groups of 32 along a static
+    // K = 200 (a short last group), read in place by every call.
+    std::ofstream(tmp.file("loaded_int8.tsl")) << R"(graph loaded_int8 mode=fast {
+  %x = input : f32[M, K]
+  %q = weight : i8[K, N]
+  %s = weight : f32[1, N]
+  %wide = cast(%q) : f32[K, N]
+  %y = matmul(%x, %wide * %s)
+  output %y
+}
+)";
+    std::ofstream(tmp.file("loaded_int4.tsl")) << R"(graph loaded_int4 {
+  %x = input : f32[M, 200]
+  %p = weight : i8[100, 72]
+  %s = weight : f32[7, 72]
+  %q = unpack_int4(%p, axis=0) : i8[200, 72]
+  %wide = cast(%q) : f32[200, 72]
+  %rows = repeat_interleave(%s, axis=0, repeats=32) : f32[200, 72]
+  %y = matmul(%x, %wide * %rows)
+  output %y
+}
+)";
+    const BuiltLibrary int8 = build_library(tmp, "loaded_int8");
+    std::stringstream header;
+    header << std::ifstream(tmp.file("loaded_int8/loaded_int8.h")).rdbuf();
+    CHECK(header.str().find(" q : i8[K, N]\n") != std::string::npos);
+    for (auto sizes :
+         std::vector<std::map<std::string, int64_t>>{{{"K", 37}, {"M", 1}, {"N", 19}}, {{"K", 64}, {"M", 13}, {"N", 53}}})
+        run_checked(tmp, int8, sizes);
+    const BuiltLibrary int4 = build_library(tmp, "loaded_int4");
+    for (int64_t m : {1, 3, 17}) run_checked(tmp, int4, {{"M", m}});
+    // An f32 buffer where the graph declares i8 is refused with both types.
+    std::ofstream(tmp.file("wrong_type.c")) << "#include \"loaded_int8.h\"\n"
+                                            << kConsumerPrelude << R"(int main(void) {
+    halide_dimension_t dx[2], dq[2], ds[2], dy[2];
+    int ex[] = {2, 4}, eq[] = {4, 3}, es[] = {1, 3}, ey[] = {2, 3};
+    halide_buffer_t x = make(2, ex, 0, dx, 0), q = make(2, eq, 1, dq, 0), s = make(2, es, 2, ds, 0), y = make(2, ey, 3, dy, 0);
+    printf("rc %d: %s\n", loaded_int8(&x, &q, &s, &y, NULL, 0), loaded_int8_error());
+    return 0;
+}
+)";
+    const SubprocessResult linked = run_subprocess({"cc", "-O1", tmp.file("wrong_type.c"), "-I" + tmp.file("loaded_int8"),
+                                                    tmp.file("loaded_int8/libloaded_int8.a"), "-lgomp", "-lpthread", "-ldl",
+                                                    "-lm", "-o", tmp.file("wrong_type")});
+    REQUIRE_MESSAGE(linked.ok(), linked.output);
+    CHECK(run("'" + tmp.file("wrong_type") + "'") == "rc 1: argument q is not i8 (i8[K, N])\n");
 }
 
 TEST_CASE("tessel lib: the same plan as the JIT, a layout conversion included") {
