@@ -21,4 +21,18 @@ inline std::string input_text(const uint8_t *data, size_t size) {
     return std::string(reinterpret_cast<const char *>(data), size < 65536 ? size : 65536);
 }
 
+/** The input read as numbers, front to back; zeros once it runs out (the targets whose input
+ * is not text: fuzz_runtime, fuzz_entry). */
+struct ByteReader {
+    const uint8_t *p, *end;
+    /** The next `bytes` bytes, big-endian. */
+    uint64_t u(int bytes) {
+        uint64_t v = 0;
+        for (int i = 0; i < bytes; i++) v = v << 8 | (p < end ? *p++ : 0);
+        return v;
+    }
+    /** A number in [0, n) from the next byte. */
+    int small(int n) { return int(u(1) % n); }
+};
+
 }  // namespace tessel::fuzz

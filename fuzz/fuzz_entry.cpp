@@ -11,6 +11,7 @@
 //     relu(x @ w + b) @ transpose(w);
 //   - run_prepared writing the prepared block (its bytes are compared before and after).
 #include "fuzz_entry.h"
+#include "fuzz/FuzzTarget.h"
 
 #include <cmath>
 #include <cstdint>
@@ -20,17 +21,6 @@
 #include <vector>
 
 namespace {
-
-/** Bytes of the input, read front to back; zeros once it runs out. */
-struct Reader {
-    const uint8_t *p, *end;
-    uint64_t u(int bytes) {
-        uint64_t v = 0;
-        for (int i = 0; i < bytes; i++) v = v << 8 | (p < end ? *p++ : 0);
-        return v;
-    }
-    int small(int n) { return int(u(1) % n); }
-};
 
 constexpr int kK = 24;                              // the graph's static extent
 constexpr int64_t kMaxElements = int64_t(1) << 18;  // larger buffers are only sized, never called
@@ -71,7 +61,7 @@ struct Tensor {
     }
 
     /** One careless change, or none. */
-    void mutate(Reader &r) {
+    void mutate(tessel::fuzz::ByteReader &r) {
         if (r.small(6) != 0) return;
         const int d = r.small(4);
         switch (r.small(8)) {
@@ -158,7 +148,7 @@ struct Workspace {
     int offset = 0;
     bool null = false;
     bool enough = true;
-    Workspace(Reader &r, int64_t needed, bool null_allocates) {
+    Workspace(tessel::fuzz::ByteReader &r, int64_t needed, bool null_allocates) {
         bytes = needed < 0 ? 64 : needed;
         switch (r.small(8)) {
         case 0: bytes -= 1 + r.small(64); break;
@@ -181,7 +171,7 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    Reader r{data, data + size};
+    tessel::fuzz::ByteReader r{data, data + size};
     const int M = 1 + r.small(33), N = 1 + r.small(40);
     Tensor x{kK, M}, w{N, kK}, b{N}, y{kK, M};
     Tensor *all[] = {&x, &w, &b, &y};

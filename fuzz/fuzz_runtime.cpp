@@ -16,24 +16,13 @@
 
 namespace {
 
-/** Bytes of the input, read front to back; zeros once it runs out. */
-struct Reader {
-    const uint8_t *p, *end;
-    uint64_t u(int bytes) {
-        uint64_t v = 0;
-        for (int i = 0; i < bytes; i++) v = v << 8 | (p < end ? *p++ : 0);
-        return v;
-    }
-    int small(int n) { return int(u(1) % n); }
-};
-
 constexpr int kSymbols = 3;
 const char *const kSymbolNames[kSymbols] = {"M", "K", "N"};
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    Reader r{data, data + size};
+    tessel::fuzz::ByteReader r{data, data + size};
     // The library's table: up to 4 values.
     const int count = 1 + r.small(4);
     std::vector<std::vector<tessel_dim>> dims(count);
@@ -91,8 +80,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const int variants = r.small(4);
     for (int v = 0; v < variants; v++) {
         guard_counts.push_back(r.small(3));
-        for (int k = 0; k < guard_counts.back(); k++)
-            guards.push_back({r.small(4) - 1, r.small(6), int64_t(r.u(8))});
+        for (int k = 0; k < guard_counts.back(); k++) guards.push_back({r.small(4) - 1, r.small(6), int64_t(r.u(8))});
     }
     const int64_t extents[3] = {int64_t(r.u(8)), int64_t(r.u(2)), int64_t(r.u(1)) - 1};
     const int picked = tessel_pick_variant(guards.data(), guard_counts.data(), variants, extents);
@@ -111,7 +99,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++) conflicts[size_t(i) * n + j] = i != j && first[i] <= last[j] && first[j] <= last[i];
     std::vector<unsigned char> scratch(TESSEL_PACK_SCRATCH_BYTES(n));
-    const int64_t peak = tessel_pack(n, bytes.data(), first.data(), last.data(), conflicts.data(), offsets.data(), scratch.data());
+    const int64_t peak =
+        tessel_pack(n, bytes.data(), first.data(), last.data(), conflicts.data(), offsets.data(), scratch.data());
     for (int i = 0; i < n; i++) {
         if (offsets[i] < 0 || offsets[i] + bytes[i] > peak || offsets[i] % TESSEL_ALIGNMENT) std::abort();
         for (int j = 0; j < i; j++)
