@@ -13,6 +13,7 @@
  */
 #pragma once
 
+#include "autoscheduler/MeasureGroup.h"
 #include "dsl/ir/Graph.h"
 #include "dsl/passes/Fusion.h"
 #include "schedules/Schedule.h"
@@ -34,14 +35,6 @@ namespace tessel::autosched {
  * OutOfMemory: allocate until allocation fails (refuses to run without an address-space limit);
  * BadExit: print a valid result, then exit with status 3. */
 enum class Fault { None, Crash, Hang, HalideError, WrongResult, NegativeTime, NanTime, Flood, OutOfMemory, BadExit };
-
-/** The planned fusion group as the measuring child receives it: the members by their display
- * names in the printed graph (ids are not part of the text form). */
-struct MeasureGroup {
-    std::string name;
-    dsl::GroupKind kind = dsl::GroupKind::MatmulEpilogue;
-    std::vector<std::string> nodes, outputs;
-};
 
 /** One planned group of one graph at one shape on one target: everything a candidate needs.
  * The child parses `graph_text` — the graph the parent planned, already simplified and printed —
@@ -114,9 +107,6 @@ Fault parse_fault(const std::string &s);
 
 nlohmann::json to_json(const MeasureTask &t);
 MeasureTask measure_task_from_json(const nlohmann::json &j);
-/** A group as to_json(MeasureTask) writes it under "group"; throws std::invalid_argument naming
- * the field under `path` (`payload.group.nodes[2]: expected a string, found a number (7)`). */
-MeasureGroup measure_group_from_json(const nlohmann::json &j, const std::string &path);
 nlohmann::json to_json(const Measurement &m);
 Measurement measurement_from_json(const nlohmann::json &j);
 

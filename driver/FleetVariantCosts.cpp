@@ -6,7 +6,6 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "autoscheduler/JobPayload.h"
 #include "autoscheduler/MeasureTask.h"
 #include "autoscheduler/PostgresTuningDatabase.h"
 #include "dsl/ir/Parser.h"
@@ -20,8 +19,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char *kKind = "variant-costs";
-
 json variant_to_json(const autosched::VariantCosts &v) {
     json per_call = json::array();
     for (const auto &[shape, s] : v.seconds_per_call) per_call.push_back({shape, s});
@@ -31,8 +28,6 @@ json variant_to_json(const autosched::VariantCosts &v) {
             {"code_bytes", v.code_bytes},
             {"seconds_per_call", per_call}};
 }
-
-using autosched::JobPayloadError;
 
 /** A stored result's field: std::runtime_error with the field's path, like costs_from_json's. */
 template <typename T>
@@ -86,79 +81,26 @@ autosched::VariantCosts variant_from_json(const json &j, const std::string &name
     return v;
 }
 
-/** A job payload's field: JobPayloadError with the field's path, like the tuning jobs'. */
-template <typename T>
-T payload_field(const json &j, const char *name, const std::string &path) {
-    return json_field<T, JobPayloadError>(j, name, path);
-}
-
-/** A Halide target string (`path` names it), validated before Halide parses it. */
-Halide::Target target_value(const json &v, const std::string &path) {
-    std::string text, why;
-    if (!json_as(v, path, &text, &why)) throw JobPayloadError(why);
-    if (!Halide::Target::validate_target_string(text))
-        throw JobPayloadError(path + ": " + json_quote(json(text)) + " is not a Halide target");
-    return Halide::Target(text);
-}
-
 }  // namespace
 
 VariantCostsJob variant_costs_job(const dsl::Graph &g, const dsl::FusionGroup &group, const sched::ScheduleSpec &schedule,
                                   const std::string &profile_text, const VariantMeasureOptions &o) {
     const autosched::MeasureTask task = autosched::make_measure_task(g, group, {}, o.measure_on.to_string());
-    json code_targets = json::array();
-    for (const auto &t : o.code_targets) code_targets.push_back(t.to_string());
     VariantCostsJob job;
-    job.payload = {{"kind", kKind},
-                   {"graph", task.graph_text},
-                   {"group", autosched::to_json(task)["group"]},
-                   {"schedule", sched::to_json(schedule)},
-                   {"profile", profile_text},
-                   {"measure_on", o.measure_on.to_string()},
-                   {"code_targets", code_targets},
-                   {"compile_cost", o.compile_cost == CompileCost::AheadOfTime ? "aot" : "jit"},
-                   {"repeats", o.repeats},
-                   {"tolerance", o.tolerance}};
+    job.payload = VariantCostsRequest{task.graph_text, task.group, schedule, profile_text, o}.to_json();
     job.key = autosched::TuningKey::current();
     job.key.group_hash = autosched::structural_hash(g, group);
-    job.key.shape_class = kKind;
-    json what = {job.payload["schedule"], profile_text, code_targets, job.payload["compile_cost"], o.repeats, o.tolerance};
+    job.key.shape_class = VariantCostsRequest::kKind;
+    json what = {job.payload["schedule"],     profile_text, job.payload["code_targets"],
+                 job.payload["compile_cost"], o.repeats,    o.tolerance};
     job.key.shapes = autosched::sha256_hex(what.dump()).substr(0, 32);
     job.key.target = o.measure_on.to_string();
     job.key.numeric_mode = autosched::to_key_string(g.mode);
     return job;
 }
 
-bool is_variant_costs_payload(const json &payload) { return payload.is_object() && payload.value("kind", "") == kKind; }
-
-VariantCostsRequest read_variant_costs_payload(const json &p, const std::string &path) {
-    VariantCostsRequest r;
-    r.graph_text = payload_field<std::string>(p, "graph", path);
-    r.group = autosched::measure_group_from_json(payload_field<json>(p, "group", path), path + ".group");
-    r.schedule = sched::schedule_from_json(payload_field<json>(p, "schedule", path));
-    r.profile_text = payload_field<std::string>(p, "profile", path);
-    VariantMeasureOptions &o = r.options;
-    o.measure_on = target_value(payload_field<json>(p, "measure_on", path), path + ".measure_on");
-    const json targets = payload_field<json>(p, "code_targets", path);
-    if (!targets.is_array())
-        throw JobPayloadError(path + ".code_targets: expected an array, found " + json_kind(targets) + " (" +
-                              json_quote(targets) + ")");
-    for (size_t i = 0; i < targets.size(); i++)
-        o.code_targets.push_back(target_value(targets[i], path + ".code_targets[" + std::to_string(i) + "]"));
-    const std::string cost = payload_field<std::string>(p, "compile_cost", path);
-    if (cost != "aot" && cost != "jit")
-        throw JobPayloadError(path + ".compile_cost: " + json_quote(json(cost)) + " is neither \"aot\" nor \"jit\"");
-    o.compile_cost = cost == "aot" ? CompileCost::AheadOfTime : CompileCost::Jit;
-    o.repeats = payload_field<int>(p, "repeats", path);
-    if (o.repeats < 1) throw JobPayloadError(path + ".repeats: " + std::to_string(o.repeats) + " is below 1");
-    o.tolerance = payload_field<double>(p, "tolerance", path);
-    if (!(o.tolerance > 0) || !std::isfinite(o.tolerance))
-        throw JobPayloadError(path + ".tolerance: " + json_quote(p.at("tolerance")) + " is not a positive tolerance");
-    return r;
-}
-
 json measure_variant_costs_job(const json &p) {
-    const VariantCostsRequest r = read_variant_costs_payload(p);
+    const VariantCostsRequest r = VariantCostsRequest::from_json(p);
     const dsl::Graph g = dsl::parse(r.graph_text, "variant-costs job");
     const dsl::FusionGroup group = autosched::resolve_group(g, r.group);
     const autosched::ShapeProfile profile = autosched::parse_shape_profile(r.profile_text, "job profile");

@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "autoscheduler/MeasureTask.h"
 #include "autoscheduler/TuningKey.h"
 #include "driver/VariantCosts.h"
+#include "driver/VariantCostsPayload.h"
 
 namespace tessel {
 
@@ -32,22 +32,6 @@ struct VariantCostsJob {
 
 VariantCostsJob variant_costs_job(const dsl::Graph &g, const dsl::FusionGroup &group, const sched::ScheduleSpec &schedule,
                                   const std::string &profile_text, const VariantMeasureOptions &options);
-
-/** True for a payload of variant_costs_job() (workers dispatch on it). */
-bool is_variant_costs_payload(const nlohmann::json &payload);
-
-/** A costs job's payload as values. Rows come from a shared server, so every field is checked
- * when read and a bad one is refused with its path, in Tessel's words
- * (`payload.repeats: 0 is below 1`, `payload.measure_on: "x86-64-linux-avx9" is not a Halide
- * target`), by autosched::JobPayloadError; the graph's and schedule's own readers name theirs. */
-struct VariantCostsRequest {
-    std::string graph_text;
-    autosched::MeasureGroup group;
-    sched::ScheduleSpec schedule;
-    std::string profile_text;
-    VariantMeasureOptions options;
-};
-VariantCostsRequest read_variant_costs_payload(const nlohmann::json &payload, const std::string &path = "payload");
 
 /** Runs a costs job's measurement here (the worker's side); returns costs_to_json(). */
 nlohmann::json measure_variant_costs_job(const nlohmann::json &payload);

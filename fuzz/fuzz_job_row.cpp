@@ -1,6 +1,7 @@
-// Fuzz target: a fleet tuning job's row as a worker reads it from the shared server
+// Fuzz target: a fleet job's row as a worker reads it from the shared server
 // (autoscheduler/JobQueue.h): {"key": <key_json>, "payload": <payload_json>}. The key is read by
-// TuningKey::from_json and the payload by TuneJobPayload::from_json; each either reads it or
+// TuningKey::from_json and the payload by TuneJobPayload::from_json (a tuning job) or
+// VariantCostsRequest::from_json (a variant-costs job, "kind": "variant-costs"); each either reads it or
 // refuses it with its own error naming the field (no raw control bytes in the message), and a
 // payload read reads back to the same payload. A payload's graph text then goes through the
 // parser, which refuses bad text with a UserError.
@@ -8,6 +9,8 @@
 
 #include "autoscheduler/JobPayload.h"
 #include "autoscheduler/TuningKey.h"
+#include "driver/VariantCostsPayload.h"
+#include "schedules/ScheduleJson.h"
 #include "dsl/ir/Parser.h"
 
 #include <cstdlib>
@@ -35,6 +38,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
     }
     if (!row.contains("payload")) return 0;
+    if (is_variant_costs_payload(row["payload"])) {
+        try {
+            const VariantCostsRequest r = VariantCostsRequest::from_json(row["payload"]);
+            if (VariantCostsRequest::from_json(r.to_json()).to_json() != r.to_json()) std::abort();  // must round-trip
+            dsl::parse(r.graph_text, "variant-costs job");
+        } catch (const autosched::JobPayloadError &e) {
+            check_message(e.what());
+        } catch (const std::invalid_argument &e) {  // the group's reader
+            check_message(e.what());
+        } catch (const sched::ScheduleJsonError &e) {
+            check_message(e.what());
+        } catch (const dsl::UserError &) {
+        }
+        return 0;
+    }
     autosched::TuneJobPayload p;
     try {
         p = autosched::TuneJobPayload::from_json(row["payload"]);

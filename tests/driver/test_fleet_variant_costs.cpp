@@ -10,6 +10,7 @@
 #include "schedules/Library.h"
 
 #include <cmath>
+#include <fstream>
 
 using nlohmann::json;
 using namespace tessel;
@@ -47,7 +48,10 @@ std::string refusal(F read) {
 
 TEST_CASE("a variant-costs payload reads back to the request it was written from") {
     const Layer layer;
-    const VariantCostsRequest r = read_variant_costs_payload(good_job(layer).payload);
+    const json payload = good_job(layer).payload;
+    CHECK(is_variant_costs_payload(payload));
+    const VariantCostsRequest r = VariantCostsRequest::from_json(payload);
+    CHECK(r.to_json() == payload);
     CHECK(r.group.name == layer.group.name);
     CHECK(r.group.kind == layer.group.kind);
     CHECK(r.schedule.name == "cpu_blocked");
@@ -93,16 +97,16 @@ TEST_CASE("a bad variant-costs payload is refused with the field's path and what
             p.erase(c.field);
         else
             p[c.field] = c.value;
-        CHECK(refusal([&] { read_variant_costs_payload(p); }) == c.message);
+        CHECK(refusal([&] { VariantCostsRequest::from_json(p); }) == c.message);
     }
     json bad_group = good;
     bad_group["group"]["nodes"] = json::array({"%y", 7});
-    CHECK(refusal([&] { read_variant_costs_payload(bad_group); }) ==
+    CHECK(refusal([&] { VariantCostsRequest::from_json(bad_group); }) ==
           "payload.group.nodes[1]: expected a string, found a number (7)");
     bad_group["group"] = good["group"];
     bad_group["group"]["kind"] = "sideways";
     CHECK(refusal([&] {
-              read_variant_costs_payload(bad_group);
+              VariantCostsRequest::from_json(bad_group);
           }).rfind("payload.group.kind: unknown group kind \"sideways\"", 0) == 0);
 }
 
@@ -153,4 +157,12 @@ TEST_CASE("stored variant costs read back; a result that is not a cost is refuse
     d = doc;
     d["fallback"]["seconds_per_call"] = json::array({json::array({1})});
     CHECK(read(d) == "variant costs.fallback.seconds_per_call[0]: expected [shape, seconds], found [1]");
+}
+
+TEST_CASE("fuzz_job_row's variant-costs seed is a payload the reader accepts") {
+    std::ifstream f(std::string(TESSEL_SOURCE_DIR) + "/fuzz/seeds_job_row/variant_costs.json");
+    const json row = json::parse(f);
+    const VariantCostsRequest r = VariantCostsRequest::from_json(row.at("payload"));
+    CHECK(r.options.code_targets.size() == 2);
+    CHECK(VariantCostsRequest::from_json(r.to_json()).to_json() == r.to_json());
 }
