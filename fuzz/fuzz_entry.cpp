@@ -4,7 +4,7 @@
 // rank, type, extent, stride and min, null buffers and null host memory, workspaces and prepared
 // blocks that are short, misaligned or null. Bugs:
 //   - a return code outside 0..3, a refusal without a message or with a raw control byte;
-//   - a refusal of a call that is valid, or the acceptance of one that is not;
+//   - a refusal of a call that is valid (an accepted call that is not shows as one of the next two);
 //   - an access outside the memory the caller described: every buffer, workspace and prepared
 //     block is allocated to exactly its size, so ASan reports any byte past it;
 //   - a wrong result: every accepted call's y is checked against a double reference of
