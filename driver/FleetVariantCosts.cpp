@@ -61,10 +61,7 @@ autosched::VariantCosts variant_from_json(const json &j, const std::string &name
     v.tuning_seconds = cost_field(j, "tuning_seconds", path);
     v.code_bytes = result_field<long long>(j, "code_bytes", path);
     if (v.code_bytes < 0) throw std::runtime_error(path + ".code_bytes: " + std::to_string(v.code_bytes) + " is not a size");
-    const json per_call = result_field<json>(j, "seconds_per_call", path);
-    if (!per_call.is_array())
-        throw std::runtime_error(path + ".seconds_per_call: expected an array, found " + json_kind(per_call) + " (" +
-                                 json_quote(per_call) + ")");
+    const auto per_call = result_field<std::vector<json>>(j, "seconds_per_call", path);
     for (size_t i = 0; i < per_call.size(); i++) {
         const std::string at = path + ".seconds_per_call[" + std::to_string(i) + "]";
         const json &pair = per_call[i];
@@ -115,10 +112,7 @@ json costs_to_json(const GroupVariantCosts &c) {
 
 GroupVariantCosts costs_from_json(const json &j, const sched::ScheduleSpec &schedule, const std::string &prefix,
                                   const std::string &path) {
-    const json candidates = result_field<json>(j, "candidates", path);
-    if (!candidates.is_array())
-        throw std::runtime_error(path + ".candidates: expected an array, found " + json_kind(candidates) + " (" +
-                                 json_quote(candidates) + ")");
+    const auto candidates = result_field<std::vector<json>>(j, "candidates", path);
     if (candidates.size() != schedule.variants.size())
         throw std::runtime_error(path + ".candidates: " + std::to_string(candidates.size()) + " variants, the schedule has " +
                                  std::to_string(schedule.variants.size()));

@@ -53,10 +53,7 @@ VariantCostsRequest VariantCostsRequest::from_json(const json &p, const std::str
     r.profile_text = payload_field<std::string>(p, "profile", path);
     VariantMeasureOptions &o = r.options;
     o.measure_on = target_value(payload_field<json>(p, "measure_on", path), path + ".measure_on");
-    const json targets = payload_field<json>(p, "code_targets", path);
-    if (!targets.is_array())
-        throw JobPayloadError(path + ".code_targets: expected an array, found " + json_kind(targets) + " (" +
-                              json_quote(targets) + ")");
+    const auto targets = payload_field<std::vector<json>>(p, "code_targets", path);
     for (size_t i = 0; i < targets.size(); i++)
         o.code_targets.push_back(target_value(targets[i], path + ".code_targets[" + std::to_string(i) + "]"));
     const std::string cost = payload_field<std::string>(p, "compile_cost", path);
