@@ -1,6 +1,7 @@
 #include "dsl/Pipeline.h"
 
 #include "dsl/passes/AlgebraicSimplify.h"
+#include "dsl/passes/AttentionBackward.h"
 #include "dsl/passes/CSE.h"
 #include "dsl/passes/ConstantFolding.h"
 #include "dsl/passes/DCE.h"
@@ -17,6 +18,7 @@ const std::vector<Pass> &registered_passes() {
         {"cse", [](Graph &g, RewriteLog *l) { return eliminate_common_subexpressions(g, l); }},
         {"dce", [](Graph &g, RewriteLog *l) { return eliminate_dead_code(g, l); }},
         {"concat-sibling-matmuls", [](Graph &g, RewriteLog *l) { return concat_sibling_matmuls(g, l); }},
+        {"recompute-attention-probabilities", [](Graph &g, RewriteLog *l) { return recompute_attention_probabilities(g, l); }},
     };
     return passes;
 }
@@ -40,6 +42,8 @@ PassManager default_pipeline() {
                         find_pass("dce")},
                        kSimplifyIterations);
     pm.add("concat-sibling-matmuls", find_pass("concat-sibling-matmuls").run);
+    // After the last CSE, which would merge the recomputed chain back into the forward's.
+    pm.add("recompute-attention-probabilities", find_pass("recompute-attention-probabilities").run);
     return pm;
 }
 

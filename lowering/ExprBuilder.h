@@ -8,7 +8,8 @@
  *                     constants, outputs in a layout;
  *   Contractions.cpp  matmuls (sibling matmuls as one Tuple Func) and the right operand's view "w";
  *   Reductions.cpp    reduce_sum/mean/max and softmax;
- *   Attention.cpp     an attention group's online-softmax nest.
+ *   Attention.cpp     an attention group's online-softmax nest;
+ *   AttentionBackward.cpp  an attention-backward group's nests (dK and dV per key block, dQ per query block).
  * The IEEE special-value helpers they call are in IeeeMath.h.
  *
  * Legal for one FusionGroup of a Graph whose ops are pure; anything it cannot lower (integer
@@ -17,6 +18,7 @@
  */
 #pragma once
 
+#include "dsl/passes/AttentionBackward.h"
 #include "dsl/passes/AttentionFusion.h"
 #include "lowering/IeeeMath.h"
 #include "lowering/LowerToHalide.h"
@@ -29,6 +31,11 @@
 #include <vector>
 
 namespace tessel::lower {
+
+/** An attention-backward group's two output Funcs: "y0" = {dK, dV} per key, "y1" = dQ per row. */
+struct AttentionBackwardFuncs {
+    Halide::Func dkv, dq;
+};
 
 /** Throws LoweringError "cannot lower <node>: <why>". */
 [[noreturn]] void refuse(const dsl::Graph &g, dsl::ValueId v, const std::string &why);
@@ -69,6 +76,10 @@ public:
      * nest over blocks of dsl::kAttentionKvBlock keys (stages: kblock, vblock, matmul, scores, block_max, probs, block_sum,
      * block_pv, state). */
     Halide::Func attention(const dsl::AttentionPattern &a);
+
+    /** AttentionBackward.cpp: the attention-backward group's outputs (stages: kcols, vcols,
+     * qk_stats, stats, lse, then qk, probs, dp, ds, dkv and the same with suffix _q, dq). */
+    AttentionBackwardFuncs attention_backward(const dsl::AttentionBackwardPattern &b);
 
 private:
     const dsl::Graph &g_;

@@ -4,6 +4,8 @@
 // storage types that schedules and buffers share.
 #include "lowering/LowerToHalide.h"
 
+#include <algorithm>
+
 #include "dsl/ir/TypeInference.h"
 #include "lowering/ExprBuilder.h"
 
@@ -40,6 +42,32 @@ std::optional<Halide::Type> storage_type(dsl::DType t) {
     }
 }
 
+namespace {
+
+/** The group's {dK, dV} Tuple "y0" and dQ "y1" (lowering/AttentionBackward.cpp). */
+void lower_attention_backward(const Graph &g, const dsl::FusionGroup &group, ExprBuilder &b, LoweredGroup &out) {
+    std::optional<dsl::AttentionBackwardPattern> p;
+    std::string why_not;
+    for (ValueId v : group.nodes)
+        if (!p && (g.node(v).op == dsl::Op::Softmax || g.node(v).op == dsl::Op::Div)) p = dsl::match_attention_backward(g, v, &why_not);
+    std::vector<ValueId> outs = group.outputs;
+    std::vector<ValueId> expected = p ? p->outputs() : std::vector<ValueId>{};
+    std::sort(outs.begin(), outs.end());
+    std::sort(expected.begin(), expected.end());
+    if (!p || outs != expected)
+        refuse(g, group.outputs.back(),
+               "an attention-backward group's outputs are dQ, dK and dV of softmax(q @ k^T)" + (why_not.empty() ? "" : ": " + why_not));
+    const AttentionBackwardFuncs f = b.attention_backward(*p);
+    out.funcs["y0"] = f.dkv;
+    out.funcs["y1"] = f.dq;
+    out.output_names = {"y0", "y1"};
+    out.outputs = {f.dkv, f.dq};
+    out.output_values = p->outputs();  // dk, dv (y0's elements), dq
+    out.output_func = {0, 0, 1};
+}
+
+}  // namespace
+
 LoweredGroup lower_group(const Graph &g, const dsl::FusionGroup &group) {
     LoweredGroup out;
     out.name = group.name;
@@ -66,6 +94,10 @@ LoweredGroup lower_group(const Graph &g, const dsl::FusionGroup &group) {
             out.outputs.push_back(y);
             out.output_values.push_back(group.outputs[0]);
             out.output_func.push_back(0);
+            return out;
+        }
+        if (group.kind == dsl::GroupKind::AttentionBackward) {
+            lower_attention_backward(g, group, b, out);
             return out;
         }
         for (ValueId v : group.outputs)

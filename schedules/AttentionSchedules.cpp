@@ -177,4 +177,68 @@ ScheduleSpec cpu_attention(const GroupShape &g, const Halide::Target &target) {
     return s;
 }
 
+ScheduleSpec cpu_attention_backward(const GroupShape &g, const Halide::Target &target) {
+    const int lanes = TargetFacts::for_target(target).cpu.f32_lanes;
+    const int rank = g.outputs.empty() ? 2 : g.outputs[0].second;
+    // Register tiles of the recomputed blocks: rows x (col_vectors vectors of keys).
+    const int rows = TargetFacts::for_target(target).cpu.vector_registers >= 32 ? 8 : 4, cols = 2 * lanes;
+    const int key_block = 64, query_block = 64;
+    ScheduleSpec s("cpu_attention_backward", Device::Cpu);
+    s.group = dsl::GroupKind::AttentionBackward;
+    s.description = "statistics per row, then dK and dV per block of " + std::to_string(key_block) + " keys and dQ per block of " +
+                    std::to_string(query_block) + " rows, each recomputing its blocks of P and dS in register tiles";
+
+    // K and V with the keys innermost, once per call.
+    for (const char *f : {"kcols", "vcols"}) {
+        const StageRef st{f};
+        s.compute_root(f).split(st, "j", "jo", "ji", lanes, kGuard).vectorize(st, "ji");
+        s.parallel(st, fuse_with_batch(s, st, "jo", rank));
+    }
+    // The rows' statistics: a vector of rows against one key at a time, blocks of rows in parallel.
+    const StageRef stats{"stats"}, stats_upd{"stats", 0};
+    s.compute_root("stats").split(stats, "i", "io", "ii", lanes, kGuard).vectorize(stats, "ii");
+    s.split(stats_upd, "i", "io", "ii", lanes, kGuard).vectorize(stats_upd, "ii").reorder(stats_upd, {"ii", "rj", "io"});
+    s.parallel(stats_upd, fuse_with_batch(s, stats_upd, "io", rank));
+    s.compute_at("qk_stats", "stats", "rj");
+    for (const StageRef &st : {StageRef{"qk_stats"}, StageRef{"qk_stats", 0}})
+        s.split(st, "i", "io", "ii", lanes, kGuard).vectorize(st, "ii");
+    s.reorder(StageRef{"qk_stats", 0}, {"ii", "j", "k", "io"});
+    s.compute_root("lse").split(StageRef{"lse"}, "i", "io", "ii", lanes, kGuard).vectorize(StageRef{"lse"}, "ii");
+
+    // One nest's blocks of P and dS, computed at `at`'s reduction block `block`: P's tiles, with
+    // the scores in register tiles at each, then dS's, with dP likewise.
+    auto recomputed_blocks = [&](const std::string &suffix, const std::string &at, const std::string &block) {
+        for (const std::string f : {"probs", "ds"}) {
+            const StageRef st{f + suffix};
+            s.compute_at(f + suffix, at, block);
+            s.split(st, "j", "tco", "tci", cols).split(st, "i", "tro", "tri", rows).reorder(st, {"tci", "tri", "tro", "tco"});
+            s.vectorize(st, "tci").unroll(st, "tri");
+        }
+        register_tile(s, "qk" + suffix, "j", "i", "k", cols, rows, "probs" + suffix, "tro");
+        register_tile(s, "dp" + suffix, "j", "i", "n", cols, rows, "ds" + suffix, "tro");
+    };
+    // dK and dV: a task per block of keys; per block of query rows, P and dS recomputed, then
+    // both sums accumulated along the rows with the key's columns in vectors.
+    const StageRef y0{"y0"}, dkv{"dkv"}, dkv_upd{"dkv", 0};
+    s.split(y0, "j", "jo", "ji", key_block, kGuard).split(y0, "c", "co", "ci", lanes, kGuard);
+    s.reorder(y0, {"ci", "co", "ji", "jo"}).vectorize(y0, "ci");
+    const std::string key_task = fuse_with_batch(s, y0, "jo", rank);
+    s.parallel(y0, key_task);
+    s.compute_at("dkv", "y0", key_task).split(dkv, "c", "co", "ci", lanes, kGuard).vectorize(dkv, "ci");
+    s.split(dkv_upd, "ri", "rio", "rii", query_block).split(dkv_upd, "c", "co", "ci", lanes, kGuard);
+    s.reorder(dkv_upd, {"ci", "rii", "co", "j", "rio"}).vectorize(dkv_upd, "ci");
+    recomputed_blocks("", "dkv", "rio");
+    // dQ: a task per block of query rows, looping over blocks of keys likewise.
+    const StageRef y1{"y1"}, dq{"dq"}, dq_upd{"dq", 0};
+    s.split(y1, "i", "io", "ii", query_block, kGuard).split(y1, "c", "co", "ci", lanes, kGuard);
+    s.reorder(y1, {"ci", "co", "ii", "io"}).vectorize(y1, "ci");
+    const std::string row_task = fuse_with_batch(s, y1, "io", rank);
+    s.parallel(y1, row_task);
+    s.compute_at("dq", "y1", row_task).split(dq, "c", "co", "ci", lanes, kGuard).vectorize(dq, "ci");
+    s.split(dq_upd, "rj", "rjo", "rji", key_block).split(dq_upd, "c", "co", "ci", lanes, kGuard);
+    s.reorder(dq_upd, {"ci", "rji", "co", "i", "rjo"}).vectorize(dq_upd, "ci");
+    recomputed_blocks("_q", "dq", "rjo");
+    return s;
+}
+
 }  // namespace tessel::sched

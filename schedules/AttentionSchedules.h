@@ -65,6 +65,13 @@ struct CpuAttentionParams {
 ScheduleSpec cpu_attention_schedule(const std::string &name, const GroupShape &g, const Halide::Target &target,
                                     const CpuAttentionParams &p);
 
+/** The attention-backward group's nests (dsl/passes/AttentionBackward.h; stages named in
+ * lowering/AttentionBackward.cpp): K and V copied with the keys innermost; the rows' softmax
+ * statistics with rows in vectors; dK and dV per parallel block of keys and dQ per parallel block
+ * of query rows, each recomputing P and dS per block of the other axis in register tiles. Each
+ * task writes only its own rows. Legal for any attention-backward group (reads are clamped). */
+ScheduleSpec cpu_attention_backward(const GroupShape &g, const Halide::Target &target);
+
 /** The library point: cpu_attention_schedule("cpu_attention", g, target, CpuAttentionParams::library(target)). */
 ScheduleSpec cpu_attention(const GroupShape &g, const Halide::Target &target);
 

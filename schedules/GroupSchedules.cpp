@@ -245,6 +245,7 @@ ScheduleSpec cuda_rows(const GroupShape &g, const Halide::Target &target) {
 
 ScheduleSpec fallback_group_schedule(const GroupShape &g, const Halide::Target &target) {
     if (g.kind == dsl::GroupKind::Attention && !target.has_gpu_feature()) return cpu_attention(g, target);
+    if (g.kind == dsl::GroupKind::AttentionBackward && !target.has_gpu_feature()) return cpu_attention_backward(g, target);
     const bool elementwise = g.kind == dsl::GroupKind::Elementwise;
     ScheduleSpec s = target.has_gpu_feature() ? (elementwise ? cuda_elementwise(g, target) : cuda_rows(g, target))
                                               : (elementwise ? cpu_elementwise(g, target) : cpu_rows(g, target));
@@ -256,6 +257,7 @@ GroupShape example_group_shape(dsl::GroupKind kind) {
     GroupShape g;
     g.kind = kind;
     g.outputs = {{"y", 2}};
+    if (kind == dsl::GroupKind::AttentionBackward) g.outputs = {{"y0", 2}, {"y1", 2}};
     if (kind == dsl::GroupKind::Reduction) {
         g.reductions = {{"softmax_max", 2, {"r"}, true, false, true}, {"softmax_sum", 2, {"r"}, true, false, true}};
     } else if (kind == dsl::GroupKind::MatmulEpilogue) {

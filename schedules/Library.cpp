@@ -55,6 +55,12 @@ const std::vector<LibraryEntry> &schedule_library() {
          "no S x L buffer",
          {},
          cpu_attention},
+        {"cpu_attention_backward",
+         Device::Cpu,
+         dsl::GroupKind::AttentionBackward,
+         "dK and dV per block of keys, dQ per block of rows, P and dS recomputed per block in register tiles: no S x L buffer",
+         {},
+         cpu_attention_backward},
         {"cuda_elementwise",
          Device::Cuda,
          dsl::GroupKind::Elementwise,
@@ -82,6 +88,7 @@ std::string default_library_schedule(dsl::GroupKind kind, Device device) {
     case dsl::GroupKind::Elementwise: return cuda ? "cuda_elementwise" : "cpu_elementwise";
     case dsl::GroupKind::Reduction: return cuda ? "cuda_rows" : "cpu_rows";
     case dsl::GroupKind::Attention: return cuda ? "" : "cpu_attention";
+    case dsl::GroupKind::AttentionBackward: return cuda ? "" : "cpu_attention_backward";
     }
     return "";
 }

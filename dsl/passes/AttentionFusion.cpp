@@ -49,26 +49,30 @@ std::optional<WrittenSoftmax> written_softmax(const Graph &g, ValueId p) {
 
 }  // namespace
 
-std::optional<AttentionPattern> match_attention(const Graph &g, ValueId pv, std::string *why_not) {
-    why_not->clear();
-    AttentionPattern a;
-    const Node &out = g.node(pv);
-    if (out.op != Op::MatMul) return std::nullopt;
-    a.output = pv;
-    a.softmax = out.inputs[0];
-    a.v = out.inputs[1];
-    std::vector<ValueId> chain;  // the pattern's values between scores and pv
-    ValueId t = kNoValue;        // the softmax's input
-    if (const Node &sm = g.node(a.softmax); sm.op == Op::Softmax) {
+bool swaps_last_two(const Node &n) {
+    const int r = n.type.rank();
+    if (n.op != Op::Transpose || r < 2) return false;
+    std::vector<int64_t> swap_last(r);
+    for (int i = 0; i < r; i++) swap_last[i] = i;
+    std::swap(swap_last[r - 1], swap_last[r - 2]);
+    return n.attrs.perm == swap_last;
+}
+
+bool match_attention_probabilities(const Graph &g, ValueId p, AttentionPattern *out, std::vector<ValueId> *chain) {
+    AttentionPattern &a = *out;
+    a.softmax = p;
+    chain->clear();
+    ValueId t = kNoValue;  // the softmax's input
+    if (const Node &sm = g.node(p); sm.op == Op::Softmax) {
         const int rank = sm.type.rank();
-        if (rank < 2 || (sm.attrs.axis != -1 && sm.attrs.axis != rank - 1)) return std::nullopt;
+        if (rank < 2 || (sm.attrs.axis != -1 && sm.attrs.axis != rank - 1)) return false;
         t = sm.inputs[0];
-        chain = {a.softmax};
-    } else if (const std::optional<WrittenSoftmax> w = written_softmax(g, a.softmax)) {
+        *chain = {p};
+    } else if (const std::optional<WrittenSoftmax> w = written_softmax(g, p)) {
         t = w->logits;
-        chain = w->values;
+        *chain = w->values;
     } else {
-        return std::nullopt;
+        return false;
     }
 
     // t = u + mask | u, and u = s * c | c * s | s / c | s with s the scores matmul.
@@ -93,22 +97,29 @@ std::optional<AttentionPattern> match_attention(const Graph &g, ValueId pv, std:
         const int side = scaled_scores(tn.inputs[0], nullptr) != kNoValue ? 0 : 1;
         u = tn.inputs[side];
         a.mask = tn.inputs[1 - side];
-        chain.push_back(t);
+        chain->push_back(t);
     }
     const ValueId s = scaled_scores(u, &a);
-    if (s == kNoValue) return std::nullopt;
-    if (u != s) chain.push_back(u);
+    if (s == kNoValue) return false;
+    if (u != s) chain->push_back(u);
     a.scores = s;
-    chain.push_back(s);
+    chain->push_back(s);
     a.q = g.node(s).inputs[0];
     a.kt = g.node(s).inputs[1];
-    if (const Node &kt = g.node(a.kt); kt.op == Op::Transpose) {
-        const int r = kt.type.rank();
-        std::vector<int64_t> swap_last(r);
-        for (int i = 0; i < r; i++) swap_last[i] = i;
-        if (r >= 2) std::swap(swap_last[r - 1], swap_last[r - 2]);
-        if (r >= 2 && kt.attrs.perm == swap_last) a.k = kt.inputs[0];
-    }
+    if (const Node &kt = g.node(a.kt); kt.op == Op::Transpose && swaps_last_two(kt)) a.k = kt.inputs[0];
+    return true;
+}
+
+std::optional<AttentionPattern> match_attention(const Graph &g, ValueId pv, std::string *why_not) {
+    why_not->clear();
+    AttentionPattern a;
+    const Node &out = g.node(pv);
+    if (out.op != Op::MatMul) return std::nullopt;
+    a.output = pv;
+    a.v = out.inputs[1];
+    std::vector<ValueId> chain;  // the pattern's values between scores and pv
+    if (!match_attention_probabilities(g, out.inputs[0], &a, &chain)) return std::nullopt;
+    const ValueId s = a.scores;
 
     // The shape is attention; now whether fusing it is legal.
     if (g.mode != NumericMode::Fast) {

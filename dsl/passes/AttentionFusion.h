@@ -63,6 +63,14 @@ struct AttentionPattern {
  * attention at all, *why_not is left empty. */
 std::optional<AttentionPattern> match_attention(const Graph &g, ValueId pv, std::string *why_not);
 
+/** The structural half of the pattern, from the probabilities `p` down: the softmax (either
+ * form), the mask, the scale and the scores matmul, filled into *a (all but output and v), and
+ * the values between the scores and p into *chain. No legality is checked. */
+bool match_attention_probabilities(const Graph &g, ValueId p, AttentionPattern *a, std::vector<ValueId> *chain);
+
+/** A transpose that swaps the last two axes and keeps the others (kᵀ of a batched k). */
+bool swaps_last_two(const Node &n);
+
 /** Keys per block of the online softmax: the number of score columns a query-row block holds at
  * once. The lowering defines the blocks (the running maximum is rescaled once per block), so it
  * is part of the algorithm, chosen with the group. */

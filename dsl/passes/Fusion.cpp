@@ -17,6 +17,7 @@
 #include "dsl/analysis/WeightDerived.h"
 #include "dsl/ir/Printer.h"
 #include "dsl/ir/TypeInference.h"
+#include "dsl/passes/AttentionBackward.h"
 #include "dsl/passes/AttentionFusion.h"
 #include "dsl/passes/FusionPolicy.h"
 
@@ -66,6 +67,7 @@ public:
         outputs_.insert(g.outputs.begin(), g.outputs.end());
         derived_ = weight_derived(g);
         match_attention_groups();
+        match_attention_backward_groups();
     }
 
     FusionPlan run() {
@@ -158,7 +160,43 @@ private:
     std::map<ValueId, ValueId> attention_root_;
     std::set<ValueId> sealed_;
     std::map<ValueId, AttentionPattern> attention_of_;
+    std::map<ValueId, AttentionBackwardPattern> backward_of_;  ///< roots of attention-backward groups
     std::map<ValueId, FusionDecision> attention_decision_;
+
+    /** Seals `nodes` as one group rooted at its last member; false if one is taken already. */
+    bool seal(const std::vector<ValueId> &nodes) {
+        if (std::any_of(nodes.begin(), nodes.end(), [&](ValueId n) { return attention_root_.count(n) || derived(n); }))
+            return false;
+        for (ValueId n : nodes) attention_root_[n] = nodes.back();
+        sealed_.insert(nodes.back());
+        return true;
+    }
+
+    void match_attention_backward_groups() {
+        for (ValueId p : g_.order()) {
+            const Op op = g_.node(p).op;
+            if (op != Op::Softmax && op != Op::Div) continue;
+            std::string why_not;
+            const std::optional<AttentionBackwardPattern> b = match_attention_backward(g_, p, &why_not);
+            FusionDecision d;
+            if (b && opts_.target.gpu) why_not = "the GPU target " + opts_.target.name + " has no attention-backward schedule yet";
+            if (b && why_not.empty() && seal(b->nodes)) {
+                backward_of_[b->nodes.back()] = *b;
+                d = FusionDecision::yes("attention-backward",
+                                        "dQ " + nm(g_, b->dq.result) + ", dK " + nm(g_, b->dk.result) + " and dV " + nm(g_, b->dv.result) +
+                                            " in one nest that recomputes " + nm(g_, p) + " from " + nm(g_, b->probs.q) + " and " +
+                                            nm(g_, b->probs.kt) + " block by block (dK and dV per key block, dQ per query block): "
+                                            "no [S, L] matrix in memory");
+            } else if (!why_not.empty()) {
+                d = FusionDecision::no("attention-backward", why_not + "; planned unfused");
+            } else {
+                continue;
+            }
+            d.producer = p;
+            d.consumer = b ? b->dq.result : kNoValue;
+            attention_decision_[b ? b->nodes.back() : p] = d;
+        }
+    }
 
     void match_attention_groups() {
         for (ValueId v : g_.order()) {
@@ -171,11 +209,7 @@ private:
                 if (!e.fits) why_not = "the blocks would not fit: " + e.to_string();
                 if (opts_.target.gpu) why_not = "the GPU target " + opts_.target.name + " has no attention schedule yet";
             }
-            if (a && why_not.empty() && std::none_of(a->nodes.begin(), a->nodes.end(), [&](ValueId n) {
-                    return attention_root_.count(n) || derived(n);
-                })) {
-                for (ValueId n : a->nodes) attention_root_[n] = v;
-                sealed_.insert(v);
+            if (a && why_not.empty() && a->nodes.back() == v && seal(a->nodes)) {
                 attention_of_[v] = *a;
                 d = FusionDecision::yes("attention", "softmax(" + std::string(a->scale != 1.0 ? "scale * " : "") + nm(g_, a->q) +
                                                          " @ " + nm(g_, a->kt) +
@@ -381,12 +415,15 @@ private:
                 for (ValueId u : users_[v]) out |= !nodes.count(u);
                 if (out) grp.outputs.push_back(v);
             }
-            grp.kind = sealed_.count(r) ? GroupKind::Attention : group_kind(g_, grp.nodes);
+            grp.kind = backward_of_.count(r) ? GroupKind::AttentionBackward
+                       : sealed_.count(r)    ? GroupKind::Attention
+                                             : group_kind(g_, grp.nodes);
             grp.prepared = std::all_of(members_[r].begin(), members_[r].end(), [&](ValueId v) { return derived(v); });
             grp.name = "g" + std::to_string(grp.id) + "_" +
                        sanitize(grp.outputs.empty() ? g_.display_name(grp.nodes.back()) : g_.display_name(grp.outputs[0]));
-            grp.estimate = grp.kind == GroupKind::Attention ? attention_estimate(g_, attention_of_.at(r), opts_)
-                                                            : policy_.estimate(g_, grp.nodes, opts_);
+            grp.estimate = grp.kind == GroupKind::Attention           ? attention_estimate(g_, attention_of_.at(r), opts_)
+                           : grp.kind == GroupKind::AttentionBackward ? attention_estimate(g_, backward_of_.at(r).probs, opts_)
+                                                                      : policy_.estimate(g_, grp.nodes, opts_);
             plan_.groups.push_back(std::move(grp));
         }
         // Values with several readers: recomputed / computed once inside one group, or materialized.

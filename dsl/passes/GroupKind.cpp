@@ -8,6 +8,7 @@ constexpr std::pair<GroupKind, const char *> kKinds[] = {
     {GroupKind::Reduction, "reduction"},
     {GroupKind::Elementwise, "elementwise"},
     {GroupKind::Attention, "attention"},
+    {GroupKind::AttentionBackward, "attention-backward"},
 };
 }  // namespace
 

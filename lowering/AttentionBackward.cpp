@@ -1,0 +1,174 @@
+/** \file
+ * Attention backward (ExprBuilder.h): an attention-backward group (dsl/passes/AttentionBackward.h)
+ * becomes three nests over Funcs that never hold an [S, L] matrix whole. For query row i, key j
+ * (both global indices), depth d and column c:
+ *
+ *   kcols(j, d)     = kt[d, j]                          (K with the keys innermost, copied once)
+ *   vcols(j, c)     = vt[c, j]                          (V likewise, for dP)
+ *   score(j, i)     = scale · q[i, :] · kt[:, j] [+ mask[i, j]]
+ *   stats(i)        = {max key, sum} over j, online: the sum rescaled as the maximum grows
+ *   lse(i)          = max + log(sum), or NaN when the maximum is not finite (softmax's NaN rows)
+ *   probs(j, i)     = exp(score − lse(i)), 0 where the score is −inf
+ *   dp(j, i)        = do2[i, :] · vt[:, j]
+ *   ds(j, i)        = probs · (dp − r[i])
+ *   dkv(c, j)       = {Σ_i probs(j, i) do1[i, c], Σ_i ds(j, i) qx[i, c]}        -> y0 = {c_k dK, dV}
+ *   dq(c, i)        = Σ_j ds_q(j, i) kx[j, c]                                  -> y1 = c_q dQ
+ *
+ * probs, dp and ds are defined twice (suffix _q for dQ's nest): a Func has one schedule, and the
+ * two nests compute them over different blocks — dkv per block of keys, looping over query
+ * blocks; dq per block of query rows, looping over key blocks. Each task writes only its own rows
+ * of the outputs. Reads are clamped to the tensors, so tiles that round up past an edge compute
+ * values nobody stores; every reduction runs over exactly the rows or keys there are.
+ */
+#include "lowering/ExprBuilder.h"
+
+#include "dsl/ir/TypeInference.h"
+#include "dsl/passes/AttentionBackward.h"
+#include "lowering/IeeeMath.h"
+
+#include <cmath>
+
+namespace tessel::lower {
+
+using dsl::ValueId;
+using Halide::Expr;
+using Halide::Func;
+using Halide::Var;
+
+AttentionBackwardFuncs ExprBuilder::attention_backward(const dsl::AttentionBackwardPattern &b) {
+    const dsl::AttentionPattern &a = b.probs;
+    const int rank = g_.node(a.softmax).type.rank();  // [..., S, L]
+    const Expr rows = extent(a.softmax, rank - 2), keys = extent(a.softmax, rank - 1);
+    const Expr depth = extent(a.q, g_.node(a.q).type.rank() - 1);
+    const Expr width = extent(b.d_out, g_.node(b.d_out).type.rank() - 1);  // Dv
+    const Expr columns = extent(b.dk.result, rank - 1);                    // D = Dv of dK and dV
+
+    const Var i("i"), j("j"), c("c"), d("d");
+    std::vector<Var> batch;
+    for (int k = 0; k < rank - 2; k++) batch.push_back(Var("b" + std::to_string(k)));
+    auto args = [&](std::vector<Var> inner) {
+        inner.insert(inner.end(), batch.begin(), batch.end());
+        return inner;
+    };
+    auto call = [&](const Func &f, std::vector<Expr> inner) {
+        for (const Var &v : batch) inner.push_back(v);
+        return f(inner);
+    };
+    auto read = [&](ValueId v, const Expr &second_last, const Expr &last) {
+        std::vector<Expr> idx;
+        for (auto it = batch.rbegin(); it != batch.rend(); ++it) idx.push_back(*it);
+        idx.push_back(second_last);
+        idx.push_back(last);
+        return at(v, broadcast_index(v, idx));
+    };
+    std::vector<std::pair<std::string, Func>> named;
+    auto make = [&](const std::string &base) {
+        named.push_back({unique_func_name(base), Func()});
+        named.back().second = Func(named.back().first);
+        out_.funcs[named.back().first] = named.back().second;
+        return named.back().second;
+    };
+
+    const Expr row_in = Halide::clamp(Halide::likely(i), 0, rows - 1), key_in = Halide::clamp(Halide::likely(j), 0, keys - 1);
+    const Expr column_in = Halide::clamp(Halide::likely(c), 0, columns - 1);
+    const Expr nan = from_order_key(Halide::Int(32).max());
+    const Expr neg_inf = order_key(Expr(-INFINITY), true);
+
+    Func kcols = make("kcols");
+    kcols(args({j, d})) = read(a.kt, Halide::clamp(d, 0, depth - 1), key_in);
+    Func vcols = make("vcols");
+    vcols(args({j, c})) = read(b.vt, Halide::clamp(c, 0, width - 1), key_in);
+
+    // The scores of row i against key j, through a contraction Func `name` (each nest its own).
+    Halide::RDom rd(0, depth, "k");
+    auto score_func = [&](const std::string &base, bool keys_inner) {
+        Func qk = make(base);
+        qk(args({j, i})) = 0.0f;
+        qk(args({j, i})) += read(a.q, row_in, rd) * (keys_inner ? call(kcols, {j, rd}) : read(a.kt, rd, key_in));
+        Expr s = call(qk, {j, i});
+        if (a.scale_node != dsl::kNoValue) {
+            const float f = (float)g_.node(a.scale_node).attrs.value[0];
+            s = a.scale_divides ? s / f : s * f;
+        }
+        // A mask's -inf is an ordinary value here: strict_float keeps fast math from folding it.
+        if (a.mask != dsl::kNoValue) s = Halide::strict_float(s + read(a.mask, row_in, key_in));
+        return s;
+    };
+
+    // The rows' statistics, one key at a time (rows vectorized): the sum is rescaled whenever the
+    // maximum grows; -inf scores (masked) add nothing; a NaN or +inf score makes the row NaN.
+    Func stats = make("stats");
+    {
+        const Expr s = score_func("qk_stats", false);
+        Halide::RDom rj(0, keys, "rj");
+        stats(args({i})) = Halide::Tuple(neg_inf, 0.0f);
+        const Expr m_key = call(stats, {i})[0], sum = call(stats, {i})[1];
+        const Expr s_at = Halide::Internal::substitute(j.name(), Expr(rj), s);
+        const Expr s_key = order_key(s_at, true), m_new_key = Halide::max(m_key, s_key), m_new = from_order_key(m_new_key);
+        const Expr finite_new = is_finite_key(m_new_key);
+        const Expr alpha =
+            Halide::select(finite_new && is_finite_key(m_key), Halide::exp(from_order_key(m_key) - m_new), 0.0f);
+        const Expr beta = Halide::select(finite_new && s_key != neg_inf, Halide::exp(s_at - m_new), 0.0f);
+        stats(args({i})) = Halide::Tuple(m_new_key, sum * alpha + beta);
+    }
+    Func lse = make("lse");
+    lse(args({i})) = Halide::select(is_finite_key(call(stats, {i})[0]),
+                                    from_order_key(call(stats, {i})[0]) + Halide::log(call(stats, {i})[1]), nan);
+
+    // probs, dp and ds of one nest (suffix "" or "_q").
+    auto gradient_funcs = [&](const std::string &suffix) {
+        const Expr s = score_func("qk" + suffix, true);
+        Func probs = make("probs" + suffix);
+        const Expr l = call(lse, {i});
+        const Expr masked = order_key(s, true) == neg_inf;
+        probs(args({j, i})) = Halide::select(is_finite_key(order_key(l, true)), Halide::select(masked, 0.0f, Halide::exp(s - l)), nan);
+        Func dp = make("dp" + suffix);
+        Halide::RDom rn(0, width, "n");
+        dp(args({j, i})) = 0.0f;
+        dp(args({j, i})) += read(b.d_out, row_in, rn) * call(vcols, {j, rn});
+        Func ds = make("ds" + suffix);
+        ds(args({j, i})) = call(probs, {j, i}) * (call(dp, {j, i}) - read(b.row_dot, row_in, 0));
+        return std::make_pair(probs, ds);
+    };
+    auto scaled = [&](const dsl::AttentionGradient &x, const Expr &e) {
+        if (x.result == x.matmul) return e;
+        return x.divides ? e / (float)(1.0 / x.scale) : e * (float)x.scale;
+    };
+
+    // dK and dV per key: one Tuple, summed over every query row.
+    const auto [probs, ds] = gradient_funcs("");
+    Func dkv = make("dkv");
+    {
+        Halide::RDom ri(0, rows, "ri");
+        const Expr p = call(probs, {j, ri});
+        const Expr s = call(ds, {j, ri});
+        dkv(args({c, j})) = Halide::Tuple(0.0f, 0.0f);
+        dkv(args({c, j})) = Halide::Tuple(call(dkv, {c, j})[0] + p * read(b.dv.operand, ri, column_in),
+                                          call(dkv, {c, j})[1] + s * read(b.dk.operand, ri, column_in));
+    }
+    // dQ per row, summed over every key.
+    const auto [probs_q, ds_q] = gradient_funcs("_q");
+    (void)probs_q;
+    Func dq = make("dq");
+    {
+        Halide::RDom rj(0, keys, "rj");
+        dq(args({c, i})) = 0.0f;
+        dq(args({c, i})) += call(ds_q, {rj, i}) * read(b.dq.operand, rj, column_in);
+    }
+    AttentionBackwardFuncs f;
+    f.dkv = Func("y0");
+    f.dkv(args({c, j})) = Halide::Tuple(scaled(b.dk, call(dkv, {c, j})[1]), call(dkv, {c, j})[0]);
+    f.dq = Func("y1");
+    f.dq(args({c, i})) = scaled(b.dq, call(dq, {c, i}));
+
+    auto role = [&](const char *r, ValueId v) {
+        if (auto p = params_.find(v); p != params_.end()) out_.input_roles[r] = p->second;
+    };
+    role("q", a.q);
+    role("k", a.k != dsl::kNoValue ? a.k : a.kt);
+    if (a.mask != dsl::kNoValue) role("mask", a.mask);
+    out_.matmul_count = 7;
+    return f;
+}
+
+}  // namespace tessel::lower
