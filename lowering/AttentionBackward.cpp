@@ -106,8 +106,7 @@ AttentionBackwardFuncs ExprBuilder::attention_backward(const dsl::AttentionBackw
         const Expr s_at = Halide::Internal::substitute(j.name(), Expr(rj), s);
         const Expr s_key = order_key(s_at, true), m_new_key = Halide::max(m_key, s_key), m_new = from_order_key(m_new_key);
         const Expr finite_new = is_finite_key(m_new_key);
-        const Expr alpha =
-            Halide::select(finite_new && is_finite_key(m_key), Halide::exp(from_order_key(m_key) - m_new), 0.0f);
+        const Expr alpha = Halide::select(finite_new && is_finite_key(m_key), Halide::exp(from_order_key(m_key) - m_new), 0.0f);
         const Expr beta = Halide::select(finite_new && s_key != neg_inf, Halide::exp(s_at - m_new), 0.0f);
         stats(args({i})) = Halide::Tuple(m_new_key, sum * alpha + beta);
     }
@@ -121,7 +120,8 @@ AttentionBackwardFuncs ExprBuilder::attention_backward(const dsl::AttentionBackw
         Func probs = make("probs" + suffix);
         const Expr l = call(lse, {i});
         const Expr masked = order_key(s, true) == neg_inf;
-        probs(args({j, i})) = Halide::select(is_finite_key(order_key(l, true)), Halide::select(masked, 0.0f, Halide::exp(s - l)), nan);
+        probs(args({j, i})) =
+            Halide::select(is_finite_key(order_key(l, true)), Halide::select(masked, 0.0f, Halide::exp(s - l)), nan);
         Func dp = make("dp" + suffix);
         Halide::RDom rn(0, width, "n");
         dp(args({j, i})) = 0.0f;

@@ -49,14 +49,16 @@ void lower_attention_backward(const Graph &g, const dsl::FusionGroup &group, Exp
     std::optional<dsl::AttentionBackwardPattern> p;
     std::string why_not;
     for (ValueId v : group.nodes)
-        if (!p && (g.node(v).op == dsl::Op::Softmax || g.node(v).op == dsl::Op::Div)) p = dsl::match_attention_backward(g, v, &why_not);
+        if (!p && (g.node(v).op == dsl::Op::Softmax || g.node(v).op == dsl::Op::Div))
+            p = dsl::match_attention_backward(g, v, &why_not);
     std::vector<ValueId> outs = group.outputs;
     std::vector<ValueId> expected = p ? p->outputs() : std::vector<ValueId>{};
     std::sort(outs.begin(), outs.end());
     std::sort(expected.begin(), expected.end());
     if (!p || outs != expected)
         refuse(g, group.outputs.back(),
-               "an attention-backward group's outputs are dQ, dK and dV of softmax(q @ k^T)" + (why_not.empty() ? "" : ": " + why_not));
+               "an attention-backward group's outputs are dQ, dK and dV of softmax(q @ k^T)" +
+                   (why_not.empty() ? "" : ": " + why_not));
     const AttentionBackwardFuncs f = b.attention_backward(*p);
     out.funcs["y0"] = f.dkv;
     out.funcs["y1"] = f.dq;

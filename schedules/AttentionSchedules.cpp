@@ -185,8 +185,9 @@ ScheduleSpec cpu_attention_backward(const GroupShape &g, const Halide::Target &t
     const int key_block = 64, query_block = 64;
     ScheduleSpec s("cpu_attention_backward", Device::Cpu);
     s.group = dsl::GroupKind::AttentionBackward;
-    s.description = "statistics per row, then dK and dV per block of " + std::to_string(key_block) + " keys and dQ per block of " +
-                    std::to_string(query_block) + " rows, each recomputing its blocks of P and dS in register tiles";
+    s.description = "statistics per row, then dK and dV per block of " + std::to_string(key_block) +
+                    " keys and dQ per block of " + std::to_string(query_block) +
+                    " rows, each recomputing its blocks of P and dS in register tiles";
 
     // K and V with the keys innermost, once per call.
     for (const char *f : {"kcols", "vcols"}) {

@@ -105,9 +105,10 @@ std::optional<AttentionBackwardPattern> match_attention_backward(const Graph &g,
 
     // The form is the backward; now whether fusing it is legal.
     if (g.mode != NumericMode::Fast) {
-        *why_not = "the recomputed softmax sums each row block by block, rescaling as the row maximum grows: a "
-                   "reassociation, which " +
-                   std::string(to_string(g.mode)) + " mode forbids (declare `graph " + g.name + " mode=fast` to allow it)";
+        *why_not =
+            "the recomputed softmax sums each row block by block, rescaling as the row maximum grows: a "
+            "reassociation, which " +
+            std::string(to_string(g.mode)) + " mode forbids (declare `graph " + g.name + " mode=fast` to allow it)";
         return std::nullopt;
     }
     std::vector<ValueId> inner = chain;  // values that never exist in memory
@@ -125,7 +126,8 @@ std::optional<AttentionBackwardPattern> match_attention_backward(const Graph &g,
         }
         for (ValueId user : g.users(v))
             if (!inside.count(user)) {
-                *why_not = nm(g, v) + " is also read by " + nm(g, user) + " outside the attention backward, so it would have to exist in memory";
+                *why_not = nm(g, v) + " is also read by " + nm(g, user) +
+                           " outside the attention backward, so it would have to exist in memory";
                 return std::nullopt;
             }
     }
@@ -192,9 +194,10 @@ bool recompute_attention_probabilities(Graph &g, RewriteLog *log) {
         if (log)
             log->record({"recompute-attention-probabilities", "attention-backward", print_node(g, p),
                          print_node(h, clone.at(p)) + " (and " + std::to_string(chain.size() - 1) + " ops of its chain)",
-                         "the backward's readers of " + nm(g, p) + " get their own copy of the softmax chain (pure ops: "
-                         "the same values), so the forward is one attention group and the backward one attention-backward "
-                         "group, and no [S, L] matrix lives from one to the other"});
+                         "the backward's readers of " + nm(g, p) +
+                             " get their own copy of the softmax chain (pure ops: "
+                             "the same values), so the forward is one attention group and the backward one attention-backward "
+                             "group, and no [S, L] matrix lives from one to the other"});
         g = std::move(h);
         changed = true;
     }

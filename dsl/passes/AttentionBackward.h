@@ -47,21 +47,21 @@ namespace tessel::dsl {
 
 /** One product of the backward: matmul(lhs, operand), then an optional scale by a constant. */
 struct AttentionGradient {
-    ValueId matmul = kNoValue;  ///< the contraction
-    ValueId operand = kNoValue; ///< its right operand (dO for dV, K for dQ, Q for dK)
-    ValueId result = kNoValue;  ///< the group's output: the matmul or its scaled value
-    double scale = 1.0;         ///< the factor applied to the matmul (1/c for a division)
-    bool divides = false;       ///< result = matmul / c (the lowering divides as written)
+    ValueId matmul = kNoValue;   ///< the contraction
+    ValueId operand = kNoValue;  ///< its right operand (dO for dV, K for dQ, Q for dK)
+    ValueId result = kNoValue;   ///< the group's output: the matmul or its scaled value
+    double scale = 1.0;          ///< the factor applied to the matmul (1/c for a division)
+    bool divides = false;        ///< result = matmul / c (the lowering divides as written)
 };
 
 /** One matched attention-backward pattern: the recomputed probabilities and the gradients. */
 struct AttentionBackwardPattern {
     /** p's chain (q, kt, k, scale, mask, softmax); no output, and v is dO (the estimate's Dv) */
     AttentionPattern probs;
-    ValueId d_out = kNoValue;   ///< do2: dP = matmul(d_out, vt)
+    ValueId d_out = kNoValue;             ///< do2: dP = matmul(d_out, vt)
     ValueId vt = kNoValue, v = kNoValue;  ///< dP's right operand, and v when vt = transpose(v) inside
-    ValueId row_dot = kNoValue;  ///< r = rowsum(dO ∘ o), [..., S, 1]
-    ValueId ds = kNoValue;       ///< P ∘ (dP − r)
+    ValueId row_dot = kNoValue;           ///< r = rowsum(dO ∘ o), [..., S, 1]
+    ValueId ds = kNoValue;                ///< P ∘ (dP − r)
     AttentionGradient dq, dk, dv;
     /** Every member in program order (constants excluded). */
     std::vector<ValueId> nodes;

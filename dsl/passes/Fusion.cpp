@@ -179,13 +179,15 @@ private:
             std::string why_not;
             const std::optional<AttentionBackwardPattern> b = match_attention_backward(g_, p, &why_not);
             FusionDecision d;
-            if (b && opts_.target.gpu) why_not = "the GPU target " + opts_.target.name + " has no attention-backward schedule yet";
+            if (b && opts_.target.gpu)
+                why_not = "the GPU target " + opts_.target.name + " has no attention-backward schedule yet";
             if (b && why_not.empty() && seal(b->nodes)) {
                 backward_of_[b->nodes.back()] = *b;
                 d = FusionDecision::yes("attention-backward",
-                                        "dQ " + nm(g_, b->dq.result) + ", dK " + nm(g_, b->dk.result) + " and dV " + nm(g_, b->dv.result) +
-                                            " in one nest that recomputes " + nm(g_, p) + " from " + nm(g_, b->probs.q) + " and " +
-                                            nm(g_, b->probs.kt) + " block by block (dK and dV per key block, dQ per query block): "
+                                        "dQ " + nm(g_, b->dq.result) + ", dK " + nm(g_, b->dk.result) + " and dV " +
+                                            nm(g_, b->dv.result) + " in one nest that recomputes " + nm(g_, p) + " from " +
+                                            nm(g_, b->probs.q) + " and " + nm(g_, b->probs.kt) +
+                                            " block by block (dK and dV per key block, dQ per query block): "
                                             "no [S, L] matrix in memory");
             } else if (!why_not.empty()) {
                 d = FusionDecision::no("attention-backward", why_not + "; planned unfused");
