@@ -6,7 +6,8 @@
  *   kcols(j, d)     = kt[d, j]                          (K with the keys innermost, copied once)
  *   vcols(j, c)     = vt[c, j]                          (V likewise, for dP)
  *   score(j, i)     = scale · q[i, :] · kt[:, j] [+ mask[i, j]]
- *   stats(i)        = {max key, sum} over j, online: the sum rescaled as the maximum grows
+ *   row_max(i)      = max over j of score (an IEEE order key, as softmax_max)
+ *   row_sum(i)      = sum over j of exp(score − row_max)
  *   lse(i)          = max + log(sum), or NaN when the maximum is not finite (softmax's NaN rows)
  *   probs(j, i)     = exp(score − lse(i)), 0 where the score is −inf
  *   dp(j, i)        = do2[i, :] · vt[:, j]
@@ -81,10 +82,10 @@ AttentionBackwardFuncs ExprBuilder::attention_backward(const dsl::AttentionBackw
 
     // The scores of row i against key j, through a contraction Func `name` (each nest its own).
     Halide::RDom rd(0, depth, "k");
-    auto score_func = [&](const std::string &base, bool keys_inner) {
+    auto score_func = [&](const std::string &base) {
         Func qk = make(base);
         qk(args({j, i})) = 0.0f;
-        qk(args({j, i})) += read(a.q, row_in, rd) * (keys_inner ? call(kcols, {j, rd}) : read(a.kt, rd, key_in));
+        qk(args({j, i})) += read(a.q, row_in, rd) * call(kcols, {j, rd});
         Expr s = call(qk, {j, i});
         if (a.scale_node != dsl::kNoValue) {
             const float f = (float)g_.node(a.scale_node).attrs.value[0];
@@ -95,28 +96,25 @@ AttentionBackwardFuncs ExprBuilder::attention_backward(const dsl::AttentionBackw
         return s;
     };
 
-    // The rows' statistics, one key at a time (rows vectorized): the sum is rescaled whenever the
-    // maximum grows; -inf scores (masked) add nothing; a NaN or +inf score makes the row NaN.
-    Func stats = make("stats");
-    {
-        const Expr s = score_func("qk_stats", false);
-        Halide::RDom rj(0, keys, "rj");
-        stats(args({i})) = Halide::Tuple(neg_inf, 0.0f);
-        const Expr m_key = call(stats, {i})[0], sum = call(stats, {i})[1];
-        const Expr s_at = Halide::Internal::substitute(j.name(), Expr(rj), s);
-        const Expr s_key = order_key(s_at, true), m_new_key = Halide::max(m_key, s_key), m_new = from_order_key(m_new_key);
-        const Expr finite_new = is_finite_key(m_new_key);
-        const Expr alpha = Halide::select(finite_new && is_finite_key(m_key), Halide::exp(from_order_key(m_key) - m_new), 0.0f);
-        const Expr beta = Halide::select(finite_new && s_key != neg_inf, Halide::exp(s_at - m_new), 0.0f);
-        stats(args({i})) = Halide::Tuple(m_new_key, sum * alpha + beta);
-    }
+    // The rows' statistics: the maximum, then the sum of exp(score - maximum), over every key.
+    // -inf scores (masked) add nothing; a NaN or +inf score, or only -inf, makes the row NaN.
+    const Expr s_stats = score_func("qk_stats");
+    Halide::RDom rj(0, keys, "rj");
+    const Expr s_at = Halide::Internal::substitute(j.name(), Expr(rj), s_stats);
+    Func row_max = make("row_max");
+    row_max(args({i})) = neg_inf;
+    row_max(args({i})) = Halide::max(call(row_max, {i}), order_key(s_at, true));
+    const Expr m_key = call(row_max, {i});
+    Func row_sum = make("row_sum");
+    row_sum(args({i})) = 0.0f;
+    row_sum(args({i})) +=
+        Halide::select(is_finite_key(m_key) && order_key(s_at, true) != neg_inf, Halide::exp(s_at - from_order_key(m_key)), 0.0f);
     Func lse = make("lse");
-    lse(args({i})) = Halide::select(is_finite_key(call(stats, {i})[0]),
-                                    from_order_key(call(stats, {i})[0]) + Halide::log(call(stats, {i})[1]), nan);
+    lse(args({i})) = Halide::select(is_finite_key(m_key), from_order_key(m_key) + Halide::log(call(row_sum, {i})), nan);
 
     // probs, dp and ds of one nest (suffix "" or "_q").
     auto gradient_funcs = [&](const std::string &suffix) {
-        const Expr s = score_func("qk" + suffix, true);
+        const Expr s = score_func("qk" + suffix);
         Func probs = make("probs" + suffix);
         const Expr l = call(lse, {i});
         const Expr masked = order_key(s, true) == neg_inf;
@@ -151,7 +149,6 @@ AttentionBackwardFuncs ExprBuilder::attention_backward(const dsl::AttentionBackw
     (void)probs_q;
     Func dq = make("dq");
     {
-        Halide::RDom rj(0, keys, "rj");
         dq(args({c, i})) = 0.0f;
         dq(args({c, i})) += call(ds_q, {rj, i}) * read(b.dq.operand, rj, column_in);
     }

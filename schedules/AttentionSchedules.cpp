@@ -195,16 +195,24 @@ ScheduleSpec cpu_attention_backward(const GroupShape &g, const Halide::Target &t
         s.compute_root(f).split(st, "j", "jo", "ji", lanes, kGuard).vectorize(st, "ji");
         s.parallel(st, fuse_with_batch(s, st, "jo", rank));
     }
-    // The rows' statistics: a vector of rows against one key at a time, blocks of rows in parallel.
-    const StageRef stats{"stats"}, stats_upd{"stats", 0};
-    s.compute_root("stats").split(stats, "i", "io", "ii", lanes, kGuard).vectorize(stats, "ii");
-    s.split(stats_upd, "i", "io", "ii", lanes, kGuard).vectorize(stats_upd, "ii").reorder(stats_upd, {"ii", "rj", "io"});
-    s.parallel(stats_upd, fuse_with_batch(s, stats_upd, "io", rank));
-    s.compute_at("qk_stats", "stats", "rj");
-    for (const StageRef &st : {StageRef{"qk_stats"}, StageRef{"qk_stats", 0}})
-        s.split(st, "i", "io", "ii", lanes, kGuard).vectorize(st, "ii");
-    s.reorder(StageRef{"qk_stats", 0}, {"ii", "j", "k", "io"});
-    s.compute_root("lse").split(StageRef{"lse"}, "i", "io", "ii", lanes, kGuard).vectorize(StageRef{"lse"}, "ii");
+    // The rows' statistics: per task a few rows against every key, their scores in register
+    // tiles (a slab of rows x L), then the maximum and the sum as vector partial results.
+    const int stat_rows = 2 * rows;
+    const StageRef lse{"lse"}, qk_stats{"qk_stats"}, qk_stats_upd{"qk_stats", 0};
+    s.compute_root("lse").split(lse, "i", "io", "ii", stat_rows, kGuard);
+    const std::string stat_task = fuse_with_batch(s, lse, "io", rank);
+    s.parallel(lse, stat_task);
+    s.compute_at("qk_stats", "lse", stat_task);
+    s.split(qk_stats, "j", "jo", "ji", cols, kGuard).vectorize(qk_stats, "ji");
+    s.split(qk_stats_upd, "j", "jo", "ji", cols, kGuard).split(qk_stats_upd, "i", "io", "ii", rows, kGuard);
+    s.reorder(qk_stats_upd, {"ji", "ii", "k", "jo", "io"}).vectorize(qk_stats_upd, "ji").unroll(qk_stats_upd, "ii");
+    for (const std::string f : {"row_max", "row_sum"}) {
+        const StageRef upd{f, 0}, lanes_pure{f + "_lanes"}, lanes_upd{f + "_lanes", 0};
+        s.compute_at(f, "lse", stat_task);
+        s.split(upd, "rj", "rjo", "rji", lanes, kGuard).rfactor(upd, "rji", "u", f + "_lanes");
+        s.compute_at(f + "_lanes", "lse", stat_task).vectorize(lanes_pure, "u");
+        s.reorder(lanes_upd, {"u", "rjo", "i"}).vectorize(lanes_upd, "u");
+    }
 
     // One nest's blocks of P and dS, computed at `at`'s reduction block `block`: P's tiles, with
     // the scores in register tiles at each, then dS's, with dP likewise.
@@ -226,8 +234,11 @@ ScheduleSpec cpu_attention_backward(const GroupShape &g, const Halide::Target &t
     const std::string key_task = fuse_with_batch(s, y0, "jo", rank);
     s.parallel(y0, key_task);
     s.compute_at("dkv", "y0", key_task).split(dkv, "c", "co", "ci", lanes, kGuard).vectorize(dkv, "ci");
-    s.split(dkv_upd, "ri", "rio", "rii", query_block).split(dkv_upd, "c", "co", "ci", lanes, kGuard);
-    s.reorder(dkv_upd, {"ci", "rii", "co", "j", "rio"}).vectorize(dkv_upd, "ci");
+    // Per row: 2 keys x 2 vectors of columns x {dV, dK}, 8 accumulators, kept in registers
+    // along the rows of the block.
+    s.split(dkv_upd, "ri", "rio", "rii", query_block).split(dkv_upd, "c", "co", "ci", cols, kGuard);
+    s.split(dkv_upd, "ci", "cu", "cl", lanes).split(dkv_upd, "j", "jt", "jj", 2, kGuard);
+    s.reorder(dkv_upd, {"cl", "cu", "jj", "rii", "co", "jt", "rio"}).vectorize(dkv_upd, "cl").unroll(dkv_upd, "cu").unroll(dkv_upd, "jj");
     recomputed_blocks("", "dkv", "rio");
     // dQ: a task per block of query rows, looping over blocks of keys likewise.
     const StageRef y1{"y1"}, dq{"dq"}, dq_upd{"dq", 0};
@@ -236,8 +247,10 @@ ScheduleSpec cpu_attention_backward(const GroupShape &g, const Halide::Target &t
     const std::string row_task = fuse_with_batch(s, y1, "io", rank);
     s.parallel(y1, row_task);
     s.compute_at("dq", "y1", row_task).split(dq, "c", "co", "ci", lanes, kGuard).vectorize(dq, "ci");
-    s.split(dq_upd, "rj", "rjo", "rji", key_block).split(dq_upd, "c", "co", "ci", lanes, kGuard);
-    s.reorder(dq_upd, {"ci", "rji", "co", "i", "rjo"}).vectorize(dq_upd, "ci");
+    // Per key: `rows` rows x 2 vectors of columns, in registers along the keys of the block.
+    s.split(dq_upd, "rj", "rjo", "rji", key_block).split(dq_upd, "c", "co", "ci", cols, kGuard);
+    s.split(dq_upd, "ci", "cu", "cl", lanes).split(dq_upd, "i", "it", "ii", rows, kGuard);
+    s.reorder(dq_upd, {"cl", "cu", "ii", "rji", "co", "it", "rjo"}).vectorize(dq_upd, "cl").unroll(dq_upd, "cu").unroll(dq_upd, "ii");
     recomputed_blocks("_q", "dq", "rjo");
     return s;
 }
