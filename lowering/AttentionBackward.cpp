@@ -12,8 +12,14 @@
  *   probs(j, i)     = exp(score − lse(i)), 0 where the score is −inf
  *   dp(j, i)        = do2[i, :] · vt[:, j]
  *   ds(j, i)        = probs · (dp − r[i])
- *   dkv(c, j)       = {Σ_i probs(j, i) do1[i, c], Σ_i ds(j, i) qx[i, c]}        -> y0 = {c_k dK, dV}
- *   dq(c, i)        = Σ_j ds_q(j, i) kx[j, c]                                  -> y1 = c_q dQ
+ *   dkv_block(c, j, ib) = {Σ_{i in block ib} probs(j, i) do1[i, c], Σ ds(j, i) qx[i, c]}
+ *   dkv(c, j)       = Σ_ib dkv_block                                           -> y0 = {c_k dK, dV}
+ *   dq_block(c, i, jb)  = Σ_{j in block jb} ds_q(j, i) kx[j, c]
+ *   dq(c, i)        = Σ_jb dq_block                                            -> y1 = c_q dQ
+ *
+ * Blocks are dsl::kAttentionBackwardQueryBlock rows and dsl::kAttentionBackwardKeyBlock keys; a
+ * block's sums run over its own rows or keys only (the last may be partial), so values read past
+ * an edge never enter them.
  *
  * probs, dp and ds are defined twice (suffix _q for dQ's nest): a Func has one schedule, and the
  * two nests compute them over different blocks — dkv per block of keys, looping over query
@@ -98,9 +104,10 @@ AttentionBackwardFuncs ExprBuilder::attention_backward(const dsl::AttentionBackw
 
     // The rows' statistics: the maximum, then the sum of exp(score - maximum), over every key.
     // -inf scores (masked) add nothing; a NaN or +inf score, or only -inf, makes the row NaN.
-    const Expr s_stats = score_func("qk_stats");
+    Func scores_stats = make("scores_stats");
+    scores_stats(args({j, i})) = score_func("qk_stats");
     Halide::RDom rj(0, keys, "rj");
-    const Expr s_at = Halide::Internal::substitute(j.name(), Expr(rj), s_stats);
+    const Expr s_at = call(scores_stats, {rj, i});
     Func row_max = make("row_max");
     row_max(args({i})) = neg_inf;
     row_max(args({i})) = Halide::max(call(row_max, {i}), order_key(s_at, true));
@@ -133,24 +140,44 @@ AttentionBackwardFuncs ExprBuilder::attention_backward(const dsl::AttentionBackw
         return x.divides ? e / (float)(1.0 / x.scale) : e * (float)x.scale;
     };
 
-    // dK and dV per key: one Tuple, summed over every query row.
+    // dK and dV per key: one Tuple, summed over the rows block by block (dkv_block: one block's
+    // sums, which schedules keep in registers), each block's rows only.
+    const int qb = (int)dsl::kAttentionBackwardQueryBlock, kb = (int)dsl::kAttentionBackwardKeyBlock;
     const auto [probs, ds] = gradient_funcs("");
+    const Var ib("ib"), jb("jb");
+    Func dkv_block = make("dkv_block");
+    {
+        Halide::RDom rr(0, qb, "rr");
+        rr.where(ib * qb + rr < rows);
+        const Expr row = ib * qb + rr, row_read = Halide::clamp(row, 0, rows - 1);
+        dkv_block(args({c, j, ib})) = Halide::Tuple(0.0f, 0.0f);
+        dkv_block(args({c, j, ib})) =
+            Halide::Tuple(call(dkv_block, {c, j, ib})[0] + call(probs, {j, row}) * read(b.dv.operand, row_read, column_in),
+                          call(dkv_block, {c, j, ib})[1] + call(ds, {j, row}) * read(b.dk.operand, row_read, column_in));
+    }
     Func dkv = make("dkv");
     {
-        Halide::RDom ri(0, rows, "ri");
-        const Expr p = call(probs, {j, ri});
-        const Expr s = call(ds, {j, ri});
+        Halide::RDom rib(0, (rows + (qb - 1)) / qb, "rib");
         dkv(args({c, j})) = Halide::Tuple(0.0f, 0.0f);
-        dkv(args({c, j})) = Halide::Tuple(call(dkv, {c, j})[0] + p * read(b.dv.operand, ri, column_in),
-                                          call(dkv, {c, j})[1] + s * read(b.dk.operand, ri, column_in));
+        dkv(args({c, j})) = Halide::Tuple(call(dkv, {c, j})[0] + call(dkv_block, {c, j, rib})[0],
+                                          call(dkv, {c, j})[1] + call(dkv_block, {c, j, rib})[1]);
     }
-    // dQ per row, summed over every key.
+    // dQ per row, summed over the keys block by block likewise.
     const auto [probs_q, ds_q] = gradient_funcs("_q");
     (void)probs_q;
+    Func dq_block = make("dq_block");
+    {
+        Halide::RDom rk(0, kb, "rk");
+        rk.where(jb * kb + rk < keys);
+        const Expr key = jb * kb + rk, key_read = Halide::clamp(key, 0, keys - 1);
+        dq_block(args({c, i, jb})) = 0.0f;
+        dq_block(args({c, i, jb})) += call(ds_q, {key, i}) * read(b.dq.operand, key_read, column_in);
+    }
     Func dq = make("dq");
     {
+        Halide::RDom rjb(0, (keys + (kb - 1)) / kb, "rjb");
         dq(args({c, i})) = 0.0f;
-        dq(args({c, i})) += call(ds_q, {rj, i}) * read(b.dq.operand, rj, column_in);
+        dq(args({c, i})) += call(dq_block, {c, i, rjb});
     }
     AttentionBackwardFuncs f;
     f.dkv = Func("y0");

@@ -2,6 +2,7 @@
 // consumer's tile, a row reduction by vector partial results) -> cpu_attention_schedule.
 #include "schedules/AttentionSchedules.h"
 
+#include "dsl/passes/AttentionBackward.h"
 #include "dsl/passes/AttentionFusion.h"
 #include "schedules/TargetFacts.h"
 
@@ -180,14 +181,14 @@ ScheduleSpec cpu_attention(const GroupShape &g, const Halide::Target &target) {
 ScheduleSpec cpu_attention_backward(const GroupShape &g, const Halide::Target &target) {
     const int lanes = TargetFacts::for_target(target).cpu.f32_lanes;
     const int rank = g.outputs.empty() ? 2 : g.outputs[0].second;
-    // Register tiles of the recomputed blocks: rows x (col_vectors vectors of keys).
+    // Register tiles: rows x 2 vectors (scores, dP, dQ's sums); dK's and dV's sums take 2 keys x
+    // 2 vectors each, 8 accumulators together.
     const int rows = TargetFacts::for_target(target).cpu.vector_registers >= 32 ? 8 : 4, cols = 2 * lanes;
-    const int key_block = 64, query_block = 64;
+    const int key_block = (int)dsl::kAttentionBackwardKeyBlock, query_block = (int)dsl::kAttentionBackwardQueryBlock;
     ScheduleSpec s("cpu_attention_backward", Device::Cpu);
     s.group = dsl::GroupKind::AttentionBackward;
-    s.description = "statistics per row, then dK and dV per block of " + std::to_string(key_block) +
-                    " keys and dQ per block of " + std::to_string(query_block) +
-                    " rows, each recomputing its blocks of P and dS in register tiles";
+    s.description = "row statistics, then dK and dV per block of " + std::to_string(key_block) + " keys and dQ per block of " +
+                    std::to_string(query_block) + " rows in parallel, P and dS recomputed per block, every sum in register tiles";
 
     // K and V with the keys innermost, once per call.
     for (const char *f : {"kcols", "vcols"}) {
@@ -195,27 +196,28 @@ ScheduleSpec cpu_attention_backward(const GroupShape &g, const Halide::Target &t
         s.compute_root(f).split(st, "j", "jo", "ji", lanes, kGuard).vectorize(st, "ji");
         s.parallel(st, fuse_with_batch(s, st, "jo", rank));
     }
-    // The rows' statistics: per task a few rows against every key, their scores in register
-    // tiles (a slab of rows x L), then the maximum and the sum as vector partial results.
-    const int stat_rows = 2 * rows;
-    const StageRef lse{"lse"}, qk_stats{"qk_stats"}, qk_stats_upd{"qk_stats", 0};
-    s.compute_root("lse").split(lse, "i", "io", "ii", stat_rows, kGuard);
+    // The rows' statistics: per task a few rows against every key (a slab of rows x L scores,
+    // in register tiles), then the maximum and the sum as vector partial results.
+    const StageRef lse{"lse"}, scores{"scores_stats"};
+    s.compute_root("lse").split(lse, "i", "io", "ii", 2 * rows, kGuard);
     const std::string stat_task = fuse_with_batch(s, lse, "io", rank);
     s.parallel(lse, stat_task);
-    s.compute_at("qk_stats", "lse", stat_task);
-    s.split(qk_stats, "j", "jo", "ji", cols, kGuard).vectorize(qk_stats, "ji");
-    s.split(qk_stats_upd, "j", "jo", "ji", cols, kGuard).split(qk_stats_upd, "i", "io", "ii", rows, kGuard);
-    s.reorder(qk_stats_upd, {"ji", "ii", "k", "jo", "io"}).vectorize(qk_stats_upd, "ji").unroll(qk_stats_upd, "ii");
+    s.compute_at("scores_stats", "lse", stat_task);
+    s.split(scores, "j", "tco", "tci", cols).split(scores, "i", "tro", "tri", rows).reorder(scores, {"tci", "tri", "tro", "tco"});
+    s.vectorize(scores, "tci").unroll(scores, "tri");
+    register_tile(s, "qk_stats", "j", "i", "k", cols, rows, "scores_stats", "tro");
+    std::vector<std::string> lane_storage = {"u", "i"};
+    for (int b = 0; b < rank - 2; b++) lane_storage.push_back("b" + std::to_string(b));
     for (const std::string f : {"row_max", "row_sum"}) {
         const StageRef upd{f, 0}, lanes_pure{f + "_lanes"}, lanes_upd{f + "_lanes", 0};
         s.compute_at(f, "lse", stat_task);
         s.split(upd, "rj", "rjo", "rji", lanes, kGuard).rfactor(upd, "rji", "u", f + "_lanes");
-        s.compute_at(f + "_lanes", "lse", stat_task).vectorize(lanes_pure, "u");
+        s.compute_at(f + "_lanes", "lse", stat_task).reorder_storage(f + "_lanes", lane_storage).vectorize(lanes_pure, "u");
         s.reorder(lanes_upd, {"u", "rjo", "i"}).vectorize(lanes_upd, "u");
     }
 
-    // One nest's blocks of P and dS, computed at `at`'s reduction block `block`: P's tiles, with
-    // the scores in register tiles at each, then dS's, with dP likewise.
+    // One nest's blocks of P and dS, computed at `at`'s block loop `block`: P's tiles, with the
+    // scores in register tiles at each, then dS's, with dP likewise.
     auto recomputed_blocks = [&](const std::string &suffix, const std::string &at, const std::string &block) {
         for (const std::string f : {"probs", "ds"}) {
             const StageRef st{f + suffix};
@@ -226,32 +228,28 @@ ScheduleSpec cpu_attention_backward(const GroupShape &g, const Halide::Target &t
         register_tile(s, "qk" + suffix, "j", "i", "k", cols, rows, "probs" + suffix, "tro");
         register_tile(s, "dp" + suffix, "j", "i", "n", cols, rows, "ds" + suffix, "tro");
     };
-    // dK and dV: a task per block of keys; per block of query rows, P and dS recomputed, then
-    // both sums accumulated along the rows with the key's columns in vectors.
-    const StageRef y0{"y0"}, dkv{"dkv"}, dkv_upd{"dkv", 0};
-    s.split(y0, "j", "jo", "ji", key_block, kGuard).split(y0, "c", "co", "ci", lanes, kGuard);
-    s.reorder(y0, {"ci", "co", "ji", "jo"}).vectorize(y0, "ci");
-    const std::string key_task = fuse_with_batch(s, y0, "jo", rank);
-    s.parallel(y0, key_task);
-    s.compute_at("dkv", "y0", key_task).split(dkv, "c", "co", "ci", lanes, kGuard).vectorize(dkv, "ci");
-    // Per row: 2 keys x 2 vectors of columns x {dV, dK}, 8 accumulators, kept in registers
-    // along the rows of the block.
-    s.split(dkv_upd, "ri", "rio", "rii", query_block).split(dkv_upd, "c", "co", "ci", cols, kGuard);
-    s.split(dkv_upd, "ci", "cu", "cl", lanes).split(dkv_upd, "j", "jt", "jj", 2, kGuard);
-    s.reorder(dkv_upd, {"cl", "cu", "jj", "rii", "co", "jt", "rio"}).vectorize(dkv_upd, "cl").unroll(dkv_upd, "cu").unroll(dkv_upd, "jj");
-    recomputed_blocks("", "dkv", "rio");
-    // dQ: a task per block of query rows, looping over blocks of keys likewise.
-    const StageRef y1{"y1"}, dq{"dq"}, dq_upd{"dq", 0};
-    s.split(y1, "i", "io", "ii", query_block, kGuard).split(y1, "c", "co", "ci", lanes, kGuard);
-    s.reorder(y1, {"ci", "co", "ii", "io"}).vectorize(y1, "ci");
-    const std::string row_task = fuse_with_batch(s, y1, "io", rank);
-    s.parallel(y1, row_task);
-    s.compute_at("dq", "y1", row_task).split(dq, "c", "co", "ci", lanes, kGuard).vectorize(dq, "ci");
-    // Per key: `rows` rows x 2 vectors of columns, in registers along the keys of the block.
-    s.split(dq_upd, "rj", "rjo", "rji", key_block).split(dq_upd, "c", "co", "ci", cols, kGuard);
-    s.split(dq_upd, "ci", "cu", "cl", lanes).split(dq_upd, "i", "it", "ii", rows, kGuard);
-    s.reorder(dq_upd, {"cl", "cu", "ii", "rji", "co", "it", "rjo"}).vectorize(dq_upd, "cl").unroll(dq_upd, "cu").unroll(dq_upd, "ii");
-    recomputed_blocks("_q", "dq", "rjo");
+    // A task's accumulator `func` (pure vars `col` and `row`, update over `block`): per block, the
+    // blocks of P and dS, then per tile of `tile_rows` x cols the block's sums `block_func` in
+    // registers (reduction `rvar`), added into the accumulator.
+    auto accumulate = [&](const std::string &func, const std::string &out, const std::string &out_row, const std::string &row,
+                          int tile_rows, const std::string &block, const std::string &block_func, const std::string &rvar,
+                          const std::string &suffix) {
+        const StageRef y{out}, acc{func}, upd{func, 0};
+        const int extent = row == "j" ? key_block : query_block;
+        s.split(y, row, out_row + "o", out_row + "i", extent, kGuard).split(y, "c", "co", "ci", lanes, kGuard);
+        s.reorder(y, {"ci", "co", out_row + "i", out_row + "o"}).vectorize(y, "ci");
+        const std::string task = fuse_with_batch(s, y, out_row + "o", rank);
+        s.parallel(y, task);
+        s.compute_at(func, out, task).split(acc, "c", "co", "ci", lanes, kGuard).vectorize(acc, "ci");
+        s.split(upd, "c", "uco", "uci", cols, kGuard).split(upd, row, "uro", "uri", tile_rows, kGuard);
+        s.reorder(upd, {"uci", "uri", "uco", "uro", block}).vectorize(upd, "uci").unroll(upd, "uri");
+        recomputed_blocks(suffix, func, block);
+        register_tile(s, block_func, "c", row, rvar, cols, tile_rows, func, "uco");
+    };
+    // dK and dV: a task per block of keys, looping over blocks of query rows.
+    accumulate("dkv", "y0", "j", "j", 2, "rib", "dkv_block", "rr", "");
+    // dQ: a task per block of query rows, looping over blocks of keys.
+    accumulate("dq", "y1", "i", "i", rows, "rjb", "dq_block", "rk", "_q");
     return s;
 }
 

@@ -69,6 +69,11 @@ struct AttentionBackwardPattern {
     std::vector<ValueId> outputs() const { return {dk.result, dv.result, dq.result}; }
 };
 
+/** Query rows per block of dK's and dV's sums, and keys per block of dQ's: the lowering sums
+ * each block apart and adds the blocks in order, so the sizes are part of the algorithm. */
+constexpr int64_t kAttentionBackwardQueryBlock = 64;
+constexpr int64_t kAttentionBackwardKeyBlock = 64;
+
 /** The backward pattern whose probabilities are `p`, or nullopt. When the form is there but it
  * is illegal, *why_not says which value and why; when `p` starts no backward, it is left empty. */
 std::optional<AttentionBackwardPattern> match_attention_backward(const Graph &g, ValueId p, std::string *why_not);
