@@ -87,6 +87,7 @@ bench-peers: build
 	@./bench/peers/setup.sh
 	@.venv-peers/bin/python bench/peers/run_peers.py --build $(BUILD) $(BENCH_ARGS)
 	@.venv-peers/bin/python bench/peers/attention_peers.py --build $(BUILD) $(ATTENTION_ARGS)
+	@.venv-peers/bin/python bench/peers/attention_peers.py --build $(BUILD) --train $(ATTENTION_ARGS)
 	@.venv-peers/bin/python bench/peers/block_peers.py --build $(BUILD) $(BLOCK_ARGS)
 
 # The tessel command and the CMake package (find_package(Tessel), tessel_add_kernel_library).

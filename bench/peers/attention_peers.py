@@ -7,7 +7,13 @@ Per shape: median ms, GFLOP/s (4 B S L D, half that when causal: the work a caus
 do), the share of the FMA peak as the median over rounds of (rate / the probe's rate in the same
 round), the ratio to Tessel, the cold start and the check against float64 numpy.
 
-Usage: attention_peers.py [--build BUILD] [--shapes FILE] [--only a,b] [--rounds N] ...
+With --train, forward and backward: o and dq, dk, dv from dO (Tessel: the attention group,
+rowsum(dO * o) and the attention-backward group of algorithms/Attention.h's attention_train_graph;
+torch: autograd through SDPA, eager and compiled; jax: jax.vjp under one jit), on the shapes of
+bench/attention_train_shapes.txt, with FlashAttention's count of the work: 4 B S L D forward and
+10 B S L D backward (5 contractions), half when causal, and Tessel's groups timed one by one.
+
+Usage: attention_peers.py [--build BUILD] [--shapes FILE] [--only a,b] [--rounds N] [--train] ...
 """
 import argparse
 import math
@@ -22,18 +28,20 @@ import numpy as np
 import report
 import run_peers
 from run_peers import Bench, host_isa, run_all, start_workers
-from workers import PROBES, SYSTEMS
+from workers import PROBES, SYSTEMS, CommandError, WorkerError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT = ["tessel_attention", "fma_probe", "torch_sdpa", "torch_compile_sdpa", "jax_attention"]
+TRAIN = ["tessel_attention_train", "fma_probe", "torch_sdpa", "torch_compile_sdpa", "jax_attention"]
 
 
 def parse_args(argv):
     ap = argparse.ArgumentParser(prog="attention_peers.py", description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--shapes", default=os.path.join(ROOT, "bench", "attention_shapes.txt"))
+    ap.add_argument("--shapes", default="", help="default: bench/attention_shapes.txt (--train: attention_train_shapes.txt)")
+    ap.add_argument("--train", action="store_true", help="forward and backward")
     ap.add_argument("--only", default="", help="comma-separated shape names (default: every shape)")
-    ap.add_argument("--systems", default=",".join(DEFAULT))
+    ap.add_argument("--systems", default="")
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--seconds", type=float, default=0.2)
     ap.add_argument("--min-calls", type=int, default=3)
@@ -43,11 +51,12 @@ def parse_args(argv):
     ap.add_argument("--prepare-timeout", type=float, default=3600)
     ap.add_argument("--out", default="")
     a = ap.parse_args(argv)
-    a.systems = [s for s in a.systems.split(",") if s]
+    a.shapes = a.shapes or os.path.join(ROOT, "bench", "attention_train_shapes.txt" if a.train else "attention_shapes.txt")
+    a.systems = [s for s in (a.systems or ",".join(TRAIN if a.train else DEFAULT)).split(",") if s]
     if any(s not in SYSTEMS for s in a.systems) or a.rounds < 1:
         ap.error(f"systems must be among {', '.join(SYSTEMS)}; --rounds >= 1")
     a.schedule = "cpu_blocked"  # the GELU systems' schedule; unused here
-    a.out = a.out or os.path.join(a.build, "bench-peers-attention")
+    a.out = a.out or os.path.join(a.build, "bench-peers-attention" + ("-train" if a.train else ""))
     return a
 
 
@@ -69,6 +78,24 @@ def reference(q, k, v, causal):
     return out
 
 
+def reference_train(q, k, v, d_out, causal):
+    """float64 o, dq, dk, dv (attention's forward and backward), one after the other, flattened."""
+    o, dq, dk, dv = (np.empty(q.shape, np.float64) for _ in range(4))
+    s, l, scale = q.shape[1], k.shape[1], 1 / math.sqrt(q.shape[2])
+    mask = np.triu(np.ones((s, l), bool), 1) if causal else None
+    for b in range(q.shape[0]):
+        qb, kb, vb, gb = (t[b].astype(np.float64) for t in (q, k, v, d_out))
+        z = qb @ kb.T * scale
+        if causal:
+            z[mask] = -np.inf
+        p = np.exp(z - z.max(axis=1, keepdims=True))
+        p /= p.sum(axis=1, keepdims=True)
+        o[b] = p @ vb
+        ds = p * (gb @ vb.T - (gb * o[b]).sum(axis=1, keepdims=True))
+        dq[b], dk[b], dv[b] = ds @ kb * scale, ds.T @ qb * scale, p.T @ gb
+    return np.concatenate([t.reshape(-1) for t in (o, dq, dk, dv)])
+
+
 class AttentionBench(Bench):
     def inputs(self, shape, index, folder):
         name, b, s, l, d, causal = shape
@@ -76,15 +103,29 @@ class AttentionBench(Bench):
             sys.exit(f"attention_peers: {name}: causal shapes need S == L (torch and jax align the mask top-left)")
         rng = np.random.default_rng(2000 + index)
         data = {}
-        for what, rows in (("q", s), ("k", l), ("v", l)):
+        for what, rows in (("q", s), ("k", l), ("v", l)) + ((("do", s),) if self.a.train else ()):
             data[what] = rng.uniform(-1, 1, (b, rows, d)).astype(np.float32)
             data[what].tofile(os.path.join(folder, what + ".f32"))
+        if self.a.train:
+            return (reference_train(data["q"], data["k"], data["v"], data["do"], causal),
+                    f"load_attention_train {name} {b} {s} {l} {d} {causal} {folder}", 0)
         return reference(data["q"], data["k"], data["v"], causal), f"load_attention {name} {b} {s} {l} {d} {causal} {folder}", 0
 
+    def run_shape(self, shape, index):
+        rows = super().run_shape(shape, index)
+        row = rows.get("tessel_attention_train", {})
+        if row.get("median"):  # Tessel's groups, timed one by one after the rounds
+            try:
+                answer = self.worker("tessel_attention_train").ask("groups tessel_attention_train 5").split()
+                row["groups"] = [(n, k, float(t)) for n, k, t, _, _ in (a.split(":") for a in answer)]
+            except (WorkerError, CommandError) as e:
+                row["groups_status"] = str(e)
+        return rows
 
-def flops(shape):
+
+def flops(shape, train=False):
     _, b, s, l, d, causal = shape
-    return 4.0 * b * s * l * d / (2 if causal else 1)
+    return (14.0 if train else 4.0) * b * s * l * d / (2 if causal else 1)
 
 
 def peak_share(rows, system, work):
@@ -121,11 +162,18 @@ def print_rows(rows, work, own, out, peers_share=True, width=36, cold_digits=3):
         print(f"  FMA-peak probe: {p['flops'] / p['median'] / 1e9:.1f} GFLOP/s (median over rounds)", file=out)
 
 
-def print_shape(shape, rows, out, peers_share=True):
+def print_shape(shape, rows, out, peers_share=True, train=False):
     name, b, s, l, d, causal = shape
-    work = flops(shape)
-    print(f"\n{name} (B {b}, S {s}, L {l}, D {d}{', causal' if causal else ''}; {work / 1e9:.2f} GFLOP per call)", file=out)
-    print_rows(rows, work, "tessel_attention", out, peers_share)
+    work = flops(shape, train)
+    own = "tessel_attention_train" if train else "tessel_attention"
+    print(f"\n{name} (B {b}, S {s}, L {l}, D {d}{', causal' if causal else ''}{', forward and backward' if train else ''}; "
+          f"{work / 1e9:.2f} GFLOP per call)", file=out)
+    print_rows(rows, work, own, out, peers_share)
+    groups = rows.get(own, {}).get("groups")
+    if groups:
+        total = sum(g[2] for g in groups)
+        print(f"  Tessel's groups, timed one by one (sum {total * 1e3:.3f} ms): " +
+              ", ".join(f"{n} [{k}] {t * 1e3:.3f} ms ({100 * t / total:.0f}%)" for n, k, t in groups), file=out)
 
 
 def run_main(args, shapes, bench_class, title, notes, print_shape_fn):
@@ -152,7 +200,9 @@ def run_main(args, shapes, bench_class, title, notes, print_shape_fn):
 
 def main(argv):
     args = parse_args(argv)
-    run_main(args, load_shapes(args.shapes, args.only), AttentionBench, "attention", [], print_shape)
+    title = "attention forward and backward" if args.train else "attention"
+    run_main(args, load_shapes(args.shapes, args.only), AttentionBench, title, [],
+             lambda shape, rows, out, peers_share: print_shape(shape, rows, out, peers_share, args.train))
 
 
 if __name__ == "__main__":

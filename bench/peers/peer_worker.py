@@ -10,6 +10,9 @@ protocol as tessel_peer_worker.cpp:
   load_attention NAME B S L D CAUSAL DIR
                         read DIR/q.f32 [B,S,D], DIR/k.f32 [B,L,D], DIR/v.f32 [B,L,D]; the attention
                         systems compute o = softmax(q k^T / sqrt(D) [causal]) v, [B,S,D]
+  load_attention_train NAME B S L D CAUSAL DIR
+                        as load_attention, and DIR/do.f32 [B,S,D]: the systems compute o and its
+                        backward from dO, answering o, dq, dk, dv one after the other ([4,B,S,D])
   quit
 
 Systems: torch -> torch_eager, torch_compile (mode max-autotune), torch_compile_default, and for
@@ -120,14 +123,26 @@ class TorchRuntime:
         compiled = torch.compile(block, mode=mode, dynamic=False)
         return lambda: compiled(xt, ct, st, kc, vc)
 
-    def build_attention(self, system, q, k, v, causal):
+    def build_attention(self, system, q, k, v, causal, d_out=None):
         torch = self.torch
         F = torch.nn.functional
         qt, kt, vt = torch.from_numpy(q), torch.from_numpy(k), torch.from_numpy(v)
         fn = lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=causal)
         if system == "torch_compile_sdpa":
             fn = torch.compile(fn, dynamic=False)
-        return lambda: fn(qt, kt, vt)
+        if d_out is None:
+            return lambda: fn(qt, kt, vt)
+        # Training: the forward, then autograd's backward from dO (compiled too under torch.compile).
+        for t in (qt, kt, vt):
+            t.requires_grad_(True)
+        dot = torch.from_numpy(d_out)
+
+        def train():
+            with torch.enable_grad():
+                o = fn(qt, kt, vt)
+                grads = torch.autograd.grad(o, (qt, kt, vt), dot)
+            return torch.cat([t.detach().reshape(-1) for t in (o, *grads)])
+        return train
 
     def build_gelu(self, system, x, w, b):
         torch = self.torch
@@ -174,11 +189,20 @@ class JaxRuntime:
         if system == "jax_block":
             return self.build_block(*inputs)
         if system == "jax_attention":
-            q, k, v, causal = inputs
+            q, k, v, causal = inputs[:4]
             # [B, T, D] as [B, T, 1 head, D], the layout dot_product_attention takes.
-            fn = jax.jit(lambda a, b, c: jax.nn.dot_product_attention(a, b, c, is_causal=causal))
+            attention = lambda a, b, c: jax.nn.dot_product_attention(a, b, c, is_causal=causal)
             qj, kj, vj = (jax.device_put(t[:, :, None, :]) for t in (q, k, v))
-            return lambda: fn(qj, kj, vj).block_until_ready()
+            if len(inputs) == 4:
+                fn = jax.jit(attention)
+                return lambda: fn(qj, kj, vj).block_until_ready()
+
+            def train(a, b, c, g):  # the forward and its vector-Jacobian product from dO, one jit
+                o, pullback = jax.vjp(attention, a, b, c)
+                return jax.numpy.concatenate([t.reshape(-1) for t in (o, *pullback(g))])
+            fn = jax.jit(train)
+            gj = jax.device_put(inputs[4][:, :, None, :])
+            return lambda: fn(qj, kj, vj, gj).block_until_ready()
         x, w, b = inputs
         fn = jax.jit(lambda v, wv, bv: jax.nn.gelu(v @ wv + bv, approximate=True))  # a fresh jit per shape
         xj, wj, bj = jax.device_put(x), jax.device_put(w), jax.device_put(b)
@@ -272,13 +296,18 @@ class Worker:
         self.runtime.new_shape()
         return name
 
-    def load_attention(self, name, b, s, l, d, causal, folder):
+    def load_attention(self, name, b, s, l, d, causal, folder, train=False):
         b, s, l, d = int(b), int(s), int(l), int(d)
         self.calls, self.outputs, self.inputs = {}, {}, None
         read = lambda what, shape: np.fromfile(os.path.join(folder, what + ".f32"), np.float32).reshape(shape)
         self.inputs = (read("q", (b, s, d)), read("k", (b, l, d)), read("v", (b, l, d)), int(causal) != 0)
+        if train:
+            self.inputs += (read("do", (b, s, d)),)
         self.runtime.new_shape()
         return name
+
+    def load_attention_train(self, *args):
+        return self.load_attention(*args, train=True)
 
     def load_block(self, name, t, past, hidden, heads, kv_heads, head_dim, ffn, folder):
         t, past, hidden, heads, kv_heads, head_dim, ffn = (int(a) for a in (t, past, hidden, heads, kv_heads, head_dim, ffn))
@@ -357,7 +386,7 @@ def main():
             print("error " + unavailable, flush=True)
             continue
         try:
-            handler = {"load": worker.load, "load_attention": worker.load_attention, "load_block": worker.load_block, "prepare": worker.prepare, "time": worker.time, "dump": worker.dump}.get(words[0])
+            handler = {"load": worker.load, "load_attention": worker.load_attention, "load_attention_train": worker.load_attention_train, "load_block": worker.load_block, "prepare": worker.prepare, "time": worker.time, "dump": worker.dump}.get(words[0])
             if handler is None:
                 raise ValueError(f"unknown command '{words[0]}'")
             answer = "ok " + handler(*words[1:])

@@ -11,6 +11,8 @@
 //   openblas  sgemm (sgemv for M = 1) + the vectorized bias+GELU pass of baselines/OpenBlasGelu.cpp;
 //   tessel_attention  scaled dot-product attention (driver/AttentionLayer.h): the fused attention
 //             group `tessel compile` plans for algorithms/Attention.h's graph, in fast mode;
+//   tessel_attention_train  attention's forward and backward (bench/peers/AttentionTrainSystem.h):
+//             plan() and CompiledGraph for algorithms/Attention.h's attention_train_graph, fast mode;
 //   tessel_block  the transformer block over a KV cache (bench/peers/BlockSystem.h): plan() and
 //             CompiledGraph at the loaded sizes, weights prepared in the cold start;
 //   fma_probe the FMA-peak probe (autoscheduler/MachineProbes.h) at the target's ISA, timed like a
@@ -22,6 +24,8 @@
 //                         float32) and drop the previous shape's buffers and kernels
 //   load_attention NAME B S L D CAUSAL DIR   read DIR/q.f32 [B,S,D], DIR/k.f32 [B,L,D],
 //                         DIR/v.f32 [B,L,D]; the output is o [B,S,D] (CAUSAL: 0 or 1)
+//   load_attention_train NAME B S L D CAUSAL DIR   as load_attention, and DIR/do.f32 [B,S,D]; the
+//                         output is o, dq, dk, dv, one after the other ([4,B,S,D]; S == L)
 //   load_block NAME T PAST HIDDEN HEADS KV_HEADS HEAD_DIM FFN DIR   read DIR/<input>.f32 for x [T,HIDDEN],
 //                         cos and sin [T,HEAD_DIM], k_cache and v_cache [PAST+T,KV_HEADS,HEAD_DIM] and
 //                         every weight of algorithms/TransformerBlock.h; the output is y [T,HIDDEN]
@@ -30,12 +34,14 @@
 //   time SYSTEM N FLUSH   N calls, each after a cache flush of every core when FLUSH is 1 (outside
 //                         the timed call, as tessel_bench's decode shapes): "ok t1 ... tN" in seconds
 //   groups tessel_block N N calls timed group by group: "ok name:kind:seconds:flops:bytes ..." per group
+//                         (tessel_attention_train likewise, flops and bytes 0)
 //   dump SYSTEM PATH      write SYSTEM's latest output y [M,N] (row-major float32) to PATH
 //   quit
 // Before the first command it prints "info <key>: <value>" lines, then "ready".
 #include "autoscheduler/MachineProbes.h"
 #include "baselines/GeluReference.h"
 #include "bench/GroupVariants.h"
+#include "bench/peers/AttentionTrainSystem.h"
 #include "bench/peers/BlockSystem.h"
 #include "codegen/Compile.h"
 #include "driver/AttentionLayer.h"
@@ -115,7 +121,8 @@ struct Shape {
     AttentionShape attention{.batch = 0};  ///< load_attention: its sizes (batch 0: a GELU shape)
     Buffer<float> q, k, v;
     std::unique_ptr<AttentionLayer> attention_layer;
-    std::unique_ptr<BlockSystem> block;  ///< load_block
+    std::unique_ptr<AttentionTrainSystem> train;  ///< load_attention_train
+    std::unique_ptr<BlockSystem> block;           ///< load_block
     std::map<std::string, Buffer<float>> y;
     std::map<std::string, std::function<void()>> call;
 };
@@ -132,6 +139,7 @@ public:
         in >> cmd;
         if (cmd == "load") return load(in);
         if (cmd == "load_attention") return load_attention(in);
+        if (cmd == "load_attention_train") return load_attention(in, true);
         if (cmd == "load_block") return load_block(in);
         if (cmd == "prepare") return prepare(word(in));
         if (cmd == "time") {
@@ -143,10 +151,16 @@ public:
         if (cmd == "groups") {
             const std::string system = word(in);
             int n = 0;
-            if (!(in >> n) || n < 1 || system != "tessel_block" || !shape().block)
-                throw std::invalid_argument("usage: groups tessel_block N (after prepare)");
+            const bool train = system == "tessel_attention_train" && shape().train;
+            if (!(in >> n) || n < 1 || !((system == "tessel_block" && shape().block) || train))
+                throw std::invalid_argument("usage: groups tessel_block|tessel_attention_train N (after prepare)");
+            std::vector<BlockSystem::GroupTime> times;
+            if (train)
+                for (const auto &t : shape().train->group_times(n)) times.push_back({t.name, t.kind, t.seconds, 0, 0});
+            else
+                times = shape().block->group_times(n);
             std::string answer;
-            for (const auto &t : shape().block->group_times(n)) {
+            for (const auto &t : times) {
                 char buf[256];
                 std::snprintf(buf, sizeof buf, "%s%s:%s:%.9f:%.0f:%.0f", answer.empty() ? "" : " ", t.name.c_str(),
                               t.kind.c_str(), t.seconds, t.flops, t.bytes);
@@ -188,16 +202,22 @@ private:
         return shape_->name;
     }
 
-    std::string load_attention(std::istringstream &in) {
+    std::string load_attention(std::istringstream &in, bool train = false) {
         auto s = std::make_unique<Shape>();
         AttentionShape &a = s->attention;
         int causal = 0;
         std::string dir;
         if (!(in >> s->name >> a.batch >> a.queries >> a.keys >> a.depth >> causal >> dir) || a.batch < 1 || a.queries < 1 ||
             a.keys < 1 || a.depth < 1)
-            throw std::invalid_argument("usage: load_attention NAME B S L D CAUSAL DIR");
+            throw std::invalid_argument(std::string("usage: ") + (train ? "load_attention_train" : "load_attention") +
+                                        " NAME B S L D CAUSAL DIR");
         a.causal = causal != 0;
         shape_.reset();
+        if (train) {
+            s->train = std::make_unique<AttentionTrainSystem>(a, dir);
+            shape_ = std::move(s);
+            return shape_->name;
+        }
         s->q = Buffer<float>((int)a.depth, (int)a.queries, (int)a.batch);
         s->k = Buffer<float>((int)a.depth, (int)a.keys, (int)a.batch);
         s->v = Buffer<float>((int)a.depth, (int)a.keys, (int)a.batch);
@@ -269,7 +289,12 @@ private:
             std::snprintf(buf, sizeof buf, "%.6f %.0f", seconds_since(t0), (double)(read_data_.size() * sizeof(float)));
             return buf;
         }
-        if (system == "tessel_block") {
+        if (system == "tessel_attention_train") {
+            if (!s.train) throw std::invalid_argument("tessel_attention_train needs load_attention_train");
+            y = *s.train->outputs().get();  // the system's own buffer (shared): nothing to convert
+            s.train->prepare(target_);
+            s.call[system] = [p] { p->train->run(); };
+        } else if (system == "tessel_block") {
             if (!s.block) throw std::invalid_argument("tessel_block needs load_block");
             s.block->prepare(target_);
             s.call[system] = [p] { p->block->run(); };
@@ -291,8 +316,9 @@ private:
                 gelu_mlp_openblas(p->x.data(), p->w.data(), p->bias.data(), y.data(), p->M, p->K, p->N, GeluForm::Tanh);
             };
         } else {
-            throw std::invalid_argument("unknown system '" + system +
-                                        "' (tessel, tessel_panels, openblas, tessel_attention, tessel_block)");
+            throw std::invalid_argument(
+                "unknown system '" + system +
+                "' (tessel, tessel_panels, openblas, tessel_attention, tessel_attention_train, tessel_block)");
         }
         s.call[system]();
         char buf[64];

@@ -23,6 +23,7 @@ SYSTEMS = {
     "numpy": ("numpy", "numpy"),
     # Attention (bench/peers/attention_peers.py).
     "tessel_attention": ("tessel", "Tessel fused attention"),
+    "tessel_attention_train": ("tessel", "Tessel attention fwd+bwd"),
     "torch_sdpa": ("torch", "torch SDPA (eager)"),
     "torch_compile_sdpa": ("torch", "torch.compile(SDPA)"),
     "jax_attention": ("jax", "jax.nn.dot_product_attention (jit)"),
@@ -40,7 +41,7 @@ PROBES = ("fma_probe", "read_probe")
 # Timed unless --systems says otherwise; torch.compile's default mode is timed when max-autotune fails.
 DEFAULT_SYSTEMS = ["tessel", "tessel_panels", "openblas", "torch_eager", "torch_compile", "jax_jit", "numpy"]
 # Tessel's own rows: never a peer.
-OWN = ("tessel", "tessel_panels", "tessel_attention", "tessel_block") + PROBES
+OWN = ("tessel", "tessel_panels", "tessel_attention", "tessel_attention_train", "tessel_block") + PROBES
 FALLBACK = {"torch_compile": "torch_compile_default", "torch_compile_block": "torch_compile_block_default"}
 OPENBLAS_OPENMP = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
 
