@@ -13,13 +13,16 @@
  *   dp(j, i)        = do2[i, :] · vt[:, j]
  *   ds(j, i)        = probs · (dp − r[i])
  *   dkv_block(c, j, ib) = {Σ_{i in block ib} probs(j, i) do1[i, c], Σ ds(j, i) qx[i, c]}
- *   dkv(c, j)       = Σ_ib dkv_block                                           -> y0 = {c_k dK, dV}
+ *   dkv(c, lj, jb)  = Σ_ib dkv_block(c, jb·Bk + lj, ib)                        -> y0 = {c_k dK, dV}
  *   dq_block(c, i, jb)  = Σ_{j in block jb} ds_q(j, i) kx[j, c]
- *   dq(c, i)        = Σ_jb dq_block                                            -> y1 = c_q dQ
+ *   dq(c, li, ib)   = Σ_jb dq_block(c, ib·Bq + li, jb)                         -> y1 = c_q dQ
  *
  * Blocks are dsl::kAttentionBackwardQueryBlock rows and dsl::kAttentionBackwardKeyBlock keys; a
  * block's sums run over its own rows or keys only (the last may be partial), so values read past
- * an edge never enter them.
+ * an edge never enter them. The accumulators are indexed by block (jb, ib) and position in it
+ * (lj, li): a task's blocks are one index. A causal mask is its select (a hidden score is -inf,
+ * whatever q and k hold there, as in the forward); its hidden blocks are still computed (their
+ * sums are exact zeros).
  *
  * probs, dp and ds are defined twice (suffix _q for dQ's nest): a Func has one schedule, and the
  * two nests compute them over different blocks — dkv per block of keys, looping over query
@@ -51,6 +54,7 @@ AttentionBackwardFuncs ExprBuilder::attention_backward(const dsl::AttentionBackw
     const Expr columns = extent(b.dk.result, rank - 1);                    // D = Dv of dK and dV
 
     const Var i("i"), j("j"), c("c"), d("d");
+    const bool causal = a.mask != dsl::kNoValue && g_.node(a.mask).op == dsl::Op::CausalMask;
     std::vector<Var> batch;
     for (int k = 0; k < rank - 2; k++) batch.push_back(Var("b" + std::to_string(k)));
     auto args = [&](std::vector<Var> inner) {
@@ -97,8 +101,13 @@ AttentionBackwardFuncs ExprBuilder::attention_backward(const dsl::AttentionBackw
             const float f = (float)g_.node(a.scale_node).attrs.value[0];
             s = a.scale_divides ? s / f : s * f;
         }
-        // A mask's -inf is an ordinary value here: strict_float keeps fast math from folding it.
-        if (a.mask != dsl::kNoValue) s = Halide::strict_float(s + read(a.mask, row_in, key_in));
+        // A causal mask is the select it stands for (a hidden score is -inf whatever it holds,
+        // as in the forward's skipped blocks); another mask's -inf is an ordinary value here:
+        // strict_float keeps fast math from folding it.
+        if (causal)
+            s = Halide::select(key_in > row_in + (keys - rows), Expr(-INFINITY), s);
+        else if (a.mask != dsl::kNoValue)
+            s = Halide::strict_float(s + read(a.mask, row_in, key_in));
         return s;
     };
 
@@ -144,7 +153,7 @@ AttentionBackwardFuncs ExprBuilder::attention_backward(const dsl::AttentionBackw
     // sums, which schedules keep in registers), each block's rows only.
     const int qb = (int)dsl::kAttentionBackwardQueryBlock, kb = (int)dsl::kAttentionBackwardKeyBlock;
     const auto [probs, ds] = gradient_funcs("");
-    const Var ib("ib"), jb("jb");
+    const Var ib("ib"), jb("jb"), li("li"), lj("lj");
     Func dkv_block = make("dkv_block");
     {
         Halide::RDom rr(0, qb, "rr");
@@ -158,9 +167,10 @@ AttentionBackwardFuncs ExprBuilder::attention_backward(const dsl::AttentionBackw
     Func dkv = make("dkv");
     {
         Halide::RDom rib(0, (rows + (qb - 1)) / qb, "rib");
-        dkv(args({c, j})) = Halide::Tuple(0.0f, 0.0f);
-        dkv(args({c, j})) = Halide::Tuple(call(dkv, {c, j})[0] + call(dkv_block, {c, j, rib})[0],
-                                          call(dkv, {c, j})[1] + call(dkv_block, {c, j, rib})[1]);
+        const Expr key = jb * kb + lj;
+        dkv(args({c, lj, jb})) = Halide::Tuple(0.0f, 0.0f);
+        dkv(args({c, lj, jb})) = Halide::Tuple(call(dkv, {c, lj, jb})[0] + call(dkv_block, {c, key, rib})[0],
+                                               call(dkv, {c, lj, jb})[1] + call(dkv_block, {c, key, rib})[1]);
     }
     // dQ per row, summed over the keys block by block likewise.
     const auto [probs_q, ds_q] = gradient_funcs("_q");
@@ -176,14 +186,14 @@ AttentionBackwardFuncs ExprBuilder::attention_backward(const dsl::AttentionBackw
     Func dq = make("dq");
     {
         Halide::RDom rjb(0, (keys + (kb - 1)) / kb, "rjb");
-        dq(args({c, i})) = 0.0f;
-        dq(args({c, i})) += call(dq_block, {c, i, rjb});
+        dq(args({c, li, ib})) = 0.0f;
+        dq(args({c, li, ib})) += call(dq_block, {c, ib * qb + li, rjb});
     }
     AttentionBackwardFuncs f;
     f.dkv = Func("y0");
-    f.dkv(args({c, j})) = Halide::Tuple(scaled(b.dk, call(dkv, {c, j})[1]), call(dkv, {c, j})[0]);
+    f.dkv(args({c, j})) = Halide::Tuple(scaled(b.dk, call(dkv, {c, j % kb, j / kb})[1]), call(dkv, {c, j % kb, j / kb})[0]);
     f.dq = Func("y1");
-    f.dq(args({c, i})) = scaled(b.dq, call(dq, {c, i}));
+    f.dq(args({c, i})) = scaled(b.dq, call(dq, {c, i % qb, i / qb}));
 
     auto role = [&](const char *r, ValueId v) {
         if (auto p = params_.find(v); p != params_.end()) out_.input_roles[r] = p->second;

@@ -232,11 +232,11 @@ ScheduleSpec cpu_attention_backward(const GroupShape &g, const Halide::Target &t
     // blocks of P and dS, then per tile of `tile_rows` x cols the block's sums `block_func` in
     // registers (reduction `rvar`), added into the accumulator.
     auto accumulate = [&](const std::string &func, const std::string &out, const std::string &out_row, const std::string &row,
-                          int tile_rows, const std::string &block, const std::string &block_func, const std::string &rvar,
-                          const std::string &suffix) {
+                          int tile_rows, const std::string &block, const std::string &block_func, const std::string &block_row,
+                          const std::string &rvar, const std::string &suffix) {
         const StageRef y{out}, acc{func}, upd{func, 0};
-        const int extent = row == "j" ? key_block : query_block;
-        s.split(y, row, out_row + "o", out_row + "i", extent, kGuard).split(y, "c", "co", "ci", lanes, kGuard);
+        const int extent = out_row == "j" ? key_block : query_block;  // the accumulator's blocks
+        s.split(y, out_row, out_row + "o", out_row + "i", extent, kGuard).split(y, "c", "co", "ci", lanes, kGuard);
         s.reorder(y, {"ci", "co", out_row + "i", out_row + "o"}).vectorize(y, "ci");
         const std::string task = fuse_with_batch(s, y, out_row + "o", rank);
         s.parallel(y, task);
@@ -244,12 +244,12 @@ ScheduleSpec cpu_attention_backward(const GroupShape &g, const Halide::Target &t
         s.split(upd, "c", "uco", "uci", cols, kGuard).split(upd, row, "uro", "uri", tile_rows, kGuard);
         s.reorder(upd, {"uci", "uri", "uco", "uro", block}).vectorize(upd, "uci").unroll(upd, "uri");
         recomputed_blocks(suffix, func, block);
-        register_tile(s, block_func, "c", row, rvar, cols, tile_rows, func, "uco");
+        register_tile(s, block_func, "c", block_row, rvar, cols, tile_rows, func, "uco");
     };
-    // dK and dV: a task per block of keys, looping over blocks of query rows.
-    accumulate("dkv", "y0", "j", "j", 2, "rib", "dkv_block", "rr", "");
-    // dQ: a task per block of query rows, looping over blocks of keys.
-    accumulate("dq", "y1", "i", "i", rows, "rjb", "dq_block", "rk", "_q");
+    // dK and dV: a task per block of keys (dkv's jb), looping over blocks of query rows.
+    accumulate("dkv", "y0", "j", "lj", 2, "rib", "dkv_block", "j", "rr", "");
+    // dQ: a task per block of query rows (dq's ib), looping over blocks of keys.
+    accumulate("dq", "y1", "i", "li", rows, "rjb", "dq_block", "i", "rk", "_q");
     return s;
 }
 
