@@ -181,9 +181,9 @@ ScheduleSpec cpu_attention(const GroupShape &g, const Halide::Target &target) {
 ScheduleSpec cpu_attention_backward(const GroupShape &g, const Halide::Target &target) {
     const int lanes = TargetFacts::for_target(target).cpu.f32_lanes;
     const int rank = g.outputs.empty() ? 2 : g.outputs[0].second;
-    // Register tiles: rows x 2 vectors (scores, dP, dQ's sums); dK's and dV's sums take 2 keys x
-    // 2 vectors each, 8 accumulators together.
-    const int rows = TargetFacts::for_target(target).cpu.vector_registers >= 32 ? 8 : 4, cols = 2 * lanes;
+    // Register tiles: rows x 2 vectors (scores, dP, dQ's sums): 12 of AVX2's 16 registers, 16 of
+    // AVX-512's 32; dK's and dV's sums take 2 keys x 2 vectors each, 8 accumulators together.
+    const int rows = TargetFacts::for_target(target).cpu.vector_registers >= 32 ? 8 : 6, cols = 2 * lanes;
     const int key_block = (int)dsl::kAttentionBackwardKeyBlock, query_block = (int)dsl::kAttentionBackwardQueryBlock;
     ScheduleSpec s("cpu_attention_backward", Device::Cpu);
     s.group = dsl::GroupKind::AttentionBackward;
