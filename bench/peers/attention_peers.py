@@ -28,7 +28,7 @@ import numpy as np
 import report
 import run_peers
 from run_peers import Bench, host_isa, run_all, start_workers
-from workers import PROBES, SYSTEMS, CommandError, WorkerError
+from workers import PROBES, SYSTEMS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT = ["tessel_attention", "fma_probe", "torch_sdpa", "torch_compile_sdpa", "jax_attention"]
@@ -113,13 +113,7 @@ class AttentionBench(Bench):
 
     def run_shape(self, shape, index):
         rows = super().run_shape(shape, index)
-        row = rows.get("tessel_attention_train", {})
-        if row.get("median"):  # Tessel's groups, timed one by one after the rounds
-            try:
-                answer = self.worker("tessel_attention_train").ask("groups tessel_attention_train 5").split()
-                row["groups"] = [(n, k, float(t)) for n, k, t, _, _ in (a.split(":") for a in answer)]
-            except (WorkerError, CommandError) as e:
-                row["groups_status"] = str(e)
+        self.time_groups(rows, "tessel_attention_train", 5)
         return rows
 
 
@@ -173,7 +167,7 @@ def print_shape(shape, rows, out, peers_share=True, train=False):
     if groups:
         total = sum(g[2] for g in groups)
         print(f"  Tessel's groups, timed one by one (sum {total * 1e3:.3f} ms): " +
-              ", ".join(f"{n} [{k}] {t * 1e3:.3f} ms ({100 * t / total:.0f}%)" for n, k, t in groups), file=out)
+              ", ".join(f"{n} [{k}] {t * 1e3:.3f} ms ({100 * t / total:.0f}%)" for n, k, t, _, _ in groups), file=out)
 
 
 def run_main(args, shapes, bench_class, title, notes, print_shape_fn):

@@ -21,7 +21,7 @@ import numpy as np
 
 from attention_peers import parse_args as attention_args
 from attention_peers import print_rows, run_main
-from workers import PROBES, SYSTEMS, CommandError, WorkerError
+from workers import PROBES, SYSTEMS
 import run_peers
 from run_peers import Bench
 
@@ -100,13 +100,7 @@ class BlockBench(Bench):
 
     def run_shape(self, shape, index):
         rows = super().run_shape(shape, index)
-        row = rows.get("tessel_block", {})
-        if row.get("median"):  # Tessel's groups, timed one by one after the rounds
-            try:
-                answer = self.worker("tessel_block").ask("groups tessel_block 7").split()
-                row["groups"] = [(n, k, float(t), float(f), float(b)) for n, k, t, f, b in (a.split(":") for a in answer)]
-            except (WorkerError, CommandError) as e:
-                row["groups_status"] = str(e)
+        self.time_groups(rows, "tessel_block", 7)
         return rows
 
 

@@ -130,6 +130,18 @@ class Bench:
             progress(f"  {system}: {row['status']}")
         return c["ok"]
 
+    def time_groups(self, rows, system, calls):
+        """After the rounds: `system`'s groups timed one by one ("groups SYSTEM N"), stored in its
+        row as (name, kind, seconds, flops, bytes)."""
+        row = rows.get(system, {})
+        if not row.get("median"):
+            return
+        try:
+            answer = self.worker(system).ask(f"groups {system} {calls}").split()
+            row["groups"] = [(n, k, float(t), float(f), float(b)) for n, k, t, f, b in (a.split(":") for a in answer)]
+        except (WorkerError, CommandError) as e:
+            row["groups_status"] = str(e)
+
     def inputs(self, shape, index, folder):
         """Writes the shape's input files into `folder`; returns the float64 reference, the
         workers' load command and whether every call is timed after a cache flush (1 or 0)."""

@@ -119,18 +119,7 @@ std::optional<AttentionBackwardPattern> match_attention_backward(const Graph &g,
         if (x->result != x->matmul) inner.push_back(x->matmul);
     std::set<ValueId> inside(inner.begin(), inner.end());
     for (const AttentionGradient *x : {&b.dq, &b.dk, &b.dv}) inside.insert(x->result);
-    for (ValueId v : inner) {
-        if (g.is_output(v)) {
-            *why_not = nm(g, v) + " is a graph output, so an [S, L] or pre-scale value would have to exist in memory";
-            return std::nullopt;
-        }
-        for (ValueId user : g.users(v))
-            if (!inside.count(user)) {
-                *why_not = nm(g, v) + " is also read by " + nm(g, user) +
-                           " outside the attention backward, so it would have to exist in memory";
-                return std::nullopt;
-            }
-    }
+    if (!stays_inside(g, inner, inside, "the attention backward", why_not)) return std::nullopt;
     for (ValueId v : inside)
         if (g.node(v).op != Op::Constant && (g.node(v).type.dtype != DType::F32 || g.node(v).type.rank() < 2)) {
             *why_not = nm(g, v) + " is " + to_string(g.node(v).type.dtype) + " of rank " + std::to_string(g.node(v).type.rank()) +

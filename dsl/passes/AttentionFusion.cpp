@@ -58,6 +58,23 @@ bool swaps_last_two(const Node &n) {
     return n.attrs.perm == swap_last;
 }
 
+bool stays_inside(const Graph &g, const std::vector<ValueId> &values, const std::set<ValueId> &inside, const std::string &what,
+                  std::string *why_not) {
+    for (ValueId v : values) {
+        if (g.is_output(v)) {
+            *why_not = nm(g, v) + " is a graph output, so it would have to exist in memory";
+            return false;
+        }
+        for (ValueId user : g.users(v))
+            if (!inside.count(user)) {
+                *why_not =
+                    nm(g, v) + " is also read by " + nm(g, user) + " outside " + what + ", so it would have to exist in memory";
+                return false;
+            }
+    }
+    return true;
+}
+
 bool match_attention_probabilities(const Graph &g, ValueId p, AttentionPattern *out, std::vector<ValueId> *chain) {
     AttentionPattern &a = *out;
     a.softmax = p;
@@ -132,18 +149,7 @@ std::optional<AttentionPattern> match_attention(const Graph &g, ValueId pv, std:
     std::set<ValueId> inside(chain.begin(), chain.end());
     inside.insert(pv);
     if (a.k != kNoValue) inside.insert(a.kt), chain.push_back(a.kt);
-    for (ValueId v : chain) {
-        if (g.is_output(v)) {
-            *why_not = nm(g, v) + " is a graph output, so the [S, L] matrix would have to exist in memory";
-            return std::nullopt;
-        }
-        for (ValueId user : g.users(v))
-            if (!inside.count(user)) {
-                *why_not = nm(g, v) + " is also read by " + nm(g, user) +
-                           " outside the pattern, so it would have to exist in memory (the backward pass is not fused yet)";
-                return std::nullopt;
-            }
-    }
+    if (!stays_inside(g, chain, inside, "the pattern", why_not)) return std::nullopt;
     for (ValueId v : {pv, a.softmax, s, a.q, a.kt, a.v})
         if (g.node(v).type.dtype != DType::F32 || g.node(v).type.rank() < 2) {
             *why_not = nm(g, v) + " is " + to_string(g.node(v).type.dtype) + " of rank " + std::to_string(g.node(v).type.rank()) +

@@ -35,6 +35,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,12 @@ std::optional<AttentionPattern> match_attention(const Graph &g, ValueId pv, std:
  * form), the mask, the scale and the scores matmul, filled into *a (all but output and v), and
  * the values between the scores and p into *chain. No legality is checked. */
 bool match_attention_probabilities(const Graph &g, ValueId p, AttentionPattern *a, std::vector<ValueId> *chain);
+
+/** Whether every value of `values` is read only by members of `inside` and is no graph output
+ * (fused, it never exists in memory); else false, with *why_not naming the value, its reader and
+ * `what` the group is ("the pattern"). */
+bool stays_inside(const Graph &g, const std::vector<ValueId> &values, const std::set<ValueId> &inside, const std::string &what,
+                  std::string *why_not);
 
 /** A transpose that swaps the last two axes and keeps the others (kᵀ of a batched k). */
 bool swaps_last_two(const Node &n);
