@@ -20,9 +20,9 @@
  * Blocks are dsl::kAttentionBackwardQueryBlock rows and dsl::kAttentionBackwardKeyBlock keys; a
  * block's sums run over its own rows or keys only (the last may be partial), so values read past
  * an edge never enter them. The accumulators are indexed by block (jb, ib) and position in it
- * (lj, li): a task's blocks are one index. A causal mask is its select (a hidden score is -inf,
- * whatever q and k hold there, as in the forward); its hidden blocks are still computed (their
- * sums are exact zeros).
+ * (lj, li): a task's blocks are one index, so under a causal mask the blocks a task cannot see
+ * (rows before its keys, keys past its rows) are skipped by a condition on that index alone. The
+ * mask is its select (a hidden score is -inf whatever q and k hold there, as in the forward).
  *
  * probs, dp and ds are defined twice (suffix _q for dQ's nest): a Func has one schedule, and the
  * two nests compute them over different blocks — dkv per block of keys, looping over query
@@ -39,6 +39,11 @@
 #include <cmath>
 
 namespace tessel::lower {
+
+namespace {
+/** The widest column tile an attention-backward schedule uses: 2 vectors of 16 lanes. */
+constexpr int64_t kColumnTile = 32;
+}  // namespace
 
 using dsl::ValueId;
 using Halide::Expr;
@@ -81,7 +86,12 @@ AttentionBackwardFuncs ExprBuilder::attention_backward(const dsl::AttentionBackw
     };
 
     const Expr row_in = Halide::clamp(Halide::likely(i), 0, rows - 1), key_in = Halide::clamp(Halide::likely(j), 0, keys - 1);
-    const Expr column_in = Halide::clamp(Halide::likely(c), 0, columns - 1);
+    // Columns are read unclamped where every tile a schedule may round up to (kColumnTile) fits
+    // D exactly: the clamp would make Halide partition the loops, and a partition it cannot
+    // prove empty runs gathers.
+    const dsl::Dim width_dim = dsl::resolve_dim(g_, g_.node(b.dk.result).type.dims.back());
+    const bool whole_tiles = width_dim.is_static() && width_dim.size % kColumnTile == 0;
+    const Expr column_in = whole_tiles ? Expr(c) : Halide::clamp(Halide::likely(c), 0, columns - 1);
     const Expr nan = from_order_key(Halide::Int(32).max());
     const Expr neg_inf = order_key(Expr(-INFINITY), true);
 
@@ -167,6 +177,10 @@ AttentionBackwardFuncs ExprBuilder::attention_backward(const dsl::AttentionBackw
     Func dkv = make("dkv");
     {
         Halide::RDom rib(0, (rows + (qb - 1)) / qb, "rib");
+        // A causal mask hides key j from the rows before j - (L - S): blocks of rows that end
+        // before the task's first key are skipped (Halide lifts the condition into the loop's
+        // bounds, as it depends on the task's block jb alone).
+        if (causal) rib.where(rib * qb + (qb - 1) + (keys - rows) >= jb * kb);
         const Expr key = jb * kb + lj;
         dkv(args({c, lj, jb})) = Halide::Tuple(0.0f, 0.0f);
         dkv(args({c, lj, jb})) = Halide::Tuple(call(dkv, {c, lj, jb})[0] + call(dkv_block, {c, key, rib})[0],
@@ -186,6 +200,8 @@ AttentionBackwardFuncs ExprBuilder::attention_backward(const dsl::AttentionBackw
     Func dq = make("dq");
     {
         Halide::RDom rjb(0, (keys + (kb - 1)) / kb, "rjb");
+        // Likewise the key blocks past the last key the task's rows see.
+        if (causal) rjb.where(rjb * kb <= Halide::min(ib * qb + (qb - 1), rows - 1) + (keys - rows));
         dq(args({c, li, ib})) = 0.0f;
         dq(args({c, li, ib})) += call(dq_block, {c, ib * qb + li, rjb});
     }

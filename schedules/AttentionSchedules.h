@@ -69,7 +69,8 @@ ScheduleSpec cpu_attention_schedule(const std::string &name, const GroupShape &g
  * lowering/AttentionBackward.cpp): K and V copied with the keys innermost; the rows' softmax
  * statistics with rows in vectors; dK and dV per parallel block of keys and dQ per parallel block
  * of query rows, each recomputing P and dS per block of the other axis in register tiles. Each
- * task writes only its own rows. Legal for any attention-backward group (reads are clamped). */
+ * task writes only its own rows. Legal for any attention-backward group: reads are clamped,
+ * except columns when D is a multiple of 32, which tiles of at most 32 columns never pass. */
 ScheduleSpec cpu_attention_backward(const GroupShape &g, const Halide::Target &target);
 
 /** The library point: cpu_attention_schedule("cpu_attention", g, target, CpuAttentionParams::library(target)). */
