@@ -77,12 +77,10 @@ AttentionBackwardFuncs ExprBuilder::attention_backward(const dsl::AttentionBackw
         idx.push_back(last);
         return at(v, broadcast_index(v, idx));
     };
-    std::vector<std::pair<std::string, Func>> named;
+    // Schedules address the Funcs by these names (Halide may rename a Func whose name is taken).
     auto make = [&](const std::string &base) {
-        named.push_back({unique_func_name(base), Func()});
-        named.back().second = Func(named.back().first);
-        out_.funcs[named.back().first] = named.back().second;
-        return named.back().second;
+        const std::string name = unique_func_name(base);
+        return out_.funcs[name] = Func(name);
     };
 
     const Expr row_in = Halide::clamp(Halide::likely(i), 0, rows - 1), key_in = Halide::clamp(Halide::likely(j), 0, keys - 1);
@@ -187,8 +185,7 @@ AttentionBackwardFuncs ExprBuilder::attention_backward(const dsl::AttentionBackw
                                                call(dkv, {c, lj, jb})[1] + call(dkv_block, {c, key, rib})[1]);
     }
     // dQ per row, summed over the keys block by block likewise.
-    const auto [probs_q, ds_q] = gradient_funcs("_q");
-    (void)probs_q;
+    const Func ds_q = gradient_funcs("_q").second;
     Func dq_block = make("dq_block");
     {
         Halide::RDom rk(0, kb, "rk");

@@ -18,6 +18,7 @@
 #include "lowering/CompiledGraph.h"
 #include "lowering/ScheduleGroup.h"
 #include "tests/TensorCompare.h"
+#include "tests/lowering/AttentionTestGraphs.h"
 
 using namespace tessel;
 
@@ -36,11 +37,8 @@ std::string attention_text(const std::string &mode, const std::string &batch, in
     if (mask == Mask::Input) s << "  %mask = input : f32[S, L]\n";
     if (mask == Mask::Causal) s << "  %mask = causal_mask() : f32[S, L]\n";
     const int rank = 2 + (int)std::count(batch.begin(), batch.end(), ',');
-    std::string perm = "perm=[";
-    for (int a = 0; a < rank; a++)
-        perm += (a ? ", " : "") + std::to_string(a < rank - 2 ? a : a == rank - 2 ? rank - 1 : rank - 2);
-    s << "  %p = softmax(matmul(%q, transpose(%k, " << perm << "])) * 0.125" << (mask != Mask::None ? " + %mask" : "")
-      << ", axis=" << rank - 1 << ")\n"
+    s << "  %p = softmax(matmul(%q, transpose(%k, " << testing::last_two_swapped(rank) << ")) * 0.125"
+      << (mask != Mask::None ? " + %mask" : "") << ", axis=" << rank - 1 << ")\n"
       << "  %o = matmul(%p, %v)\n"
       << extra << "  output %o\n}\n";
     return s.str();
@@ -162,11 +160,7 @@ TEST_CASE("fused attention: masks, fully masked rows and blocks, NaN and inf as 
     const std::map<std::string, int64_t> sym = {{"S", s}, {"L", l}};
     const dsl::FusionPlan p = planned(g, sym);
     REQUIRE(attention_groups(p) == 1);
-    dsl::RunOptions ro;
-    ro.random_missing_inputs = true;
-    ro.input_seed = 3;
-    ro.symbol_sizes = sym;
-    std::map<std::string, dsl::Tensor> in = dsl::interpret(g, {}, ro).inputs;
+    std::map<std::string, dsl::Tensor> in = testing::random_inputs(g, sym, 3);
     dsl::Tensor &mask = in.at("mask");
     for (double &x : mask.data) x = 0;
     auto at = [&](int64_t i, int64_t j) -> double & { return mask.data[(size_t)(i * l + j)]; };
@@ -231,50 +225,19 @@ TEST_CASE("attention fusion: softmax written out as exp(s - max) / sum is the sa
 
 TEST_CASE("random attention graphs: shapes, scales, masks and softmax forms, special values, against the interpreter") {
     std::mt19937_64 rng(33);
-    auto pick = [&](std::initializer_list<int64_t> xs) { return *(xs.begin() + (int64_t)(rng() % xs.size())); };
     for (int trial = 0; trial < 8; trial++) {
-        const int batch_rank = (int)(rng() % 3);
-        std::string batch;
-        for (int b = 0; b < batch_rank; b++) batch += std::to_string(pick({1, 2, 3})) + ", ";
-        const int64_t d = pick({1, 5, 16, 24}), dv = pick({1, 7, 16, 33});
-        const int64_t s = pick({1, 3, 8, 17}), l = pick({1, 5, 17, 130, 257});
-        const int mask = (int)(rng() % 3);  // none, input, causal
-        const bool written = rng() % 2;
-        const int rank = batch_rank + 2;
-        std::string perm = "perm=[";
-        for (int a = 0; a < rank; a++)
-            perm += (a ? ", " : "") + std::to_string(a < rank - 2 ? a : a == rank - 2 ? rank - 1 : rank - 2);
-        std::ostringstream t;
-        t << "graph r mode=fast {\n  %q = input : f32[" << batch << "S, " << d << "]\n  %k = input : f32[" << batch << "L, " << d
-          << "]\n  %v = input : f32[" << batch << "L, " << dv << "]\n";
-        if (mask == 1) t << "  %mask = input : f32[S, L]\n";
-        if (mask == 2) t << "  %mask = causal_mask() : f32[S, L]\n";
-        const char *scales[] = {" * 0.3", " / 2.0", ""};
-        t << "  %s = matmul(%q, transpose(%k, " << perm << "]))" << scales[rng() % 3] << (mask ? " + %mask" : "") << "\n";
-        if (written)
-            t << "  %e = exp(%s - reduce_max(%s, axes=[" << rank - 1 << "], keepdims=true))\n  %p = %e / reduce_sum(%e, axes=["
-              << rank - 1 << "], keepdims=true)\n";
-        else
-            t << "  %p = softmax(%s, axis=" << rank - 1 << ")\n";
-        t << "  %o = matmul(%p, %v)\n  output %o\n}\n";
-        INFO(t.str());
-        dsl::Graph g = dsl::parse(t.str());
-        const std::map<std::string, int64_t> sym = {{"S", s}, {"L", l}};
+        const auto r =
+            testing::RandomAttention::draw(rng, {1, 5, 16, 24}, {1, 7, 16, 33}, {1, 3, 8, 17}, {1, 5, 17, 130, 257}, false);
+        INFO(r.text(false));
+        dsl::Graph g = dsl::parse(r.text(false));
+        const std::map<std::string, int64_t> sym = r.symbols();
         const dsl::FusionPlan plan = planned(g, sym);
         REQUIRE(attention_groups(plan) == 1);
-        dsl::RunOptions ro;
-        ro.random_missing_inputs = true;
-        ro.input_seed = 500 + (uint64_t)trial;
-        ro.symbol_sizes = sym;
-        std::map<std::string, dsl::Tensor> in = dsl::interpret(g, {}, ro).inputs;
-        const double corner[] = {NAN, INFINITY, -INFINITY, -0.0};
+        std::map<std::string, dsl::Tensor> in = testing::random_inputs(g, sym, 500 + (uint64_t)trial);
         // Under a causal mask, fast mode never reads the key blocks it hides (docs/TSL.md): NaN
         // or inf planted there would reach the interpreter's output only (NaN + -inf, 0 * NaN).
         if (trial % 2)
-            for (auto &[name, tensor] : in)
-                if (mask != 2 || name == "q")
-                    for (double &x : tensor.data)
-                        if (rng() % 64 == 0) x = corner[rng() % 4];
+            testing::plant_special_values(in, rng, [&](const std::string &name) { return r.mask != 2 || name == "q"; });
         CHECK(error_against_interpreter(g, plan, sym, in) < 1e-4);
     }
 }

@@ -19,6 +19,7 @@
 #include "lowering/CompiledGraph.h"
 #include "lowering/ScheduleGroup.h"
 #include "tests/TensorCompare.h"
+#include "tests/lowering/AttentionTestGraphs.h"
 
 using namespace tessel;
 
@@ -38,11 +39,7 @@ struct Shape {
 /** The forward and backward of one attention, as algorithms/attention_fwd_bwd.tsl writes it. */
 std::string fwd_bwd_text(const Shape &s) {
     const int rank = 2 + (int)std::count(s.q_batch.begin(), s.q_batch.end(), ',');
-    std::string perm = "perm=[";
-    for (int a = 0; a < rank; a++)
-        perm += (a ? ", " : "") + std::to_string(a < rank - 2 ? a : a == rank - 2 ? rank - 1 : rank - 2);
-    perm += "]";
-    const std::string last = std::to_string(rank - 1), d = std::to_string(s.d);
+    const std::string perm = testing::last_two_swapped(rank), last = std::to_string(rank - 1), d = std::to_string(s.d);
     std::ostringstream t;
     t << "graph afb mode=" << s.mode << " {\n"
       << "  %q = input : f32[" << s.q_batch << "S, " << d << "]\n"
@@ -171,11 +168,7 @@ TEST_CASE("attention backward: fully masked rows, NaN, ±inf and -0 as the inter
     const std::map<std::string, int64_t> sym = {{"S", s}, {"L", l}};
     const dsl::FusionPlan p = planned(g, sym);
     REQUIRE(groups_of(p, dsl::GroupKind::AttentionBackward) == 1);
-    dsl::RunOptions ro;
-    ro.random_missing_inputs = true;
-    ro.input_seed = 5;
-    ro.symbol_sizes = sym;
-    std::map<std::string, dsl::Tensor> in = dsl::interpret(as_written, {}, ro).inputs;
+    std::map<std::string, dsl::Tensor> in = testing::random_inputs(as_written, sym, 5);
     dsl::Tensor &mask = in.at("mask");
     for (double &x : mask.data) x = 0;
     auto at = [&](int64_t i, int64_t j) -> double & { return mask.data[(size_t)(i * l + j)]; };
@@ -217,56 +210,18 @@ TEST_CASE("attention backward: no buffer of S x L elements in the memory plan, f
 
 TEST_CASE("random attention backward graphs: shapes, scales, masks, softmax forms and special values, against the interpreter") {
     std::mt19937_64 rng(34);
-    auto pick = [&](std::initializer_list<int64_t> xs) { return *(xs.begin() + (int64_t)(rng() % xs.size())); };
     for (int trial = 0; trial < 4; trial++) {
-        const int batch_rank = (int)(rng() % 3);
-        std::string batch;
-        for (int b = 0; b < batch_rank; b++) batch += std::to_string(pick({1, 2, 3})) + ", ";
-        const int64_t d = pick({1, 5, 16, 24}), s = pick({1, 3, 17, 70}), l = pick({1, 5, 17, 130});
-        const int mask = (int)(rng() % 3);  // none, input, causal
-        const bool written = rng() % 2;
-        const int rank = batch_rank + 2;
-        std::string perm = "perm=[";
-        for (int a = 0; a < rank; a++)
-            perm += (a ? ", " : "") + std::to_string(a < rank - 2 ? a : a == rank - 2 ? rank - 1 : rank - 2);
-        perm += "]";
-        const std::string last = std::to_string(rank - 1);
-        const char *scales[] = {" * 0.3", " / 2.0", ""};
-        const std::string scale = scales[rng() % 3];
-        std::ostringstream t;
-        t << "graph r mode=fast {\n  %q = input : f32[" << batch << "S, " << d << "]\n  %k = input : f32[" << batch << "L, " << d
-          << "]\n  %v = input : f32[" << batch << "L, " << d << "]\n  %do = input : f32[" << batch << "S, " << d << "]\n";
-        if (mask == 1) t << "  %mask = input : f32[S, L]\n";
-        if (mask == 2) t << "  %mask = causal_mask() : f32[S, L]\n";
-        t << "  %s = matmul(%q, transpose(%k, " << perm << "))" << scale << (mask ? " + %mask" : "") << "\n";
-        if (written)
-            t << "  %e = exp(%s - reduce_max(%s, axes=[" << last << "], keepdims=true))\n  %p = %e / reduce_sum(%e, axes=["
-              << last << "], keepdims=true)\n";
-        else
-            t << "  %p = softmax(%s, axis=" << last << ")\n";
-        t << "  %o = matmul(%p, %v)\n  %dv = matmul(transpose(%p, " << perm << "), %do)\n"
-          << "  %ds = %p * (matmul(%do, transpose(%v, " << perm << ")) - reduce_sum(%do * %o, axes=[" << last
-          << "], keepdims=true))\n"
-          << "  %dq = matmul(%ds, %k)" << scale << "\n  %dk = matmul(transpose(%ds, " << perm << "), %q)" << scale << "\n"
-          << "  output %o, %dq, %dk, %dv\n}\n";
-        INFO(t.str() << "S=" << s << " L=" << l);
-        const dsl::Graph as_written = dsl::parse(t.str());
+        const auto r = testing::RandomAttention::draw(rng, {1, 5, 16, 24}, {}, {1, 3, 17, 70}, {1, 5, 17, 130}, true);
+        INFO(r.text(true) << "S=" << r.s << " L=" << r.l);
+        const dsl::Graph as_written = dsl::parse(r.text(true));
         dsl::Graph g = as_written;
-        const std::map<std::string, int64_t> sym = {{"S", s}, {"L", l}};
+        const std::map<std::string, int64_t> sym = r.symbols();
         const dsl::FusionPlan plan = planned(g, sym);
         REQUIRE(groups_of(plan, dsl::GroupKind::AttentionBackward) == 1);
-        dsl::RunOptions ro;
-        ro.random_missing_inputs = true;
-        ro.input_seed = 700 + (uint64_t)trial;
-        ro.symbol_sizes = sym;
-        std::map<std::string, dsl::Tensor> in = dsl::interpret(as_written, {}, ro).inputs;
-        const double corner[] = {NAN, INFINITY, -INFINITY, -0.0};
+        std::map<std::string, dsl::Tensor> in = testing::random_inputs(as_written, sym, 700 + (uint64_t)trial);
         // Under a causal mask fast mode skips the blocks a row cannot see (docs/TSL.md): a special
         // value there would reach the interpreter's sums only (0 * NaN), so none is planted.
-        if (trial % 2 && mask != 2)
-            for (auto &[name, tensor] : in)
-                for (double &x : tensor.data)
-                    if (rng() % 64 == 0) x = corner[rng() % 4];
+        if (trial % 2 && r.mask != 2) testing::plant_special_values(in, rng, [](const std::string &) { return true; });
         CHECK(error_against_interpreter(as_written, g, plan, sym, in) < 1e-4);
     }
 }
