@@ -12,23 +12,25 @@
  *   probs(j, i)     = exp(score − lse(i)), 0 where the score is −inf
  *   dp(j, i)        = do2[i, :] · vt[:, j]
  *   ds(j, i)        = probs · (dp − r[i])
- *   dkv_block(c, j, ib) = {Σ_{i in block ib} probs(j, i) do1[i, c], Σ ds(j, i) qx[i, c]}
- *   dkv(c, lj, jb)  = Σ_ib dkv_block(c, jb·Bk + lj, ib)                        -> y0 = {c_k dK, dV}
- *   dq_block(c, i, jb)  = Σ_{j in block jb} ds_q(j, i) kx[j, c]
- *   dq(c, li, ib)   = Σ_jb dq_block(c, ib·Bq + li, jb)                         -> y1 = c_q dQ
+ *   dq_block(c, x, ib, jb) = Σ_{j in block jb} ds(j, ib·B + x) kx[j, c]     (row x of block ib)
+ *   dk_block(c, x, ib, jb) = Σ_{i in block ib} ds(jb·B + x, i) qx[i, c]     (key x of block jb)
+ *   dv_block(c, x, ib, jb) = Σ_{i in block ib} probs(jb·B + x, i) do1[i, c]
+ *   grads(c, n, w, part)   = the three summed over block pairs (ib, jb), jb ≡ part (mod parts):
+ *                            w = 0 at n = ib·B + x (dQ's row), 1 and 2 at n = jb·B + x (dK's and
+ *                            dV's key)
+ *   y0 = {c_k dK, dV} and y1 = c_q dQ: grads summed over the parts
  *
- * Blocks are dsl::kAttentionBackwardQueryBlock rows and dsl::kAttentionBackwardKeyBlock keys; a
- * block's sums run over its own rows or keys only (the last may be partial), so values read past
- * an edge never enter them. The accumulators are indexed by block (jb, ib) and position in it
- * (lj, li): a task's blocks are one index, so under a causal mask the blocks a task cannot see
- * (rows before its keys, keys past its rows) are skipped by a condition on that index alone. The
- * mask is its select (a hidden score is -inf whatever q and k hold there, as in the forward).
- *
- * probs, dp and ds are defined twice (suffix _q for dQ's nest): a Func has one schedule, and the
- * two nests compute them over different blocks — dkv per block of keys, looping over query
- * blocks; dq per block of query rows, looping over key blocks. Each task writes only its own rows
- * of the outputs. Reads are clamped to the tensors, so tiles that round up past an edge compute
- * values nobody stores; every reduction runs over exactly the rows or keys there are.
+ * One nest computes all three gradients, so P and dS are recomputed once per block pair (the
+ * FlashAttention-2 backward's work: scores, dP, dV, dK and dQ, five products). Blocks are B =
+ * dsl::kAttentionBackwardQueryBlock = kAttentionBackwardKeyBlock rows or keys; a block's sums run
+ * over its own rows or keys only (the last may be partial), so values read past an edge never
+ * enter them. A task is one part of the key blocks of one batch entry: dK's and dV's keys each
+ * belong to one task, and dQ's rows get a partial sum per part, so no two threads write one
+ * value. There are two parts when there is one batch entry (work for two threads), else one.
+ * Under a causal mask, block pairs whose rows all precede the key block's first visible key are
+ * skipped by a condition on the block indices; the mask is its select (a hidden score is -inf
+ * whatever q and k hold there, as in the forward). Reads are clamped to the tensors, so tiles
+ * that round up past an edge compute values nobody stores.
  */
 #include "lowering/ExprBuilder.h"
 
@@ -136,19 +138,19 @@ AttentionBackwardFuncs ExprBuilder::attention_backward(const dsl::AttentionBackw
     Func lse = make("lse");
     lse(args({i})) = Halide::select(is_finite_key(m_key), from_order_key(m_key) + Halide::log(call(row_sum, {i})), nan);
 
-    // probs, dp and ds of one nest (suffix "" or "_q").
-    auto gradient_funcs = [&](const std::string &suffix) {
-        const Expr s = score_func("qk" + suffix);
-        Func probs = make("probs" + suffix);
+    // P, dP and dS at row i and key j.
+    auto gradient_funcs = [&]() {
+        const Expr s = score_func("qk");
+        Func probs = make("probs");
         const Expr l = call(lse, {i});
         const Expr masked = order_key(s, true) == neg_inf;
         probs(args({j, i})) =
             Halide::select(is_finite_key(order_key(l, true)), Halide::select(masked, 0.0f, Halide::exp(s - l)), nan);
-        Func dp = make("dp" + suffix);
+        Func dp = make("dp");
         Halide::RDom rn(0, width, "n");
         dp(args({j, i})) = 0.0f;
         dp(args({j, i})) += read(b.d_out, row_in, rn) * call(vcols, {j, rn});
-        Func ds = make("ds" + suffix);
+        Func ds = make("ds");
         ds(args({j, i})) = call(probs, {j, i}) * (call(dp, {j, i}) - read(b.row_dot, row_in, 0));
         return std::make_pair(probs, ds);
     };
@@ -157,56 +159,62 @@ AttentionBackwardFuncs ExprBuilder::attention_backward(const dsl::AttentionBackw
         return x.divides ? e / (float)(1.0 / x.scale) : e * (float)x.scale;
     };
 
-    // dK and dV per key: one Tuple, summed over the rows block by block (dkv_block: one block's
-    // sums, which schedules keep in registers), each block's rows only.
+    // One nest for all three gradients. Per block pair (query block ib, key block jb): P's and
+    // dS's blocks, then the block's sums for its rows of dQ and its keys of dK and dV (each over
+    // that block's keys or rows only), added into `grads`: [c, row or key, w, part] with w = 0
+    // for dQ's rows, 1 for dK's keys, 2 for dV's. The key blocks are dealt to `parts` tasks per
+    // batch entry (block jb to part jb mod parts), so dK's and dV's keys are written by one task
+    // each; dQ's rows get one partial sum per part, added at the end. Two parts when there is
+    // one batch entry (so two threads have work), else one.
+    static_assert(dsl::kAttentionBackwardQueryBlock == dsl::kAttentionBackwardKeyBlock,
+                  "the block sums share one tile loop over a block's rows or keys");
     const int qb = (int)dsl::kAttentionBackwardQueryBlock, kb = (int)dsl::kAttentionBackwardKeyBlock;
-    const auto [probs, ds] = gradient_funcs("");
-    const Var ib("ib"), jb("jb"), li("li"), lj("lj");
-    Func dkv_block = make("dkv_block");
+    const auto [probs, ds] = gradient_funcs();
+    const Var ib("ib"), jb("jb"), x("x"), w("w"), part("part");
+    Halide::RDom rk(0, kb, "rk"), rr(0, qb, "rr");
+    rk.where(jb * kb + rk < keys);
+    rr.where(ib * qb + rr < rows);
+    const Expr key = jb * kb + rk, key_read = Halide::clamp(key, 0, keys - 1);
+    const Expr row = ib * qb + rr, row_read = Halide::clamp(row, 0, rows - 1);
+    Func dq_block = make("dq_block"), dk_block = make("dk_block"), dv_block = make("dv_block");
+    dq_block(args({c, x, ib, jb})) = 0.0f;
+    dq_block(args({c, x, ib, jb})) += call(ds, {key, ib * qb + x}) * read(b.dq.operand, key_read, column_in);
+    dk_block(args({c, x, ib, jb})) = 0.0f;
+    dk_block(args({c, x, ib, jb})) += call(ds, {jb * kb + x, row}) * read(b.dk.operand, row_read, column_in);
+    dv_block(args({c, x, ib, jb})) = 0.0f;
+    dv_block(args({c, x, ib, jb})) += call(probs, {jb * kb + x, row}) * read(b.dv.operand, row_read, column_in);
+
+    Expr batch_entries = 1;
+    for (int k = 0; k < rank - 2; k++) batch_entries *= extent(a.softmax, k);
+    const Expr parts = Halide::select(batch_entries == 1, 2, 1);
+    const Expr key_blocks = (keys + (kb - 1)) / kb, row_blocks = (rows + (qb - 1)) / qb;
+    Func grads = make("grads");
+    const Var n("n");
+    grads(args({c, n, w, part})) = 0.0f;
     {
-        Halide::RDom rr(0, qb, "rr");
-        rr.where(ib * qb + rr < rows);
-        const Expr row = ib * qb + rr, row_read = Halide::clamp(row, 0, rows - 1);
-        dkv_block(args({c, j, ib})) = Halide::Tuple(0.0f, 0.0f);
-        dkv_block(args({c, j, ib})) =
-            Halide::Tuple(call(dkv_block, {c, j, ib})[0] + call(probs, {j, row}) * read(b.dv.operand, row_read, column_in),
-                          call(dkv_block, {c, j, ib})[1] + call(ds, {j, row}) * read(b.dk.operand, row_read, column_in));
+        // Named one by one ("rx", not "g$x"): schedules address these loops.
+        Halide::RDom g(Halide::Internal::ReductionDomain(
+            {{"rx", 0, qb}, {"rw", 0, 3}, {"rib", 0, row_blocks}, {"rjb", 0, (key_blocks + parts - 1) / parts}}));
+        const Expr rx = g[0], rw = g[1], rib = g[2], block = g[3] * parts + part;
+        g.where(block < key_blocks);
+        // A causal mask hides key j from the rows before j - (L - S): pairs whose rows all end
+        // before the key block's first key are skipped.
+        if (causal) g.where(rib * qb + (qb - 1) + (keys - rows) >= block * kb);
+        const Expr site = Halide::select(rw == 0, rib * qb + rx, block * kb + rx);
+        const Expr sum = Halide::select(rw == 0, call(dq_block, {c, rx, rib, block}), rw == 1,
+                                        call(dk_block, {c, rx, rib, block}), call(dv_block, {c, rx, rib, block}));
+        call(grads, {c, site, rw, part}) += sum;
     }
-    Func dkv = make("dkv");
-    {
-        Halide::RDom rib(0, (rows + (qb - 1)) / qb, "rib");
-        // A causal mask hides key j from the rows before j - (L - S): blocks of rows that end
-        // before the task's first key are skipped (Halide lifts the condition into the loop's
-        // bounds, as it depends on the task's block jb alone).
-        if (causal) rib.where(rib * qb + (qb - 1) + (keys - rows) >= jb * kb);
-        const Expr key = jb * kb + lj;
-        dkv(args({c, lj, jb})) = Halide::Tuple(0.0f, 0.0f);
-        dkv(args({c, lj, jb})) = Halide::Tuple(call(dkv, {c, lj, jb})[0] + call(dkv_block, {c, key, rib})[0],
-                                               call(dkv, {c, lj, jb})[1] + call(dkv_block, {c, key, rib})[1]);
-    }
-    // dQ per row, summed over the keys block by block likewise.
-    const Func ds_q = gradient_funcs("_q").second;
-    Func dq_block = make("dq_block");
-    {
-        Halide::RDom rk(0, kb, "rk");
-        rk.where(jb * kb + rk < keys);
-        const Expr key = jb * kb + rk, key_read = Halide::clamp(key, 0, keys - 1);
-        dq_block(args({c, i, jb})) = 0.0f;
-        dq_block(args({c, i, jb})) += call(ds_q, {key, i}) * read(b.dq.operand, key_read, column_in);
-    }
-    Func dq = make("dq");
-    {
-        Halide::RDom rjb(0, (keys + (kb - 1)) / kb, "rjb");
-        // Likewise the key blocks past the last key the task's rows see.
-        if (causal) rjb.where(rjb * kb <= Halide::min(ib * qb + (qb - 1), rows - 1) + (keys - rows));
-        dq(args({c, li, ib})) = 0.0f;
-        dq(args({c, li, ib})) += call(dq_block, {c, ib * qb + li, rjb});
-    }
+    // The parts' sums (a second part's term is 0 where there is one part, and reads part 0).
+    auto total = [&](const Expr &sel, const Expr &at) {
+        const Expr second = Halide::min(1, parts - 1);
+        return call(grads, {c, at, sel, 0}) + Halide::select(parts > 1, call(grads, {c, at, sel, second}), 0.0f);
+    };
     AttentionBackwardFuncs f;
     f.dkv = Func("y0");
-    f.dkv(args({c, j})) = Halide::Tuple(scaled(b.dk, call(dkv, {c, j % kb, j / kb})[1]), call(dkv, {c, j % kb, j / kb})[0]);
+    f.dkv(args({c, j})) = Halide::Tuple(scaled(b.dk, total(1, j)), total(2, j));
     f.dq = Func("y1");
-    f.dq(args({c, i})) = scaled(b.dq, call(dq, {c, i % qb, i / qb}));
+    f.dq(args({c, i})) = scaled(b.dq, total(0, i));
 
     auto role = [&](const char *r, ValueId v) {
         if (auto p = params_.find(v); p != params_.end()) out_.input_roles[r] = p->second;
@@ -214,7 +222,7 @@ AttentionBackwardFuncs ExprBuilder::attention_backward(const dsl::AttentionBackw
     role("q", a.q);
     role("k", a.k != dsl::kNoValue ? a.k : a.kt);
     if (a.mask != dsl::kNoValue) role("mask", a.mask);
-    out_.matmul_count = 7;
+    out_.matmul_count = 6;
     return f;
 }
 

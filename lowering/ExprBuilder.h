@@ -78,7 +78,7 @@ public:
     Halide::Func attention(const dsl::AttentionPattern &a);
 
     /** AttentionBackward.cpp: the attention-backward group's outputs (stages: kcols, vcols,
-     * qk_stats, stats, lse, then qk, probs, dp, ds, dkv and the same with suffix _q, dq). */
+     * qk_stats, row_max, row_sum, lse, then qk, probs, dp, ds, dq_block, dk_block, dv_block, grads). */
     AttentionBackwardFuncs attention_backward(const dsl::AttentionBackwardPattern &b);
 
 private:

@@ -332,6 +332,11 @@ private:
     int known_extent(const StageRef &s, const std::string &var, const char *what) {
         auto &ext = extents_[key(s)];
         auto it = ext.find(var);
+        if (it == ext.end() && s.update >= 0) {  // a reduction variable of a constant extent
+            for (const auto &rv : func(s.func).function().update(s.update).schedule().rvars())
+                if (short_name(rv.var) == var)
+                    if (const auto e = Halide::Internal::as_const_int(rv.extent)) return (int)*e;
+        }
         if (it == ext.end())
             fail(std::string(what) + " needs a loop of known constant extent; '" + var +
                  "' has none (split it by a constant factor first)");

@@ -187,8 +187,9 @@ ScheduleSpec cpu_attention_backward(const GroupShape &g, const Halide::Target &t
     const int key_block = (int)dsl::kAttentionBackwardKeyBlock, query_block = (int)dsl::kAttentionBackwardQueryBlock;
     ScheduleSpec s("cpu_attention_backward", Device::Cpu);
     s.group = dsl::GroupKind::AttentionBackward;
-    s.description = "row statistics, then dK and dV per block of " + std::to_string(key_block) + " keys and dQ per block of " +
-                    std::to_string(query_block) + " rows in parallel, P and dS recomputed per block, every sum in register tiles";
+    s.description = "row statistics, then one nest per batch entry over blocks of " + std::to_string(query_block) + " rows x " +
+                    std::to_string(key_block) +
+                    " keys: P and dS recomputed per block, dQ's, dK's and dV's block sums in register tiles";
 
     // K and V with the keys innermost, once per call.
     for (const char *f : {"kcols", "vcols"}) {
@@ -216,40 +217,36 @@ ScheduleSpec cpu_attention_backward(const GroupShape &g, const Halide::Target &t
         s.reorder(lanes_upd, {"u", "rjo", "i"}).vectorize(lanes_upd, "u");
     }
 
-    // One nest's blocks of P and dS, computed at `at`'s block loop `block`: P's tiles, with the
-    // scores in register tiles at each, then dS's, with dP likewise.
-    auto recomputed_blocks = [&](const std::string &suffix, const std::string &at, const std::string &block) {
-        for (const std::string f : {"probs", "ds"}) {
-            const StageRef st{f + suffix};
-            s.compute_at(f + suffix, at, block);
-            s.split(st, "j", "tco", "tci", cols).split(st, "i", "tro", "tri", rows).reorder(st, {"tci", "tri", "tro", "tco"});
-            s.vectorize(st, "tci").unroll(st, "tri");
-        }
-        register_tile(s, "qk" + suffix, "j", "i", "k", cols, rows, "probs" + suffix, "tro");
-        register_tile(s, "dp" + suffix, "j", "i", "n", cols, rows, "ds" + suffix, "tro");
-    };
-    // A task's accumulator `func` (pure vars `col` and `row`, update over `block`): per block, the
-    // blocks of P and dS, then per tile of `tile_rows` x cols the block's sums `block_func` in
-    // registers (reduction `rvar`), added into the accumulator.
-    auto accumulate = [&](const std::string &func, const std::string &out, const std::string &out_row, const std::string &row,
-                          int tile_rows, const std::string &block, const std::string &block_func, const std::string &block_row,
-                          const std::string &rvar, const std::string &suffix) {
-        const StageRef y{out}, acc{func}, upd{func, 0};
-        const int extent = out_row == "j" ? key_block : query_block;  // the accumulator's blocks
-        s.split(y, out_row, out_row + "o", out_row + "i", extent, kGuard).split(y, "c", "co", "ci", lanes, kGuard);
-        s.reorder(y, {"ci", "co", out_row + "i", out_row + "o"}).vectorize(y, "ci");
-        const std::string task = fuse_with_batch(s, y, out_row + "o", rank);
-        s.parallel(y, task);
-        s.compute_at(func, out, task).split(acc, "c", "co", "ci", lanes, kGuard).vectorize(acc, "ci");
-        s.split(upd, "c", "uco", "uci", cols, kGuard).split(upd, row, "uro", "uri", tile_rows, kGuard);
-        s.reorder(upd, {"uci", "uri", "uco", "uro", block}).vectorize(upd, "uci").unroll(upd, "uri");
-        recomputed_blocks(suffix, func, block);
-        register_tile(s, block_func, "c", block_row, rvar, cols, tile_rows, func, "uco");
-    };
-    // dK and dV: a task per block of keys (dkv's jb), looping over blocks of query rows.
-    accumulate("dkv", "y0", "j", "lj", 2, "rib", "dkv_block", "j", "rr", "");
-    // dQ: a task per block of query rows (dq's ib), looping over blocks of keys.
-    accumulate("dq", "y1", "i", "li", rows, "rjb", "dq_block", "i", "rk", "_q");
+    // The gradients' nest. A task per part of the key blocks of a batch entry; per block pair,
+    // P's and dS's blocks (with the scores and dP in register tiles), then per tile of rows x
+    // cols of the block the three block sums in registers, added into dQ's rows and into dK's
+    // and dV's keys.
+    const StageRef grads{"grads"}, upd{"grads", 0};
+    s.compute_root("grads").split(grads, "c", "co", "ci", lanes, kGuard).vectorize(grads, "ci");
+    s.parallel(grads, fuse_with_batch(s, grads, "part", rank));
+    s.split(upd, "c", "uco", "uci", cols, kGuard).split(upd, "rx", "uro", "uri", rows, kGuard);
+    s.reorder(upd, {"uci", "uri", "rw", "uco", "uro", "rib", "rjb", "part"});
+    s.vectorize(upd, "uci").unroll(upd, "uri").unroll(upd, "rw");
+    s.parallel(upd, fuse_with_batch(s, upd, "part", rank));
+    for (const std::string f : {"probs", "ds"}) {
+        const StageRef st{f};
+        s.compute_at(f, "grads", "rib");
+        s.split(st, "j", "tco", "tci", cols).split(st, "i", "tro", "tri", rows).reorder(st, {"tci", "tri", "tro", "tco"});
+        s.vectorize(st, "tci").unroll(st, "tri");
+    }
+    register_tile(s, "qk", "j", "i", "k", cols, rows, "probs", "tro");
+    register_tile(s, "dp", "j", "i", "n", cols, rows, "ds", "tro");
+    register_tile(s, "dq_block", "c", "x", "rk", cols, rows, "grads", "uco");
+    register_tile(s, "dk_block", "c", "x", "rr", cols, rows, "grads", "uco");
+    register_tile(s, "dv_block", "c", "x", "rr", cols, rows, "grads", "uco");
+    // The outputs: the parts' sums, scaled.
+    for (const std::string out : {"y0", "y1"}) {
+        const StageRef y{out};
+        const std::string row = out == "y0" ? "j" : "i";
+        s.split(y, row, row + "o", row + "i", query_block, kGuard).split(y, "c", "co", "ci", lanes, kGuard);
+        s.reorder(y, {"ci", "co", row + "i", row + "o"}).vectorize(y, "ci");
+        s.parallel(y, fuse_with_batch(s, y, row + "o", rank));
+    }
     return s;
 }
 

@@ -67,9 +67,10 @@ ScheduleSpec cpu_attention_schedule(const std::string &name, const GroupShape &g
 
 /** The attention-backward group's nests (dsl/passes/AttentionBackward.h; stages named in
  * lowering/AttentionBackward.cpp): K and V copied with the keys innermost; the rows' softmax
- * statistics with rows in vectors; dK and dV per parallel block of keys and dQ per parallel block
- * of query rows, each recomputing P and dS per block of the other axis in register tiles. Each
- * task writes only its own rows. Legal for any attention-backward group: reads are clamped,
+ * statistics with rows in vectors; then a task per batch entry (and part of its key blocks)
+ * visiting every pair of a query block and a key block once: P and dS recomputed in register
+ * tiles, dQ's, dK's and dV's block sums in register tiles of the block's rows x columns, added
+ * into the accumulator. No two tasks write one value (dQ has a partial sum per part). Legal for any attention-backward group: reads are clamped,
  * except columns when D is a multiple of 32, which tiles of at most 32 columns never pass. */
 ScheduleSpec cpu_attention_backward(const GroupShape &g, const Halide::Target &target);
 

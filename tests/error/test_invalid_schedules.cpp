@@ -50,6 +50,8 @@ TEST_CASE("invalid schedules and their documented errors") {
          "x86-64-linux-avx2-fma", "accepted widths are powers of two from 2 to 32"},
         {"vectorizing a loop of unknown extent", ScheduleSpec("bad").vectorize(y, "n"), "host",
          "vectorize needs a loop of known constant extent"},
+        {"unrolling a reduction loop of unknown extent (K is a symbol)", ScheduleSpec("bad").unroll(upd, "k"), "host",
+         "unroll needs a loop of known constant extent; 'k' has none"},
         {"an unroll over the cap", ScheduleSpec("bad").split(upd, "k", "ko", "ki", 128).unroll(upd, "ki"), "host",
          "unroll factor 128 exceeds the limit of 64"},
         {"a GPU block over the thread limit",
