@@ -16,6 +16,7 @@
  *                         m' = max(m, block_max), acc' = acc e^(m - m') + block_pv e^(block_max - m'),
  *                         sum' = sum e^(m - m') + block_sum e^(block_max - m')
  *   y(n, i)             = acc / sum, or NaN when the row's maximum is not finite
+ *   lse(0, i)           = m + log(sum), where the group writes the rows' logsumexp
  *
  * Each block is summed against its own maximum and rescaled once into the running state, so the
  * state's update needs nothing of a block but block_max, block_sum and block_pv: schedules compute
@@ -38,7 +39,7 @@ using Halide::Expr;
 using Halide::Func;
 using Halide::Var;
 
-Func ExprBuilder::attention(const dsl::AttentionPattern &a) {
+AttentionFuncs ExprBuilder::attention(const dsl::AttentionPattern &a) {
     const int rank = g_.node(a.output).type.rank();  // [..., S, Dv]
     const int sm_rank = g_.node(a.softmax).type.rank();
     const Expr keys = extent(a.softmax, sm_rank - 1), depth = extent(a.q, g_.node(a.q).type.rank() - 1);
@@ -170,6 +171,16 @@ Func ExprBuilder::attention(const dsl::AttentionPattern &a) {
     y(args({n, i})) = Halide::select(is_finite_key(call(state, {n, i})[1]), call(state, {n, i})[0] / call(state, {n, i})[2],
                                      from_order_key(Halide::Int(32).max()));
 
+    AttentionFuncs out{y, Func()};
+    if (a.lse != dsl::kNoValue) {
+        // The rows' logsumexp from the state's maximum and sum (equal along n: column 0's),
+        // NaN where the maximum is not finite, as m + log(sum) of the rows is.
+        out.lse = Func("lse");
+        const Expr m_key = call(state, {0, i})[1];
+        out.lse(args({n, i})) = Halide::select(is_finite_key(m_key), from_order_key(m_key) + Halide::log(call(state, {0, i})[2]),
+                                               from_order_key(Halide::Int(32).max()));
+    }
+
     const Func funcs[] = {kblock, vblock, qrow, qk, scores, lane_max, block_max, probs, lane_sum, block_sum, block_pv, state};
     for (size_t f = 0; f < named.size(); f++) out_.funcs[named[f].first] = funcs[f];
     auto role = [&](const char *r, ValueId v) {
@@ -180,7 +191,7 @@ Func ExprBuilder::attention(const dsl::AttentionPattern &a) {
     role("v", a.v);
     if (a.mask != dsl::kNoValue) role("mask", a.mask);
     out_.matmul_count = 2;
-    return y;
+    return out;
 }
 
 }  // namespace tessel::lower

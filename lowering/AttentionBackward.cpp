@@ -6,9 +6,10 @@
  *   kcols(j, d)     = kt[d, j]                          (K with the keys innermost, copied once)
  *   vcols(j, c)     = vt[c, j]                          (V likewise, for dP)
  *   score(j, i)     = scale · q[i, :] · kt[:, j] [+ mask[i, j]]
+ *   lse(i)          = the row's logsumexp where the group reads it (saved by the forward), else
+ *                     max + log(sum), or NaN when the maximum is not finite (softmax's NaN rows), from
  *   row_max(i)      = max over j of score (an IEEE order key, as softmax_max)
  *   row_sum(i)      = sum over j of exp(score − row_max)
- *   lse(i)          = max + log(sum), or NaN when the maximum is not finite (softmax's NaN rows)
  *   probs(j, i)     = exp(score − lse(i)), 0 where the score is −inf
  *   dp(j, i)        = do2[i, :] · vt[:, j]
  *   ds(j, i)        = probs · (dp − r[i])
@@ -121,22 +122,27 @@ AttentionBackwardFuncs ExprBuilder::attention_backward(const dsl::AttentionBackw
         return s;
     };
 
-    // The rows' statistics: the maximum, then the sum of exp(score - maximum), over every key.
-    // -inf scores (masked) add nothing; a NaN or +inf score, or only -inf, makes the row NaN.
-    Func scores_stats = make("scores_stats");
-    scores_stats(args({j, i})) = score_func("qk_stats");
-    Halide::RDom rj(0, keys, "rj");
-    const Expr s_at = call(scores_stats, {rj, i});
-    Func row_max = make("row_max");
-    row_max(args({i})) = neg_inf;
-    row_max(args({i})) = Halide::max(call(row_max, {i}), order_key(s_at, true));
-    const Expr m_key = call(row_max, {i});
-    Func row_sum = make("row_sum");
-    row_sum(args({i})) = 0.0f;
-    row_sum(args({i})) +=
-        Halide::select(is_finite_key(m_key) && order_key(s_at, true) != neg_inf, Halide::exp(s_at - from_order_key(m_key)), 0.0f);
+    // The rows' logsumexp: read where the forward's group saved it, else computed here from the
+    // rows' statistics: the maximum, then the sum of exp(score - maximum), over every key. -inf
+    // scores (masked) add nothing; a NaN or +inf score, or only -inf, makes the row NaN.
     Func lse = make("lse");
-    lse(args({i})) = Halide::select(is_finite_key(m_key), from_order_key(m_key) + Halide::log(call(row_sum, {i})), nan);
+    if (a.saved_lse != dsl::kNoValue) {
+        lse(args({i})) = read(a.saved_lse, row_in, 0);
+    } else {
+        Func scores_stats = make("scores_stats");
+        scores_stats(args({j, i})) = score_func("qk_stats");
+        Halide::RDom rj(0, keys, "rj");
+        const Expr s_at = call(scores_stats, {rj, i});
+        Func row_max = make("row_max");
+        row_max(args({i})) = neg_inf;
+        row_max(args({i})) = Halide::max(call(row_max, {i}), order_key(s_at, true));
+        const Expr m_key = call(row_max, {i});
+        Func row_sum = make("row_sum");
+        row_sum(args({i})) = 0.0f;
+        row_sum(args({i})) += Halide::select(is_finite_key(m_key) && order_key(s_at, true) != neg_inf,
+                                             Halide::exp(s_at - from_order_key(m_key)), 0.0f);
+        lse(args({i})) = Halide::select(is_finite_key(m_key), from_order_key(m_key) + Halide::log(call(row_sum, {i})), nan);
+    }
 
     // P, dP and dS at row i and key j.
     auto gradient_funcs = [&]() {
@@ -144,8 +150,15 @@ AttentionBackwardFuncs ExprBuilder::attention_backward(const dsl::AttentionBackw
         Func probs = make("probs");
         const Expr l = call(lse, {i});
         const Expr masked = order_key(s, true) == neg_inf;
-        probs(args({j, i})) =
-            Halide::select(is_finite_key(order_key(l, true)), Halide::select(masked, 0.0f, Halide::exp(s - l)), nan);
+        // exp(s - l) with IEEE special values (compared as order keys, which fast math keeps): a
+        // computed lse is finite or NaN; a saved one may be anything its graph gives.
+        const Expr l_key = order_key(l, true), s_key = order_key(s, true);
+        const Expr pos_inf = order_key(Expr(INFINITY), true);
+        const Expr s_nan = s_key > pos_inf;
+        probs(args({j, i})) = Halide::select(
+            is_finite_key(l_key), Halide::select(masked, 0.0f, s_nan, nan, s_key == pos_inf, Expr(INFINITY), Halide::exp(s - l)),
+            l_key == pos_inf, Halide::select(s_key >= pos_inf, nan, 0.0f),  //
+            l_key == neg_inf, Halide::select(masked || s_nan, nan, Expr(INFINITY)), nan);
         Func dp = make("dp");
         Halide::RDom rn(0, width, "n");
         dp(args({j, i})) = 0.0f;

@@ -32,6 +32,12 @@
 
 namespace tessel::lower {
 
+/** An attention group's output Funcs: "y" = softmax(q kᵀ) v, and "lse" = the rows' logsumexp
+ * where the group writes it (else undefined). */
+struct AttentionFuncs {
+    Halide::Func out, lse;
+};
+
 /** An attention-backward group's two output Funcs: "y0" = {dK, dV} per key, "y1" = dQ per row. */
 struct AttentionBackwardFuncs {
     Halide::Func dkv, dq;
@@ -75,7 +81,7 @@ public:
     /** Attention.cpp: the attention group's output Func "y", computed by the online-softmax
      * nest over blocks of dsl::kAttentionKvBlock keys (stages: kblock, vblock, matmul, scores, block_max, probs, block_sum,
      * block_pv, state). */
-    Halide::Func attention(const dsl::AttentionPattern &a);
+    AttentionFuncs attention(const dsl::AttentionPattern &a);
 
     /** AttentionBackward.cpp: the attention-backward group's outputs (stages: kcols, vcols,
      * qk_stats, row_max, row_sum, lse, then qk, probs, dp, ds, dq_block, dk_block, dv_block, grads). */

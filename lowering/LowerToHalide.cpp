@@ -49,7 +49,7 @@ void lower_attention_backward(const Graph &g, const dsl::FusionGroup &group, Exp
     std::optional<dsl::AttentionBackwardPattern> p;
     std::string why_not;
     for (ValueId v : group.nodes)
-        if (!p && (g.node(v).op == dsl::Op::Softmax || g.node(v).op == dsl::Op::Div))
+        if (!p && (g.node(v).op == dsl::Op::Softmax || g.node(v).op == dsl::Op::Div || g.node(v).op == dsl::Op::Exp))
             p = dsl::match_attention_backward(g, v, &why_not);
     std::vector<ValueId> outs = group.outputs;
     std::vector<ValueId> expected = p ? p->outputs() : std::vector<ValueId>{};
@@ -87,15 +87,21 @@ LoweredGroup lower_group(const Graph &g, const dsl::FusionGroup &group) {
         if (group.kind == dsl::GroupKind::Attention) {
             std::string why_not;
             const auto a = dsl::match_attention(g, group.outputs.back(), &why_not);
-            if (!a || group.outputs.size() != 1)
+            std::vector<ValueId> expected = {a ? a->output : dsl::kNoValue};
+            if (a && a->lse != dsl::kNoValue) expected.insert(expected.begin(), a->lse);  // lse precedes pv
+            if (!a || group.outputs != expected)
                 refuse(g, group.outputs.back(),
-                       "an attention group's output is softmax(q @ k^T) @ v" + (why_not.empty() ? "" : ": " + why_not));
-            Func y = b.attention(*a);
-            out.funcs["y"] = y;
-            out.output_names.push_back("y");
-            out.outputs.push_back(y);
-            out.output_values.push_back(group.outputs[0]);
-            out.output_func.push_back(0);
+                       "an attention group's outputs are softmax(q @ k^T) @ v and the rows' logsumexp" +
+                           (why_not.empty() ? "" : ": " + why_not));
+            const AttentionFuncs f = b.attention(*a);
+            for (ValueId v : group.outputs) {
+                const std::string name = v == a->output ? "y" : "lse";
+                out.funcs[name] = v == a->output ? f.out : f.lse;
+                out.output_names.push_back(name);
+                out.outputs.push_back(out.funcs[name]);
+                out.output_values.push_back(v);
+                out.output_func.push_back(out.outputs.size() - 1);
+            }
             return out;
         }
         if (group.kind == dsl::GroupKind::AttentionBackward) {

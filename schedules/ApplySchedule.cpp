@@ -224,6 +224,10 @@ public:
             fail("reorder_storage must name every dimension of " + d.func + " (" + std::to_string(f.args().size()) + ")");
         f.reorder_storage(vars);
     }
+    void operator()(const ComputeWith &d) {
+        if (d.stage.func == d.with.func) fail("compute_with fuses two Funcs' stages; both are " + d.stage.func);
+        stage(d.stage).compute_with(stage(d.with), loop(d.with, d.var));
+    }
     void operator()(const AssumeAligned &d) {
         if (!is_power_of_two(d.lanes) || d.lanes < 1 || d.lanes > limits_.max_vector_lanes)
             fail("assume_aligned lanes must be a power of two from 1 to " + std::to_string(limits_.max_vector_lanes) + ", got " +

@@ -6,6 +6,8 @@
 #include "dsl/passes/AttentionFusion.h"
 #include "schedules/TargetFacts.h"
 
+#include <algorithm>
+
 namespace tessel::sched {
 
 namespace {
@@ -103,6 +105,24 @@ ScheduleSpec cpu_attention_schedule(const std::string &name, const GroupShape &g
         task = fuse_with_batch(s, y, "mo", rank);
     }
     s.parallel(y, task);
+    // The rows' logsumexp, where the group writes it: the same tasks, run in y's task loop
+    // (compute_with), so both read one state.
+    if (std::any_of(g.outputs.begin(), g.outputs.end(), [](const auto &o) { return o.first == "lse"; })) {
+        const StageRef lse{"lse"};
+        s.split(lse, "m", "mo", "mi", p.query_block, kGuard);
+        std::string lse_task = "mo";
+        if (heads_in_task) {
+            s.reorder(lse, {"n", "mi", shared, "mo"});
+            for (int b = 0; b < rank - 3; b++) {
+                const std::string fused = lse_task + "_b" + std::to_string(b);
+                s.fuse(lse, lse_task, "b" + std::to_string(b), fused);
+                lse_task = fused;
+            }
+        } else {
+            lse_task = fuse_with_batch(s, lse, "mo", rank);
+        }
+        s.parallel(lse, lse_task).compute_with(lse, y, task);
+    }
 
     // The running state of the task's rows, updated once per key block (rj outermost), in tiles
     // of row_tile rows x cols columns: probs V is accumulated per tile in registers (block_pv at
@@ -187,8 +207,8 @@ ScheduleSpec cpu_attention_backward(const GroupShape &g, const Halide::Target &t
     const int key_block = (int)dsl::kAttentionBackwardKeyBlock, query_block = (int)dsl::kAttentionBackwardQueryBlock;
     ScheduleSpec s("cpu_attention_backward", Device::Cpu);
     s.group = dsl::GroupKind::AttentionBackward;
-    s.description = "row statistics, then one nest per batch entry over blocks of " + std::to_string(query_block) + " rows x " +
-                    std::to_string(key_block) +
+    s.description = "row statistics (unless saved), then one nest per batch entry over blocks of " + std::to_string(query_block) +
+                    " rows x " + std::to_string(key_block) +
                     " keys: P and dS recomputed per block, dQ's, dK's and dV's block sums in register tiles";
 
     // K and V with the keys innermost, once per call.
@@ -197,26 +217,32 @@ ScheduleSpec cpu_attention_backward(const GroupShape &g, const Halide::Target &t
         s.compute_root(f).split(st, "j", "jo", "ji", lanes, kGuard).vectorize(st, "ji");
         s.parallel(st, fuse_with_batch(s, st, "jo", rank));
     }
-    // The rows' statistics: per task a few rows against every key (a slab of rows x L scores,
-    // in register tiles), then the maximum and the sum as vector partial results.
-    const StageRef lse{"lse"}, scores{"scores_stats"};
-    s.compute_root("lse").split(lse, "i", "io", "ii", 2 * rows, kGuard);
-    const std::string stat_task = fuse_with_batch(s, lse, "io", rank);
-    s.parallel(lse, stat_task);
-    s.compute_at("scores_stats", "lse", stat_task);
-    s.split(scores, "j", "tco", "tci", cols).split(scores, "i", "tro", "tri", rows).reorder(scores, {"tci", "tri", "tro", "tco"});
-    s.vectorize(scores, "tci").unroll(scores, "tri");
-    register_tile(s, "qk_stats", "j", "i", "k", cols, rows, "scores_stats", "tro");
-    std::vector<std::string> lane_storage = {"u", "i"};
-    for (int b = 0; b < rank - 2; b++) lane_storage.push_back("b" + std::to_string(b));
-    for (const std::string f : {"row_max", "row_sum"}) {
-        const StageRef upd{f, 0}, lanes_pure{f + "_lanes"}, lanes_upd{f + "_lanes", 0};
-        s.compute_at(f, "lse", stat_task);
-        s.split(upd, "rj", "rjo", "rji", lanes, kGuard).rfactor(upd, "rji", "u", f + "_lanes");
-        s.compute_at(f + "_lanes", "lse", stat_task).reorder_storage(f + "_lanes", lane_storage).vectorize(lanes_pure, "u");
-        s.reorder(lanes_upd, {"u", "rjo", "i"}).vectorize(lanes_upd, "u");
+    // The rows' statistics, unless the group reads the logsumexp the forward saved: per task a
+    // few rows against every key (a slab of rows x L scores, in register tiles), then the maximum
+    // and the sum as vector partial results.
+    const bool saved_lse =
+        std::none_of(g.reductions.begin(), g.reductions.end(), [](const GroupReduction &r) { return r.name == "row_max"; });
+    if (!saved_lse) {
+        const StageRef lse{"lse"}, scores{"scores_stats"};
+        s.compute_root("lse").split(lse, "i", "io", "ii", 2 * rows, kGuard);
+        const std::string stat_task = fuse_with_batch(s, lse, "io", rank);
+        s.parallel(lse, stat_task);
+        s.compute_at("scores_stats", "lse", stat_task);
+        s.split(scores, "j", "tco", "tci", cols)
+            .split(scores, "i", "tro", "tri", rows)
+            .reorder(scores, {"tci", "tri", "tro", "tco"});
+        s.vectorize(scores, "tci").unroll(scores, "tri");
+        register_tile(s, "qk_stats", "j", "i", "k", cols, rows, "scores_stats", "tro");
+        std::vector<std::string> lane_storage = {"u", "i"};
+        for (int b = 0; b < rank - 2; b++) lane_storage.push_back("b" + std::to_string(b));
+        for (const std::string f : {"row_max", "row_sum"}) {
+            const StageRef upd{f, 0}, lanes_pure{f + "_lanes"}, lanes_upd{f + "_lanes", 0};
+            s.compute_at(f, "lse", stat_task);
+            s.split(upd, "rj", "rjo", "rji", lanes, kGuard).rfactor(upd, "rji", "u", f + "_lanes");
+            s.compute_at(f + "_lanes", "lse", stat_task).reorder_storage(f + "_lanes", lane_storage).vectorize(lanes_pure, "u");
+            s.reorder(lanes_upd, {"u", "rjo", "i"}).vectorize(lanes_upd, "u");
+        }
     }
-
     // The gradients' nest. A task per part of the key blocks of a batch entry; per block pair,
     // P's and dS's blocks (with the scores and dP in register tiles), then per tile of rows x
     // cols of the block the three block sums in registers, added into dQ's rows and into dK's

@@ -75,6 +75,9 @@ struct DirectivePrinter {
     }
     std::string operator()(const AssumeAligned &d) const { return d.buffer + ".assume_aligned(" + std::to_string(d.lanes) + ")"; }
     std::string operator()(const ReorderStorage &d) const { return d.func + ".reorder_storage(" + join(d.vars) + ")"; }
+    std::string operator()(const ComputeWith &d) const {
+        return to_string(d.stage) + ".compute_with(" + to_string(d.with) + ", " + d.var + ")";
+    }
     std::string operator()(const Prefetch &d) const {
         return to_string(d.stage) + ".prefetch(" + d.input + ", " + d.var + ", " + std::to_string(d.distance) + ")";
     }
@@ -227,6 +230,10 @@ ScheduleSpec &ScheduleSpec::prefetch(const StageRef &s, const std::string &input
 
 ScheduleSpec &ScheduleSpec::reorder_storage(const std::string &func, std::vector<std::string> vars) {
     steps.push_back(ReorderStorage{func, std::move(vars)});
+    return *this;
+}
+ScheduleSpec &ScheduleSpec::compute_with(const StageRef &stage, const StageRef &with, const std::string &var) {
+    steps.push_back(ComputeWith{stage, with, var});
     return *this;
 }
 

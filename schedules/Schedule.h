@@ -154,6 +154,14 @@ struct ReorderStorage {
     std::vector<std::string> vars;
     bool operator==(const ReorderStorage &) const = default;
 };
+/** Run `stage`'s loops down to and including `var` as `with`'s (Halide's compute_with): the
+ * two stages share those loops, and what both read at a level inside them is computed once.
+ * Legal when neither stage reads the other (e.g. two outputs of one nest). */
+struct ComputeWith {
+    StageRef stage, with;
+    std::string var;
+    bool operator==(const ComputeWith &) const = default;
+};
 /** Prefetch `input` `distance` iterations ahead of loop `var`. */
 struct Prefetch {
     StageRef stage;
@@ -164,7 +172,7 @@ struct Prefetch {
 
 using Directive =
     std::variant<Split, Fuse, Reorder, Vectorize, Unroll, Parallel, GpuBlocks, GpuThreads, ComputeAt, ComputeRoot, ComputeInline,
-                 StoreAt, StoreIn, StageInput, RFactor, Bound, Prefetch, BoundExtent, AssumeAligned, ReorderStorage>;
+                 StoreAt, StoreIn, StageInput, RFactor, Bound, Prefetch, BoundExtent, AssumeAligned, ReorderStorage, ComputeWith>;
 
 /** A runtime guard over the extents of the pipeline's inputs, e.g. {"M", GuardOp::Eq, 1}
  * or {"N", GuardOp::Divisible, 16}. Extents are named by the algorithm (M, K, N). */
@@ -231,6 +239,7 @@ public:
     ScheduleSpec &bound_extent(const std::string &func, const std::string &var, int extent);
     ScheduleSpec &prefetch(const StageRef &s, const std::string &input, const std::string &var, int distance);
     ScheduleSpec &reorder_storage(const std::string &func, std::vector<std::string> vars);
+    ScheduleSpec &compute_with(const StageRef &stage, const StageRef &with, const std::string &var);
     ScheduleSpec &assume_aligned(const std::string &buffer, int lanes);
 
     bool operator==(const ScheduleSpec &) const = default;

@@ -45,6 +45,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Prefetch, stage, input, var, distance)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(BoundExtent, func, var, extent)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(AssumeAligned, buffer, lanes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ReorderStorage, func, vars)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ComputeWith, stage, with, var)
 void to_json(nlohmann::json &j, GuardOp op) { j = to_string(op); }
 void from_json(const nlohmann::json &j, GuardOp &op) {
     const std::string text = j.get<std::string>();
@@ -59,10 +60,10 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Guard, extent, op, value)
 namespace {
 
 /** The "op" name of each Directive alternative, in variant order. */
-constexpr const char *kOpNames[] = {"split",          "fuse",       "reorder",      "vectorize",      "unroll",
-                                    "parallel",       "gpu_blocks", "gpu_threads",  "compute_at",     "compute_root",
-                                    "compute_inline", "store_at",   "store_in",     "stage_input",    "rfactor",
-                                    "bound",          "prefetch",   "bound_extent", "assume_aligned", "reorder_storage"};
+constexpr const char *kOpNames[] = {
+    "split",       "fuse",       "reorder",      "vectorize",      "unroll",         "parallel",        "gpu_blocks",
+    "gpu_threads", "compute_at", "compute_root", "compute_inline", "store_at",       "store_in",        "stage_input",
+    "rfactor",     "bound",      "prefetch",     "bound_extent",   "assume_aligned", "reorder_storage", "compute_with"};
 static_assert(std::size(kOpNames) == std::variant_size_v<Directive>, "every directive needs a JSON op name");
 
 json directive_to_json(const Directive &d) {

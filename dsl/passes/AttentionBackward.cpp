@@ -44,22 +44,13 @@ std::optional<AttentionGradient> gradient(const Graph &g, ValueId mm, ValueId lh
     return a;
 }
 
-/** Whether v (of shape [..., S, 1]) broadcasts along the last axis of a [..., S, L] value. */
-bool row_vector(const Graph &g, ValueId v, ValueId full) {
-    const auto &d = g.node(v).type.dims;
-    const auto &f = g.node(full).type.dims;
-    if (d.size() < 2 || d.size() > f.size()) return false;
-    const Dim last = resolve_dim(g, d.back());
-    return last.is_static() && last.size == 1 && same_dim(g, d[d.size() - 2], f[f.size() - 2]);
-}
-
 }  // namespace
 
 std::optional<AttentionBackwardPattern> match_attention_backward(const Graph &g, ValueId p, std::string *why_not) {
     why_not->clear();
     AttentionBackwardPattern b;
     std::vector<ValueId> chain;
-    if (!match_attention_probabilities(g, p, &b.probs, &chain)) return std::nullopt;
+    if (!match_attention_probabilities(g, p, &b.probs, &chain, /*saved_lse=*/true)) return std::nullopt;
     // p's readers: transpose(p) -> dV, and p * (dP - r) -> dS.
     ValueId t1 = kNoValue, mul = kNoValue;
     for (ValueId u : g.users(p)) {
@@ -135,7 +126,8 @@ std::optional<AttentionBackwardPattern> match_attention_backward(const Graph &g,
                    " differ in shape (D != Dv); the nest accumulates them together, per key";
         return std::nullopt;
     }
-    for (ValueId x : {b.probs.mask, b.row_dot, b.d_out, b.vt, b.dq.operand, b.dk.operand, b.dv.operand, b.probs.q, b.probs.kt})
+    for (ValueId x : {b.probs.mask, b.probs.saved_lse, b.row_dot, b.d_out, b.vt, b.dq.operand, b.dk.operand, b.dv.operand,
+                      b.probs.q, b.probs.kt})
         if (x != kNoValue && g.node(x).type.dtype != DType::F32) {
             *why_not = nm(g, x) + " is not f32";
             return std::nullopt;
@@ -144,6 +136,52 @@ std::optional<AttentionBackwardPattern> match_attention_backward(const Graph &g,
     std::sort(b.nodes.begin(), b.nodes.end(), [&](ValueId x, ValueId y) { return g.position(x) < g.position(y); });
     return b;
 }
+
+namespace {
+
+/** Copies `values` (in program order) before `first`, each copy reading the copies of its
+ * operands; returns value -> copy. */
+std::unordered_map<ValueId, ValueId> copy_before(Graph &h, const std::vector<ValueId> &values, ValueId first) {
+    std::unordered_map<ValueId, ValueId> copy;
+    for (ValueId u : values) {
+        Node n = h.node(u);
+        n.id = kNoValue;
+        for (ValueId &in : n.inputs)
+            if (copy.count(in)) in = copy.at(in);
+        n.name.clear();
+        copy[u] = h.insert_before(first, std::move(n));
+    }
+    return copy;
+}
+
+/** The rows' logsumexp of the attention `a` in h, added before `before` unless h has it there
+ * already: m + log(sum) with the written-out softmax's own m and sum, else all six ops. */
+ValueId rows_logsumexp(Graph &h, const AttentionPattern &a, ValueId before) {
+    const ValueId t = a.logits;
+    if (const auto l = logsumexp_of(h, t); l && h.position(l->lse) < h.position(before)) return l->lse;
+    Attrs last;
+    last.axes = {h.node(t).type.rank() - 1};
+    last.keepdims = true;
+    ValueId m = kNoValue, sum = kNoValue;
+    if (const Node &p = h.node(a.softmax); p.op == Op::Div) {  // e / sum with e = exp(t - m)
+        sum = p.inputs[1];
+        m = h.node(h.node(p.inputs[0]).inputs[0]).inputs[1];
+    } else {
+        m = h.insert_before(before, make_node(h, Op::ReduceMax, {t}, last));
+        const ValueId d = h.insert_before(before, make_node(h, Op::Sub, {t, m}));
+        const ValueId e = h.insert_before(before, make_node(h, Op::Exp, {d}));
+        sum = h.insert_before(before, make_node(h, Op::ReduceSum, {e}, last));
+    }
+    const ValueId log = h.insert_before(before, make_node(h, Op::Log, {sum}));
+    const ValueId lse = h.insert_before(before, make_node(h, Op::Add, {m, log}));
+    // Named after the probabilities ("p_lse"), as the group that writes it will be.
+    std::string name = h.display_name(a.softmax) + "_lse";
+    while (h.find(name) != kNoValue) name += "_";
+    h.set_name(lse, name);
+    return lse;
+}
+
+}  // namespace
 
 bool recompute_attention_probabilities(Graph &g, RewriteLog *log) {
     if (g.mode != NumericMode::Fast) return false;
@@ -154,39 +192,83 @@ bool recompute_attention_probabilities(Graph &g, RewriteLog *log) {
         const ValueId p = g.node(pv).inputs[0];
         AttentionPattern a;
         std::vector<ValueId> chain;
-        if (!match_attention_probabilities(g, p, &a, &chain) || g.users(p).size() < 2 || g.is_output(p)) continue;
+        if (!match_attention_probabilities(g, p, &a, &chain) || g.is_output(p)) continue;
+        if (a.k != kNoValue) chain.push_back(a.kt);
+        auto by_position = [&](ValueId x, ValueId y) { return g.position(x) < g.position(y); };
+        std::sort(chain.begin(), chain.end(), by_position);
+        std::vector<ValueId> scores_chain;  // t and what it is computed from
+        for (ValueId v : chain)
+            if (g.position(v) <= g.position(a.logits)) scores_chain.push_back(v);
+        std::string why_not;
+        auto both_match = [&](const Graph &h, ValueId p_copy, ValueId lse) {
+            if (!match_attention_backward(h, p_copy, &why_not)) return false;
+            const std::optional<AttentionPattern> fwd = match_attention(h, pv, &why_not);
+            return fwd && fwd->lse == lse;
+        };
+        // Already rewritten, then t's copy merged back by CSE: a backward reads exp(t - lse) of
+        // the forward's own t and logsumexp. It gets its copy of t's chain again.
+        if (const auto l = logsumexp_of(g, a.logits); l && g.users(p).size() == 1) {
+            std::vector<ValueId> centered;  // t - lse, read by the backward's exp
+            for (ValueId u : g.users(a.logits))
+                if (g.node(u).op == Op::Sub && g.node(u).inputs[0] == a.logits && g.node(u).inputs[1] == l->lse)
+                    centered.push_back(u);
+            if (centered.size() != 1 || g.users(centered[0]).size() != 1) continue;
+            const ValueId p_copy = g.users(centered[0])[0];
+            Graph h = g;
+            const auto copy = copy_before(h, scores_chain, centered[0]);
+            h.node(centered[0]).inputs[0] = copy.at(a.logits);
+            if (!both_match(h, p_copy, l->lse)) continue;
+            if (log)
+                log->record({"recompute-attention-probabilities", "attention-backward", print_node(g, centered[0]),
+                             print_node(h, centered[0]) + " (and " + std::to_string(scores_chain.size()) + " ops of " +
+                                 nm(g, a.logits) + "'s chain)",
+                             "the backward's exp(t - " + nm(g, l->lse) +
+                                 ") gets its own copy of t's chain (pure ops: the same "
+                                 "values), so the forward is one attention group and the backward one attention-backward group"});
+            g = std::move(h);
+            changed = true;
+            continue;
+        }
+        if (g.users(p).size() < 2) continue;
         std::vector<ValueId> late;  // p's readers other than the forward's pv
         for (ValueId u : g.users(p))
             if (u != pv) late.push_back(u);
-        if (a.k != kNoValue) chain.push_back(a.kt);
-        std::sort(chain.begin(), chain.end(), [&](ValueId x, ValueId y) { return g.position(x) < g.position(y); });
-        ValueId first = late.front();
-        for (ValueId r : late)
-            if (g.position(r) < g.position(first)) first = r;
+        const ValueId first = *std::min_element(late.begin(), late.end(), by_position);
+        const ValueId first_use = std::min(pv, first, by_position);
+
+        // Preferred: the backward reads exp(t' - lse), t' a copy of t's chain and lse the rows'
+        // logsumexp, which the forward's group writes. Else it gets a copy of p's whole chain.
         Graph h = g;
-        std::unordered_map<ValueId, ValueId> clone;
-        for (ValueId u : chain) {
-            Node n = h.node(u);
-            n.id = kNoValue;
-            for (ValueId &in : n.inputs)
-                if (clone.count(in)) in = clone.at(in);
-            n.name.clear();
-            clone[u] = h.insert_before(first, std::move(n));
-        }
+        const ValueId lse = rows_logsumexp(h, a, first_use);
+        const auto copy = copy_before(h, scores_chain, first);
+        const ValueId centered = h.insert_before(first, make_node(h, Op::Sub, {copy.at(a.logits), lse}));
+        ValueId p_copy = h.insert_before(first, make_node(h, Op::Exp, {centered}));
         for (ValueId r : late)
             for (ValueId &in : h.node(r).inputs)
-                if (in == p) in = clone.at(p);
-        std::string why_not;
-        const bool backward = match_attention_backward(h, clone.at(p), &why_not).has_value();
-        const bool forward = backward && match_attention(h, pv, &why_not).has_value();
-        if (!forward) continue;
-        if (log)
+                if (in == p) in = p_copy;
+        const bool saved = both_match(h, p_copy, lse);
+        if (!saved) {
+            h = g;
+            const auto whole = copy_before(h, chain, first);
+            p_copy = whole.at(p);
+            for (ValueId r : late)
+                for (ValueId &in : h.node(r).inputs)
+                    if (in == p) in = p_copy;
+            if (!both_match(h, p_copy, kNoValue)) continue;
+        }
+        if (log) {
+            const std::string copied = saved ? std::to_string(scores_chain.size()) + " ops of " + nm(g, a.logits) + "'s chain"
+                                             : std::to_string(chain.size() - 1) + " ops of its chain";
+            const std::string how = saved ? " read exp(t - " + nm(h, lse) + ") instead, with t recomputed from " + nm(g, a.q) +
+                                                " and " + nm(g, a.kt) + " and " + nm(h, lse) +
+                                                " the rows' logsumexp, which the forward's group writes"
+                                          : " get their own copy of the softmax chain (pure ops: the same values)";
             log->record({"recompute-attention-probabilities", "attention-backward", print_node(g, p),
-                         print_node(h, clone.at(p)) + " (and " + std::to_string(chain.size() - 1) + " ops of its chain)",
-                         "the backward's readers of " + nm(g, p) +
-                             " get their own copy of the softmax chain (pure ops: "
-                             "the same values), so the forward is one attention group and the backward one attention-backward "
-                             "group, and no [S, L] matrix lives from one to the other"});
+                         print_node(h, p_copy) + " (and " + copied + ")",
+                         "the backward's readers of " + nm(g, p) + how +
+                             ", so the forward is one attention group and the backward one attention-backward group, "
+                             "and no [S, L] matrix lives from one to the other"});
+        }
         g = std::move(h);
         changed = true;
     }

@@ -8,13 +8,14 @@
  *
  * Unfused, P and dS are [S, L] matrices in memory (the forward's P is kept alive for the
  * backward). Fused, the group recomputes P from q and k block by block and keeps nothing of size
- * S x L (lowering/AttentionBackward.cpp): the rows' softmax statistics (the logsumexp) first,
- * then dK and dV accumulated per block of keys (each task owns its keys' rows), then dQ in a pass
- * of its own per block of queries (each task owns its rows). No two threads ever write one row,
- * so no atomics and no order that depends on the thread count: dQ's pass recomputes P and dP a
- * second time instead, about a third more arithmetic than the accumulate-with-atomics form.
+ * S x L (lowering/AttentionBackward.cpp): one nest visits each pair of a query block and a key
+ * block once and adds that pair's sums into dQ's rows and into dK's and dV's keys. A task owns a
+ * batch entry's keys (or a part of them); dQ's rows get one partial sum per part, added in part
+ * order at the end, so no two threads write one value, no atomics are needed and the result does
+ * not depend on the thread count.
  *
- * The pattern, rooted at the probabilities p (AttentionFusion.h's softmax chain from q and kt):
+ * The pattern, rooted at the probabilities p (AttentionFusion.h's softmax chain from q and kt, or
+ * p = exp(t - lse) with lse the rows' logsumexp [..., S, 1] computed elsewhere):
  *   t1 = transpose(p)              (last two axes)    dv  = matmul(t1, do1)           do1: [..., S, Dv]
  *   dp = matmul(do2, vt)           vt: transpose(v) of v [..., L, Dv], or any [..., Dv, L] value
  *   c  = dp - r                    r: [..., S, 1]
@@ -23,15 +24,20 @@
  *   t2 = transpose(ds)             dk = matmul(t2, qx) [* c_k | ...]         qx: [..., S, D]
  * Legal when the graph's mode is `fast` (the statistics are summed block by block, rescaled as
  * the maximum grows: a reassociation), every value between p and the three results is read only
- * inside the pattern and is no graph output, dK and dV have one shape (the nest accumulates them
- * as one Tuple per key), and every value is f32 of rank >= 2.
+ * inside the pattern and is no graph output, dK and dV have one shape (the nest keeps them in
+ * one accumulator), and every value is f32 of rank >= 2.
  *
  * The rewrite (recompute_attention_probabilities, the last pass of the default pipeline, after
- * the last CSE): where the probabilities of a forward attention pattern (o = p v) are also read by
- * a backward of the form above, those readers get their own copy of p's chain (scores, scale,
- * mask, softmax), so the forward is an attention group and the backward one attention-backward
- * group. Cloning pure ops changes no value, so the rewrite is legal in every mode; it is applied
- * only in fast mode, the only mode in which both groups form.
+ * the last CSE, which would merge its copies back): where the probabilities of a forward
+ * attention pattern (o = p v) are also read by a backward of the form above, those readers read
+ * exp(t' - lse) instead, with t' a copy of the scores chain (scores, scale, mask) and lse the rows'
+ * logsumexp of the forward's t (m + log(sum), reusing a written-out softmax's m and sum), which
+ * the forward's attention group writes as a second output. The backward then needs no pass over
+ * the keys for the rows' statistics. Where that form does not make both groups (a refusal of
+ * either), the readers get a copy of p's whole chain instead. Both rewrites are kept only when
+ * both groups then match. exp(t - lse) equals softmax(t) up to rounding, and where a row's
+ * maximum is not finite both are NaN; the rewrite is applied only in fast mode, where rounding
+ * may differ and the only mode in which both groups form.
  */
 #pragma once
 

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "dsl/analysis/MemoryTraffic.h"
+#include "dsl/ir/TypeInference.h"
 
 namespace tessel::dsl {
 
@@ -75,7 +76,36 @@ bool stays_inside(const Graph &g, const std::vector<ValueId> &values, const std:
     return true;
 }
 
-bool match_attention_probabilities(const Graph &g, ValueId p, AttentionPattern *out, std::vector<ValueId> *chain) {
+bool row_vector(const Graph &g, ValueId v, ValueId full) {
+    const auto &d = g.node(v).type.dims;
+    const auto &f = g.node(full).type.dims;
+    if (d.size() < 2 || d.size() > f.size()) return false;
+    const Dim last = resolve_dim(g, d.back());
+    return last.is_static() && last.size == 1 && same_dim(g, d[d.size() - 2], f[f.size() - 2]);
+}
+
+std::optional<LogSumExp> logsumexp_of(const Graph &g, ValueId t) {
+    for (ValueId m : g.users(t)) {
+        if (!last_axis_reduction(g, m, Op::ReduceMax, t)) continue;
+        for (ValueId add : g.users(m)) {
+            const Node &n = g.node(add);
+            if (n.op != Op::Add || n.inputs.size() != 2 || n.inputs[0] == n.inputs[1]) continue;
+            const ValueId log = n.inputs[n.inputs[0] == m ? 1 : 0];
+            if (g.node(log).op != Op::Log) continue;
+            const ValueId sum = g.node(log).inputs[0];
+            if (g.node(sum).op != Op::ReduceSum) continue;
+            const ValueId e = g.node(sum).inputs[0];
+            if (!last_axis_reduction(g, sum, Op::ReduceSum, e) || g.node(e).op != Op::Exp) continue;
+            const ValueId d = g.node(e).inputs[0];
+            if (g.node(d).op != Op::Sub || g.node(d).inputs[0] != t || g.node(d).inputs[1] != m) continue;
+            return LogSumExp{add, m, sum, {m, d, e, sum, log, add}};
+        }
+    }
+    return std::nullopt;
+}
+
+bool match_attention_probabilities(const Graph &g, ValueId p, AttentionPattern *out, std::vector<ValueId> *chain,
+                                   bool saved_lse) {
     AttentionPattern &a = *out;
     a.softmax = p;
     chain->clear();
@@ -88,10 +118,17 @@ bool match_attention_probabilities(const Graph &g, ValueId p, AttentionPattern *
     } else if (const std::optional<WrittenSoftmax> w = written_softmax(g, p)) {
         t = w->logits;
         *chain = w->values;
+    } else if (const Node &e = g.node(p); saved_lse && e.op == Op::Exp && g.node(e.inputs[0]).op == Op::Sub) {
+        const Node &d = g.node(e.inputs[0]);
+        if (d.inputs[0] == d.inputs[1] || !row_vector(g, d.inputs[1], d.inputs[0])) return false;
+        t = d.inputs[0];
+        a.saved_lse = d.inputs[1];
+        *chain = {p, e.inputs[0]};
     } else {
         return false;
     }
 
+    a.logits = t;
     // t = u + mask | u, and u = s * c | c * s | s / c | s with s the scores matmul.
     auto scaled_scores = [&](ValueId u, AttentionPattern *into) {
         const Node &n = g.node(u);
@@ -149,6 +186,12 @@ std::optional<AttentionPattern> match_attention(const Graph &g, ValueId pv, std:
     std::set<ValueId> inside(chain.begin(), chain.end());
     inside.insert(pv);
     if (a.k != kNoValue) inside.insert(a.kt), chain.push_back(a.kt);
+    // The rows' logsumexp, when the graph computes it from t before pv: the group writes it.
+    if (const std::optional<LogSumExp> l = logsumexp_of(g, a.logits); l && g.position(l->lse) < g.position(pv)) {
+        a.lse = l->lse;
+        for (ValueId v : l->values)
+            if (inside.insert(v).second && v != l->lse) chain.push_back(v);
+    }
     if (!stays_inside(g, chain, inside, "the pattern", why_not)) return std::nullopt;
     for (ValueId v : {pv, a.softmax, s, a.q, a.kt, a.v})
         if (g.node(v).type.dtype != DType::F32 || g.node(v).type.rank() < 2) {
@@ -156,6 +199,10 @@ std::optional<AttentionPattern> match_attention(const Graph &g, ValueId pv, std:
                        "; the fused group reads f32 operands of rank >= 2";
             return std::nullopt;
         }
+    if (a.lse != kNoValue && (g.node(a.lse).type.dtype != DType::F32 || !row_vector(g, a.lse, a.softmax))) {
+        *why_not = "the logsumexp " + nm(g, a.lse) + " is not one f32 value per row";
+        return std::nullopt;
+    }
     if (a.mask != kNoValue && g.node(a.mask).type.dtype != DType::F32) {
         *why_not = "the mask " + nm(g, a.mask) + " is not f32";
         return std::nullopt;

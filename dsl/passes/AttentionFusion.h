@@ -21,12 +21,17 @@
  *   u       = s * c | c * s | s / c | s         c: a constant of one element (the scale)
  *   s       = matmul(q, kt)                     q: [..., S, D]; kt: transpose(k) of k [..., L, D],
  *                                               or any [..., D, L] value
+ * The group also writes the rows' logsumexp when the graph reads it, written over the same t:
+ *   lse     = m + log(reduce_sum(exp(t - m), last, keepdims))   m = reduce_max(t, last, keepdims)
+ * (with the written-out softmax's own m and sum, or apart), placed before pv: the online softmax
+ * ends with each row's maximum and sum, so lse costs a log per row. An attention backward then
+ * reads it instead of recomputing the rows' statistics (dsl/passes/AttentionBackward.h).
  * Legal when:
  *   - the graph's numeric mode is `fast`: the online softmax sums the denominator and P·V block by
  *     block, rescaled as the running maximum grows, which reassociates both sums (a refused
  *     pattern says so and names `mode=fast`);
- *   - s, u, t, p (and kt when it is a transpose) are read only inside the pattern and are no graph
- *     outputs: fused, they never exist in memory;
+ *   - s, u, t, p (and kt when it is a transpose, and lse's values but lse) are read only inside
+ *     the pattern and are no graph outputs: fused, they never exist in memory;
  *   - every value is f32, q, kt and v have rank >= 2, and the softmax runs over the last axis.
  * Batch axes follow matmul's broadcasting, so [B, H, S, D] heads and a mask of [S, L] or
  * [B, 1, S, L] work unchanged.
@@ -46,9 +51,14 @@ namespace tessel::dsl {
 
 /** One matched attention pattern: its roles and its member nodes. */
 struct AttentionPattern {
-    ValueId output = kNoValue;   ///< pv = matmul(p, v): the group's one output
+    ValueId output = kNoValue;   ///< pv = matmul(p, v): the group's output
     ValueId softmax = kNoValue;  ///< p (a softmax, or the division of the written-out form)
-    ValueId scores = kNoValue;   ///< s = matmul(q, kt)
+    ValueId logits = kNoValue;   ///< t, the softmax's input
+    ValueId lse = kNoValue;      ///< the rows' logsumexp the group also writes ([..., S, 1]), or kNoValue
+    /** Only where allowed (the backward): p = exp(t - saved_lse), saved_lse a value per row
+     * ([..., S, 1]) computed elsewhere, or kNoValue. */
+    ValueId saved_lse = kNoValue;
+    ValueId scores = kNoValue;  ///< s = matmul(q, kt)
     ValueId q = kNoValue, kt = kNoValue, v = kNoValue;
     ValueId k = kNoValue;           ///< kt's operand when kt is a transpose in the pattern, else kNoValue
     ValueId mask = kNoValue;        ///< the additive mask, or kNoValue
@@ -65,9 +75,22 @@ struct AttentionPattern {
 std::optional<AttentionPattern> match_attention(const Graph &g, ValueId pv, std::string *why_not);
 
 /** The structural half of the pattern, from the probabilities `p` down: the softmax (either
- * form), the mask, the scale and the scores matmul, filled into *a (all but output and v), and
- * the values between the scores and p into *chain. No legality is checked. */
-bool match_attention_probabilities(const Graph &g, ValueId p, AttentionPattern *a, std::vector<ValueId> *chain);
+ * form, or with `saved_lse` exp(t - r) of a row value r), the mask, the scale and the scores
+ * matmul, filled into *a (all but output, v and lse), and the values between the scores and p
+ * into *chain. No legality is checked. */
+bool match_attention_probabilities(const Graph &g, ValueId p, AttentionPattern *a, std::vector<ValueId> *chain,
+                                   bool saved_lse = false);
+
+/** A logsumexp of `t` along its last axis, as the pattern above writes it: its result and its
+ * values (m, the difference, the exp, the sum, the log, lse), or nullopt. */
+struct LogSumExp {
+    ValueId lse = kNoValue, max = kNoValue, sum = kNoValue;
+    std::vector<ValueId> values;
+};
+std::optional<LogSumExp> logsumexp_of(const Graph &g, ValueId t);
+
+/** Whether v (of shape [..., S, 1]) is one value per row of the [..., S, L] value `full`. */
+bool row_vector(const Graph &g, ValueId v, ValueId full);
 
 /** Whether every value of `values` is read only by members of `inside` and is no graph output
  * (fused, it never exists in memory); else false, with *why_not naming the value, its reader and

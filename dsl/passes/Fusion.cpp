@@ -175,7 +175,7 @@ private:
     void match_attention_backward_groups() {
         for (ValueId p : g_.order()) {
             const Op op = g_.node(p).op;
-            if (op != Op::Softmax && op != Op::Div) continue;
+            if (op != Op::Softmax && op != Op::Div && op != Op::Exp) continue;  // p's forms (AttentionBackward.h)
             std::string why_not;
             const std::optional<AttentionBackwardPattern> b = match_attention_backward(g_, p, &why_not);
             FusionDecision d;
@@ -421,8 +421,10 @@ private:
                        : sealed_.count(r)    ? GroupKind::Attention
                                              : group_kind(g_, grp.nodes);
             grp.prepared = std::all_of(members_[r].begin(), members_[r].end(), [&](ValueId v) { return derived(v); });
-            grp.name = "g" + std::to_string(grp.id) + "_" +
-                       sanitize(grp.outputs.empty() ? g_.display_name(grp.nodes.back()) : g_.display_name(grp.outputs[0]));
+            // Named after its first output; an attention group after its result, not the
+            // logsumexp it may also write.
+            const ValueId named = grp.outputs.empty() || grp.kind == GroupKind::Attention ? grp.nodes.back() : grp.outputs[0];
+            grp.name = "g" + std::to_string(grp.id) + "_" + sanitize(g_.display_name(named));
             grp.estimate = grp.kind == GroupKind::Attention           ? attention_estimate(g_, attention_of_.at(r), opts_)
                            : grp.kind == GroupKind::AttentionBackward ? attention_estimate(g_, backward_of_.at(r).probs, opts_)
                                                                       : policy_.estimate(g_, grp.nodes, opts_);

@@ -80,6 +80,8 @@ TEST_CASE("invalid schedules and their documented errors") {
          "gpu_threads needs a GPU target"},
         {"rfactor of a pure definition", ScheduleSpec("bad").rfactor(y, "k", "kf", "partial"), "host",
          "rfactor applies to an update definition"},
+        {"compute_with of a Func with itself", ScheduleSpec("bad").compute_with(y, {"y", -1}, "n"), "host",
+         "compute_with fuses two Funcs' stages; both are y"},
         {"a reused loop name", ScheduleSpec("bad").split(y, "n", "m", "ni", 8), "host", "loop name 'm' already exists in y"},
     };
     for (const auto &r : rows) {

@@ -43,6 +43,16 @@ TEST_CASE("schedule text names each directive as the Halide call it becomes") {
           "  matmul.compute_at(y, no);\n");
 }
 
+TEST_CASE("compute_with prints as Halide's call and round-trips through JSON") {
+    ScheduleSpec s("t");
+    s.compute_with({"lse"}, {"y"}, "mo_b0").compute_with({"a", 0}, {"b", 1}, "x");
+    CHECK(to_string(s) ==
+          "schedule t (cpu)\n"
+          "  lse.compute_with(y, mo_b0);\n"
+          "  a.update(0).compute_with(b.update(1), x);\n");
+    CHECK(schedule_from_json(nlohmann::json::parse(to_json(s).dump())) == s);
+}
+
 TEST_CASE("malformed schedule JSON is refused with the step and the field") {
     using nlohmann::json;
     CHECK_THROWS_WITH_AS(schedule_from_json(json::parse(R"({"name":"a","steps":[{"op":"twist"}]})")),
