@@ -15,6 +15,7 @@
  *   state(n, i)         = {acc, max key, sum}, updated for jb = 0, 1, ...:
  *                         m' = max(m, block_max), acc' = acc e^(m - m') + block_pv e^(block_max - m'),
  *                         sum' = sum e^(m - m') + block_sum e^(block_max - m')
+ *                         (one factor is 1, the other e^-|m - block_max|: one exp)
  *   y(n, i)             = acc / sum, or NaN when the row's maximum is not finite
  *   lse(0, i)           = m + log(sum), where the group writes the rows' logsumexp
  *
@@ -160,10 +161,13 @@ AttentionFuncs ExprBuilder::attention(const dsl::AttentionPattern &a) {
     {
         const Expr acc = call(state, {n, i})[0], m_key = call(state, {n, i})[1], sum = call(state, {n, i})[2];
         const Expr b_key = call(block_max, {i, rj}), m_new_key = Halide::max(m_key, b_key);
-        const Expr m_new = from_order_key(m_new_key);
         const Expr finite_new = is_finite_key(m_new_key);
-        const Expr alpha = Halide::select(finite_new && is_finite_key(m_key), Halide::exp(from_order_key(m_key) - m_new), 0.0f);
-        const Expr beta = Halide::select(finite_new && is_finite_key(b_key), Halide::exp(from_order_key(b_key) - m_new), 0.0f);
+        // One of the two factors is 1 (the larger maximum's): one exp gives the other,
+        // e^-|m - b|, which the state's update computes for every column.
+        const Expr old_wins = m_key >= b_key;
+        const Expr e = Halide::exp(-Halide::abs(from_order_key(m_key) - from_order_key(b_key)));
+        const Expr alpha = Halide::select(finite_new && is_finite_key(m_key), Halide::select(old_wins, 1.0f, e), 0.0f);
+        const Expr beta = Halide::select(finite_new && is_finite_key(b_key), Halide::select(old_wins, e, 1.0f), 0.0f);
         state(args({n, i})) = Halide::Tuple(acc * alpha + call(block_pv, {n, i, rj}) * beta, m_new_key,
                                             sum * alpha + call(block_sum, {i, rj}) * beta);
     }
