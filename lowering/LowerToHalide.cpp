@@ -94,6 +94,13 @@ LoweredGroup lower_group(const Graph &g, const dsl::FusionGroup &group) {
                        "an attention group's outputs are softmax(q @ k^T) @ v and the rows' logsumexp" +
                            (why_not.empty() ? "" : ": " + why_not));
             const AttentionFuncs f = b.attention(*a);
+            if (f.lse.defined()) {
+                // The logsumexp has y's rows and batch entries: said, so y's task loop and the
+                // logsumexp's (compute_with) split one extent and share each task's state.
+                for (int d = 1; d < f.out.dimensions(); d++)
+                    f.lse.output_buffer().dim(d).set_bounds(f.out.output_buffer().dim(d).min(),
+                                                            f.out.output_buffer().dim(d).extent());
+            }
             for (ValueId v : group.outputs) {
                 const std::string name = v == a->output ? "y" : "lse";
                 out.funcs[name] = v == a->output ? f.out : f.lse;

@@ -93,35 +93,33 @@ ScheduleSpec cpu_attention_schedule(const std::string &name, const GroupShape &g
     // broadcast, and for other 4-D attention it only serializes that axis within a task.
     const bool heads_in_task = p.depth_vectors && rank >= 4;
     const std::string shared = "b" + std::to_string(rank - 3);
+    // Where the group also writes the rows' logsumexp, that output runs in y's task loop
+    // (compute_with), so both read one state. Its tasks are then nested parallel loops (query
+    // blocks inside batch entries), not one fused loop: Halide bounds a stage fused into a loop
+    // of fused indices over every block (the index is a remainder), and would compute the state
+    // of every row up to the task's in each task.
+    const bool writes_lse = std::any_of(g.outputs.begin(), g.outputs.end(), [](const auto &o) { return o.first == "lse"; });
+    const StageRef lse{"lse"};
+    if (writes_lse) s.split(lse, "m", "mo", "mi", p.query_block, kGuard);
     std::string task = "mo";
+    const int task_batches = heads_in_task ? rank - 3 : rank - 2;  // batch axes outside the task
     if (heads_in_task) {
         s.reorder(y, {"ni", "no", "mi", shared, "mo"});
-        for (int b = 0; b < rank - 3; b++) {
+        if (writes_lse) s.reorder(lse, {"n", "mi", shared, "mo"});
+    }
+    if (writes_lse) {
+        for (const StageRef &st : {y, lse}) {
+            s.parallel(st, "mo");
+            for (int b = 0; b < task_batches; b++) s.parallel(st, "b" + std::to_string(b));
+        }
+        s.compute_with(lse, y, "mo");
+    } else {
+        for (int b = 0; b < task_batches; b++) {
             const std::string fused = task + "_b" + std::to_string(b);
             s.fuse(y, task, "b" + std::to_string(b), fused);
             task = fused;
         }
-    } else {
-        task = fuse_with_batch(s, y, "mo", rank);
-    }
-    s.parallel(y, task);
-    // The rows' logsumexp, where the group writes it: the same tasks, run in y's task loop
-    // (compute_with), so both read one state.
-    if (std::any_of(g.outputs.begin(), g.outputs.end(), [](const auto &o) { return o.first == "lse"; })) {
-        const StageRef lse{"lse"};
-        s.split(lse, "m", "mo", "mi", p.query_block, kGuard);
-        std::string lse_task = "mo";
-        if (heads_in_task) {
-            s.reorder(lse, {"n", "mi", shared, "mo"});
-            for (int b = 0; b < rank - 3; b++) {
-                const std::string fused = lse_task + "_b" + std::to_string(b);
-                s.fuse(lse, lse_task, "b" + std::to_string(b), fused);
-                lse_task = fused;
-            }
-        } else {
-            lse_task = fuse_with_batch(s, lse, "mo", rank);
-        }
-        s.parallel(lse, lse_task).compute_with(lse, y, task);
+        s.parallel(y, task);
     }
 
     // The running state of the task's rows, updated once per key block (rj outermost), in tiles
