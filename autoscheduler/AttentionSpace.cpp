@@ -143,8 +143,8 @@ CostBreakdown estimate_attention_cpu(const Workload &w, const CandidateParams &p
         fmas / std::max(fmas, loads * c.fma_units / c.load_ports) * std::min(1.0, fmas / (1.5 * c.fma_latency * c.fma_units));
     const double fma_rate = 2.0 * L * c.fma_units * hz;
     double seconds = b.flops / (fma_rate * b.pipe_efficiency);
-    // Exps: one per score, two per state element per key block (about 20 vector ops each).
-    const double exps = a.batch * s_exec * (l_exec + 2.0 * dv_exec * l_exec / bk);
+    // Exps: one per score, one per state element per key block (about 20 vector ops each).
+    const double exps = a.batch * s_exec * (l_exec + dv_exec * l_exec / bk);
     seconds += exps * 20.0 / (L * hz * 2.0);
     b.tasks = tasks_of(w, p);
     b.parallel_efficiency = (double)b.tasks / (std::ceil((double)b.tasks / c.cores) * c.cores);

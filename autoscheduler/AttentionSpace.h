@@ -21,7 +21,7 @@
  *              to whole column tiles), at the FMA rate times the tile's issue efficiency
  *              (FMAs per step over the larger of FMAs and loads, per port, and at most the
  *              accumulators over 1.5 x latency x FMA units: the loads' latency too), plus the exps:
- *              one per score and two per state element per key block, vectorized
+ *              one per score and one per state element per key block, vectorized
  *   copies   = K (transposed: a gather, about a cycle per element) and V into blocks: copied once,
  *              a pass of its own before the nest (its cycles plus its bytes); copied per
  *              block, inside the nest, once per query block of a batch entry (compute); read

@@ -9,7 +9,7 @@
  *   Contractions.cpp  matmuls (sibling matmuls as one Tuple Func) and the right operand's view "w";
  *   Reductions.cpp    reduce_sum/mean/max and softmax;
  *   Attention.cpp     an attention group's online-softmax nest;
- *   AttentionBackward.cpp  an attention-backward group's nests (dK and dV per key block, dQ per query block).
+ *   AttentionBackward.cpp  an attention-backward group's nest over pairs of query and key blocks.
  * The IEEE special-value helpers they call are in IeeeMath.h.
  *
  * Legal for one FusionGroup of a Graph whose ops are pure; anything it cannot lower (integer

@@ -205,8 +205,12 @@ ScheduleSpec cpu_attention_backward(const GroupShape &g, const Halide::Target &t
     const int key_block = (int)dsl::kAttentionBackwardKeyBlock, query_block = (int)dsl::kAttentionBackwardQueryBlock;
     ScheduleSpec s("cpu_attention_backward", Device::Cpu);
     s.group = dsl::GroupKind::AttentionBackward;
-    s.description = "row statistics (unless saved), then one nest per batch entry over blocks of " + std::to_string(query_block) +
-                    " rows x " + std::to_string(key_block) +
+    // The group reads the logsumexp its forward saved where it has no statistics of its own.
+    const bool saved_lse =
+        std::none_of(g.reductions.begin(), g.reductions.end(), [](const GroupReduction &r) { return r.name == "row_max"; });
+    s.description = std::string(saved_lse ? "the saved logsumexp" : "row statistics") +
+                    ", then one nest per batch entry over blocks of " + std::to_string(query_block) + " rows x " +
+                    std::to_string(key_block) +
                     " keys: P and dS recomputed per block, dQ's, dK's and dV's block sums in register tiles";
 
     // K and V with the keys innermost, once per call.
@@ -215,11 +219,8 @@ ScheduleSpec cpu_attention_backward(const GroupShape &g, const Halide::Target &t
         s.compute_root(f).split(st, "j", "jo", "ji", lanes, kGuard).vectorize(st, "ji");
         s.parallel(st, fuse_with_batch(s, st, "jo", rank));
     }
-    // The rows' statistics, unless the group reads the logsumexp the forward saved: per task a
-    // few rows against every key (a slab of rows x L scores, in register tiles), then the maximum
+    // The rows' statistics, unless saved: per task a few rows against every key (a slab of rows x L scores, in register tiles), then the maximum
     // and the sum as vector partial results.
-    const bool saved_lse =
-        std::none_of(g.reductions.begin(), g.reductions.end(), [](const GroupReduction &r) { return r.name == "row_max"; });
     if (!saved_lse) {
         const StageRef lse{"lse"}, scores{"scores_stats"};
         s.compute_root("lse").split(lse, "i", "io", "ii", 2 * rows, kGuard);

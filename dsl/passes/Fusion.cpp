@@ -183,12 +183,14 @@ private:
                 why_not = "the GPU target " + opts_.target.name + " has no attention-backward schedule yet";
             if (b && why_not.empty() && seal(b->nodes)) {
                 backward_of_[b->nodes.back()] = *b;
-                d = FusionDecision::yes("attention-backward",
-                                        "dQ " + nm(g_, b->dq.result) + ", dK " + nm(g_, b->dk.result) + " and dV " +
-                                            nm(g_, b->dv.result) + " in one nest that recomputes " + nm(g_, p) + " from " +
-                                            nm(g_, b->probs.q) + " and " + nm(g_, b->probs.kt) +
-                                            " block by block (dK and dV per key block, dQ per query block): "
-                                            "no [S, L] matrix in memory");
+                d = FusionDecision::yes(
+                    "attention-backward",
+                    "dQ " + nm(g_, b->dq.result) + ", dK " + nm(g_, b->dk.result) + " and dV " + nm(g_, b->dv.result) +
+                        " in one nest over pairs of query and key blocks that recomputes " + nm(g_, p) + " from " +
+                        nm(g_, b->probs.q) + " and " + nm(g_, b->probs.kt) +
+                        (b->probs.saved_lse != kNoValue ? " and the saved logsumexp " + nm(g_, b->probs.saved_lse)
+                                                        : std::string(" and the rows' logsumexp it computes first")) +
+                        ": no [S, L] matrix in memory");
             } else if (!why_not.empty()) {
                 d = FusionDecision::no("attention-backward", why_not + "; planned unfused");
             } else {
@@ -213,11 +215,13 @@ private:
             }
             if (a && why_not.empty() && a->nodes.back() == v && seal(a->nodes)) {
                 attention_of_[v] = *a;
-                d = FusionDecision::yes("attention", "softmax(" + std::string(a->scale != 1.0 ? "scale * " : "") + nm(g_, a->q) +
-                                                         " @ " + nm(g_, a->kt) +
-                                                         (a->mask != kNoValue ? " + " + nm(g_, a->mask) : "") + ") @ " +
-                                                         nm(g_, a->v) + " is one online-softmax nest over blocks of " +
-                                                         std::to_string(kAttentionKvBlock) + " keys: no [S, L] matrix in memory");
+                d = FusionDecision::yes("attention",
+                                        "softmax(" + std::string(a->scale != 1.0 ? "scale * " : "") + nm(g_, a->q) + " @ " +
+                                            nm(g_, a->kt) + (a->mask != kNoValue ? " + " + nm(g_, a->mask) : "") + ") @ " +
+                                            nm(g_, a->v) + " is one online-softmax nest over blocks of " +
+                                            std::to_string(kAttentionKvBlock) + " keys" +
+                                            (a->lse != kNoValue ? ", also writing the rows' logsumexp " + nm(g_, a->lse) : "") +
+                                            ": no [S, L] matrix in memory");
             } else if (!why_not.empty()) {
                 d = FusionDecision::no("attention", why_not + "; planned unfused");
             } else {
