@@ -141,6 +141,47 @@ TEST_CASE("attention backward: fast mode plans the forward, rowsum(dO * O) and o
     CHECK(text.find("no [S, L] matrix in memory") != std::string::npos);
 }
 
+TEST_CASE("attention backward: a logsumexp of the graph's own, read as given, special values included") {
+    // p = exp(t - %lse) with %lse an input: the group reads it instead of computing the rows'
+    // statistics, and exp(s - l) keeps IEEE special values for any l (NaN, +-inf, -0).
+    const std::string text = R"(graph bwd mode=fast {
+  %q = input : f32[2, S, 24]
+  %k = input : f32[2, L, 24]
+  %v = input : f32[2, L, 24]
+  %do = input : f32[2, S, 24]
+  %r = input : f32[2, S, 1]
+  %lse = input : f32[2, S, 1]
+  %p = exp(matmul(%q, transpose(%k, perm=[0, 2, 1])) * 0.2 - %lse)
+  %dv = matmul(transpose(%p, perm=[0, 2, 1]), %do)
+  %ds = %p * (matmul(%do, transpose(%v, perm=[0, 2, 1])) - %r)
+  %dq = matmul(%ds, %k) * 0.2
+  %dk = matmul(transpose(%ds, perm=[0, 2, 1]), %q) * 0.2
+  output %dq, %dk, %dv
+}
+)";
+    const dsl::Graph as_written = dsl::parse(text);
+    for (const auto &[s, l] : std::vector<std::pair<int64_t, int64_t>>{{1, 7}, {37, 70}}) {
+        CAPTURE(s);
+        const std::map<std::string, int64_t> sym = {{"S", s}, {"L", l}};
+        dsl::Graph g = as_written;
+        const dsl::FusionPlan p = planned(g, sym);
+        REQUIRE(groups_of(p, dsl::GroupKind::AttentionBackward) == 1);
+        CHECK(p.to_string(g).find("the saved logsumexp %lse") != std::string::npos);
+        std::mt19937_64 rng(7 + s);
+        auto in = testing::random_inputs(as_written, sym, 5);
+        CHECK(error_against_interpreter(as_written, g, p, sym, in) < 1e-4);
+        // Rows whose lse is NaN, +inf, -inf and -0 (each batch entry's first rows) ...
+        const double corner[] = {NAN, INFINITY, -INFINITY, -0.0};
+        auto &lse = in.at("lse").data;
+        for (size_t e = 0; e < lse.size(); e++)
+            if (e % (size_t)s < 4) lse[e] = corner[(e / (size_t)s + e % (size_t)s) % 4];
+        CHECK(error_against_interpreter(as_written, g, p, sym, in) < 1e-4);
+        // ... then special values among q's and lse's elements at random too.
+        testing::plant_special_values(in, rng, [](const std::string &n) { return n == "lse" || n == "q"; });
+        CHECK(error_against_interpreter(as_written, g, p, sym, in) < 1e-4);
+    }
+}
+
 TEST_CASE("attention backward: strict mode keeps the exact-order plan, and an extra reader of dS is named") {
     Shape strict;
     strict.mode = "strict";
