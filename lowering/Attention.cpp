@@ -180,9 +180,7 @@ AttentionFuncs ExprBuilder::attention(const dsl::AttentionPattern &a) {
         // The rows' logsumexp from the state's maximum and sum (equal along n: column 0's),
         // NaN where the maximum is not finite, as m + log(sum) of the rows is.
         out.lse = Func("lse");
-        const Expr m_key = call(state, {0, i})[1];
-        out.lse(args({n, i})) = Halide::select(is_finite_key(m_key), from_order_key(m_key) + Halide::log(call(state, {0, i})[2]),
-                                               from_order_key(Halide::Int(32).max()));
+        out.lse(args({n, i})) = logsumexp_from_max_key(call(state, {0, i})[1], call(state, {0, i})[2]);
     }
 
     const Func funcs[] = {kblock, vblock, qrow, qk, scores, lane_max, block_max, probs, lane_sum, block_sum, block_pv, state};

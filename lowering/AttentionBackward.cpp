@@ -141,7 +141,7 @@ AttentionBackwardFuncs ExprBuilder::attention_backward(const dsl::AttentionBackw
         row_sum(args({i})) = 0.0f;
         row_sum(args({i})) += Halide::select(is_finite_key(m_key) && order_key(s_at, true) != neg_inf,
                                              Halide::exp(s_at - from_order_key(m_key)), 0.0f);
-        lse(args({i})) = Halide::select(is_finite_key(m_key), from_order_key(m_key) + Halide::log(call(row_sum, {i})), nan);
+        lse(args({i})) = logsumexp_from_max_key(m_key, call(row_sum, {i}));
     }
 
     // P, dP and dS at row i and key j.

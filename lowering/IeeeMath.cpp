@@ -149,6 +149,11 @@ Expr from_order_key(const Expr &k) { return Halide::reinterpret(Halide::Float(32
 
 Expr is_finite_key(const Expr &k) { return k > order_key(Expr(-INFINITY), true) && k < order_key(Expr(INFINITY), true); }
 
+Expr logsumexp_from_max_key(const Expr &max_key, const Expr &sum) {
+    return Halide::select(is_finite_key(max_key), from_order_key(max_key) + Halide::log(sum),
+                          from_order_key(Halide::Int(32).max()));
+}
+
 Expr ieee_maximum(const Expr &a, const Expr &b) { return from_order_key(Halide::max(order_key(a, true), order_key(b, true))); }
 Expr ieee_minimum(const Expr &a, const Expr &b) { return from_order_key(Halide::min(order_key(a, false), order_key(b, false))); }
 

@@ -90,6 +90,11 @@ Halide::Expr from_order_key(const Halide::Expr &k);
 /** Whether an order key (NaN wins max) is that of a finite float: strictly between -inf's and +inf's. */
 Halide::Expr is_finite_key(const Halide::Expr &k);
 
+/** A row's logsumexp from its maximum's order key (NaN wins max) and its sum of exp(x - max):
+ * max + log(sum), or NaN where the maximum is not finite (a NaN, +inf or only -inf in the row),
+ * as reduce_max(x) + log(reduce_sum(exp(x - reduce_max(x)))) gives. */
+Halide::Expr logsumexp_from_max_key(const Halide::Expr &max_key, const Halide::Expr &sum);
+
 /** IEEE 754-2019 maximum (NaN wins, -0 < +0), as integer max on order keys. */
 Halide::Expr ieee_maximum(const Halide::Expr &a, const Halide::Expr &b);
 

@@ -98,7 +98,7 @@ std::optional<LogSumExp> logsumexp_of(const Graph &g, ValueId t) {
             if (!last_axis_reduction(g, sum, Op::ReduceSum, e) || g.node(e).op != Op::Exp) continue;
             const ValueId d = g.node(e).inputs[0];
             if (g.node(d).op != Op::Sub || g.node(d).inputs[0] != t || g.node(d).inputs[1] != m) continue;
-            return LogSumExp{add, m, sum, {m, d, e, sum, log, add}};
+            return LogSumExp{add, {m, d, e, sum, log, add}};
         }
     }
     return std::nullopt;

@@ -84,7 +84,7 @@ bool match_attention_probabilities(const Graph &g, ValueId p, AttentionPattern *
 /** A logsumexp of `t` along its last axis, as the pattern above writes it: its result and its
  * values (m, the difference, the exp, the sum, the log, lse), or nullopt. */
 struct LogSumExp {
-    ValueId lse = kNoValue, max = kNoValue, sum = kNoValue;
+    ValueId lse = kNoValue;
     std::vector<ValueId> values;
 };
 std::optional<LogSumExp> logsumexp_of(const Graph &g, ValueId t);
