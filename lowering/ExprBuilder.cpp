@@ -291,6 +291,8 @@ void ExprBuilder::add_input(ValueId v) {
         // A panel-blocked axis's extent is not a dimension of the buffer: another input binds it.
         if (dims[pd].part != dsl::PhysicalDim::Part::Whole) continue;
         const dsl::Dim d = dsl::resolve_dim(g_, n.type.dims[a]);
+        // A static extent said to Halide: loops over it need no tails (checked when the pipeline runs).
+        if (d.is_static()) p.dim(hd).set_extent((int)d.size);
         if (d.kind != dsl::Dim::Kind::Symbol) continue;
         // The first input naming a symbol binds it; later ones must agree (checked when
         // the pipeline runs, and a constant extent Halide can use while compiling).

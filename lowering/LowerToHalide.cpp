@@ -68,6 +68,19 @@ void lower_attention_backward(const Graph &g, const dsl::FusionGroup &group, Exp
     out.output_func = {0, 0, 1};
 }
 
+/** Says `v`'s static extents to Halide on output `y` (row-major values only), so loops over them
+ * need no tails; the wrapper checks the caller's buffers against them. A cache write's output is
+ * the window of new positions (CompiledGraph's tail_window), not the cache's extent. */
+void constrain_static_extents(const Graph &g, ValueId v, const Func &y) {
+    const Node &n = g.node(v);
+    if (!n.layout.empty() || n.op == dsl::Op::UpdateTail || y.dimensions() != n.type.rank()) return;
+    // A Tuple's other buffers share the first one's extents (Halide refuses constraints on them).
+    const Halide::OutputImageParam buf = y.output_buffers().front();
+    for (int a = 0; a < n.type.rank(); a++)
+        if (const dsl::Dim d = dsl::resolve_dim(g, n.type.dims[a]); d.is_static())
+            buf.dim(n.type.rank() - 1 - a).set_extent((int)d.size);
+}
+
 }  // namespace
 
 LoweredGroup lower_group(const Graph &g, const dsl::FusionGroup &group) {
@@ -151,6 +164,7 @@ LoweredGroup lower_group(const Graph &g, const dsl::FusionGroup &group) {
         for (size_t i = 0; i < group.outputs.size(); i++) {
             out.output_values.push_back(group.outputs[i]);
             out.output_func.push_back(one_tuple ? 0 : i);
+            constrain_static_extents(g, group.outputs[i], out.outputs[one_tuple ? 0 : i]);
         }
         // Panel facts hold for a single contraction only: a sibling or a second contraction
         // reads other operands, whose columns past N are not padding.
