@@ -67,6 +67,7 @@ void add_compile_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--compile-budget", o->compile_budget_seconds,
                     "seconds the compile may take; past it, stop cleanly with what is written and exit with status 3")
         ->check(CLI::PositiveNumber);
+    cmd->add_flag("--time-report", o->time_report, "print where the compile's time went, phase by phase");
     cmd->add_flag("--tune", o->tune, "on a database miss, measure candidates instead of taking the model's pick");
     add_memory_options(cmd, o->remat, o->memory_budget);
     add_donate_option(cmd, o->donated);

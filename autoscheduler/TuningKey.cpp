@@ -168,6 +168,11 @@ std::string format_shapes(const std::map<std::string, int64_t> &extents) {
 std::string to_key_string(dsl::NumericMode mode) { return dsl::to_string(mode); }
 
 std::string structural_descriptor(const Graph &g, const dsl::FusionGroup &group) {
+    std::vector<ValueId> interface;
+    return structural_descriptor(g, group, interface);
+}
+
+std::string structural_descriptor(const Graph &g, const dsl::FusionGroup &group, std::vector<ValueId> &interface) {
     std::set<ValueId> in_group(group.nodes.begin(), group.nodes.end());
     Canon c;
     std::set<ValueId> visiting;
@@ -198,6 +203,7 @@ std::string structural_descriptor(const Graph &g, const dsl::FusionGroup &group)
         const Node &n = g.node(c.interface_order[i]);
         os << "in" << i << " : " << c.type(n.type, n.layout) << "\n";
     }
+    interface = c.interface_order;
     return os.str();
 }
 

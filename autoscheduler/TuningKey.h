@@ -28,6 +28,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -93,6 +94,8 @@ std::string to_key_string(dsl::NumericMode mode);
  * members are outputs and in which order, and each interface input's type and layout.
  * Does not cover: value names, ids, the group's id or name, nodes outside the group. */
 std::string structural_descriptor(const dsl::Graph &g, const dsl::FusionGroup &group);
+/** As above; `interface` receives the values outside the group in their numbering (in0, in1, ...). */
+std::string structural_descriptor(const dsl::Graph &g, const dsl::FusionGroup &group, std::vector<dsl::ValueId> &interface);
 
 /** 32 hex digits: the 128-bit FNV-1a hash of structural_descriptor(). */
 std::string structural_hash(const dsl::Graph &g, const dsl::FusionGroup &group);

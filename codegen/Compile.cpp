@@ -3,10 +3,15 @@
 #include "support/Clock.h"
 #include "support/Subprocess.h"
 
+#include "codegen/KernelAliases.h"
 #include "codegen/KernelCache.h"
 #include "codegen/ParallelRuntime.h"
 
+#include <algorithm>
 #include <atomic>
+#include <iterator>
+#include <map>
+#include <set>
 #include <chrono>
 #include <fstream>
 #include <future>
@@ -213,9 +218,48 @@ TESSEL_ERROR_INLINE void tessel_install_error_recorder(void) { halide_set_error_
 )";
 }
 
+namespace {
+
+/** The aliases among `functions` whose code was compiled, each with its header written into
+ * `dir` (recorded in `lib`); an alias of code the deadline left out is left out too. */
+std::vector<KernelAlias> write_alias_headers(const std::vector<AotFunction> &functions, AotLibrary &lib, const fs::path &dir) {
+    std::set<size_t> skipped(lib.not_compiled.begin(), lib.not_compiled.end());
+    std::map<std::string, size_t> index;
+    for (size_t i = 0; i < functions.size(); i++) index.emplace(functions[i].name, i);
+    std::vector<KernelAlias> aliases;
+    for (size_t i = 0; i < functions.size(); i++) {
+        const AotFunction &f = functions[i];
+        if (f.same_code_as.empty()) continue;
+        const auto code = index.find(f.same_code_as);
+        if (code == index.end() || code->second >= i || !functions[code->second].same_code_as.empty())
+            throw CompileError("function '" + f.name + "' is an alias of '" + f.same_code_as +
+                               "', which is not a compiled function before it in the library");
+        if (skipped.count(code->second)) {
+            lib.not_compiled.push_back(i);
+            continue;
+        }
+        std::ifstream in(dir / (f.same_code_as + ".h"));
+        const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        const fs::path h = dir / (f.name + ".h");
+        std::ofstream out(h);
+        out << alias_header(text, {f.name, f.same_code_as});
+        if (!in || !out) throw CompileError("cannot write the header of alias " + f.name + " to " + h.string());
+        lib.written.push_back(h);
+        aliases.push_back({f.name, f.same_code_as});
+    }
+    std::sort(lib.not_compiled.begin(), lib.not_compiled.end());
+    return aliases;
+}
+
+}  // namespace
+
 AotLibrary compile_aot_library(const std::vector<AotFunction> &functions, const Halide::Target &target,
                                const std::string &library, const fs::path &dir,
                                std::optional<std::chrono::steady_clock::time_point> deadline, int threads) {
+    for (const AotFunction &f : functions)
+        if (!f.same_code_as.empty() && !aliases_supported(target))
+            throw CompileError("function '" + f.name + "' is an alias, and " + target.to_string() +
+                               " code cannot take aliases (x86-64 only)");
     fs::create_directories(dir);
     const fs::path work = dir / (library + ".objects");
     fs::create_directories(work);
@@ -238,6 +282,7 @@ AotLibrary compile_aot_library(const std::vector<AotFunction> &functions, const 
                 std::vector<Halide::Module> modules;
                 for (size_t i = c * kAotChunkFunctions; i < std::min(functions.size(), (c + 1) * kAotChunkFunctions); i++) {
                     const AotFunction &f = functions[i];
+                    if (!f.same_code_as.empty()) continue;  // an alias: written below, with its code
                     if (deadline && std::chrono::steady_clock::now() > *deadline) {
                         chunk.skipped.push_back(i);
                         continue;
@@ -281,6 +326,8 @@ AotLibrary compile_aot_library(const std::vector<AotFunction> &functions, const 
         result.not_compiled.insert(result.not_compiled.end(), chunk.skipped.begin(), chunk.skipped.end());
         if (!chunk.object.empty()) archive.push_back(chunk.object.string());
     }
+    if (const std::vector<KernelAlias> aliases = write_alias_headers(functions, result, dir); !aliases.empty())
+        archive.push_back(assemble_alias_thunks(aliases, work).string());
     const fs::path runtime = work / "halide_runtime.o";
     with_halide_errors("compiling the Halide runtime for " + target.to_string(), [&] {
         Halide::compile_standalone_runtime(runtime.string(), target.without_feature(Halide::Target::NoRuntime));

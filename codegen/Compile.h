@@ -78,6 +78,9 @@ struct AotFunction {
     Halide::Pipeline pipeline;
     std::vector<Halide::Argument> arguments;
     std::string name;
+    /** Another function of the library (earlier in the list) whose code this one is: nothing is
+     * compiled for it, and `name` becomes an alias of that code (codegen/KernelAliases.h). */
+    std::string same_code_as;
 };
 
 struct AotLibrary {
@@ -90,7 +93,9 @@ struct AotLibrary {
 constexpr size_t kAotChunkFunctions = 32;
 
 /** Writes `<library>.a` holding the functions and one Halide runtime, and a header `<name>.h` per
- * function (with aot_error_recorder_section). The functions are lowered one by one and linked
+ * function (with aot_error_recorder_section). A function with same_code_as is an alias of that
+ * function's code: a thunk and a renamed header, written when its code is (the target must
+ * satisfy aliases_supported()). The functions are lowered one by one and linked
  * kAotChunkFunctions at a time into one module, compiled by LLVM once per chunk; chunks are
  * compiled by `threads` workers (0: one per hardware thread). With a deadline, a function whose
  * lowering would start after it is left out (AotLibrary::not_compiled); the rest is a valid

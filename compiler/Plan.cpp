@@ -88,8 +88,10 @@ dsl::BufferAssignmentOptions final_buffer_options() {
 
 PlannedProgram plan(const dsl::Graph &graph, const Halide::Target &target, const PlanOptions &options) {
     check_symbols(graph, options.symbols);
-    PlannedProgram p{
-        options.simplify ? dsl::simplify_graph(graph).graph : graph, {}, target, options.symbols, {}, {}, {}, {}, {}};
+    PhaseTimes times;
+    PlannedProgram p{times.time("simplify", [&] { return options.simplify ? dsl::simplify_graph(graph).graph : graph; }),
+                     {}, target, options.symbols, {}, {}, {}, {}, {}, {}};
+    p.times = std::move(times);
     p.sizes = options.symbols;
     for (const std::string &s : graph_symbols(p.graph)) p.sizes.emplace(s, dsl::kDefaultSymbolSize);
 
@@ -110,26 +112,32 @@ PlannedProgram plan(const dsl::Graph &graph, const Halide::Target &target, const
                 return sched::writes_each_element_once(cached.choose(g, fp.groups.at((size_t)group)).spec, why);
             };
         };
-        p.remat = dsl::rematerialize(p.graph, ro);
+        p.remat = p.times.time("rematerialization", [&] { return dsl::rematerialize(p.graph, ro); });
     }
-    p.fusion = dsl::plan_fusion(p.graph, fusion);
+    p.fusion = p.times.time("fusion", [&] { return dsl::plan_fusion(p.graph, fusion); });
     // Layouts last, for the groups as planned; the conversions they insert are groups of their own.
     if (options.layouts && !target.has_gpu_feature()) {
         dsl::LayoutOptions lo = lower::layout_options(target, options.layout_shapes,
                                                       options.layout_rates ? *options.layout_rates : selection.layout_rates());
         lo.conversions = options.conversions;
-        p.layouts = dsl::assign_layouts(p.graph, p.fusion, lo);
-        if (p.layouts.conversions > 0) p.fusion = dsl::plan_fusion(p.graph, fusion);
+        p.layouts = p.times.time("layouts", [&] { return dsl::assign_layouts(p.graph, p.fusion, lo); });
+        if (p.layouts.conversions > 0) p.fusion = p.times.time("fusion", [&] { return dsl::plan_fusion(p.graph, fusion); });
     }
-    p.schedules = choose_all(cached, p.graph, p.fusion);
+    p.schedules = p.times.time("schedule selection", [&] { return choose_all(cached, p.graph, p.fusion); });
     dsl::BufferAssignmentOptions bo = final_buffer_options();
     bo.schedule_reads_before_writes = lower::in_place_check(specs_of(p.schedules));
-    if (p.fusion.outside_kernels.empty()) p.memory = dsl::assign_buffers(p.graph, p.fusion, p.sizes, bo);
+    if (p.fusion.outside_kernels.empty())
+        p.memory = p.times.time("memory plan", [&] { return dsl::assign_buffers(p.graph, p.fusion, p.sizes, bo); });
     return p;
 }
 
 PlannedProgram plan_file(const std::string &path, const Halide::Target &target, const PlanOptions &options) {
-    return plan(dsl::parse_file(path), target, options);
+    PhaseTimes parse;
+    const dsl::Graph g = parse.time("parse", [&] { return dsl::parse_file(path); });
+    PlannedProgram p = plan(g, target, options);
+    parse.append(p.times);
+    p.times = std::move(parse);
+    return p;
 }
 
 std::vector<ScheduleChoice> select_schedules(const PlannedProgram &program, const Halide::Target &target,

@@ -24,6 +24,7 @@
 #include "compiler/ScheduleSelection.h"
 #include "dsl/analysis/BufferAssignment.h"
 #include "dsl/ir/Graph.h"
+#include "support/PhaseTimes.h"
 #include "dsl/passes/Fusion.h"
 #include "dsl/passes/LayoutAssignment.h"
 #include "dsl/passes/Rematerialize.h"
@@ -73,6 +74,7 @@ struct PlannedProgram {
     dsl::LayoutPlan layouts;
     std::vector<ScheduleChoice> schedules;  ///< one per fusion.groups, same order
     dsl::BufferAssignment memory;           ///< at `sizes`, prepared values kept (as run() places them)
+    PhaseTimes times;                       ///< each phase's wall time (tessel compile --time-report)
 
     /** The choices as CompiledGraph's chooser (by group name). */
     ScheduleChooser chooser() const;

@@ -5,9 +5,12 @@
 
 #include "autoscheduler/PostgresKernelStore.h"
 #include "codegen/Compile.h"
+#include "codegen/KernelAliases.h"
+#include "compiler/KernelReuse.h"
 #include "codegen/KernelCache.h"
 #include "codegen/Ptxas.h"
 #include "compiler/Plan.h"
+#include "support/Clock.h"
 #include "driver/MemoryPlanReport.h"
 #include "driver/TextFile.h"
 #include "driver/Tune.h"
@@ -137,8 +140,9 @@ int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
     po.memory_budget = o.memory_budget;
     po.schedules = selection_options(o.schedule, o.schedule_fallback, o.db, o.tune, &out);
     const PlannedProgram p = plan_file(o.file, target, po);
+    PhaseTimes times = p.times;
     check_donated(p.graph, o.donated);
-    out << p.fusion.to_string(p.graph) << "\n";
+    times.time("reports", [&] { out << p.fusion.to_string(p.graph) << "\n"; });
     if (p.remat && (p.remat->changed || o.memory_budget || !p.remat->skipped.empty())) out << p.remat->to_string();
     if (!p.layouts.regions.empty()) out << p.layouts.to_string(p.graph) << "\n";
     out << "values with a layout:";
@@ -169,8 +173,9 @@ int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
         }
     }
 
-    const CompiledGraph program(p.graph, p.fusion, target, p.chooser(), KernelBackend::AheadOfTime);
-    print_groups(p, program, out);
+    const CompiledGraph program = times.time(
+        "lowering and scheduling", [&] { return CompiledGraph(p.graph, p.fusion, target, p.chooser(), KernelBackend::AheadOfTime); });
+    times.time("reports", [&] { print_groups(p, program, out); });
     std::set<AotOutput> outs;
     if (o.emit.count("obj")) outs.insert(AotOutput::Object);
     if (o.emit.count("asm")) outs.insert(AotOutput::Assembly);
@@ -180,7 +185,8 @@ int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
     if (o.emit.count("ptx-report") && !cuda)
         throw std::invalid_argument("--emit ptx-report needs a CUDA target (e.g. --target host-cuda)");
     if (o.emit.count("memplan") || o.emit.count("lib")) {
-        const MemoryPlanReport report = memory_plan_report(program, p.sizes, p.remat, o.donated);
+        const MemoryPlanReport report =
+            times.time("memory plan report", [&] { return memory_plan_report(program, p.sizes, p.remat, o.donated); });
         out << report.summary() << "\n";
         if (o.emit.count("memplan")) out << report.serial.to_string(p.graph);
         for (const auto &f : write_memory_plan(p.graph, report, o.out_dir, base))
@@ -189,13 +195,38 @@ int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
     std::vector<std::string> not_compiled;  // what the budget left out
     if (o.emit.count("lib")) {
         std::vector<AotFunction> functions;
-        for (const auto &cg : program.groups())
-            for (AotFunction &f : cg.kernel->aot_functions(cg.kernel->group().name)) functions.push_back(std::move(f));
-        const AotLibrary lib = compile_aot_library(functions, target, base, o.out_dir, deadline);
+        std::vector<const CompiledKernel *> kernels;
+        for (const auto &cg : program.groups()) kernels.push_back(cg.kernel.get());
+        // A group whose kernel is an earlier group's code is an alias of it (x86-64 targets).
+        const KernelReuse reuse = times.time("kernel reuse", [&] {
+            return aliases_supported(target) ? find_kernel_reuse(p.graph, kernels) : KernelReuse{};
+        });
+        std::vector<std::string> reused;
+        for (size_t i = 0; i < kernels.size(); i++) {
+            const CompiledKernel &k = *kernels[i];
+            const size_t code = reuse.same_code_as.empty() ? i : reuse.same_code_as[i];
+            if (code == i) {
+                for (AotFunction &f : k.aot_functions(k.group().name)) functions.push_back(std::move(f));
+                continue;
+            }
+            for (size_t v = 0; v < k.variants().size(); v++)
+                functions.push_back({{}, {}, k.variant_function(v, k.group().name),
+                                     kernels[code]->variant_function(v, kernels[code]->group().name)});
+            reused.push_back(k.group().name + " runs " + kernels[code]->group().name + "'s code");
+        }
+        if (!reused.empty()) {
+            out << "kernel reuse: " << reused.size() << " of " << kernels.size() << " groups are the code of an earlier group "
+                << "(same structure, schedule and target), compiled once: " << reuse.distinct << " distinct kernels\n";
+            for (size_t i = 0; i < reused.size() && i < 10; i++) out << "  " << reused[i] << "\n";
+            if (reused.size() > 10) out << "  ... and " << reused.size() - 10 << " more\n";
+        }
+        const AotLibrary lib =
+            times.time("library (Halide + LLVM)", [&] { return compile_aot_library(functions, target, base, o.out_dir, deadline); });
         for (const auto &f : lib.written) out << "wrote " << f.string() << "\n";
         for (size_t i : lib.not_compiled) not_compiled.push_back(functions[i].name);
     }
     bool ptx_ok = true;
+    const SteadyClock::time_point files_start = SteadyClock::now();
     for (const auto &cg : program.groups()) {
         const CompiledKernel &k = *cg.kernel;
         if (deadline && std::chrono::steady_clock::now() > *deadline) {
@@ -220,6 +251,8 @@ int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
             ptx_ok = ptx_ok && r.within_limits(k.ptx_limits());
         }
     }
+    times.add("other files (--emit stmt, asm, obj, ptx)", seconds_since(files_start));
+    if (o.time_report) out << "where the time went:\n" << times.to_string();
     if (!not_compiled.empty()) {
         out << "compile budget of " << *o.compile_budget_seconds << " s spent after "
             << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()

@@ -50,6 +50,7 @@ struct GraphCompileOptions {
      * of the library (codegen/Compile.h compile_aot_library); past it the compile stops, keeps
      * what it wrote, lists what it did not, and returns kCompileBudgetSpent. */
     std::optional<double> compile_budget_seconds;
+    bool time_report = false;  ///< print each phase's wall time at the end (support/PhaseTimes.h)
 };
 
 /** compile_graph's status when the compile budget ran out (what was done is on disk). */

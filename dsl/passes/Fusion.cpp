@@ -8,10 +8,13 @@
 #include <climits>
 #include <cstdint>
 #include <functional>
+#include <iterator>
+#include <map>
 #include <queue>
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "dsl/analysis/MemoryTraffic.h"
 #include "dsl/analysis/WeightDerived.h"
@@ -58,6 +61,9 @@ class Planner {
 public:
     Planner(const Graph &g, const FusionOptions &opts)
         : g_(g), opts_(opts), policy_(opts.policy ? *opts.policy : default_fusion_policy()) {
+        size_t ids = 0;
+        for (ValueId v : g.order()) ids = std::max<size_t>(ids, v + 1);
+        pos_.assign(ids, SIZE_MAX);
         for (size_t i = 0; i < g.order().size(); i++) pos_[g.order()[i]] = i;
         for (ValueId v : g.order())
             for_each_dependency(g.node(v), [&](ValueId d) {
@@ -82,6 +88,7 @@ public:
                 // A member of a matched attention pattern: the group is formed whole, sealed.
                 root_[c] = a->second;
                 members_[a->second].insert(c);
+                sorted_.erase(a->second);
                 planned_.push_back(c);
                 if (auto d = attention_decision_.find(c); d != attention_decision_.end()) plan_.decisions.push_back(d->second);
                 continue;
@@ -89,6 +96,7 @@ public:
             if (auto d = attention_decision_.find(c); d != attention_decision_.end()) plan_.decisions.push_back(d->second);
             root_[c] = c;
             members_[c] = {c};
+            sorted_.erase(c);
             // (1) producer -> consumer, one decision per distinct planned operand.
             std::vector<ValueId> seen;
             for (ValueId p : g_.node(c).inputs) {
@@ -111,7 +119,7 @@ public:
                                                                     " converts a layout: a kernel of its own, so every reader "
                                                                     "reads the converted value from memory");
                 } else {
-                    d = policy_.producer_consumer(g_, p, c, sorted(members_[root_[p]]));
+                    d = policy_.producer_consumer(g_, p, c, sorted_members(root_[p]));
                     if (d) d = try_merge(root_[c], root_[p], d);
                 }
                 d.producer = p;
@@ -144,12 +152,13 @@ private:
     const Graph &g_;
     const FusionOptions &opts_;
     const FusionPolicy &policy_;
-    std::map<ValueId, size_t> pos_;
+    std::vector<size_t> pos_;  ///< by ValueId: the position in program order
     std::map<ValueId, std::vector<ValueId>> users_;
     std::vector<char> derived_;  ///< weight_derived(g_)
     bool derived(ValueId v) const { return v < derived_.size() && derived_[v]; }
     std::map<ValueId, ValueId> root_;
     std::map<ValueId, std::set<ValueId>> members_;
+    std::unordered_map<ValueId, std::vector<ValueId>> sorted_;  ///< sorted_members() of a root
     struct Cut {
         ValueId p, c;
         std::string why;
@@ -269,6 +278,14 @@ private:
         return v;
     }
 
+    /** The members of group `root` in program order, kept until the group changes (the policy
+     * asks for them at every merge it weighs). */
+    const std::vector<ValueId> &sorted_members(ValueId root) {
+        auto it = sorted_.find(root);
+        if (it == sorted_.end()) it = sorted_.emplace(root, sorted(members_.at(root))).first;
+        return it->second;
+    }
+
     bool contains(const std::set<ValueId> &s, FusionClass c) const {
         for (ValueId v : s)
             if (fusion_class(g_, v) == c) return true;
@@ -323,17 +340,21 @@ private:
         const std::set<ValueId> &A = members_[a], &B = members_[b];
         if (sealed_.count(a) || sealed_.count(b))
             return FusionDecision::no("attention", "an attention group is sealed: its nest computes nothing else");
-        FusionDecision m = policy_.merge(g_, sorted(A), sorted(B));
+        const std::vector<ValueId> &sa = sorted_members(a), &sb = sorted_members(b);
+        FusionDecision m = policy_.merge(g_, sa, sb);
         if (!m) return m;
         if (!opts_.sibling_fusion && contains(A, FusionClass::Contraction) && contains(B, FusionClass::Contraction))
             return FusionDecision::no("merge", "sibling fusion is off: each contraction keeps its own group");
         // Members are ops (constants join in finish()): over on ops alone, no estimate needed.
         if (const std::string over = opts_.budget.over({int64_t(A.size() + B.size()), 0}); !over.empty())
             return size_refusal(over);
+        std::vector<ValueId> su;
+        su.reserve(sa.size() + sb.size());
+        std::merge(sa.begin(), sa.end(), sb.begin(), sb.end(), std::back_inserter(su),
+                   [&](ValueId x, ValueId y) { return pos_[x] < pos_[y]; });
+        if (const std::string over = opts_.budget.over(group_size(g_, su)); !over.empty()) return size_refusal(over);
         std::set<ValueId> u = A;
         u.insert(B.begin(), B.end());
-        if (const std::string over = opts_.budget.over(group_size(g_, {u.begin(), u.end()})); !over.empty())
-            return size_refusal(over);
         // A cut edge inside A or inside B was refused when they formed, so only edges between
         // them matter; the earliest such cut is named.
         size_t first_cut = SIZE_MAX;
@@ -348,11 +369,13 @@ private:
         }
         if (ValueId via = cycle_through(u); via != kNoValue)
             return FusionDecision::no("merge", "would create a cycle between groups through " + nm(g_, via));
-        ResourceEstimate e = policy_.estimate(g_, sorted(u), opts_);
+        ResourceEstimate e = policy_.estimate(g_, su, opts_);
         if (!e.fits) return FusionDecision::no("resources", "the fused group would not fit: " + e.detail);
         for (ValueId v : B) root_[v] = a;
         members_[a] = std::move(u);
         members_.erase(b);
+        sorted_[a] = std::move(su);
+        sorted_.erase(b);
         return ok;
     }
 

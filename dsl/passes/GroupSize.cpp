@@ -3,7 +3,8 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "dsl/ir/TypeInference.h"
 #include "dsl/passes/FusionPolicy.h"
@@ -39,8 +40,8 @@ std::string GroupBudget::over(const GroupSize &s) const {
 
 GroupSize group_size(const Graph &g, const std::vector<ValueId> &nodes) {
     GroupSize s;
-    const std::set<ValueId> in(nodes.begin(), nodes.end());
-    std::map<ValueId, std::vector<ValueId>> readers;
+    const std::unordered_set<ValueId> in(nodes.begin(), nodes.end());
+    std::unordered_map<ValueId, std::vector<ValueId>> readers;
     for (ValueId v : nodes) {
         if (fusion_class(g, v) == FusionClass::Constant) continue;
         s.ops++;
@@ -54,8 +55,8 @@ GroupSize group_size(const Graph &g, const std::vector<ValueId> &nodes) {
     // Readers come after what they read: visit from the last member back.
     std::vector<ValueId> order(in.begin(), in.end());
     std::sort(order.begin(), order.end(), [&](ValueId a, ValueId b) { return g.position(a) > g.position(b); });
-    std::map<ValueId, int64_t> builds;
-    std::set<ValueId> only_own_index;  // built once, at its own output index
+    std::unordered_map<ValueId, int64_t> builds;
+    std::unordered_set<ValueId> only_own_index;  // built once, at its own output index
     for (ValueId v : order) {
         if (fusion_class(g, v) == FusionClass::Constant) continue;
         const auto r = readers.find(v);

@@ -1,0 +1,168 @@
+// Kernel reuse (compiler/KernelReuse.h, codegen/KernelAliases.h): groups of the same code are
+// compiled once and the others are aliases that link and compute; what differs in code is never
+// shared. Also the static extents the kernels are compiled for, checked at the call, and
+// `tessel compile --time-report`.
+#include "compiler/KernelReuse.h"
+#include "compiler/Plan.h"
+#include "driver/GraphCompiler.h"
+#include "dsl/ir/Parser.h"
+#include "lowering/CompiledGraph.h"
+#include "lowering/ScheduleGroup.h"
+#include "schedules/ScheduleJson.h"
+#include "codegen/KernelAliases.h"
+#include "support/Subprocess.h"
+#include "tests/TempDir.h"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+using namespace tessel;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Three layers of one shape: a and c are the same code over other inputs (value names differ),
+// b differs in a constant; the output of d is a with symbol N for M (still the same code).
+const char *kLayers = R"(graph layers {
+  %a = input : f32[M, 37]
+  %b = input : f32[M, 37]
+  %c = input : f32[M, 37]
+  %d = input : f32[N, 37]
+  %a1 = %a * 2.0 + 1.0
+  %a2 = exp(%a1) * %a
+  %b1 = %b * 3.0 + 1.0
+  %b2 = exp(%b1) * %b
+  %c1 = %c * 2.0 + 1.0
+  %c2 = exp(%c1) * %c
+  %d1 = %d * 2.0 + 1.0
+  %d2 = exp(%d1) * %d
+  output %a2, %b2, %c2, %d2
+}
+)";
+
+/** The planned program's kernels, ahead of time (lowered and scheduled, nothing compiled). */
+struct Kernels {
+    PlannedProgram planned;
+    CompiledGraph program;
+    std::vector<const CompiledKernel *> kernels;
+    explicit Kernels(const std::string &text, const std::map<std::string, int64_t> &sizes)
+        : planned(plan(dsl::parse(text), Halide::get_host_target(), [&] {
+              PlanOptions o;
+              o.symbols = sizes;
+              return o;
+          }())),
+          program(planned.graph, planned.fusion, Halide::get_host_target(), planned.chooser(), KernelBackend::AheadOfTime) {
+        for (const auto &cg : program.groups()) kernels.push_back(cg.kernel.get());
+    }
+    size_t group_of(const std::string &output) const {
+        for (size_t i = 0; i < kernels.size(); i++)
+            if (kernels[i]->group().name.find(output) != std::string::npos) return i;
+        FAIL("no group for " << output);
+        return 0;
+    }
+};
+
+}  // namespace
+
+TEST_CASE("kernel reuse: the same code is found across value and symbol names; a constant or a schedule apart is not") {
+    Kernels k(kLayers, {{"M", 5}, {"N", 5}});
+    REQUIRE(k.kernels.size() == 4);
+    const KernelReuse r = find_kernel_reuse(k.planned.graph, k.kernels);
+    const size_t a = k.group_of("a2"), b = k.group_of("b2"), c = k.group_of("c2"), d = k.group_of("d2");
+    CHECK(r.same_code_as[a] == a);
+    CHECK(r.same_code_as[b] == b);  // 3.0 for 2.0: other code
+    CHECK(r.same_code_as[c] == a);
+    CHECK(r.same_code_as[d] == a);  // N for M: symbols are numbered, not named
+    CHECK(r.distinct == 2);
+
+    // The same group under another schedule is other code exactly when the steps differ.
+    const CompiledKernel &ka = *k.kernels[a];
+    const sched::ScheduleSpec fallback = lower::default_group_schedule(lower::lower_group(k.planned.graph, ka.group()), ka.target());
+    const CompiledKernel again(k.planned.graph, ka.group(), fallback, ka.target(), KernelBackend::AheadOfTime);
+    nlohmann::json s1 = sched::to_json(ka.schedule()), s2 = sched::to_json(fallback);
+    for (auto *s : {&s1, &s2}) s->erase("name"), s->erase("description");
+    CHECK((kernel_code_key(k.planned.graph, ka) == kernel_code_key(k.planned.graph, again)) == (s1 == s2));
+    CHECK(kernel_code_key(k.planned.graph, ka).find("\nschedule ") != std::string::npos);
+}
+
+TEST_CASE("tessel compile --emit lib: aliases link under their own names and compute their own inputs") {
+    const tessel::testing::TempDir tmp;
+    const std::string file = tmp.file("layers.tsl");
+    std::ofstream(file) << kLayers;
+    GraphCompileOptions o;
+    o.file = file;
+    o.out_dir = tmp.file("out");
+    o.db = tmp.file("tuning.db");
+    o.symbols = {{"M", 5}, {"N", 5}};
+    o.time_report = true;
+    std::ostringstream out;
+    REQUIRE(compile_graph(o, out) == 0);
+    const std::string text = out.str();
+    INFO(text);
+    if (!aliases_supported(Halide::get_host_target())) return;
+    CHECK(text.find("kernel reuse: 2 of 4 groups are the code of an earlier group") != std::string::npos);
+    CHECK(text.find("2 distinct kernels") != std::string::npos);
+    for (const char *phase : {"where the time went:", "fusion", "schedule selection", "library (Halide + LLVM)", "total"})
+        CHECK(text.find(phase) != std::string::npos);
+
+    // Every group by its name, each on its own input: the alias computes its caller's buffers.
+    std::vector<std::string> names;
+    for (const fs::directory_entry &e : fs::directory_iterator(o.out_dir))
+        if (e.path().extension() == ".h") names.push_back(e.path().stem().string());
+    std::sort(names.begin(), names.end());
+    REQUIRE(names.size() == 4);
+    const fs::path main = fs::path(o.out_dir) / "main.c", exe = fs::path(o.out_dir) / "main";
+    std::ofstream m(main);
+    m << "#include \"HalideRuntime.h\"\n#include <math.h>\n#include <stdio.h>\n#include <string.h>\n";
+    for (const std::string &n : names) m << "#include \"" << n << ".h\"\n";
+    m << R"(static float in[4][5 * 37], y[4][5 * 37];
+static halide_dimension_t dims[8][2];
+static halide_buffer_t buffer(float *p, int rows, halide_dimension_t *d) {
+    halide_buffer_t t; memset(&t, 0, sizeof t);
+    t.type.code = halide_type_float; t.type.bits = 32; t.type.lanes = 1;
+    t.host = (uint8_t *)p; t.dimensions = 2; t.dim = d;
+    d[0].min = 0; d[0].extent = 37; d[0].stride = 1; d[0].flags = 0;
+    d[1].min = 0; d[1].extent = rows; d[1].stride = 37; d[1].flags = 0;
+    return t;
+}
+typedef int (*kernel)(halide_buffer_t *, halide_buffer_t *);
+int main(void) {
+    const float scale[4] = {2.0f, 3.0f, 2.0f, 2.0f};
+)";
+    m << "    kernel k[4] = {";
+    for (size_t i = 0; i < names.size(); i++) m << (i ? ", " : "") << names[i];
+    m << R"(};
+    int bad = 0;
+    tessel_install_error_recorder();
+    for (int g = 0; g < 4; g++) {
+        for (int i = 0; i < 5 * 37; i++) in[g][i] = 0.01f * (float)((i * 7 + g * 13) % 50) - 0.2f;
+        halide_buffer_t x = buffer(in[g], 5, dims[2 * g]), out = buffer(y[g], 5, dims[2 * g + 1]);
+        if (k[g](&x, &out) != 0) { printf("group %d failed: %s\n", g, tessel_last_error()); return 1; }
+        for (int i = 0; i < 5 * 37; i++) {
+            const double want = exp(scale[g] * in[g][i] + 1.0) * in[g][i];
+            if (fabs(y[g][i] - want) > 1e-5 * (1 + fabs(want))) bad++;
+        }
+    }
+    /* The kernels are compiled for 37 columns: another width is refused at the call. */
+    halide_buffer_t x = buffer(in[0], 5, dims[0]), out = buffer(y[0], 5, dims[1]);
+    dims[0][0].extent = 36; dims[1][0].extent = 36;
+    const int rc = k[2](&x, &out);
+    printf("wrong width: rc %d (%s); %d wrong values\n", rc, tessel_last_error(), bad);
+    return bad != 0 || rc == 0;
+}
+)";
+    m.close();
+    const SubprocessResult linked =
+        run_subprocess({"cc", "-O1", main.string(), "-I" + o.out_dir, std::string("-I") + TESSEL_HALIDE_RUNTIME_INCLUDE,
+                        o.out_dir + "/layers.a", "-lm", "-lpthread", "-ldl", "-o", exe.string()},
+                       {300});
+    INFO(linked.output);
+    REQUIRE(linked.ok());
+    const SubprocessResult ran = run_subprocess({exe.string()}, {60});
+    INFO(ran.output);
+    CHECK(ran.ok());
+    CHECK(ran.output.find("37") != std::string::npos);  // Halide's message names the constrained extent
+}
