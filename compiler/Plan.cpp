@@ -3,8 +3,13 @@
 #include "dsl/Simplify.h"
 #include "dsl/ir/Parser.h"
 #include "dsl/ir/Printer.h"
+#include "autoscheduler/TuningKey.h"
+#include "dsl/ir/TypeInference.h"
 #include "lowering/ScheduleGroup.h"
+#include "schedules/ScheduleJson.h"
 
+#include <cctype>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
@@ -52,10 +57,17 @@ public:
     const ScheduleChoice &choose(const dsl::Graph &g, const dsl::FusionGroup &group) {
         const std::string key = group_signature(g, group);
         auto it = cache_.find(key);
-        if (it == cache_.end()) {
-            const lower::LoweredGroup probe = lower::lower_group(g, group);
-            it = cache_.emplace(key, selection_.choose(g, group, symbols_, probe)).first;
-        }
+        if (it != cache_.end()) return it->second;
+        // A repeated layer: the same structure at the same sizes gets the same choice, when the
+        // choice names none of the group's values (schedules address stages by value names).
+        const std::string shape = structure_at_sizes(g, group);
+        if (auto s = by_structure_.find(shape); s != by_structure_.end()) return cache_.emplace(key, s->second).first->second;
+        const lower::LoweredGroup probe = lower::lower_group(g, group);
+        it = cache_.emplace(key, selection_.choose(g, group, symbols_, probe)).first;
+        nlohmann::json steps = sched::to_json(it->second.spec);
+        steps.erase("name");  // prose, not stage names
+        steps.erase("description");
+        if (!names_a_value(g, group, steps.dump())) by_structure_.emplace(shape, it->second);
         return it->second;
     }
 
@@ -63,6 +75,44 @@ private:
     const ScheduleSelection &selection_;
     const std::map<std::string, int64_t> &symbols_;
     std::unordered_map<std::string, ScheduleChoice> cache_;
+    std::unordered_map<std::string, ScheduleChoice> by_structure_;
+
+    /** The group's structural descriptor and the size of every dim of its members, in order. */
+    std::string structure_at_sizes(const dsl::Graph &g, const dsl::FusionGroup &group) const {
+        std::string s = autosched::structural_descriptor(g, group) + std::string(dsl::to_string(group.kind)) +
+                        (group.prepared ? " prepared" : "") + "\nsizes";
+        for (dsl::ValueId v : group.nodes)
+            for (const dsl::Dim &d0 : g.node(v).type.dims) {
+                const dsl::Dim d = dsl::resolve_dim(g, d0);
+                const auto it = d.kind == dsl::Dim::Kind::Symbol ? symbols_.find(d.symbol) : symbols_.end();
+                s += " " + (d.is_static() ? std::to_string(d.size) : it != symbols_.end() ? std::to_string(it->second) : "?");
+            }
+        return s;
+    }
+
+    /** Whether `text` holds the name of a member or an input of the group as a word (a prefix
+     * of a lowered name counts: conservative, it only keeps a choice from being shared). */
+    static bool names_a_value(const dsl::Graph &g, const dsl::FusionGroup &group, const std::string &text) {
+        auto ident = [](char c) { return std::isalnum((unsigned char)c) || c == '_'; };
+        auto named = [&](dsl::ValueId v) {
+            std::string n = g.display_name(v);
+            for (char &c : n)
+                if (!ident(c)) c = '_';
+            if (n.empty() || std::isdigit((unsigned char)n[0])) n = "v" + n;  // as the lowering names Funcs
+            for (size_t at = text.find(n); !n.empty() && at != std::string::npos; at = text.find(n, at + 1))
+                if ((at == 0 || !ident(text[at - 1])) &&
+                    (at + n.size() == text.size() || !std::isalnum((unsigned char)text[at + n.size()])))
+                    return true;
+            return false;
+        };
+        const std::set<dsl::ValueId> members(group.nodes.begin(), group.nodes.end());
+        for (dsl::ValueId v : group.nodes) {
+            if (named(v)) return true;
+            for (dsl::ValueId in : g.node(v).inputs)
+                if (!members.count(in) && named(in)) return true;
+        }
+        return false;
+    }
 };
 
 std::vector<ScheduleChoice> choose_all(CachedSelection &selection, const dsl::Graph &g, const dsl::FusionPlan &fusion) {
