@@ -28,10 +28,12 @@ std::vector<std::string> PassManager::names() const {
 PassRunResult PassManager::run(Graph &g, const PassRunOptions &opt, RewriteLog *log) const {
     PassRunResult res;
     auto wants = [&](const std::string &n) { return opt.dump_after.count("all") || opt.dump_after.count(n); };
+    bool verified = false;  // a pass that changed nothing leaves the graph last verified
     auto run_pass = [&](const Pass &p, const std::string &label) {
         bool changed = p.run(g, log);
         res.trace.push_back(label + (changed ? ": changed" : ": no change"));
-        if (opt.verify) verify_or_throw(g, "after pass " + label);
+        if (opt.verify && (changed || !verified)) verify_or_throw(g, "after pass " + label);
+        verified = verified || opt.verify;
         if (wants(p.name)) res.dumps.push_back({label, print(g)});
         return changed;
     };

@@ -17,16 +17,7 @@ constexpr int64_t kSaturated = INT64_MAX / 4;
 
 int64_t add_saturating(int64_t a, int64_t b) { return std::min(kSaturated, a + b); }
 
-/** Whether `reader` reads `v` element for element at its own index (no index arithmetic). */
-bool reads_at_same_index(const Graph &g, ValueId reader, ValueId v) {
-    const FusionClass c = fusion_class(g, reader);
-    return c == FusionClass::Elementwise && same_type(g, g.node(reader).type, g.node(v).type);
-}
-
-bool is_func(const Graph &g, ValueId v) {
-    const FusionClass c = fusion_class(g, v);
-    return c == FusionClass::Contraction || c == FusionClass::Reduction;
-}
+bool is_func(FusionClass c) { return c == FusionClass::Contraction || c == FusionClass::Reduction; }
 
 }  // namespace
 
@@ -40,10 +31,13 @@ std::string GroupBudget::over(const GroupSize &s) const {
 
 GroupSize group_size(const Graph &g, const std::vector<ValueId> &nodes) {
     GroupSize s;
-    const std::unordered_set<ValueId> in(nodes.begin(), nodes.end());
+    std::unordered_map<ValueId, FusionClass> cls;  // the members' classes, each worked out once
+    cls.reserve(nodes.size());
+    for (ValueId v : nodes) cls.emplace(v, fusion_class(g, v));
+    const auto &in = cls;
     std::unordered_map<ValueId, std::vector<ValueId>> readers;
     for (ValueId v : nodes) {
-        if (fusion_class(g, v) == FusionClass::Constant) continue;
+        if (cls.at(v) == FusionClass::Constant) continue;
         s.ops++;
         std::vector<ValueId> seen;
         for (ValueId p : g.node(v).inputs)
@@ -53,25 +47,31 @@ GroupSize group_size(const Graph &g, const std::vector<ValueId> &nodes) {
             }
     }
     // Readers come after what they read: visit from the last member back.
-    std::vector<ValueId> order(in.begin(), in.end());
+    std::vector<ValueId> order;
+    order.reserve(cls.size());
+    for (const auto &[v, c] : cls) order.push_back(v);
     std::sort(order.begin(), order.end(), [&](ValueId a, ValueId b) { return g.position(a) > g.position(b); });
     std::unordered_map<ValueId, int64_t> builds;
     std::unordered_set<ValueId> only_own_index;  // built once, at its own output index
+    // Whether `reader` reads a value of its own type element for element (no index arithmetic).
+    auto reads_at_same_index = [&](ValueId reader, ValueId v) {
+        return cls.at(reader) == FusionClass::Elementwise && same_type(g, g.node(reader).type, g.node(v).type);
+    };
     for (ValueId v : order) {
-        if (fusion_class(g, v) == FusionClass::Constant) continue;
+        if (cls.at(v) == FusionClass::Constant) continue;
         const auto r = readers.find(v);
         int64_t n = 0;
         bool at_own_index = r == readers.end();  // a group output is read at its own index
         if (r != readers.end())
             for (ValueId u : r->second) {
-                if (is_func(g, u) || (reads_at_same_index(g, u, v) && only_own_index.count(u))) {
+                if (is_func(cls.at(u)) || (reads_at_same_index(u, v) && only_own_index.count(u))) {
                     at_own_index = true;
                     continue;
                 }
                 n = add_saturating(n, builds[u]);
             }
-        builds[v] = is_func(g, v) ? 1 : add_saturating(n, at_own_index ? 1 : 0);
-        if (is_func(g, v) || n == 0) only_own_index.insert(v);
+        builds[v] = is_func(cls.at(v)) ? 1 : add_saturating(n, at_own_index ? 1 : 0);
+        if (is_func(cls.at(v)) || n == 0) only_own_index.insert(v);
         s.expression_nodes = add_saturating(s.expression_nodes, builds[v]);
     }
     return s;
