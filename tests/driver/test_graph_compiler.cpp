@@ -4,6 +4,7 @@
 #include "dsl/ir/Parser.h"
 #include "schedules/ScheduleJson.h"
 #include "support/Subprocess.h"
+#include "tests/AotProgram.h"
 #include "tests/TempDir.h"
 
 #include <doctest/doctest.h>
@@ -110,15 +111,7 @@ int main(void) {
     return rc != 0 || fabs(y[4096 + 5] - want) > 1e-5;
 }
 )";
-    const SubprocessResult linked =
-        run_subprocess({"cc", "-O1", main.string(), "-I" + o.out_dir, std::string("-I") + TESSEL_HALIDE_RUNTIME_INCLUDE,
-                        o.out_dir + "/gelu_mlp.a", "-lm", "-lpthread", "-ldl", "-o", exe.string()},
-                       {300});
-    INFO(linked.output);
-    REQUIRE(linked.ok());
-    const SubprocessResult ran = run_subprocess({exe.string()}, {60});
-    INFO(ran.output);
-    CHECK(ran.ok());
+    tessel::testing::link_and_run(main.string(), o.out_dir, o.out_dir + "/gelu_mlp.a", exe.string());
 }
 
 /** `tessel run` of algorithms/`file` at `symbols`: its output, checked to have matched the

@@ -11,6 +11,7 @@
 #include "schedules/ScheduleJson.h"
 #include "codegen/KernelAliases.h"
 #include "support/Subprocess.h"
+#include "tests/AotProgram.h"
 #include "tests/TempDir.h"
 
 #include <doctest/doctest.h>
@@ -155,14 +156,6 @@ int main(void) {
 }
 )";
     m.close();
-    const SubprocessResult linked =
-        run_subprocess({"cc", "-O1", main.string(), "-I" + o.out_dir, std::string("-I") + TESSEL_HALIDE_RUNTIME_INCLUDE,
-                        o.out_dir + "/layers.a", "-lm", "-lpthread", "-ldl", "-o", exe.string()},
-                       {300});
-    INFO(linked.output);
-    REQUIRE(linked.ok());
-    const SubprocessResult ran = run_subprocess({exe.string()}, {60});
-    INFO(ran.output);
-    CHECK(ran.ok());
-    CHECK(ran.output.find("wrong width: rc -") != std::string::npos);  // refused with Halide's error code and message
+    const std::string printed = tessel::testing::link_and_run(main.string(), o.out_dir, o.out_dir + "/layers.a", exe.string());
+    CHECK(printed.find("wrong width: rc -") != std::string::npos);  // refused with Halide's error code and message
 }
