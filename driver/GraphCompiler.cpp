@@ -6,9 +6,9 @@
 #include "autoscheduler/PostgresKernelStore.h"
 #include "codegen/Compile.h"
 #include "codegen/KernelAliases.h"
-#include "compiler/KernelReuse.h"
 #include "codegen/KernelCache.h"
 #include "codegen/Ptxas.h"
+#include "compiler/KernelReuse.h"
 #include "compiler/Plan.h"
 #include "support/Clock.h"
 #include "driver/MemoryPlanReport.h"
@@ -118,6 +118,38 @@ void check_donated(const dsl::Graph &g, const std::set<std::string> &donated) {
     }
 }
 
+/** The functions of the library: every variant of each distinct kernel, and for a group whose
+ * kernel is an earlier group's code (compiler/KernelReuse.h), aliases of that code's variants
+ * (x86-64 targets; codegen/KernelAliases.h). Says which groups were reused. */
+std::vector<AotFunction> library_functions(const dsl::Graph &g, const CompiledGraph &program, const Halide::Target &target,
+                                           PhaseTimes &times, std::ostream &out) {
+    std::vector<const CompiledKernel *> kernels;
+    for (const auto &cg : program.groups()) kernels.push_back(cg.kernel.get());
+    const KernelReuse reuse =
+        times.time("kernel reuse", [&] { return aliases_supported(target) ? find_kernel_reuse(g, kernels) : KernelReuse{}; });
+    std::vector<AotFunction> functions;
+    std::vector<std::string> reused;
+    for (size_t i = 0; i < kernels.size(); i++) {
+        const CompiledKernel &k = *kernels[i];
+        const size_t code = reuse.same_code_as.empty() ? i : reuse.same_code_as[i];
+        if (code == i) {
+            for (AotFunction &f : k.aot_functions(k.group().name)) functions.push_back(std::move(f));
+            continue;
+        }
+        const CompiledKernel &same = *kernels[code];
+        for (size_t v = 0; v < k.variants().size(); v++)
+            functions.push_back({{}, {}, k.variant_function(v, k.group().name), same.variant_function(v, same.group().name)});
+        reused.push_back(k.group().name + " runs " + same.group().name + "'s code");
+    }
+    if (!reused.empty()) {
+        out << "kernel reuse: " << reused.size() << " of " << kernels.size() << " groups are the code of an earlier group "
+            << "(same structure, schedule and target), compiled once: " << reuse.distinct << " distinct kernels\n";
+        for (size_t i = 0; i < reused.size() && i < 10; i++) out << "  " << reused[i] << "\n";
+        if (reused.size() > 10) out << "  ... and " << reused.size() - 10 << " more\n";
+    }
+    return functions;
+}
+
 }  // namespace
 
 int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
@@ -194,32 +226,7 @@ int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
     }
     std::vector<std::string> not_compiled;  // what the budget left out
     if (o.emit.count("lib")) {
-        std::vector<AotFunction> functions;
-        std::vector<const CompiledKernel *> kernels;
-        for (const auto &cg : program.groups()) kernels.push_back(cg.kernel.get());
-        // A group whose kernel is an earlier group's code is an alias of it (x86-64 targets).
-        const KernelReuse reuse = times.time("kernel reuse", [&] {
-            return aliases_supported(target) ? find_kernel_reuse(p.graph, kernels) : KernelReuse{};
-        });
-        std::vector<std::string> reused;
-        for (size_t i = 0; i < kernels.size(); i++) {
-            const CompiledKernel &k = *kernels[i];
-            const size_t code = reuse.same_code_as.empty() ? i : reuse.same_code_as[i];
-            if (code == i) {
-                for (AotFunction &f : k.aot_functions(k.group().name)) functions.push_back(std::move(f));
-                continue;
-            }
-            for (size_t v = 0; v < k.variants().size(); v++)
-                functions.push_back({{}, {}, k.variant_function(v, k.group().name),
-                                     kernels[code]->variant_function(v, kernels[code]->group().name)});
-            reused.push_back(k.group().name + " runs " + kernels[code]->group().name + "'s code");
-        }
-        if (!reused.empty()) {
-            out << "kernel reuse: " << reused.size() << " of " << kernels.size() << " groups are the code of an earlier group "
-                << "(same structure, schedule and target), compiled once: " << reuse.distinct << " distinct kernels\n";
-            for (size_t i = 0; i < reused.size() && i < 10; i++) out << "  " << reused[i] << "\n";
-            if (reused.size() > 10) out << "  ... and " << reused.size() - 10 << " more\n";
-        }
+        const std::vector<AotFunction> functions = library_functions(p.graph, program, target, times, out);
         const AotLibrary lib =
             times.time("library (Halide + LLVM)", [&] { return compile_aot_library(functions, target, base, o.out_dir, deadline); });
         for (const auto &f : lib.written) out << "wrote " << f.string() << "\n";
