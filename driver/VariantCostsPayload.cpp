@@ -69,7 +69,10 @@ VariantCostsRequest VariantCostsRequest::from_json(const json &p, const std::str
 }
 
 bool is_variant_costs_payload(const json &payload) {
-    return payload.is_object() && payload.value("kind", "") == VariantCostsRequest::kKind;
+    // A "kind" of another type is not this payload's (value() would throw on it).
+    if (!payload.is_object()) return false;
+    const auto kind = payload.find("kind");
+    return kind != payload.end() && kind->is_string() && kind->get<std::string>() == VariantCostsRequest::kKind;
 }
 
 }  // namespace tessel

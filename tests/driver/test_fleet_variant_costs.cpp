@@ -50,6 +50,10 @@ TEST_CASE("a variant-costs payload reads back to the request it was written from
     const Layer layer;
     const json payload = good_job(layer).payload;
     CHECK(is_variant_costs_payload(payload));
+    // A "kind" that is not a string is another payload, not an exception (fuzz_job_row found it).
+    CHECK_FALSE(is_variant_costs_payload(nlohmann::json{{"kind", {{"name", "g0_y"}}}}));
+    CHECK_FALSE(is_variant_costs_payload(nlohmann::json{{"kind", 3}}));
+    CHECK_FALSE(is_variant_costs_payload(nlohmann::json::array()));
     const VariantCostsRequest r = VariantCostsRequest::from_json(payload);
     CHECK(r.to_json() == payload);
     CHECK(r.group.name == layer.group.name);
