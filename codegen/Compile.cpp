@@ -9,13 +9,13 @@
 
 #include <algorithm>
 #include <atomic>
-#include <iterator>
-#include <map>
-#include <set>
 #include <chrono>
 #include <fstream>
 #include <future>
+#include <iterator>
+#include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 namespace tessel {

@@ -10,12 +10,17 @@
 
 namespace tessel {
 
+std::string group_structure(const dsl::Graph &g, const dsl::FusionGroup &group, std::vector<dsl::ValueId> *interface) {
+    std::vector<dsl::ValueId> order;
+    return autosched::structural_descriptor(g, group, interface ? *interface : order) + "kind " +
+           dsl::to_string(group.kind) + (group.prepared ? " prepared" : "") + "\n";
+}
+
 std::string kernel_code_key(const dsl::Graph &g, const CompiledKernel &k) {
     const dsl::FusionGroup &group = k.group();
     std::vector<dsl::ValueId> interface;
-    std::string key = autosched::structural_descriptor(g, group, interface);
-    key += "kind " + std::string(dsl::to_string(group.kind)) + (group.prepared ? " prepared" : "") + "\nmode " +
-           dsl::to_string(g.mode) + "\ntarget " + k.target().to_string() + "\narguments";
+    std::string key = group_structure(g, group, &interface) + "mode " + dsl::to_string(g.mode) + "\ntarget " +
+                      k.target().to_string() + "\narguments";
     for (const KernelArgument &a : k.arguments()) {
         const std::vector<dsl::ValueId> &among = a.is_output ? group.outputs : interface;
         const auto at = std::find(among.begin(), among.end(), a.value);

@@ -26,6 +26,12 @@
 
 namespace tessel {
 
+/** The group's structure as far as it decides lowered code: the structural descriptor (filling
+ * `interface` with the values outside the group in its numbering, when given), the group's kind
+ * and whether it is prepared. Shared by the kernel key and the planner's schedule-selection cache. */
+std::string group_structure(const dsl::Graph &g, const dsl::FusionGroup &group,
+                            std::vector<dsl::ValueId> *interface = nullptr);
+
 /** The text two kernels share exactly when they are the same code (see the file comment). */
 std::string kernel_code_key(const dsl::Graph &g, const CompiledKernel &k);
 

@@ -1,10 +1,11 @@
 #include "compiler/Plan.h"
 
+#include "compiler/KernelReuse.h"
 #include "dsl/Simplify.h"
 #include "dsl/ir/Parser.h"
 #include "dsl/ir/Printer.h"
-#include "autoscheduler/TuningKey.h"
 #include "dsl/ir/TypeInference.h"
+#include "lowering/LowerToHalide.h"
 #include "lowering/ScheduleGroup.h"
 #include "schedules/ScheduleJson.h"
 
@@ -77,10 +78,9 @@ private:
     std::unordered_map<std::string, ScheduleChoice> cache_;
     std::unordered_map<std::string, ScheduleChoice> by_structure_;
 
-    /** The group's structural descriptor and the size of every dim of its members, in order. */
+    /** group_structure() and the size of every dim of the group's members, in order. */
     std::string structure_at_sizes(const dsl::Graph &g, const dsl::FusionGroup &group) const {
-        std::string s = autosched::structural_descriptor(g, group) + std::string(dsl::to_string(group.kind)) +
-                        (group.prepared ? " prepared" : "") + "\nsizes";
+        std::string s = group_structure(g, group) + "sizes";
         for (dsl::ValueId v : group.nodes)
             for (const dsl::Dim &d0 : g.node(v).type.dims) {
                 const dsl::Dim d = dsl::resolve_dim(g, d0);
@@ -90,19 +90,14 @@ private:
         return s;
     }
 
-    /** Whether `text` holds the name of a member or an input of the group as a word (a prefix
-     * of a lowered name counts: conservative, it only keeps a choice from being shared). */
+    /** Whether `text` names a stage of a member or an input of the group: a word starting with
+     * the value's lowered name (lower::halide_name; the lowering derives its Funcs' names from
+     * it). Conservative: a false hit only keeps a choice from being shared. */
     static bool names_a_value(const dsl::Graph &g, const dsl::FusionGroup &group, const std::string &text) {
-        auto ident = [](char c) { return std::isalnum((unsigned char)c) || c == '_'; };
         auto named = [&](dsl::ValueId v) {
-            std::string n = g.display_name(v);
-            for (char &c : n)
-                if (!ident(c)) c = '_';
-            if (n.empty() || std::isdigit((unsigned char)n[0])) n = "v" + n;  // as the lowering names Funcs
-            for (size_t at = text.find(n); !n.empty() && at != std::string::npos; at = text.find(n, at + 1))
-                if ((at == 0 || !ident(text[at - 1])) &&
-                    (at + n.size() == text.size() || !std::isalnum((unsigned char)text[at + n.size()])))
-                    return true;
+            const std::string n = lower::halide_name(g, v);
+            for (size_t at = text.find(n); at != std::string::npos; at = text.find(n, at + 1))
+                if (at == 0 || !(std::isalnum((unsigned char)text[at - 1]) || text[at - 1] == '_')) return true;
             return false;
         };
         const std::set<dsl::ValueId> members(group.nodes.begin(), group.nodes.end());

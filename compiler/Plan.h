@@ -24,11 +24,11 @@
 #include "compiler/ScheduleSelection.h"
 #include "dsl/analysis/BufferAssignment.h"
 #include "dsl/ir/Graph.h"
-#include "support/PhaseTimes.h"
 #include "dsl/passes/Fusion.h"
 #include "dsl/passes/LayoutAssignment.h"
 #include "dsl/passes/Rematerialize.h"
 #include "lowering/CompiledGraph.h"
+#include "support/PhaseTimes.h"
 
 #include <Halide.h>
 

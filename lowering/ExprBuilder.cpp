@@ -260,15 +260,6 @@ void ExprBuilder::define_stateful_func(ValueId v) {
         define_reduction(v);
 }
 
-std::string ExprBuilder::halide_name(ValueId v) const {
-    std::string s = g_.display_name(v);
-    bool changed = false;
-    for (char &c : s)
-        if (!std::isalnum((unsigned char)c) && c != '_') c = '_', changed = true;
-    if (s.empty() || std::isdigit((unsigned char)s[0])) s = "v" + s, changed = true;
-    return changed ? s + "_" + std::to_string(v) : s;
-}
-
 std::string ExprBuilder::unique_func_name(const std::string &base) {
     std::string name = base;
     for (int i = 1; out_.funcs.count(name); i++) name = base + std::to_string(i);

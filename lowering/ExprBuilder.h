@@ -110,11 +110,7 @@ private:
 
     static std::vector<Halide::Expr> reversed(const std::vector<Halide::Expr> &idx) { return {idx.rbegin(), idx.rend()}; }
 
-    /** The value's name as Halide and generated C headers accept it: '.' (legal in TSL names,
-     * Halide's separator) and any other non-identifier character become '_', an unnamed value's
-     * id gets a letter in front (Halide writes `<name>_buffer` parameters), and the id is
-     * appended to any changed name so names stay distinct. */
-    std::string halide_name(dsl::ValueId v) const;
+    std::string halide_name(dsl::ValueId v) const { return lower::halide_name(g_, v); }
     std::string unique_func_name(const std::string &base);
     void add_input(dsl::ValueId v);
     const std::vector<int64_t> &perm(const dsl::Node &n);

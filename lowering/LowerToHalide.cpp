@@ -5,6 +5,7 @@
 #include "lowering/LowerToHalide.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "dsl/ir/TypeInference.h"
 #include "lowering/ExprBuilder.h"
@@ -22,6 +23,15 @@ std::string axis_name(int axis, int rank) {
     if (from_end == 0) return "n";
     if (from_end == 1) return "m";
     return "b" + std::to_string(from_end - 2);
+}
+
+std::string halide_name(const Graph &g, ValueId v) {
+    std::string s = g.display_name(v);
+    bool changed = false;
+    for (char &c : s)
+        if (!std::isalnum((unsigned char)c) && c != '_') c = '_', changed = true;
+    if (s.empty() || std::isdigit((unsigned char)s[0])) s = "v" + s, changed = true;
+    return changed ? s + "_" + std::to_string(v) : s;
 }
 
 std::vector<Halide::Argument> LoweredGroup::arguments() const {

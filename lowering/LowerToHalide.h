@@ -100,4 +100,11 @@ std::optional<Halide::Type> storage_type(dsl::DType t);
 /** The group's axis name for tensor axis `axis` of a rank-`rank` value: "n", "m", "b0"... */
 std::string axis_name(int axis, int rank);
 
+/** Value `v`'s name as Halide and generated C headers accept it (its Funcs, parameters and the
+ * stages schedules address start with it): '.' (legal in TSL names, Halide's separator) and any
+ * other non-identifier character become '_', an unnamed value's id gets a letter in front
+ * (Halide writes `<name>_buffer` parameters), and the id is appended to any changed name so
+ * names stay distinct. */
+std::string halide_name(const dsl::Graph &g, dsl::ValueId v);
+
 }  // namespace tessel::lower
