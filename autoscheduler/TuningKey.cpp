@@ -173,6 +173,13 @@ std::string structural_descriptor(const Graph &g, const dsl::FusionGroup &group)
 }
 
 std::string structural_descriptor(const Graph &g, const dsl::FusionGroup &group, std::vector<ValueId> &interface) {
+    std::vector<ValueId> none;
+    return structural_descriptor(g, group, interface, [](ValueId) { return false; }, none);
+}
+
+std::string structural_descriptor(const Graph &g, const dsl::FusionGroup &group, std::vector<ValueId> &interface,
+                                  const std::function<bool(ValueId)> &lifted, std::vector<ValueId> &lifted_order) {
+    lifted_order.clear();
     std::set<ValueId> in_group(group.nodes.begin(), group.nodes.end());
     Canon c;
     std::set<ValueId> visiting;
@@ -188,7 +195,12 @@ std::string structural_descriptor(const Graph &g, const dsl::FusionGroup &group,
         for (size_t i = 0; i < n.inputs.size(); ++i) line += (i ? ", " : "") + c.operand(n.inputs[i]);
         line += ")";
         if (n.has_result()) line += " : " + c.type(n.type, n.layout);
-        line += attrs_text(n);
+        if (n.op == dsl::Op::Constant && lifted(v)) {
+            line += " value=arg" + std::to_string(lifted_order.size());
+            lifted_order.push_back(v);
+        } else {
+            line += attrs_text(n);
+        }
         int id = (int)c.member.size();
         c.member[v] = id;
         os << "n" << id << line << "\n";

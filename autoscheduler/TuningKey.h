@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -96,6 +97,11 @@ std::string to_key_string(dsl::NumericMode mode);
 std::string structural_descriptor(const dsl::Graph &g, const dsl::FusionGroup &group);
 /** As above; `interface` receives the values outside the group in their numbering (in0, in1, ...). */
 std::string structural_descriptor(const dsl::Graph &g, const dsl::FusionGroup &group, std::vector<dsl::ValueId> &interface);
+/** As above, with the constant members for which `lifted` holds written without their values
+ * ("value=arg<i>"), numbered in walk order, which `lifted_order` receives: two groups that differ
+ * only in those values have one descriptor (compiler/KernelReuse: constants as a kernel argument). */
+std::string structural_descriptor(const dsl::Graph &g, const dsl::FusionGroup &group, std::vector<dsl::ValueId> &interface,
+                                  const std::function<bool(dsl::ValueId)> &lifted, std::vector<dsl::ValueId> &lifted_order);
 
 /** 32 hex digits: the 128-bit FNV-1a hash of structural_descriptor(). */
 std::string structural_hash(const dsl::Graph &g, const dsl::FusionGroup &group);

@@ -220,9 +220,14 @@ TESSEL_ERROR_INLINE void tessel_install_error_recorder(void) { halide_set_error_
 
 namespace {
 
+/** The code functions' arguments in call order, as compiled (outputs included), by function index. */
+using CodeArguments = std::vector<std::vector<Halide::Argument>>;
+
 /** The aliases among `functions` whose code was compiled, each with its header written into
- * `dir` (recorded in `lib`); an alias of code the deadline left out is left out too. */
-std::vector<KernelAlias> write_alias_headers(const std::vector<AotFunction> &functions, AotLibrary &lib, const fs::path &dir) {
+ * `dir` (recorded in `lib`); an alias of code the deadline left out is left out too. Internal
+ * code's headers are removed. */
+std::vector<KernelAlias> write_alias_headers(const std::vector<AotFunction> &functions, const CodeArguments &arguments,
+                                             const std::string &target, AotLibrary &lib, const fs::path &dir) {
     std::set<size_t> skipped(lib.not_compiled.begin(), lib.not_compiled.end());
     std::map<std::string, size_t> index;
     for (size_t i = 0; i < functions.size(); i++) index.emplace(functions[i].name, i);
@@ -238,16 +243,29 @@ std::vector<KernelAlias> write_alias_headers(const std::vector<AotFunction> &fun
             lib.not_compiled.push_back(i);
             continue;
         }
+        KernelAlias alias{f.name, f.same_code_as, arguments[code->second], f.constants, 0, target};
+        if (!f.constants.empty()) {
+            const auto &args = alias.code_arguments;
+            const std::string &name = functions[code->second].constants_argument;
+            const auto c = std::find_if(args.begin(), args.end(), [&](const Halide::Argument &a) { return a.name == name; });
+            if (name.empty() || c == args.end())
+                throw CompileError("function '" + f.name + "' passes constants to '" + f.same_code_as + "', which takes none");
+            alias.constants_argument = (size_t)(c - args.begin());
+        }
         std::ifstream in(dir / (f.same_code_as + ".h"));
         const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
         const fs::path h = dir / (f.name + ".h");
         std::ofstream out(h);
-        out << alias_header(text, {f.name, f.same_code_as});
+        out << alias_header(text, alias);
         if (!in || !out) throw CompileError("cannot write the header of alias " + f.name + " to " + h.string());
         lib.written.push_back(h);
-        aliases.push_back({f.name, f.same_code_as});
+        aliases.push_back(std::move(alias));
     }
     std::sort(lib.not_compiled.begin(), lib.not_compiled.end());
+    for (const AotFunction &f : functions) {
+        std::error_code ignored;
+        if (f.internal) fs::remove(dir / (f.name + ".h"), ignored);
+    }
     return aliases;
 }
 
@@ -272,6 +290,7 @@ AotLibrary compile_aot_library(const std::vector<AotFunction> &functions, const 
         std::exception_ptr error;
     };
     std::vector<Chunk> done(chunks);
+    CodeArguments arguments(functions.size());  // each worker fills its own functions' entries
     // Each chunk is lowered and compiled by one worker (Halide compiles independent pipelines
     // on several threads; each worker owns its modules); results are merged in chunk order.
     std::atomic<size_t> next{0};
@@ -290,12 +309,14 @@ AotLibrary compile_aot_library(const std::vector<AotFunction> &functions, const 
                     modules.push_back(with_halide_errors(
                         "compiling '" + f.name + "' ahead of time for " + target.to_string(),
                         [&] { return Halide::Pipeline(f.pipeline).compile_to_module(f.arguments, f.name, without_runtime); }));
-                    const fs::path h = dir / (f.name + ".h");
+                    for (const auto &lowered : modules.back().functions())
+                        if (lowered.name == f.name) arguments[i].assign(lowered.args.begin(), lowered.args.end());
+                    const fs::path h = dir / (f.name + ".h");  // an internal one is removed once its aliases' are written
                     modules.back().compile({{Halide::OutputFileType::c_header, h.string()}});
                     std::ofstream out(h, std::ios::app);
                     out << aot_error_recorder_section(f.name);
                     if (!out) throw CompileError("cannot append the error recorder to " + h.string());
-                    chunk.headers.push_back(h);
+                    if (!f.internal) chunk.headers.push_back(h);
                 }
                 if (modules.empty()) continue;
                 chunk.object = work / ("functions" + std::to_string(c) + ".o");
@@ -326,7 +347,9 @@ AotLibrary compile_aot_library(const std::vector<AotFunction> &functions, const 
         result.not_compiled.insert(result.not_compiled.end(), chunk.skipped.begin(), chunk.skipped.end());
         if (!chunk.object.empty()) archive.push_back(chunk.object.string());
     }
-    if (const std::vector<KernelAlias> aliases = write_alias_headers(functions, result, dir); !aliases.empty())
+    if (const std::vector<KernelAlias> aliases =
+            write_alias_headers(functions, arguments, without_runtime.to_string(), result, dir);
+        !aliases.empty())
         archive.push_back(assemble_alias_thunks(aliases, work).string());
     const fs::path runtime = work / "halide_runtime.o";
     with_halide_errors("compiling the Halide runtime for " + target.to_string(), [&] {

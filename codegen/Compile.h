@@ -81,6 +81,14 @@ struct AotFunction {
     /** Another function of the library (earlier in the list) whose code this one is: nothing is
      * compiled for it, and `name` becomes an alias of that code (codegen/KernelAliases.h). */
     std::string same_code_as;
+    /** An alias of code that reads constants from an argument (lower::LowerOptions): the values
+     * this function passes there. Empty: it passes its caller's arguments unchanged. */
+    std::vector<float> constants;
+    /** Code only aliases call (their constants are theirs): compiled, with no header among the
+     * library's files. */
+    bool internal = false;
+    /** Code that reads constants from an argument: that argument's name (lower::LoweredGroup::constants). */
+    std::string constants_argument;
 };
 
 struct AotLibrary {
@@ -93,9 +101,10 @@ struct AotLibrary {
 constexpr size_t kAotChunkFunctions = 32;
 
 /** Writes `<library>.a` holding the functions and one Halide runtime, and a header `<name>.h` per
- * function (with aot_error_recorder_section). A function with same_code_as is an alias of that
- * function's code: a thunk and a renamed header, written when its code is (the target must
- * satisfy aliases_supported()). The functions are lowered one by one and linked
+ * function that is not internal (with aot_error_recorder_section). A function with same_code_as
+ * is an alias of that function's code: thunks and a renamed header, written when its code is
+ * (the target must satisfy aliases_supported(); the code's constants_argument receives an
+ * alias's constants). The functions are lowered one by one and linked
  * kAotChunkFunctions at a time into one module, compiled by LLVM once per chunk; chunks are
  * compiled by `threads` workers (0: one per hardware thread). With a deadline, a function whose
  * lowering would start after it is left out (AotLibrary::not_compiled); the rest is a valid

@@ -3,6 +3,7 @@
 #include "compiler/KernelReuse.h"
 
 #include <algorithm>
+#include <functional>
 #include <unordered_map>
 
 #include "autoscheduler/TuningKey.h"
@@ -10,17 +11,29 @@
 
 namespace tessel {
 
-std::string group_structure(const dsl::Graph &g, const dsl::FusionGroup &group, std::vector<dsl::ValueId> *interface) {
-    std::vector<dsl::ValueId> order;
-    return autosched::structural_descriptor(g, group, interface ? *interface : order) + "kind " +
-           dsl::to_string(group.kind) + (group.prepared ? " prepared" : "") + "\n";
+namespace {
+
+std::string kind_line(const dsl::FusionGroup &group) {
+    return "kind " + std::string(dsl::to_string(group.kind)) + (group.prepared ? " prepared" : "") + "\n";
 }
 
-std::string kernel_code_key(const dsl::Graph &g, const CompiledKernel &k) {
+}  // namespace
+
+std::string group_structure(const dsl::Graph &g, const dsl::FusionGroup &group, std::vector<dsl::ValueId> *interface) {
+    std::vector<dsl::ValueId> order;
+    return autosched::structural_descriptor(g, group, interface ? *interface : order) + kind_line(group);
+}
+
+namespace {
+
+using Lifted = std::function<bool(dsl::ValueId)>;
+
+/** The code key, with the constants `lifted` holds for left out (listed in `order`). */
+std::string code_key(const dsl::Graph &g, const CompiledKernel &k, const Lifted &lifted, std::vector<dsl::ValueId> &order) {
     const dsl::FusionGroup &group = k.group();
     std::vector<dsl::ValueId> interface;
-    std::string key = group_structure(g, group, &interface) + "mode " + dsl::to_string(g.mode) + "\ntarget " +
-                      k.target().to_string() + "\narguments";
+    std::string key = autosched::structural_descriptor(g, group, interface, lifted, order) + kind_line(group) + "mode " +
+                      dsl::to_string(g.mode) + "\ntarget " + k.target().to_string() + "\narguments";
     for (const KernelArgument &a : k.arguments()) {
         const std::vector<dsl::ValueId> &among = a.is_output ? group.outputs : interface;
         const auto at = std::find(among.begin(), among.end(), a.value);
@@ -36,13 +49,87 @@ std::string kernel_code_key(const dsl::Graph &g, const CompiledKernel &k) {
     return key + "\nschedule " + steps.dump();
 }
 
-KernelReuse find_kernel_reuse(const dsl::Graph &g, const std::vector<const CompiledKernel *> &kernels) {
+bool reads_operand_as_any_value(dsl::Op op) {
+    switch (op) {
+    case dsl::Op::Add:
+    case dsl::Op::Sub:
+    case dsl::Op::Mul:
+    case dsl::Op::Div:
+    case dsl::Op::Max:
+    case dsl::Op::Min:
+    case dsl::Op::Less:
+    case dsl::Op::LessEqual:
+    case dsl::Op::Greater:
+    case dsl::Op::GreaterEqual:
+    case dsl::Op::Equal:
+    case dsl::Op::NotEqual:
+    case dsl::Op::Where: return true;
+    default: return false;
+    }
+}
+
+}  // namespace
+
+std::string kernel_code_key(const dsl::Graph &g, const CompiledKernel &k) {
+    std::vector<dsl::ValueId> none;
+    return code_key(g, k, [](dsl::ValueId) { return false; }, none);
+}
+
+bool liftable_constant(const dsl::Graph &g, const dsl::FusionGroup &group, dsl::ValueId c) {
+    const dsl::Node &n = g.node(c);
+    if (n.op != dsl::Op::Constant || n.attrs.value.size() != 1 || n.type.dtype != dsl::DType::F32) return false;
+    if (group.kind != dsl::GroupKind::Elementwise && group.kind != dsl::GroupKind::Reduction) return false;
+    if (std::find(group.outputs.begin(), group.outputs.end(), c) != group.outputs.end()) return false;
+    for (dsl::ValueId v : group.nodes) {
+        const dsl::Node &reader = g.node(v);
+        if (std::find(reader.inputs.begin(), reader.inputs.end(), c) != reader.inputs.end() &&
+            !reads_operand_as_any_value(reader.op))
+            return false;
+    }
+    return true;
+}
+
+KernelReuse find_kernel_reuse(const dsl::Graph &g, const std::vector<const CompiledKernel *> &kernels,
+                              size_t max_arguments_with_constants) {
+    const size_t n = kernels.size();
     KernelReuse r;
+    r.lifted.resize(n);
+    // Same code with constants compiled in.
+    std::vector<size_t> exact(n);
     std::unordered_map<std::string, size_t> first;
-    for (size_t i = 0; i < kernels.size(); i++) {
-        const auto [it, added] = first.emplace(kernel_code_key(g, *kernels[i]), i);
-        r.same_code_as.push_back(it->second);
-        r.distinct += added;
+    for (size_t i = 0; i < n; i++) exact[i] = first.emplace(kernel_code_key(g, *kernels[i]), i).first->second;
+    r.same_code_as = exact;
+
+    // Same code with liftable constants as an argument, among the kernels that are their own code.
+    auto lifted_key = [&](size_t i, std::vector<dsl::ValueId> &order) {
+        const CompiledKernel &k = *kernels[i];
+        if (k.arguments().size() + 1 > max_arguments_with_constants) return std::string();
+        const std::string key = code_key(g, k, [&](dsl::ValueId c) { return liftable_constant(g, k.group(), c); }, order);
+        return order.empty() ? std::string() : key;
+    };
+    std::unordered_map<std::string, std::vector<size_t>> codes;  // lifted key -> kernels that are their own code
+    std::vector<std::string> keys(n);
+    for (size_t i = 0; i < n; i++) {
+        if (exact[i] != i) continue;
+        keys[i] = lifted_key(i, r.lifted[i]);
+        if (!keys[i].empty()) codes[keys[i]].push_back(i);
+    }
+    std::vector<size_t> code_of(n, n);  // a kernel that is its own code -> the first of its lifted code
+    for (size_t i = 0; i < n; i++) {
+        if (exact[i] != i || keys[i].empty()) continue;
+        const std::vector<size_t> &members = codes.at(keys[i]);
+        if (members.size() > 1) code_of[i] = members.front();
+    }
+    for (size_t i = 0; i < n; i++) {
+        const size_t e = exact[i];
+        if (code_of[e] == n) {  // compiled in
+            r.lifted[i].clear();
+            r.distinct += e == i;
+            continue;
+        }
+        r.same_code_as[i] = code_of[e];
+        if (e != i) lifted_key(i, r.lifted[i]);  // an exact alias passes the same values, from its own constants
+        r.distinct += code_of[e] == i;
     }
     return r;
 }

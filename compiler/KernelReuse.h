@@ -12,9 +12,22 @@
  * included, which name symbols). Legal because a kernel reads nothing but its arguments: the
  * same pipeline over other buffers is the other group's kernel.
  *
+ * Constants as an argument. Groups that differ only in the values of scalar constants (a layer's
+ * scale, a generated graph's offsets) are one code too when their constants are read from an
+ * argument instead of compiled in (lower::LowerOptions::constant_arguments): their keys with
+ * those values left out are equal. Only where it saves a compile: a key shared by two or more
+ * otherwise distinct kernels. Only constants every reader of which takes them as any other
+ * operand (arithmetic, comparisons, where: liftable_constant), in element-wise and reduction
+ * groups; a kernel lifts them only when it then has at most `max_arguments_with_constants`
+ * arguments (the thunk that supplies them passes arguments in registers, codegen/KernelAliases.h).
+ * Results are bit for bit those of the compiled-in constants: an f32 value read from memory is
+ * the same f32 value, and the ops reading it are lowered the same way.
+ *
  * Example: three groups, the second the first's layer again (other weights, same shapes):
  *   KernelReuse r = find_kernel_reuse(g, {&k0, &k1, &k2});
  *   r.same_code_as == {0, 0, 2}; r.distinct == 2
+ * and a fourth like the first but with `* 3.0` for `* 2.0`: same_code_as == {0, 0, 2, 0},
+ * lifted[0] and lifted[3] each list its group's constants (so do lifted[1]), distinct == 2.
  */
 #pragma once
 
@@ -35,12 +48,23 @@ std::string group_structure(const dsl::Graph &g, const dsl::FusionGroup &group,
 /** The text two kernels share exactly when they are the same code (see the file comment). */
 std::string kernel_code_key(const dsl::Graph &g, const CompiledKernel &k);
 
+/** Whether constant member `c` of `group` may be read from its kernel's constants argument: a
+ * scalar f32 constant, not an output, in an element-wise or reduction group, whose every reader
+ * is an arithmetic op, a comparison or where (ops that read an operand as any other value). */
+bool liftable_constant(const dsl::Graph &g, const dsl::FusionGroup &group, dsl::ValueId c);
+
 struct KernelReuse {
-    /** For kernel i, the first kernel with its code key (i itself when none earlier has it). */
+    /** For kernel i, the first kernel with its code (i itself when none earlier has it). */
     std::vector<size_t> same_code_as;
-    size_t distinct = 0;  ///< kernels that are their own code
+    /** Per kernel: the constants its code reads from its constants argument, in the code's order
+     * (equal lengths across one code); empty when its code has its constants compiled in. A
+     * kernel with lifted constants is an alias even when it is first: of the lifted code. */
+    std::vector<std::vector<dsl::ValueId>> lifted;
+    size_t distinct = 0;  ///< codes compiled
 };
 
-KernelReuse find_kernel_reuse(const dsl::Graph &g, const std::vector<const CompiledKernel *> &kernels);
+/** `max_arguments_with_constants` 0: no constants are lifted. */
+KernelReuse find_kernel_reuse(const dsl::Graph &g, const std::vector<const CompiledKernel *> &kernels,
+                              size_t max_arguments_with_constants = 0);
 
 }  // namespace tessel

@@ -343,6 +343,22 @@ std::vector<AotFunction> CompiledKernel::aot_functions(const std::string &base) 
     return functions;
 }
 
+std::vector<AotFunction> CompiledKernel::aot_functions(const std::string &base,
+                                                      const std::vector<dsl::ValueId> &constant_arguments) const {
+    std::vector<AotFunction> functions;
+    for (size_t i = 0; i < variants_.size(); i++) {
+        lower::LoweredGroup lg = lower::lower_group(*graph_, group_, {constant_arguments});
+        const size_t s = schedule_variant_[i];
+        lower::apply_to_group(s == schedule_.variants.size() ? schedule_.steps : schedule_.variants[s].steps, lg, target_,
+                              schedule_.name);
+        AotFunction f{lg.pipeline(), lg.arguments(), variant_function(i, base)};
+        f.internal = true;
+        f.constants_argument = lg.constants.name();
+        functions.push_back(std::move(f));
+    }
+    return functions;
+}
+
 std::string CompiledKernel::ptx(size_t i) const {
     const auto &lg = variants_.at(i).lowered;
     return generate_ptx(lg.pipeline(), lg.arguments(), target_, group_.name);

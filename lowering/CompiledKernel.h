@@ -139,6 +139,10 @@ public:
                                                    const std::set<AotOutput> &outputs) const;
     /** Every variant as a function of a library (compile_aot_library), named as write_files names them. */
     std::vector<AotFunction> aot_functions(const std::string &base) const;
+    /** As above, each variant lowered again with `constant_arguments` read from its constants
+     * argument (lower::LowerOptions) and scheduled by the same steps: the code of every group
+     * that differs from this one only in those constants' values, internal (aliases call it). */
+    std::vector<AotFunction> aot_functions(const std::string &base, const std::vector<dsl::ValueId> &constant_arguments) const;
     /** PTX of variant `i` (CUDA targets). */
     std::string ptx(size_t i) const;
     /** Every variant assembled by ptxas for the target's architecture (sched::TargetFacts:

@@ -94,6 +94,9 @@ Expr ExprBuilder::build(ValueId v, const std::vector<Expr> &idx) {
     auto operand = [&](int i) { return at(n.inputs[i], broadcast_index(n.inputs[i], idx)); };
     switch (n.op) {
     case Op::Constant: {
+        const auto &lifted = out_.constant_values;
+        if (auto at = std::find(lifted.begin(), lifted.end(), v); at != lifted.end())
+            return out_.constants((int)(at - lifted.begin()));
         if (n.attrs.value.size() == 1) return Expr((float)n.attrs.value[0]);
         return constant_buffer(v)(reversed(idx));
     }

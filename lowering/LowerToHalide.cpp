@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 
 #include "dsl/ir/TypeInference.h"
 #include "lowering/ExprBuilder.h"
@@ -37,6 +38,7 @@ std::string halide_name(const Graph &g, ValueId v) {
 std::vector<Halide::Argument> LoweredGroup::arguments() const {
     std::vector<Halide::Argument> args;
     for (const auto &p : inputs) args.push_back(p);
+    if (constants.defined()) args.push_back(constants);
     return args;
 }
 
@@ -91,12 +93,35 @@ void constrain_static_extents(const Graph &g, ValueId v, const Func &y) {
             buf.dim(n.type.rank() - 1 - a).set_extent((int)d.size);
 }
 
+/** The buffer of a group's lifted constants (LowerOptions::constant_arguments), under a name no
+ * input of the group has. */
+Halide::ImageParam constants_argument(const Graph &g, const dsl::FusionGroup &group, const std::vector<ValueId> &values) {
+    const std::set<ValueId> members(group.nodes.begin(), group.nodes.end());
+    for (ValueId v : values) {
+        const Node &n = g.node(v);
+        if (!members.count(v) || n.op != dsl::Op::Constant || n.attrs.value.size() != 1 || n.type.dtype != dsl::DType::F32)
+            refuse(g, v, "only a scalar f32 constant of the group can be read from its constants argument");
+    }
+    std::set<std::string> taken;
+    for (ValueId v : group.nodes)
+        for (ValueId in : g.node(v).inputs) taken.insert(halide_name(g, in));
+    std::string name = "constants";
+    while (taken.count(name)) name += "_";
+    Halide::ImageParam p(Halide::Float(32), 1, name);
+    p.dim(0).set_bounds(0, (int)values.size());
+    return p;
+}
+
 }  // namespace
 
-LoweredGroup lower_group(const Graph &g, const dsl::FusionGroup &group) {
+LoweredGroup lower_group(const Graph &g, const dsl::FusionGroup &group, const LowerOptions &options) {
     LoweredGroup out;
     out.name = group.name;
     out.kind = group.kind;
+    if (!options.constant_arguments.empty()) {
+        out.constants = constants_argument(g, group, options.constant_arguments);
+        out.constant_values = options.constant_arguments;
+    }
     // A prepared group runs once per weight version: fast math would buy nothing, and strict
     // math stores what the interpreter computes (a quantized weight's every rounding tie).
     out.mode = group.prepared ? dsl::NumericMode::Strict : g.mode;

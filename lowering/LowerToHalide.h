@@ -84,15 +84,30 @@ struct LoweredGroup {
     };
     std::map<std::string, ReductionAxes> reduction_axes;
 
+    /** Defined when LowerOptions::constant_arguments is not empty: a 1-D f32 buffer whose element
+     * i is the value of constant_values[i], an argument after the inputs. */
+    Halide::ImageParam constants;
+    std::vector<dsl::ValueId> constant_values;
+
+    /** The inputs, then `constants` when defined (Halide appends the outputs). */
     std::vector<Halide::Argument> arguments() const;
     Halide::Pipeline pipeline() const;
+};
+
+struct LowerOptions {
+    /** Scalar f32 constants of the group (dsl::Op::Constant members with one value) read from
+     * the argument LoweredGroup::constants instead of compiled into the code, so the kernel is
+     * the code of every group that differs from this one only in their values
+     * (compiler/KernelReuse.h decides which; only ops that read an operand as any other value
+     * may read them there). Empty: every constant is compiled in. */
+    std::vector<dsl::ValueId> constant_arguments;
 };
 
 /** Lowers the planned `group` of `g` (its kind is taken from the plan). Every call builds fresh
  * Funcs, so each schedule variant gets its own lowering. Input extents that name the same
  * symbol are constrained equal (a mismatch fails at run time with Halide's message). Throws
  * LoweringError naming the node and the reason. */
-LoweredGroup lower_group(const dsl::Graph &g, const dsl::FusionGroup &group);
+LoweredGroup lower_group(const dsl::Graph &g, const dsl::FusionGroup &group, const LowerOptions &options = {});
 
 /** Halide type a tensor of dtype `t` is stored in (f32, f16, bf16), or nullopt (integers). */
 std::optional<Halide::Type> storage_type(dsl::DType t);

@@ -17,7 +17,10 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <cmath>
+#include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 using namespace tessel;
@@ -78,6 +81,24 @@ TEST_CASE("kernel reuse: the same code is found across value and symbol names; a
     CHECK(r.same_code_as[c] == a);
     CHECK(r.same_code_as[d] == a);  // N for M: symbols are numbered, not named
     CHECK(r.distinct == 2);
+    for (const auto &constants : r.lifted) CHECK(constants.empty());  // no lifting asked for
+
+    // Constants as an argument: b is a's code with its own constants (2.0 -> 3.0, and 1.0), so
+    // is every exact alias of a; not when a kernel with its constants argument would have more
+    // arguments than asked for.
+    const KernelReuse lifted = find_kernel_reuse(k.planned.graph, k.kernels, kAliasRegisterArguments);
+    CHECK(lifted.distinct == 1);
+    for (size_t i : {a, b, c, d}) {
+        CHECK(lifted.same_code_as[i] == a);
+        REQUIRE(lifted.lifted[i].size() == 2);
+        CHECK(k.planned.graph.node(lifted.lifted[i][0]).op == dsl::Op::Constant);
+    }
+    const std::vector<double> b_values = {k.planned.graph.node(lifted.lifted[b][0]).attrs.value[0],
+                                          k.planned.graph.node(lifted.lifted[b][1]).attrs.value[0]};
+    CHECK(std::set<double>(b_values.begin(), b_values.end()) == std::set<double>{3.0, 1.0});
+    const KernelReuse too_many = find_kernel_reuse(k.planned.graph, k.kernels, k.kernels[a]->arguments().size());
+    CHECK(too_many.same_code_as == r.same_code_as);
+    CHECK(too_many.distinct == 2);
 
     // The same group under another schedule is other code exactly when the steps differ.
     const CompiledKernel &ka = *k.kernels[a];
@@ -104,8 +125,10 @@ TEST_CASE("tessel compile --emit lib: aliases link under their own names and com
     const std::string text = out.str();
     INFO(text);
     if (!aliases_supported(Halide::get_host_target())) return;
-    CHECK(text.find("kernel reuse: 2 of 4 groups are the code of an earlier group") != std::string::npos);
-    CHECK(text.find("2 distinct kernels") != std::string::npos);
+    // b's constants differ from a's: all four read theirs from an argument of one code.
+    CHECK(text.find("kernel reuse: 3 of 4 groups run an earlier group's code") != std::string::npos);
+    CHECK(text.find("4 pass their constants to code that reads them from an argument") != std::string::npos);
+    CHECK(text.find("compiled once: 1 distinct kernel\n") != std::string::npos);
     for (const char *phase : {"where the time went:", "fusion", "schedule selection", "library (Halide + LLVM)", "total"})
         CHECK(text.find(phase) != std::string::npos);
 
@@ -158,4 +181,122 @@ int main(void) {
     m.close();
     const std::string printed = tessel::testing::link_and_run(main.string(), o.out_dir, o.out_dir + "/layers.a", exe.string());
     CHECK(printed.find("wrong width: rc -") != std::string::npos);  // refused with Halide's error code and message
+}
+
+// Constants lifted into an argument compute what the compiled-in constants compute, bit for bit,
+// special values included; the alias's _argv and _metadata are its own.
+namespace {
+
+const char *kSpecialConstants = R"(graph special {
+  %a = input : f32[M, 19]
+  %b = input : f32[M, 19]
+  %c = input : f32[M, 19]
+  %a1 = %a * 2.0 + 1.0
+  %b1 = %b * -0.0 + inf
+  %c1 = %c * nan + -inf
+  output %a1, %b1, %c1
+}
+)";
+
+}  // namespace
+
+TEST_CASE("constants as an argument: bit for bit the compiled-in code, through the call, _argv and _metadata") {
+    if (!aliases_supported(Halide::get_host_target())) return;
+    const tessel::testing::TempDir tmp;
+    const std::string file = tmp.file("special.tsl");
+    std::ofstream(file) << kSpecialConstants;
+    GraphCompileOptions o;
+    o.file = file;
+    o.out_dir = tmp.file("out");
+    o.db = tmp.file("tuning.db");
+    o.symbols = {{"M", 3}};
+    std::ostringstream out;
+    REQUIRE(compile_graph(o, out) == 0);
+    INFO(out.str());
+    REQUIRE(out.str().find("3 pass their constants to code that reads them from an argument") != std::string::npos);
+    CHECK(!fs::exists(fs::path(o.out_dir) / "g0_a1_code.h"));  // internal: only the aliases' headers
+
+    // Every group by its name, through the call and through _argv, on awkward inputs.
+    Kernels k(kSpecialConstants, {{"M", 3}});
+    std::vector<std::string> names;
+    for (const CompiledKernel *kernel : k.kernels) names.push_back(kernel->group().name);
+    const fs::path main = fs::path(o.out_dir) / "main.c", exe = fs::path(o.out_dir) / "main";
+    std::ofstream m(main);
+    m << "#include \"HalideRuntime.h\"\n#include <stdio.h>\n#include <string.h>\n";
+    for (const std::string &n : names) m << "#include \"" << n << ".h\"\n";
+    m << R"(static halide_buffer_t buffer(float *p, halide_dimension_t *d) {
+    halide_buffer_t t; memset(&t, 0, sizeof t);
+    t.type.code = halide_type_float; t.type.bits = 32; t.type.lanes = 1;
+    t.host = (uint8_t *)p; t.dimensions = 2; t.dim = d;
+    d[0].min = 0; d[0].extent = 19; d[0].stride = 1; d[0].flags = 0;
+    d[1].min = 0; d[1].extent = 3; d[1].stride = 19; d[1].flags = 0;
+    return t;
+}
+typedef int (*kernel)(halide_buffer_t *, halide_buffer_t *);
+typedef int (*kernel_argv)(void **);
+typedef const struct halide_filter_metadata_t *(*kernel_metadata)(void);
+)";
+    auto list = [&](const std::string &suffix) {
+        std::string s;
+        for (size_t i = 0; i < names.size(); i++) s += (i ? ", " : "") + names[i] + suffix;
+        return s;
+    };
+    m << "static const char *names[3] = {\"" << names[0] << "\", \"" << names[1] << "\", \"" << names[2] << "\"};\n"
+      << "static kernel k[3] = {" << list("") << "};\nstatic kernel_argv kv[3] = {" << list("_argv")
+      << "};\nstatic kernel_metadata km[3] = {" << list("_metadata") << "};\n";
+    m << R"(int main(void) {
+    static float in[3 * 19], y[3 * 19], y_argv[3 * 19];
+    halide_dimension_t d[3][2];
+    tessel_install_error_recorder();
+    FILE *f = fopen("inputs.bin", "rb");
+    if (!f || fread(in, sizeof in, 1, f) != 1) { printf("cannot read inputs.bin\n"); return 1; }
+    fclose(f);
+    f = fopen("outputs.bin", "wb");
+    for (int g = 0; g < 3; g++) {
+        halide_buffer_t x = buffer(in, d[0]), out = buffer(y, d[1]), out_argv = buffer(y_argv, d[2]);
+        void *args[2] = {&x, &out_argv};
+        if (k[g](&x, &out) != 0 || kv[g](args) != 0) { printf("group %d failed: %s\n", g, tessel_last_error()); return 1; }
+        if (memcmp(y, y_argv, sizeof y) != 0) { printf("group %d: _argv differs from the call\n", g); return 1; }
+        const struct halide_filter_metadata_t *md = km[g]();
+        if (strcmp(md->name, names[g]) != 0 || md->num_arguments != 2 || md->arguments[0].kind != halide_argument_kind_input_buffer ||
+            md->arguments[1].kind != halide_argument_kind_output_buffer || md->arguments[0].dimensions != 2) {
+            printf("group %d: metadata names %s with %d arguments\n", g, md->name, md->num_arguments);
+            return 1;
+        }
+        fwrite(y, sizeof y, 1, f);
+    }
+    fclose(f);
+    return 0;
+}
+)";
+    m.close();
+    // Awkward inputs, the same bits for the program and the JIT: zeros of both signs, infinities,
+    // NaN, a subnormal, large values.
+    Halide::Buffer<float> x(19, 3);
+    const float special[8] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-40f, -3.5f, 1e30f};
+    for (int i = 0; i < 3 * 19; i++) x.data()[i] = i < 8 ? special[i] : 0.37f * (float)(i % 11) - 1.5f;
+    std::ofstream(fs::path(o.out_dir) / "inputs.bin", std::ios::binary)
+        .write(reinterpret_cast<const char *>(x.data()), 3 * 19 * sizeof(float));
+    const fs::path cwd = fs::current_path();
+    fs::current_path(o.out_dir);
+    tessel::testing::link_and_run(main.string(), o.out_dir, o.out_dir + "/special.a", exe.string());
+    fs::current_path(cwd);
+
+    // The same groups JIT-compiled with their constants in the code: the same bits.
+    std::ifstream bin(fs::path(o.out_dir) / "outputs.bin", std::ios::binary);
+    for (size_t g = 0; g < k.kernels.size(); g++) {
+        const CompiledKernel jit(k.planned.graph, k.kernels[g]->group(), k.kernels[g]->schedule(), Halide::get_host_target());
+        Halide::Buffer<float> y(19, 3), lifted(19, 3);
+        jit.run({x.raw_buffer(), y.raw_buffer()});
+        bin.read(reinterpret_cast<char *>(lifted.data()), 3 * 19 * sizeof(float));
+        REQUIRE(bin);
+        INFO("group " << k.kernels[g]->group().name);
+        for (int i = 0; i < 3 * 19; i++) {
+            uint32_t want, got;
+            std::memcpy(&want, &y.data()[i], 4);
+            std::memcpy(&got, &lifted.data()[i], 4);
+            INFO("element " << i << ": x " << x.data()[i] << ", compiled in " << y.data()[i] << ", lifted " << lifted.data()[i]);
+            CHECK(want == got);
+        }
+    }
 }
