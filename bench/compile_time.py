@@ -34,7 +34,7 @@ def main():
                     continue
                 groups = int(re.search(r"fusion plan for graph \w+: (\d+) group", out).group(1))
                 ops = sum(int(m) for m in re.findall(r"^group \d+ \S+ \([^,()]+, (\d+) ops\)", out, re.M))
-                reuse = re.search(r"compiled once: (\d+) distinct kernels", out)
+                reuse = re.search(r"compiled once: (\d+) distinct kernels?", out)
                 kernels = int(reuse.group(1)) if reuse else groups
                 phases = re.findall(r"^  (.+?)\s+([0-9.]+) s  \(", out, re.M)
                 top = sorted(phases, key=lambda p: -float(p[1]))[:3]
