@@ -1,6 +1,8 @@
 # Generates the graphs of docs/results/compile_time_intel.txt: python3 bench/compile_time_graphs.py {chain|fan|nest|square} N
 #   chain N: N steps of %v = %v * 0.5 + %x (2N ops, one dependence chain)
 #   fan N:   N/10 independent chains of 10 ops from one input (N/10 groups: the per-group cost)
+#   distinct N: as fan, but no two chains apply the same ops (chain c's step i: one of + - * max min
+#            by c's base-5 digit i): every group is other code, the worst case for kernel reuse
 #   nest N:  a balanced tree of adds over N/2 scaled copies of the input (N ops)
 #   square N: %v = %v * %v chained (a value read twice per op)
 import sys
@@ -14,6 +16,15 @@ def fan(n, depth=10):
     for c in range(chains):
         L.append(f"  %c{c}_0 = %x + {c}.0")
         for i in range(1,depth): L.append(f"  %c{c}_{i} = %c{c}_{i-1} * %x")
+    L.append("  output " + ", ".join(f"%c{c}_{depth-1}" for c in range(chains))); return L
+def distinct(n, depth=10):
+    chains=max(1,n//depth)
+    steps=["{} + %x","{} - %x","{} * %x","max({}, %x)","min({}, %x)"]
+    L=["graph distinct {","  %x = input : f32[M, 64]"]
+    for c in range(chains):
+        L.append(f"  %c{c}_0 = %x + 1.0")
+        for i in range(1,depth):
+            L.append(f"  %c{c}_{i} = " + steps[(c // 5**(i-1)) % 5].format(f"%c{c}_{i-1}"))
     L.append("  output " + ", ".join(f"%c{c}_{depth-1}" for c in range(chains))); return L
 def nest(n):
     # a balanced tree of adds over n leaves computed from x: deep nesting of reused values
@@ -33,4 +44,4 @@ def square(n):
     for i in range(1,n): L.append(f"  %v{i} = %v{i-1} * %v{i-1}")
     L.append(f"  output %v{n-1}"); return L
 kind,n=sys.argv[1],int(sys.argv[2])
-print("\n".join({"chain":chain,"fan":fan,"nest":nest,"square":square}[kind](n))+"\n}")
+print("\n".join({"chain":chain,"fan":fan,"distinct":distinct,"nest":nest,"square":square}[kind](n))+"\n}")

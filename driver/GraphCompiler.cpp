@@ -250,7 +250,8 @@ int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
         const AotLibrary lib =
             times.time("library (Halide + LLVM)", [&] { return compile_aot_library(functions, target, base, o.out_dir, deadline); });
         for (const auto &f : lib.written) out << "wrote " << f.string() << "\n";
-        for (size_t i : lib.not_compiled) not_compiled.push_back(functions[i].name);
+        for (size_t i : lib.not_compiled)  // the groups' functions; internal code is not one
+            if (!functions[i].internal) not_compiled.push_back(functions[i].name);
     }
     bool ptx_ok = true;
     const SteadyClock::time_point files_start = SteadyClock::now();
