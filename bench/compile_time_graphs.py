@@ -22,7 +22,7 @@ def distinct(n, depth=10):
     steps=["{} + %x","{} - %x","{} * %x","max({}, %x)","min({}, %x)"]
     L=["graph distinct {","  %x = input : f32[M, 64]"]
     for c in range(chains):
-        L.append(f"  %c{c}_0 = %x + 1.0")
+        L.append(f"  %c{c}_0 = %x * {c + 2}.0")  # its own first value: no prefix shared through CSE
         for i in range(1,depth):
             L.append(f"  %c{c}_{i} = " + steps[(c // 5**(i-1)) % 5].format(f"%c{c}_{i-1}"))
     L.append("  output " + ", ".join(f"%c{c}_{depth-1}" for c in range(chains))); return L

@@ -271,15 +271,14 @@ std::vector<KernelAlias> write_alias_headers(const std::vector<AotFunction> &fun
 
 }  // namespace
 
-AotLibrary compile_aot_library(const std::vector<AotFunction> &functions, const Halide::Target &target,
-                               const std::string &library, const fs::path &dir,
+AotLibrary compile_aot_objects(const std::vector<AotFunction> &functions, const Halide::Target &target, const fs::path &dir,
+                               const fs::path &work, const std::string &prefix,
                                std::optional<std::chrono::steady_clock::time_point> deadline, int threads) {
     for (const AotFunction &f : functions)
         if (!f.same_code_as.empty() && !aliases_supported(target))
             throw CompileError("function '" + f.name + "' is an alias, and " + target.to_string() +
                                " code cannot take aliases (x86-64 only)");
     fs::create_directories(dir);
-    const fs::path work = dir / (library + ".objects");
     fs::create_directories(work);
     const Halide::Target without_runtime = target.with_feature(Halide::Target::NoRuntime);
     const size_t chunks = (functions.size() + kAotChunkFunctions - 1) / kAotChunkFunctions;
@@ -319,9 +318,14 @@ AotLibrary compile_aot_library(const std::vector<AotFunction> &functions, const 
                     if (!f.internal) chunk.headers.push_back(h);
                 }
                 if (modules.empty()) continue;
-                chunk.object = work / ("functions" + std::to_string(c) + ".o");
-                with_halide_errors("compiling the library '" + library + "' for " + target.to_string(), [&] {
-                    Halide::link_modules(library, modules).compile({{Halide::OutputFileType::object, chunk.object.string()}});
+                chunk.object = work / (prefix + "functions" + std::to_string(c) + ".o");
+                with_halide_errors("compiling the functions for " + target.to_string(), [&] {
+                    Halide::Module linked = Halide::link_modules(prefix + "functions" + std::to_string(c), modules);
+                    // link_modules drops the flag: without it LLVM compiles strict_float code (IEEE
+                    // special values, the causal mask's -inf) under fast-math flags.
+                    linked.set_any_strict_float(std::any_of(modules.begin(), modules.end(),
+                                                            [](const Halide::Module &m) { return m.any_strict_float(); }));
+                    linked.compile({{Halide::OutputFileType::object, chunk.object.string()}});
                     return 0;
                 });
             } catch (...) {
@@ -336,21 +340,33 @@ AotLibrary compile_aot_library(const std::vector<AotFunction> &functions, const 
     for (std::thread &t : pool) t.join();
 
     AotLibrary result;
-    std::vector<std::string> archive = {"ar", "rcs", (dir / (library + ".a")).string()};
     for (const Chunk &chunk : done) {
-        if (chunk.error) {
-            std::error_code ignored;
-            fs::remove_all(work, ignored);
-            std::rethrow_exception(chunk.error);
-        }
+        if (chunk.error) std::rethrow_exception(chunk.error);
         result.written.insert(result.written.end(), chunk.headers.begin(), chunk.headers.end());
         result.not_compiled.insert(result.not_compiled.end(), chunk.skipped.begin(), chunk.skipped.end());
-        if (!chunk.object.empty()) archive.push_back(chunk.object.string());
+        if (!chunk.object.empty()) result.objects.push_back(chunk.object);
     }
     if (const std::vector<KernelAlias> aliases =
             write_alias_headers(functions, arguments, without_runtime.to_string(), result, dir);
         !aliases.empty())
-        archive.push_back(assemble_alias_thunks(aliases, work).string());
+        result.objects.push_back(assemble_alias_thunks(aliases, work, prefix + "aliases"));
+    return result;
+}
+
+AotLibrary compile_aot_library(const std::vector<AotFunction> &functions, const Halide::Target &target,
+                               const std::string &library, const fs::path &dir,
+                               std::optional<std::chrono::steady_clock::time_point> deadline, int threads) {
+    const fs::path work = dir / (library + ".objects");
+    AotLibrary result;
+    try {
+        result = compile_aot_objects(functions, target, dir, work, "", deadline, threads);
+    } catch (...) {
+        std::error_code ignored;
+        fs::remove_all(work, ignored);
+        throw;
+    }
+    std::vector<std::string> archive = {"ar", "rcs", (dir / (library + ".a")).string()};
+    for (const fs::path &o : result.objects) archive.push_back(o.string());
     const fs::path runtime = work / "halide_runtime.o";
     with_halide_errors("compiling the Halide runtime for " + target.to_string(), [&] {
         Halide::compile_standalone_runtime(runtime.string(), target.without_feature(Halide::Target::NoRuntime));
@@ -361,6 +377,7 @@ AotLibrary compile_aot_library(const std::vector<AotFunction> &functions, const 
     if (const SubprocessResult r = run_subprocess(archive); !r.ok())
         throw CompileError("archiving the library failed: " + format_command(archive) + "\n" + r.output);
     fs::remove_all(work);
+    result.objects.clear();
     result.written.push_back(archive[2]);
     return result;
 }

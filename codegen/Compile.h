@@ -92,8 +92,9 @@ struct AotFunction {
 };
 
 struct AotLibrary {
-    std::vector<std::filesystem::path> written;  ///< headers, then the library
+    std::vector<std::filesystem::path> written;  ///< headers, then the library (compile_aot_objects: headers only)
     std::vector<size_t> not_compiled;            ///< indices of the functions the deadline left out
+    std::vector<std::filesystem::path> objects;  ///< compile_aot_objects: the objects to archive
 };
 
 /** Functions lowered and linked into one LLVM module per this many: a module's fixed cost in
@@ -112,6 +113,14 @@ constexpr size_t kAotChunkFunctions = 32;
 AotLibrary compile_aot_library(const std::vector<AotFunction> &functions, const Halide::Target &target,
                                const std::string &library, const std::filesystem::path &dir,
                                std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt, int threads = 0);
+
+/** compile_aot_library's functions without a runtime or an archive: objects (the chunks', the
+ * aliases') in `work`, named `<prefix>...`, so that objects for several targets can share one
+ * archive; headers in `dir`. */
+AotLibrary compile_aot_objects(const std::vector<AotFunction> &functions, const Halide::Target &target,
+                               const std::filesystem::path &dir, const std::filesystem::path &work, const std::string &prefix,
+                               std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt,
+                               int threads = 0);
 
 /** The PTX Halide generates for the GPU kernels of a CUDA pipeline. */
 std::string generate_ptx(const Halide::Pipeline &pipeline, const std::vector<Halide::Argument> &args,

@@ -212,8 +212,8 @@ std::string alias_header(const std::string &code_header, const KernelAlias &alia
     return out;
 }
 
-fs::path assemble_alias_thunks(const std::vector<KernelAlias> &aliases, const fs::path &work) {
-    const fs::path source = work / "aliases.s", object = work / "aliases.o";
+fs::path assemble_alias_thunks(const std::vector<KernelAlias> &aliases, const fs::path &work, const std::string &name) {
+    const fs::path source = work / (name + ".s"), object = work / (name + ".o");
     {
         std::ofstream s(source);
         for (size_t i = 0; i < aliases.size(); i++) {

@@ -49,9 +49,11 @@ bool aliases_supported(const Halide::Target &target);
  * the alias runs. Throws CompileError when the header does not declare that argument. */
 std::string alias_header(const std::string &code_header, const KernelAlias &alias);
 
-/** Writes the thunks and metadata of every alias as assembly in `work` and assembles them into
- * one object; returns its path. Throws CompileError when an alias's arguments are not all
- * buffers or do not fit in registers, or with the assembler's output when it fails. */
-std::filesystem::path assemble_alias_thunks(const std::vector<KernelAlias> &aliases, const std::filesystem::path &work);
+/** Writes the thunks and metadata of every alias as assembly `<name>.s` in `work` and assembles
+ * them into one object `<name>.o`; returns its path. Throws CompileError when an alias's
+ * arguments are not all buffers or do not fit in registers, or with the assembler's output when
+ * it fails. */
+std::filesystem::path assemble_alias_thunks(const std::vector<KernelAlias> &aliases, const std::filesystem::path &work,
+                                            const std::string &name = "aliases");
 
 }  // namespace tessel

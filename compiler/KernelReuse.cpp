@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "autoscheduler/TuningKey.h"
+#include "codegen/KernelAliases.h"
 #include "schedules/ScheduleJson.h"
 
 namespace tessel {
@@ -132,6 +133,48 @@ KernelReuse find_kernel_reuse(const dsl::Graph &g, const std::vector<const Compi
         r.distinct += code_of[e] == i;
     }
     return r;
+}
+
+std::vector<AotFunction> library_functions(const dsl::Graph &g, const std::vector<const CompiledKernel *> &kernels,
+                                           const Halide::Target &target, const std::string &suffix, std::ostream &out) {
+    const KernelReuse reuse = aliases_supported(target) ? find_kernel_reuse(g, kernels, kAliasRegisterArguments) : KernelReuse{};
+    auto lifted = [&](size_t i) { return !reuse.lifted.empty() && !reuse.lifted[i].empty(); };
+    auto base = [&](size_t i) { return kernels[i]->group().name + suffix; };
+    auto code_name = [&](size_t i) { return base(i) + (lifted(i) ? "_code" : ""); };
+    std::vector<AotFunction> functions;
+    std::vector<std::string> reused;
+    size_t with_constants = 0;
+    for (size_t i = 0; i < kernels.size(); i++) {
+        const CompiledKernel &k = *kernels[i];
+        const size_t code = reuse.same_code_as.empty() ? i : reuse.same_code_as[i];
+        if (code == i && !lifted(i)) {
+            for (AotFunction &f : k.aot_functions(base(i))) functions.push_back(std::move(f));
+            continue;
+        }
+        if (code == i)
+            for (AotFunction &f : k.aot_functions(code_name(i), reuse.lifted[i])) functions.push_back(std::move(f));
+        std::vector<float> constants;
+        if (lifted(i))  // as the lowering compiles a constant in (ExprBuilder)
+            for (dsl::ValueId c : reuse.lifted[i]) constants.push_back((float)g.node(c).attrs.value[0]);
+        const CompiledKernel &same = *kernels[code];
+        for (size_t v = 0; v < k.variants().size(); v++) {
+            AotFunction alias{{}, {}, k.variant_function(v, base(i)), same.variant_function(v, code_name(code))};
+            alias.constants = constants;
+            functions.push_back(std::move(alias));
+        }
+        with_constants += !constants.empty();
+        if (code != i)
+            reused.push_back(base(i) + " runs " + code_name(code) + (constants.empty() ? "'s code" : " with its constants"));
+    }
+    if (!reused.empty() || with_constants) {
+        out << "kernel reuse: " << reused.size() << " of " << kernels.size()
+            << " groups run an earlier group's code (same structure, schedule and target";
+        if (with_constants) out << "; " << with_constants << " pass their constants to code that reads them from an argument";
+        out << "), compiled once: " << reuse.distinct << (reuse.distinct == 1 ? " distinct kernel\n" : " distinct kernels\n");
+        for (size_t i = 0; i < reused.size() && i < 10; i++) out << "  " << reused[i] << "\n";
+        if (reused.size() > 10) out << "  ... and " << reused.size() - 10 << " more\n";
+    }
+    return functions;
 }
 
 }  // namespace tessel

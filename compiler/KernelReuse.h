@@ -31,6 +31,7 @@
  */
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -66,5 +67,14 @@ struct KernelReuse {
 /** `max_arguments_with_constants` 0: no constants are lifted. */
 KernelReuse find_kernel_reuse(const dsl::Graph &g, const std::vector<const CompiledKernel *> &kernels,
                               size_t max_arguments_with_constants = 0);
+
+/** The functions of a library of `kernels`, each group's named `<group name><suffix>`
+ * (CompiledKernel::variant_function): every variant of each distinct kernel, and for a group
+ * whose kernel is an earlier group's code, aliases of that code's variants (x86-64 targets;
+ * codegen/KernelAliases.h). Code whose constants are an argument is compiled once, internal,
+ * under its first group's name + "_code"; every group of it is an alias passing its own
+ * constants. Says on `out` which groups run other code. */
+std::vector<AotFunction> library_functions(const dsl::Graph &g, const std::vector<const CompiledKernel *> &kernels,
+                                           const Halide::Target &target, const std::string &suffix, std::ostream &out);
 
 }  // namespace tessel

@@ -5,7 +5,6 @@
 
 #include "autoscheduler/PostgresKernelStore.h"
 #include "codegen/Compile.h"
-#include "codegen/KernelAliases.h"
 #include "codegen/KernelCache.h"
 #include "codegen/Ptxas.h"
 #include "compiler/KernelReuse.h"
@@ -118,58 +117,6 @@ void check_donated(const dsl::Graph &g, const std::set<std::string> &donated) {
     }
 }
 
-/** The functions of the library: every variant of each distinct kernel, and for a group whose
- * kernel is an earlier group's code (compiler/KernelReuse.h), aliases of that code's variants
- * (x86-64 targets; codegen/KernelAliases.h). Code whose constants are an argument is compiled
- * once, internal, under the first group's name + "_code"; every group of it is an alias passing
- * its own constants. Says which groups were reused. */
-std::vector<AotFunction> library_functions(const dsl::Graph &g, const CompiledGraph &program, const Halide::Target &target,
-                                           PhaseTimes &times, std::ostream &out) {
-    std::vector<const CompiledKernel *> kernels;
-    for (const auto &cg : program.groups()) kernels.push_back(cg.kernel.get());
-    const KernelReuse reuse = times.time("kernel reuse", [&] {
-        return aliases_supported(target) ? find_kernel_reuse(g, kernels, kAliasRegisterArguments) : KernelReuse{};
-    });
-    auto lifted = [&](size_t i) { return !reuse.lifted.empty() && !reuse.lifted[i].empty(); };
-    auto code_name = [&](size_t i) { return kernels[i]->group().name + (lifted(i) ? "_code" : ""); };
-    std::vector<AotFunction> functions;
-    std::vector<std::string> reused;
-    size_t with_constants = 0;
-    for (size_t i = 0; i < kernels.size(); i++) {
-        const CompiledKernel &k = *kernels[i];
-        const size_t code = reuse.same_code_as.empty() ? i : reuse.same_code_as[i];
-        if (code == i && !lifted(i)) {
-            for (AotFunction &f : k.aot_functions(k.group().name)) functions.push_back(std::move(f));
-            continue;
-        }
-        if (code == i)
-            for (AotFunction &f : k.aot_functions(code_name(i), reuse.lifted[i])) functions.push_back(std::move(f));
-        std::vector<float> constants;
-        if (lifted(i))
-            for (dsl::ValueId c : reuse.lifted[i]) constants.push_back((float)g.node(c).attrs.value[0]);
-        const CompiledKernel &same = *kernels[code];
-        for (size_t v = 0; v < k.variants().size(); v++) {
-            AotFunction alias{{}, {}, k.variant_function(v, k.group().name), same.variant_function(v, code_name(code))};
-            alias.constants = constants;
-            functions.push_back(std::move(alias));
-        }
-        with_constants += !constants.empty();
-        if (code != i)
-            reused.push_back(k.group().name + " runs " + code_name(code) + (constants.empty() ? "" : " with its constants") +
-                             (lifted(code) ? "" : "'s code"));
-    }
-    if (!reused.empty() || with_constants) {
-        out << "kernel reuse: " << reused.size() << " of " << kernels.size()
-            << " groups run an earlier group's code (same structure, schedule and target";
-        if (with_constants)
-            out << "; " << with_constants << " pass their constants to code that reads them from an argument";
-        out << "), compiled once: " << reuse.distinct << (reuse.distinct == 1 ? " distinct kernel\n" : " distinct kernels\n");
-        for (size_t i = 0; i < reused.size() && i < 10; i++) out << "  " << reused[i] << "\n";
-        if (reused.size() > 10) out << "  ... and " << reused.size() - 10 << " more\n";
-    }
-    return functions;
-}
-
 }  // namespace
 
 int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
@@ -246,7 +193,10 @@ int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
     }
     std::vector<std::string> not_compiled;  // what the budget left out
     if (o.emit.count("lib")) {
-        const std::vector<AotFunction> functions = library_functions(p.graph, program, target, times, out);
+        std::vector<const CompiledKernel *> kernels;
+        for (const auto &cg : program.groups()) kernels.push_back(cg.kernel.get());
+        const std::vector<AotFunction> functions =
+            times.time("kernel reuse", [&] { return library_functions(p.graph, kernels, target, "", out); });
         const AotLibrary lib =
             times.time("library (Halide + LLVM)", [&] { return compile_aot_library(functions, target, base, o.out_dir, deadline); });
         for (const auto &f : lib.written) out << "wrote " << f.string() << "\n";

@@ -4,6 +4,7 @@
 #include "driver/KernelLibrary.h"
 
 #include "codegen/Compile.h"
+#include "compiler/KernelReuse.h"
 #include "compiler/Plan.h"
 #include "driver/LibrarySpecialization.h"
 #include "driver/LibraryTables.h"
@@ -178,16 +179,21 @@ int write_kernel_library(const KernelLibraryOptions &o, std::ostream &out) {
     fs::create_directories(work);
     if (!profile.empty()) std::ofstream(dir / (name + ".plan.txt")) << plan_report.str();
     std::vector<fs::path> objects;
-    for (size_t ti = 0; ti < kernels.size(); ti++)
-        for (size_t gi = 0; gi < kernels[ti].program->groups().size(); gi++) {
-            const auto &t = kernels[ti];
+    for (size_t ti = 0; ti < kernels.size(); ti++) {
+        // Each target's kernels as one set of functions: chunked modules compiled in parallel,
+        // each distinct kernel once (compiler/KernelReuse.h); headers beside the generated entry.
+        const auto &t = kernels[ti];
+        std::vector<const CompiledKernel *> group_kernels;
+        for (size_t gi = 0; gi < t.program->groups().size(); gi++) {
             const CompiledGraph::Group &cg = t.program->groups()[gi];
             out << "group " << cg.kernel->group().name << " [" << dsl::to_string(cg.kernel->group().kind) << "] for " << t.suffix
                 << ": " << choices[ti][gi].label() << ", " << cg.kernel->variants().size() << " variant(s)\n";
-            for (const auto &f :
-                 cg.kernel->write_files(work, cg.kernel->group().name + "_" + t.suffix, {AotOutput::Object, AotOutput::Header}))
-                if (f.extension() == ".o") objects.push_back(f);
+            group_kernels.push_back(cg.kernel.get());
         }
+        const std::vector<AotFunction> functions = library_functions(g, group_kernels, targets[ti], "_" + t.suffix, out);
+        const AotLibrary compiled = compile_aot_objects(functions, targets[ti], work, work, t.suffix + "_");
+        objects.insert(objects.end(), compiled.objects.begin(), compiled.objects.end());
+    }
     // One runtime, for the least capable target, so that it runs wherever any target does.
     objects.push_back(work / "halide_runtime.o");
     Halide::compile_standalone_runtime(objects.back().string(), targets.back().without_feature(Halide::Target::NoRuntime));

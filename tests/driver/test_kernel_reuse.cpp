@@ -69,6 +69,21 @@ struct Kernels {
     }
 };
 
+/** `tessel compile --emit lib` of `text` into tmp/out: the options used and what it printed. */
+std::pair<GraphCompileOptions, std::string> compile_library(const tessel::testing::TempDir &tmp, const std::string &text,
+                                                            const std::map<std::string, int64_t> &sizes, bool time_report = false) {
+    GraphCompileOptions o;
+    o.file = tmp.file("graph.tsl");
+    std::ofstream(o.file) << text;
+    o.out_dir = tmp.file("out");
+    o.db = tmp.file("tuning.db");
+    o.symbols = sizes;
+    o.time_report = time_report;
+    std::ostringstream out;
+    REQUIRE(compile_graph(o, out) == 0);
+    return {o, out.str()};
+}
+
 }  // namespace
 
 TEST_CASE("kernel reuse: the same code is found across value and symbol names; a constant or a schedule apart is not") {
@@ -112,17 +127,7 @@ TEST_CASE("kernel reuse: the same code is found across value and symbol names; a
 
 TEST_CASE("tessel compile --emit lib: aliases link under their own names and compute their own inputs") {
     const tessel::testing::TempDir tmp;
-    const std::string file = tmp.file("layers.tsl");
-    std::ofstream(file) << kLayers;
-    GraphCompileOptions o;
-    o.file = file;
-    o.out_dir = tmp.file("out");
-    o.db = tmp.file("tuning.db");
-    o.symbols = {{"M", 5}, {"N", 5}};
-    o.time_report = true;
-    std::ostringstream out;
-    REQUIRE(compile_graph(o, out) == 0);
-    const std::string text = out.str();
+    const auto [o, text] = compile_library(tmp, kLayers, {{"M", 5}, {"N", 5}}, true);
     INFO(text);
     if (!aliases_supported(Halide::get_host_target())) return;
     // b's constants differ from a's: all four read theirs from an argument of one code.
@@ -203,17 +208,9 @@ const char *kSpecialConstants = R"(graph special {
 TEST_CASE("constants as an argument: bit for bit the compiled-in code, through the call, _argv and _metadata") {
     if (!aliases_supported(Halide::get_host_target())) return;
     const tessel::testing::TempDir tmp;
-    const std::string file = tmp.file("special.tsl");
-    std::ofstream(file) << kSpecialConstants;
-    GraphCompileOptions o;
-    o.file = file;
-    o.out_dir = tmp.file("out");
-    o.db = tmp.file("tuning.db");
-    o.symbols = {{"M", 3}};
-    std::ostringstream out;
-    REQUIRE(compile_graph(o, out) == 0);
-    INFO(out.str());
-    REQUIRE(out.str().find("3 pass their constants to code that reads them from an argument") != std::string::npos);
+    const auto [o, text] = compile_library(tmp, kSpecialConstants, {{"M", 3}});
+    INFO(text);
+    REQUIRE(text.find("3 pass their constants to code that reads them from an argument") != std::string::npos);
     CHECK(!fs::exists(fs::path(o.out_dir) / "g0_a1_code.h"));  // internal: only the aliases' headers
 
     // Every group by its name, through the call and through _argv, on awkward inputs.
@@ -299,4 +296,56 @@ typedef const struct halide_filter_metadata_t *(*kernel_metadata)(void);
             CHECK(want == got);
         }
     }
+}
+
+// Functions linked into one module keep Halide's strict_float: x - x at x = inf is NaN, and
+// 0 * x at x = NaN is NaN (under fast-math flags LLVM folds both to 0). Two groups of different
+// code, so the chunk links two modules.
+TEST_CASE("tessel compile --emit lib: linked functions keep IEEE special values (strict_float survives linking)") {
+    const tessel::testing::TempDir tmp;
+    const char *graph = R"(graph ieee {
+  %a = input : f32[M, 8]
+  %b = input : f32[M, 8]
+  %d = %a - %a
+  %z = exp(%b) * 0.0
+  output %d, %z
+}
+)";
+    const auto [o, text] = compile_library(tmp, graph, {{"M", 2}});
+    INFO(text);
+    Kernels k(graph, {{"M", 2}});
+    REQUIRE(k.kernels.size() == 2);
+    const fs::path main = fs::path(o.out_dir) / "main.c", exe = fs::path(o.out_dir) / "main";
+    std::ofstream m(main);
+    m << "#include \"HalideRuntime.h\"\n#include <math.h>\n#include <stdio.h>\n#include <string.h>\n";
+    for (const CompiledKernel *kernel : k.kernels) m << "#include \"" << kernel->group().name << ".h\"\n";
+    m << "typedef int (*kernel)(halide_buffer_t *, halide_buffer_t *);\nstatic kernel k[2] = {" << k.kernels[0]->group().name
+      << ", " << k.kernels[1]->group().name << "};\n";
+    m << R"(int main(void) {
+    static float in[16], y[16];
+    halide_dimension_t d[2][2];
+    halide_buffer_t b[2];
+    for (int i = 0; i < 16; i++) in[i] = i % 2 ? INFINITY : NAN;
+    tessel_install_error_recorder();
+    for (int g = 0; g < 2; g++) {
+        for (int j = 0; j < 2; j++) {
+            memset(&b[j], 0, sizeof b[j]);
+            b[j].type.code = halide_type_float; b[j].type.bits = 32; b[j].type.lanes = 1;
+            b[j].host = (uint8_t *)(j ? y : in); b[j].dimensions = 2; b[j].dim = d[j];
+            d[j][0].min = 0; d[j][0].extent = 8; d[j][0].stride = 1; d[j][0].flags = 0;
+            d[j][1].min = 0; d[j][1].extent = 2; d[j][1].stride = 8; d[j][1].flags = 0;
+        }
+        if (k[g](&b[0], &b[1]) != 0) { printf("failed: %s\n", tessel_last_error()); return 1; }
+        int nan = 0;
+        for (int i = 0; i < 16; i++) nan += isnan(y[i]) != 0;
+        printf("group %d: %d of 16 NaN\n", g, nan);
+    }
+    return 0;
+}
+)";
+    m.close();
+    const std::string printed = tessel::testing::link_and_run(main.string(), o.out_dir, o.out_dir + "/ieee.a", exe.string());
+    // inf - inf and NaN - NaN are NaN; exp(inf) * 0 and exp(NaN) * 0 are NaN.
+    CHECK(printed.find("group 0: 16 of 16 NaN") != std::string::npos);
+    CHECK(printed.find("group 1: 16 of 16 NaN") != std::string::npos);
 }
