@@ -5,6 +5,7 @@
 #include "compiler/KernelReuse.h"
 #include "compiler/Plan.h"
 #include "driver/GraphCompiler.h"
+#include "driver/KernelLibrary.h"
 #include "dsl/ir/Parser.h"
 #include "lowering/CompiledGraph.h"
 #include "lowering/ScheduleGroup.h"
@@ -281,6 +282,7 @@ typedef const struct halide_filter_metadata_t *(*kernel_metadata)(void);
 
     // The same groups JIT-compiled with their constants in the code: the same bits.
     std::ifstream bin(fs::path(o.out_dir) / "outputs.bin", std::ios::binary);
+    std::vector<std::vector<float>> jit_outputs;
     for (size_t g = 0; g < k.kernels.size(); g++) {
         const CompiledKernel jit(k.planned.graph, k.kernels[g]->group(), k.kernels[g]->schedule(), Halide::get_host_target());
         Halide::Buffer<float> y(19, 3), lifted(19, 3);
@@ -295,6 +297,64 @@ typedef const struct halide_filter_metadata_t *(*kernel_metadata)(void);
             INFO("element " << i << ": x " << x.data()[i] << ", compiled in " << y.data()[i] << ", lifted " << lifted.data()[i]);
             CHECK(want == got);
         }
+        jit_outputs.push_back(std::vector<float>(y.data(), y.data() + 3 * 19));
+    }
+
+    // `tessel lib` shares the code the same way; its entry calls each group's _argv thunk.
+    KernelLibraryOptions lib;
+    lib.file = o.file;
+    lib.out_dir = tmp.file("lib");
+    lib.db = o.db;
+    lib.symbols = o.symbols;
+    std::ostringstream log;
+    REQUIRE(write_kernel_library(lib, log) == 0);
+    INFO(log.str());
+    CHECK(log.str().find("3 pass their constants to code that reads them from an argument") != std::string::npos);
+    const fs::path consumer = fs::path(lib.out_dir) / "consumer.c";
+    std::ofstream(consumer) << R"(#include "special.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+static float in[3 * 19], y[3][3 * 19];
+static halide_dimension_t d[6][2];
+static halide_buffer_t b[6];
+int main(void) {
+    FILE *f = fopen("inputs.bin", "rb");
+    if (!f || fread(in, sizeof in, 1, f) != 1) return 1;
+    fclose(f);
+    for (int j = 0; j < 6; j++) {
+        memset(&b[j], 0, sizeof b[j]);
+        b[j].type.code = halide_type_float; b[j].type.bits = 32; b[j].type.lanes = 1;
+        b[j].host = (uint8_t *)(j < 3 ? in : y[j - 3]); b[j].dimensions = 2; b[j].dim = d[j];
+        d[j][0].extent = 19; d[j][0].stride = 1; d[j][1].extent = 3; d[j][1].stride = 19;
+    }
+    const int64_t bytes = special_workspace_bytes(&b[0], &b[1], &b[2], &b[3], &b[4], &b[5]);
+    void *w = aligned_alloc(64, bytes > 0 ? (size_t)(bytes + 63) / 64 * 64 : 64);
+    const int rc = special(&b[0], &b[1], &b[2], &b[3], &b[4], &b[5], w, bytes);
+    if (rc != 0) { printf("rc %d: %s\n", rc, special_error()); return 1; }
+    f = fopen("library.bin", "wb");
+    fwrite(y, sizeof y, 1, f);
+    fclose(f);
+    return 0;
+}
+)";
+    fs::copy_file(fs::path(o.out_dir) / "inputs.bin", fs::path(lib.out_dir) / "inputs.bin");
+    const SubprocessResult linked =
+        run_subprocess({"cc", "-O1", consumer.string(), "-I" + lib.out_dir, lib.out_dir + "/libspecial.a", "-lgomp", "-lpthread",
+                        "-ldl", "-lm", "-o", lib.out_dir + "/consumer"},
+                       {300});
+    REQUIRE_MESSAGE(linked.ok(), linked.output);
+    const fs::path here = fs::current_path();
+    fs::current_path(lib.out_dir);
+    const SubprocessResult ran = run_subprocess({lib.out_dir + "/consumer"}, {60});
+    fs::current_path(here);
+    REQUIRE_MESSAGE(ran.ok(), ran.output);
+    std::ifstream library_bin(fs::path(lib.out_dir) / "library.bin", std::ios::binary);
+    for (const std::vector<float> &want : jit_outputs) {  // groups in output order: a1, b1, c1
+        std::vector<float> got(want.size());
+        library_bin.read(reinterpret_cast<char *>(got.data()), (std::streamsize)(got.size() * sizeof(float)));
+        REQUIRE(library_bin);
+        CHECK(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) == 0);
     }
 }
 
