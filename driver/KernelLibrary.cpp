@@ -191,7 +191,7 @@ int write_kernel_library(const KernelLibraryOptions &o, std::ostream &out) {
             group_kernels.push_back(cg.kernel.get());
         }
         const std::vector<AotFunction> functions = library_functions(g, group_kernels, targets[ti], "_" + t.suffix, out);
-        const AotLibrary compiled = compile_aot_objects(functions, targets[ti], work, work, t.suffix + "_");
+        const AotLibrary compiled = compile_aot_objects(functions, targets[ti], work, work, "kernels_" + t.suffix + "_");
         objects.insert(objects.end(), compiled.objects.begin(), compiled.objects.end());
     }
     // One runtime, for the least capable target, so that it runs wherever any target does.
