@@ -69,6 +69,19 @@ bool reads_operand_as_any_value(dsl::Op op) {
     }
 }
 
+/** "kernel reuse: 9 of 10 groups run an earlier group's code (...), compiled once: 1 distinct
+ * kernel" and up to 10 of the `reused` lines; nothing when no group runs other code. */
+void print_kernel_reuse(std::ostream &out, size_t groups, const std::vector<std::string> &reused, size_t with_constants,
+                        size_t distinct) {
+    if (reused.empty() && !with_constants) return;
+    out << "kernel reuse: " << reused.size() << " of " << groups
+        << " groups run an earlier group's code (same structure, schedule and target";
+    if (with_constants) out << "; " << with_constants << " pass their constants to code that reads them from an argument";
+    out << "), compiled once: " << distinct << (distinct == 1 ? " distinct kernel\n" : " distinct kernels\n");
+    for (size_t i = 0; i < reused.size() && i < 10; i++) out << "  " << reused[i] << "\n";
+    if (reused.size() > 10) out << "  ... and " << reused.size() - 10 << " more\n";
+}
+
 }  // namespace
 
 std::string kernel_code_key(const dsl::Graph &g, const CompiledKernel &k) {
@@ -166,15 +179,21 @@ std::vector<AotFunction> library_functions(const dsl::Graph &g, const std::vecto
         if (code != i)
             reused.push_back(base(i) + " runs " + code_name(code) + (constants.empty() ? "'s code" : " with its constants"));
     }
-    if (!reused.empty() || with_constants) {
-        out << "kernel reuse: " << reused.size() << " of " << kernels.size()
-            << " groups run an earlier group's code (same structure, schedule and target";
-        if (with_constants) out << "; " << with_constants << " pass their constants to code that reads them from an argument";
-        out << "), compiled once: " << reuse.distinct << (reuse.distinct == 1 ? " distinct kernel\n" : " distinct kernels\n");
-        for (size_t i = 0; i < reused.size() && i < 10; i++) out << "  " << reused[i] << "\n";
-        if (reused.size() > 10) out << "  ... and " << reused.size() - 10 << " more\n";
-    }
+    print_kernel_reuse(out, kernels.size(), reused, with_constants, reuse.distinct);
     return functions;
+}
+
+KernelReuse share_kernels(const dsl::Graph &g, CompiledGraph &program, std::ostream &out) {
+    std::vector<const CompiledKernel *> kernels;
+    for (const auto &cg : program.groups()) kernels.push_back(cg.kernel.get());
+    const KernelReuse reuse = find_kernel_reuse(g, kernels);
+    program.share_kernels(reuse.same_code_as);
+    std::vector<std::string> reused;
+    for (size_t i = 0; i < kernels.size(); i++)
+        if (const size_t c = reuse.same_code_as[i]; c != i)
+            reused.push_back(kernels[i]->group().name + " runs " + kernels[c]->group().name + "'s kernel");
+    print_kernel_reuse(out, kernels.size(), reused, 0, reuse.distinct);
+    return reuse;
 }
 
 }  // namespace tessel

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "dsl/ir/Graph.h"
+#include "lowering/CompiledGraph.h"
 #include "lowering/CompiledKernel.h"
 
 namespace tessel {
@@ -76,5 +77,11 @@ KernelReuse find_kernel_reuse(const dsl::Graph &g, const std::vector<const Compi
  * constants. Says on `out` which groups run other code. */
 std::vector<AotFunction> library_functions(const dsl::Graph &g, const std::vector<const CompiledKernel *> &kernels,
                                            const Halide::Target &target, const std::string &suffix, std::ostream &out);
+
+/** Makes every group of `program` whose kernel is the same code as an earlier group's (constants
+ * compiled in: nothing is lifted) run on that kernel (CompiledGraph::share_kernels), so a JIT
+ * program compiles each distinct kernel once; says on `out` which groups run other code. Call
+ * it before the program's first run. */
+KernelReuse share_kernels(const dsl::Graph &g, CompiledGraph &program, std::ostream &out);
 
 }  // namespace tessel

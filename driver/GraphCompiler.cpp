@@ -270,8 +270,8 @@ int run_graph(const GraphRunOptions &o, std::ostream &out) {
         !note.empty())
         out << note << "\n";
     // Each kernel variant compiled when a group first needs it: the first result waits only
-    // for the variants its shapes use.
-    const CompiledGraph program(p.graph, p.fusion, target, p.chooser(), KernelBackend::JitOnFirstUse);
+    // for the variants its shapes use, and groups that are the same code share one kernel.
+    CompiledGraph program(p.graph, p.fusion, target, p.chooser(), KernelBackend::JitOnFirstUse);
     out << "graph " << p.graph.name << ": " << program.groups().size() << " fused group(s)";
     if (!p.fusion.outside_kernels.empty())
         out << ", " << p.fusion.outside_kernels.size() << " op(s) outside kernels (effects, shape code) run by the interpreter";
@@ -279,6 +279,7 @@ int run_graph(const GraphRunOptions &o, std::ostream &out) {
     for (const auto &[s, v] : ref.symbols) out << " " << s << "=" << v;
     out << "\n";
     print_groups(p, program, out);
+    share_kernels(p.graph, program, out);
 
     // The simplified graph: intermediates at their memory-plan offsets when every op is in a
     // kernel, else the interpreter runs the other ops (print, assert, state, random draws, shape
@@ -338,9 +339,11 @@ int run_graph(const GraphRunOptions &o, std::ostream &out) {
     const double t = median_seconds([&] { run_compiled(); }, 3);
     int variants = 0, used = 0, cached = 0;
     double compile = 0;
-    for (const auto &cg : program.groups()) {
-        compile += cg.kernel->compile_seconds();
-        for (const auto &v : cg.kernel->variants()) {
+    for (size_t i = 0; i < program.groups().size(); i++) {
+        if (program.groups()[i].runs_on != i) continue;  // compiled nothing: it runs an earlier group's kernel
+        const CompiledKernel &k = *program.groups()[i].kernel;
+        compile += k.compile_seconds();
+        for (const auto &v : k.variants()) {
             variants++, used += v.compiled, cached += v.from_cache;
             if (!v.cache_note.empty()) out << v.cache_note << "\n";
         }

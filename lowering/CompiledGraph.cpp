@@ -70,20 +70,47 @@ CompiledGraph::CompiledGraph(const dsl::Graph &g, const dsl::FusionPlan &plan, c
             const std::string what = "default schedule '" + fallback.name + "'";
             cg.schedule_note = cg.schedule_note.empty() ? what : "fell back to the " + what + ": " + cg.schedule_note;
         }
+        cg.runs_on = groups_.size();
         groups_.push_back(std::move(cg));
     }
 }
 
+void CompiledGraph::run_group(size_t i, const std::vector<halide_buffer_t *> &buffers) const {
+    const size_t code = groups_[i].runs_on;
+    if (code == i) return groups_[i].kernel->run(buffers);
+    try {
+        groups_[code].kernel->run(buffers);
+    } catch (const CompileError &e) {
+        throw CompileError("group '" + groups_[i].kernel->group().name + "' (on the kernel of group '" +
+                           groups_[code].kernel->group().name + "', the same code): " + e.what());
+    }
+}
+
+void CompiledGraph::share_kernels(const std::vector<size_t> &same_code_as) {
+    if (same_code_as.size() != groups_.size())
+        throw std::invalid_argument("share_kernels: " + std::to_string(same_code_as.size()) + " entries for " +
+                                    std::to_string(groups_.size()) + " groups");
+    for (size_t i = 0; i < groups_.size(); i++) {
+        const size_t c = same_code_as[i];
+        const CompiledKernel &k = *groups_[i].kernel;
+        if (c > i || same_code_as[c] != c || groups_[c].kernel->arguments().size() != k.arguments().size())
+            throw std::invalid_argument("share_kernels: group '" + k.group().name + "' cannot run on group " +
+                                        std::to_string(c) + "'s kernel (not an earlier group with its own kernel and " +
+                                        std::to_string(k.arguments().size()) + " arguments)");
+    }
+    for (size_t i = 0; i < groups_.size(); i++) groups_[i].runs_on = same_code_as[i];
+}
+
 std::vector<dsl::ExternalGroup> CompiledGraph::as_external_groups() const {
     std::vector<dsl::ExternalGroup> out;
-    for (const auto &cg : groups_) {
-        const CompiledKernel *k = cg.kernel.get();
+    for (size_t gi = 0; gi < groups_.size(); gi++) {
+        const CompiledKernel *k = groups_[gi].kernel.get();
         dsl::ExternalGroup eg;
         eg.members = k->group().nodes;
         for (const auto &a : k->arguments())
             if (a.is_output) eg.outputs.push_back(a.value);
         const dsl::Graph *g = &graph_;
-        eg.run = [k, g](const std::map<ValueId, dsl::Tensor> &values, const std::map<std::string, int64_t> &symbols) {
+        eg.run = [this, gi, k, g](const std::map<ValueId, dsl::Tensor> &values, const std::map<std::string, int64_t> &symbols) {
             std::vector<Halide::Buffer<>> buffers;
             std::vector<halide_buffer_t *> raw;
             for (const auto &a : k->arguments()) {
@@ -106,7 +133,7 @@ std::vector<dsl::ExternalGroup> CompiledGraph::as_external_groups() const {
                     buffers.push_back(tail_window(*g, k->arguments()[i].value, buffers[i], symbols));
                     raw[i] = buffers.back().raw_buffer();
                 }
-            k->run(raw);
+            run_group(gi, raw);
             std::vector<dsl::Tensor> results;
             for (size_t i = 0; i < k->arguments().size(); i++)
                 if (k->arguments()[i].is_output)
@@ -193,8 +220,8 @@ std::map<ValueId, Halide::Buffer<>> CompiledGraph::prepared_values(const std::ma
     p.key = std::move(key);
     for (ValueId v : weights_)
         p.values[v] = to_value_buffer(graph_, v, inputs.at(graph_.display_name(v)), graph_.display_name(v));
-    for (const Group &cg : groups_) {
-        const CompiledKernel &k = *cg.kernel;
+    for (size_t gi = 0; gi < groups_.size(); gi++) {
+        const CompiledKernel &k = *groups_[gi].kernel;
         if (!k.group().prepared) continue;
         std::vector<halide_buffer_t *> raw;
         for (const auto &a : k.arguments()) {
@@ -205,7 +232,7 @@ std::map<ValueId, Halide::Buffer<>> CompiledGraph::prepared_values(const std::ma
                 throw lower::LoweringError("prepared group '" + k.group().name + "' reads " + a.name + ", which is not prepared");
             raw.push_back(it->second.raw_buffer());
         }
-        k.run(raw);
+        run_group(gi, raw);
     }
     p.seconds = tessel::seconds_since(t0);
     stats.prepared_weights = true;
@@ -361,7 +388,7 @@ void CompiledGraph::execute(std::map<ValueId, Halide::Buffer<>> &storage, const 
     auto run_call = [this, &options, &stats](const Call &c) {
         const tessel::SteadyClock::time_point t0 = tessel::SteadyClock::now();
         for (const auto &[cache, result] : c.copies) Halide::Buffer<>(result).copy_from(cache);
-        groups_[c.group].kernel->run(c.buffers);
+        run_group(c.group, c.buffers);
         if (options.time_groups) stats.group_seconds[c.group] = tessel::seconds_since(t0);
     };
     // Every descriptor exists before any kernel runs (they depend on the plan, not on results).

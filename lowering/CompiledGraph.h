@@ -92,7 +92,12 @@ struct RunStats {
 class CompiledGraph {
 public:
     struct Group {
+        /** This group lowered and scheduled: its arguments, its schedule; compiled when the
+         * group runs on it (see runner()). */
         std::unique_ptr<CompiledKernel> kernel;
+        /** The group whose kernel runs this one: itself, or an earlier group whose kernel is
+         * the same code (share_kernels). */
+        size_t runs_on = 0;
         std::string schedule_note;  ///< why this schedule (e.g. fallback reason)
         /** When the chosen schedule did not apply: why (the ScheduleError naming the step), and
          * the group runs the default schedule instead. Empty otherwise. */
@@ -138,6 +143,16 @@ public:
     std::vector<dsl::ExternalGroup> as_external_groups() const;
 
     const std::vector<Group> &groups() const { return groups_; }
+    /** The kernel group `i` runs on: its own, or the earlier group's it shares. */
+    const CompiledKernel &runner(size_t i) const { return *groups_.at(groups_.at(i).runs_on).kernel; }
+
+    /** Runs group i on group same_code_as[i]'s kernel from now on: for a caller that found them
+     * the same code (compiler/KernelReuse.h: same structure, schedule, target and argument
+     * order, so the code takes the other group's buffers in its own argument order). Under
+     * JitOnFirstUse a group that runs another's kernel compiles nothing. Call it before the
+     * first run. Throws std::invalid_argument when an entry is not an earlier group that runs
+     * its own kernel with as many arguments. */
+    void share_kernels(const std::vector<size_t> &same_code_as);
 
 private:
     const dsl::Graph &graph_;
@@ -166,6 +181,8 @@ private:
                                                              const std::map<std::string, int64_t> &symbols,
                                                              RunStats &stats) const;
 
+    /** Runs group i's kernel (runner(i)) on buffers in its arguments() order. */
+    void run_group(size_t i, const std::vector<halide_buffer_t *> &buffers) const;
     /** Runs every per-call group over `storage` (inputs and prepared values in it; outputs and
      * intermediates placed by the memory plan unless already there). */
     void execute(std::map<dsl::ValueId, Halide::Buffer<>> &storage, const std::map<std::string, int64_t> &symbols,

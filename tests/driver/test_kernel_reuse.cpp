@@ -14,6 +14,7 @@
 #include "support/Subprocess.h"
 #include "tests/AotProgram.h"
 #include "tests/TempDir.h"
+#include "tests/TensorCompare.h"
 
 #include <doctest/doctest.h>
 
@@ -124,6 +125,61 @@ TEST_CASE("kernel reuse: the same code is found across value and symbol names; a
     for (auto *s : {&s1, &s2}) s->erase("name"), s->erase("description");
     CHECK((kernel_code_key(k.planned.graph, ka) == kernel_code_key(k.planned.graph, again)) == (s1 == s2));
     CHECK(kernel_code_key(k.planned.graph, ka).find("\nschedule ") != std::string::npos);
+}
+
+TEST_CASE("the JIT road: groups of the same code run on one kernel, compiled once, over their own buffers") {
+    // M != N: d runs a's kernel at other extents (the variant is picked per call).
+    const std::map<std::string, int64_t> sizes{{"M", 5}, {"N", 11}};
+    const PlannedProgram p = plan(dsl::parse(kLayers), Halide::get_host_target(), [&] {
+        PlanOptions o;
+        o.symbols = sizes;
+        return o;
+    }());
+    CompiledGraph shared(p.graph, p.fusion, Halide::get_host_target(), p.chooser(), KernelBackend::JitOnFirstUse);
+    std::ostringstream said;
+    const KernelReuse r = share_kernels(p.graph, shared, said);
+    CHECK(said.str().find("kernel reuse: 2 of 4 groups run an earlier group's code") != std::string::npos);
+    CHECK(r.distinct == 2);
+
+    dsl::RunOptions ro;
+    ro.random_missing_inputs = true;
+    ro.symbol_sizes = sizes;
+    std::map<std::string, dsl::Tensor> inputs = dsl::interpret(p.graph, {}, ro).inputs;
+    const double specials[] = {NAN, INFINITY, -INFINITY, -0.0, 0.0, 1e-40, 88.0, -1e30};
+    for (auto &[name, t] : inputs)
+        for (size_t i = 0; i < std::size(specials); i++) t.data[i * 3 % t.data.size()] = specials[i];
+    const dsl::RunResult ref = dsl::interpret(p.graph, inputs, ro);
+    const std::vector<dsl::Tensor> got = shared.run(inputs, sizes);
+
+    // Bit for bit what each group's own kernel computes.
+    const CompiledGraph own(p.graph, p.fusion, Halide::get_host_target(), p.chooser(), KernelBackend::Jit);
+    const std::vector<dsl::Tensor> expected = own.run(inputs, sizes);
+    REQUIRE(got.size() == expected.size());
+    for (size_t i = 0; i < got.size(); i++) {
+        REQUIRE(got[i].data.size() == expected[i].data.size());
+        for (size_t j = 0; j < got[i].data.size(); j++) {
+            CAPTURE(i);
+            CAPTURE(j);
+            const float x = (float)got[i].data[j], y = (float)expected[i].data[j];
+            CHECK(std::memcmp(&x, &y, sizeof x) == 0);
+        }
+    }
+    CHECK(testing::max_relative_difference(got, ref.outputs) < 1e-5);
+
+    // Only the kernels run on were compiled.
+    for (size_t i = 0; i < shared.groups().size(); i++) {
+        CAPTURE(shared.groups()[i].kernel->group().name);
+        CHECK(shared.groups()[i].runs_on == r.same_code_as[i]);
+        bool compiled = false;
+        for (const auto &v : shared.groups()[i].kernel->variants()) compiled = compiled || v.compiled;
+        CHECK(compiled == (r.same_code_as[i] == i));
+    }
+
+    // Only an earlier group with its own kernel and as many arguments can be shared.
+    CompiledGraph other(p.graph, p.fusion, Halide::get_host_target(), p.chooser(), KernelBackend::JitOnFirstUse);
+    CHECK_THROWS_AS(other.share_kernels({0, 0}), std::invalid_argument);
+    CHECK_THROWS_AS(other.share_kernels({1, 1, 2, 3}), std::invalid_argument);
+    CHECK_THROWS_AS(other.share_kernels({0, 0, 1, 3}), std::invalid_argument);
 }
 
 TEST_CASE("tessel compile --emit lib: aliases link under their own names and compute their own inputs") {
