@@ -2,8 +2,11 @@
 """Compile time of generated graphs: `tessel compile G.tsl --dim M=8 --emit lib --time-report` per
 (shape, statements), one compile at a time. Prints wall seconds, peak RSS, ms per kernel op, the
 distinct kernels compiled, and the three largest phases. The graphs are bench/compile_time_graphs.py's.
+With --command run: `tessel run G.tsl --dim M=8 --kernel-cache off` instead (the JIT road, kernels
+compiled on first use, checked against the interpreter): the first result's time after process start,
+the kernels JIT-compiled and their compile seconds.
 
-  python3 bench/compile_time.py [--tessel build/apps/tessel] [--sizes 1000,10000] [--shapes chain,fan,nest]
+  python3 bench/compile_time.py [--tessel build/apps/tessel] [--sizes 1000,10000] [--shapes chain,fan,nest] [--command run]
 """
 import argparse, os, re, subprocess, sys, tempfile, time
 
@@ -14,8 +17,12 @@ def main():
     ap.add_argument("--tessel", default=os.path.join(HERE, "..", "build", "apps", "tessel"))
     ap.add_argument("--sizes", default="1000,10000,100000")
     ap.add_argument("--shapes", default="chain,fan,nest")
+    ap.add_argument("--command", choices=["compile", "run"], default="compile")
     a = ap.parse_args()
-    print(f"{'shape':6} {'stmts':>7} {'ops':>7} {'groups':>7} {'kernels':>7} {'wall s':>8} {'ms/op':>6} {'RSS MiB':>8}  largest phases")
+    if a.command == "run":
+        print(f"{'shape':6} {'stmts':>7} {'groups':>7} {'kernels':>7} {'compiled':>8} {'compile s':>9} {'first s':>8} {'wall s':>8} {'RSS MiB':>8}")
+    else:
+        print(f"{'shape':6} {'stmts':>7} {'ops':>7} {'groups':>7} {'kernels':>7} {'wall s':>8} {'ms/op':>6} {'RSS MiB':>8}  largest phases")
     for shape in a.shapes.split(","):
         for n in [int(s) for s in a.sizes.split(",")]:
             with tempfile.TemporaryDirectory() as d:
@@ -24,6 +31,8 @@ def main():
                     subprocess.run([sys.executable, os.path.join(HERE, "compile_time_graphs.py"), shape, str(n)], stdout=f, check=True)
                 argv = [a.tessel, "compile", g, "--dim", "M=8", "--emit", "lib", "--time-report", "-o", os.path.join(d, "out"),
                         "--db", os.path.join(d, "db.sqlite")]
+                if a.command == "run":
+                    argv = [a.tessel, "run", g, "--dim", "M=8", "--kernel-cache", "off", "--db", os.path.join(d, "db.sqlite")]
                 t0 = time.monotonic()
                 p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
                 out = p.stdout.read()
@@ -31,6 +40,15 @@ def main():
                 wall = time.monotonic() - t0
                 if status != 0:
                     print(f"{shape} {n}: tessel failed ({status}):\n{out[-2000:]}")
+                    continue
+                if a.command == "run":
+                    groups = int(re.search(r"^graph \w+: (\d+) fused group", out, re.M).group(1))
+                    cold = re.search(r"first result ([0-9.]+) ms .*?(\d+) of (\d+) kernel\(s\) used: \d+ loaded from the kernel cache, "
+                                     r"(\d+) compiled; ([0-9.]+) ms", out)
+                    reuse = re.search(r"compiled once: (\d+) distinct kernels?", out)
+                    print(f"{shape:6} {n:7} {groups:7} {int(reuse.group(1)) if reuse else groups:7} {int(cold.group(4)):8} "
+                          f"{float(cold.group(5)) / 1000:9.2f} {float(cold.group(1)) / 1000:8.2f} {wall:8.2f} "
+                          f"{usage.ru_maxrss / 1024:8.0f}" + ("" if "MISMATCH" not in out else "  MISMATCH"), flush=True)
                     continue
                 groups = int(re.search(r"fusion plan for graph \w+: (\d+) group", out).group(1))
                 ops = sum(int(m) for m in re.findall(r"^group \d+ \S+ \([^,()]+, (\d+) ops\)", out, re.M))
