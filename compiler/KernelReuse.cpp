@@ -3,6 +3,7 @@
 #include "compiler/KernelReuse.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <unordered_map>
 
@@ -186,13 +187,20 @@ std::vector<AotFunction> library_functions(const dsl::Graph &g, const std::vecto
 KernelReuse share_kernels(const dsl::Graph &g, CompiledGraph &program, std::ostream &out) {
     std::vector<const CompiledKernel *> kernels;
     for (const auto &cg : program.groups()) kernels.push_back(cg.kernel.get());
-    const KernelReuse reuse = find_kernel_reuse(g, kernels);
-    program.share_kernels(reuse.same_code_as);
+    // A JIT call passes any number of arguments; lifted code is kept to CPU targets, where it is tested.
+    const bool cpu = !kernels.empty() && !kernels.front()->target().has_gpu_feature();
+    const KernelReuse reuse = find_kernel_reuse(g, kernels, cpu ? SIZE_MAX : 0);
+    program.share_kernels(reuse.same_code_as, reuse.lifted);
     std::vector<std::string> reused;
-    for (size_t i = 0; i < kernels.size(); i++)
+    size_t with_constants = 0;
+    for (size_t i = 0; i < kernels.size(); i++) {
+        const bool lifted = !reuse.lifted[i].empty();
+        with_constants += lifted;
         if (const size_t c = reuse.same_code_as[i]; c != i)
-            reused.push_back(kernels[i]->group().name + " runs " + kernels[c]->group().name + "'s kernel");
-    print_kernel_reuse(out, kernels.size(), reused, 0, reuse.distinct);
+            reused.push_back(kernels[i]->group().name + " runs " + kernels[c]->group().name +
+                             (lifted ? "'s code with its constants" : "'s kernel"));
+    }
+    print_kernel_reuse(out, kernels.size(), reused, with_constants, reuse.distinct);
     return reuse;
 }
 

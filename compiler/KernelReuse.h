@@ -78,10 +78,11 @@ KernelReuse find_kernel_reuse(const dsl::Graph &g, const std::vector<const Compi
 std::vector<AotFunction> library_functions(const dsl::Graph &g, const std::vector<const CompiledKernel *> &kernels,
                                            const Halide::Target &target, const std::string &suffix, std::ostream &out);
 
-/** Makes every group of `program` whose kernel is the same code as an earlier group's (constants
- * compiled in: nothing is lifted) run on that kernel (CompiledGraph::share_kernels), so a JIT
- * program compiles each distinct kernel once; says on `out` which groups run other code. Call
- * it before the program's first run. */
+/** Makes every group of `program` whose kernel is the same code as an earlier group's run on that
+ * kernel (CompiledGraph::share_kernels), so a JIT program compiles each distinct kernel once; on
+ * CPU targets groups that differ only in liftable constants share code that reads them from an
+ * argument, each passing its own (no limit on the arguments: a JIT call takes any number). Says
+ * on `out` which groups run other code. Call it before the program's first run. */
 KernelReuse share_kernels(const dsl::Graph &g, CompiledGraph &program, std::ostream &out);
 
 }  // namespace tessel

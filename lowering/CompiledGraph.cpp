@@ -48,7 +48,7 @@ Halide::Buffer<> tail_window(const dsl::Graph &g, ValueId v, const Halide::Buffe
 
 CompiledGraph::CompiledGraph(const dsl::Graph &g, const dsl::FusionPlan &plan, const Halide::Target &target,
                              const ScheduleChooser &choose, KernelBackend backend)
-    : graph_(g), plan_(plan) {
+    : graph_(g), plan_(plan), target_(target), backend_(backend) {
     for (ValueId v : g.order())
         if (dsl::is_weight(g, v)) weights_.push_back(v);
     for (const auto &fg : plan.groups) {
@@ -75,30 +75,64 @@ CompiledGraph::CompiledGraph(const dsl::Graph &g, const dsl::FusionPlan &plan, c
     }
 }
 
+const CompiledKernel &CompiledGraph::runner(size_t i) const {
+    const Group &code = groups_.at(groups_.at(i).runs_on);
+    return groups_[i].constants.defined() ? *code.lifted_code : *code.kernel;
+}
+
 void CompiledGraph::run_group(size_t i, const std::vector<halide_buffer_t *> &buffers) const {
-    const size_t code = groups_[i].runs_on;
-    if (code == i) return groups_[i].kernel->run(buffers);
+    const Group &cg = groups_[i];
+    if (cg.runs_on == i && !cg.constants.defined()) return cg.kernel->run(buffers);
     try {
-        groups_[code].kernel->run(buffers);
+        runner(i).run(buffers, cg.constants.defined() ? cg.constants.raw_buffer() : nullptr);
     } catch (const CompileError &e) {
-        throw CompileError("group '" + groups_[i].kernel->group().name + "' (on the kernel of group '" +
-                           groups_[code].kernel->group().name + "', the same code): " + e.what());
+        throw CompileError("group '" + cg.kernel->group().name + "' (on the kernel of group '" +
+                           groups_[cg.runs_on].kernel->group().name + "', the same code): " + e.what());
     }
 }
 
-void CompiledGraph::share_kernels(const std::vector<size_t> &same_code_as) {
-    if (same_code_as.size() != groups_.size())
-        throw std::invalid_argument("share_kernels: " + std::to_string(same_code_as.size()) + " entries for " +
-                                    std::to_string(groups_.size()) + " groups");
-    for (size_t i = 0; i < groups_.size(); i++) {
+void CompiledGraph::share_kernels(const std::vector<size_t> &same_code_as,
+                                  const std::vector<std::vector<dsl::ValueId>> &lifted) {
+    const size_t n = groups_.size();
+    if (same_code_as.size() != n || (!lifted.empty() && lifted.size() != n))
+        throw std::invalid_argument("share_kernels: " + std::to_string(same_code_as.size()) + " entries (" +
+                                    std::to_string(lifted.size()) + " lists of constants) for " + std::to_string(n) +
+                                    " groups");
+    auto constants_of = [&](size_t i) { return lifted.empty() ? std::vector<dsl::ValueId>{} : lifted[i]; };
+    for (size_t i = 0; i < n; i++) {
         const size_t c = same_code_as[i];
         const CompiledKernel &k = *groups_[i].kernel;
         if (c > i || same_code_as[c] != c || groups_[c].kernel->arguments().size() != k.arguments().size())
             throw std::invalid_argument("share_kernels: group '" + k.group().name + "' cannot run on group " +
                                         std::to_string(c) + "'s kernel (not an earlier group with its own kernel and " +
                                         std::to_string(k.arguments().size()) + " arguments)");
+        if (constants_of(i).size() != constants_of(c).size())
+            throw std::invalid_argument("share_kernels: group '" + k.group().name + "' passes " +
+                                        std::to_string(constants_of(i).size()) + " constants to code that reads " +
+                                        std::to_string(constants_of(c).size()));
+        for (dsl::ValueId v : constants_of(i)) {
+            const dsl::Node &node = graph_.node(v);
+            const auto &members = k.group().nodes;
+            if (node.op != dsl::Op::Constant || node.attrs.value.size() != 1 ||
+                std::find(members.begin(), members.end(), v) == members.end())
+                throw std::invalid_argument("share_kernels: " + graph_.display_name(v) + " is not a scalar constant of group '" +
+                                            k.group().name + "'");
+        }
     }
-    for (size_t i = 0; i < groups_.size(); i++) groups_[i].runs_on = same_code_as[i];
+    for (size_t i = 0; i < n; i++) {
+        Group &cg = groups_[i];
+        cg.runs_on = same_code_as[i];
+        cg.lifted_code.reset();
+        cg.constants = Halide::Buffer<float>();
+        const std::vector<dsl::ValueId> values = constants_of(i);
+        if (values.empty()) continue;
+        if (cg.runs_on == i)
+            cg.lifted_code = std::make_unique<CompiledKernel>(graph_, cg.kernel->group(), cg.kernel->schedule(), target_,
+                                                              backend_, std::nullopt, values);
+        cg.constants = Halide::Buffer<float>((int)values.size());
+        for (size_t j = 0; j < values.size(); j++)  // as the lowering compiles a constant in (ExprBuilder)
+            cg.constants((int)j) = (float)graph_.node(values[j]).attrs.value[0];
+    }
 }
 
 std::vector<dsl::ExternalGroup> CompiledGraph::as_external_groups() const {

@@ -98,6 +98,11 @@ public:
         /** The group whose kernel runs this one: itself, or an earlier group whose kernel is
          * the same code (share_kernels). */
         size_t runs_on = 0;
+        /** When groups share this group's code with their own constants (share_kernels): the
+         * code, this group lowered with those constants read from an argument. */
+        std::unique_ptr<CompiledKernel> lifted_code;
+        /** When this group runs lifted code: the values it passes (lifted_code's order). */
+        Halide::Buffer<float> constants;
         std::string schedule_note;  ///< why this schedule (e.g. fallback reason)
         /** When the chosen schedule did not apply: why (the ScheduleError naming the step), and
          * the group runs the default schedule instead. Empty otherwise. */
@@ -143,20 +148,26 @@ public:
     std::vector<dsl::ExternalGroup> as_external_groups() const;
 
     const std::vector<Group> &groups() const { return groups_; }
-    /** The kernel group `i` runs on: its own, or the earlier group's it shares. */
-    const CompiledKernel &runner(size_t i) const { return *groups_.at(groups_.at(i).runs_on).kernel; }
+    /** The kernel group `i` runs on: its own, the earlier group's it shares, or that group's
+     * lifted code. */
+    const CompiledKernel &runner(size_t i) const;
 
     /** Runs group i on group same_code_as[i]'s kernel from now on: for a caller that found them
      * the same code (compiler/KernelReuse.h: same structure, schedule, target and argument
-     * order, so the code takes the other group's buffers in its own argument order). Under
-     * JitOnFirstUse a group that runs another's kernel compiles nothing. Call it before the
-     * first run. Throws std::invalid_argument when an entry is not an earlier group that runs
-     * its own kernel with as many arguments. */
-    void share_kernels(const std::vector<size_t> &same_code_as);
+     * order, so the code takes the other group's buffers in its own argument order). Where
+     * `lifted[i]` lists constants of group i, group same_code_as[i]'s code is lowered again with
+     * its own lifted constants read from an argument (Group::lifted_code), and group i passes the
+     * values of its own (lifted[i], in the same order; bit for bit the compiled-in results).
+     * Under JitOnFirstUse a kernel no group runs on compiles nothing. Call it before the first
+     * run. Throws std::invalid_argument when an entry is not an earlier group that runs its own
+     * kernel with as many arguments, or lists another number of constants than its code's. */
+    void share_kernels(const std::vector<size_t> &same_code_as, const std::vector<std::vector<dsl::ValueId>> &lifted = {});
 
 private:
     const dsl::Graph &graph_;
     dsl::FusionPlan plan_;
+    Halide::Target target_;
+    KernelBackend backend_;
     std::vector<Group> groups_;
     std::atomic<bool> recording_{false};
     mutable std::mutex profile_lock_;

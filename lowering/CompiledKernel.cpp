@@ -37,13 +37,15 @@ std::string type_name(const halide_type_t &t) {
 
 CompiledKernel::CompiledKernel(const dsl::Graph &g, dsl::FusionGroup group, sched::ScheduleSpec schedule,
                                const Halide::Target &target, KernelBackend backend,
-                               std::optional<std::map<std::string, int64_t>> only_for)
+                               std::optional<std::map<std::string, int64_t>> only_for,
+                               std::vector<dsl::ValueId> constant_arguments)
     : graph_(&g),
       group_(std::move(group)),
       schedule_(std::move(schedule)),
       target_(target),
       backend_(backend),
-      extents_(dsl::group_extents(g, group_)) {
+      extents_(dsl::group_extents(g, group_)),
+      constant_arguments_(std::move(constant_arguments)) {
     const tessel::SteadyClock::time_point t0 = tessel::SteadyClock::now();
 
     // Exact mode: variants that split a reduction are left out before anything else looks at
@@ -78,7 +80,7 @@ CompiledKernel::CompiledKernel(const dsl::Graph &g, dsl::FusionGroup group, sche
         Variant v;
         v.guards = fallback ? std::vector<sched::Guard>{} : schedule_.variants[i].guards;
         v.label = fallback ? "fallback" : "variant " + std::to_string(i + 1) + " (" + guards_text(v.guards) + ")";
-        v.lowered = lower::lower_group(g, group_);
+        v.lowered = lower::lower_group(g, group_, {constant_arguments_});
         v.resources =
             lower::apply_to_group(fallback ? schedule_.steps : schedule_.variants[i].steps, v.lowered, target, schedule_.name);
         variants_.push_back(std::move(v));
@@ -156,6 +158,10 @@ void CompiledKernel::compile_variant(size_t i) const {
         steps.erase("name");
         steps.erase("description");
         description += "\nschedule " + steps.dump();
+        if (!constant_arguments_.empty()) {
+            description += "\nconstants argument:";
+            for (dsl::ValueId c : constant_arguments_) description += " " + graph_->display_name(c);
+        }
     }
     JitKernel k = compile_jit(v.lowered.pipeline(), v.lowered.arguments(), target_, name, description);
     v.callable = std::move(k.callable);
@@ -291,28 +297,42 @@ std::string CompiledKernel::check_buffers(const std::vector<halide_buffer_t *> &
     return "";
 }
 
-void CompiledKernel::run(const std::vector<halide_buffer_t *> &buffers) const {
+void CompiledKernel::run(const std::vector<halide_buffer_t *> &buffers) const { run(buffers, nullptr); }
+
+void CompiledKernel::run(const std::vector<halide_buffer_t *> &buffers, const halide_buffer_t *constants) const {
     if (backend_ == KernelBackend::AheadOfTime)
         throw CompileError("kernel '" + group_.name + "' was compiled ahead of time; it cannot be run here");
     // Checked before Halide sees them: a null host pointer would make the call a bounds query,
     // and shapes are the graph's, which Halide's own checks know only in part.
     if (const std::string bad = check_buffers(buffers); !bad.empty())
         throw CompileError("kernel '" + group_.name + "': " + bad + " (buffers: " + describe_call(buffers) + ")");
+    const size_t n = constant_arguments_.size();
+    if (n && (!constants || !constants->host || constants->dimensions != 1 || constants->dim[0].extent != (int32_t)n ||
+              constants->type.code != halide_type_float || constants->type.bits != 32 || constants->type.lanes != 1))
+        throw CompileError("kernel '" + group_.name + "' reads " + std::to_string(n) +
+                           " constants from its constants argument: it takes a 1-D float32 buffer of " + std::to_string(n));
+    if (!n && constants)
+        throw CompileError("kernel '" + group_.name + "' has its constants compiled in; it takes no constants buffer");
     const size_t pick = pick_variant(call_extents(buffers));
     if (pick == variants_.size())
         throw CompileError("kernel '" + group_.name + "' was compiled only for the " + variants_.front().label +
                            " of schedule '" + schedule_.name + "', whose guards these buffers do not meet (" +
                            describe_call(buffers) + ")");
     std::call_once(compile_once_[pick], [&] { compile_variant(pick); });  // JitOnFirstUse: here
+    // The code's argument order: the inputs, the constants (LoweredGroup::arguments), the outputs.
+    std::vector<void *> args(buffers.begin(), buffers.end());
+    if (n) {
+        const size_t inputs = (size_t)std::count_if(arguments_.begin(), arguments_.end(), [](const KernelArgument &a) { return !a.is_output; });
+        args.insert(args.begin() + (std::ptrdiff_t)inputs, const_cast<halide_buffer_t *>(constants));
+    }
     int status = 0;
     if (variants_[pick].loaded) {
-        std::vector<void *> argv(buffers.begin(), buffers.end());
-        status = variants_[pick].loaded->call(argv.data());
+        status = variants_[pick].loaded->call(args.data());
     } else {
         Halide::JITUserContext context;
         Halide::JITUserContext *context_ptr = &context;
         std::vector<const void *> argv{&context_ptr};
-        for (halide_buffer_t *b : buffers) argv.push_back(b);
+        argv.insert(argv.end(), args.begin(), args.end());
         status = variants_[pick].callable.call_argv_fast((int)argv.size(), argv.data());
     }
     if (status != 0)

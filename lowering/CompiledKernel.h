@@ -32,6 +32,10 @@
  * measuring child needs: one shape, no time spent on variants it will not run); run() then
  * refuses buffers whose extents that variant's guards do not cover.
  *
+ * `constant_arguments` lowers those scalar constants of the group as reads of a constants
+ * argument (lower::LowerOptions): the kernel is then the code of every group that differs from
+ * this one only in their values (compiler/KernelReuse.h), and run() takes the values to use.
+ *
  * Example:
  *   CompiledKernel k(graph, plan.groups[0], sched::library_schedule("cpu_blocked", t), t);
  *   k.run({x.raw_buffer(), w.raw_buffer(), bias.raw_buffer(), y.raw_buffer()});
@@ -89,7 +93,8 @@ public:
      * on `g`; `g` outlives the kernel. */
     CompiledKernel(const dsl::Graph &g, dsl::FusionGroup group, sched::ScheduleSpec schedule, const Halide::Target &target,
                    KernelBackend backend = KernelBackend::Jit,
-                   std::optional<std::map<std::string, int64_t>> only_for = std::nullopt);
+                   std::optional<std::map<std::string, int64_t>> only_for = std::nullopt,
+                   std::vector<dsl::ValueId> constant_arguments = {});
 
     const dsl::FusionGroup &group() const { return group_; }
     const sched::ScheduleSpec &schedule() const { return schedule_; }
@@ -99,6 +104,8 @@ public:
     const std::vector<Variant> &variants() const { return variants_; }
     const std::vector<KernelArgument> &arguments() const { return arguments_; }
     const dsl::GroupExtents &extents() const { return extents_; }
+    /** The constants read from the constants argument (empty: every constant compiled in). */
+    const std::vector<dsl::ValueId> &constant_arguments() const { return constant_arguments_; }
     /** Why variants of the schedule were left out (numeric mode), one line each. */
     const std::vector<std::string> &notes() const { return notes_; }
     /** Lowering + scheduling + JIT compilation of every variant (JitOnFirstUse: of those
@@ -129,6 +136,9 @@ public:
      * or when only_for excluded the variant these extents need. Never aborts the process:
      * Halide's runtime errors are returned to it (codegen/Compile.h). */
     void run(const std::vector<halide_buffer_t *> &buffers) const;
+    /** run() for a kernel with constant_arguments: `constants` holds their values, as a 1-D
+     * float32 buffer of exactly that many. */
+    void run(const std::vector<halide_buffer_t *> &buffers, const halide_buffer_t *constants) const;
 
     /** The name variant `i` (of variants()) is written under: `<base>` for the fallback,
      * `<base>_v<k>` for the schedule's guarded variant k (1-based). */
@@ -167,6 +177,7 @@ private:
     KernelBackend backend_;
     dsl::GroupExtents extents_;
     std::vector<KernelArgument> arguments_;
+    std::vector<dsl::ValueId> constant_arguments_;
     std::vector<ExtentSource> extent_sources_;
     mutable std::vector<Variant> variants_;  ///< JitOnFirstUse: compiled in run(), once each (compile_once_)
     std::unique_ptr<std::once_flag[]> compile_once_;

@@ -49,6 +49,19 @@ const char *kLayers = R"(graph layers {
 }
 )";
 
+// Constants lifted into an argument compute what the compiled-in constants compute, bit for bit,
+// special values included.
+const char *kSpecialConstants = R"(graph special {
+  %a = input : f32[M, 19]
+  %b = input : f32[M, 19]
+  %c = input : f32[M, 19]
+  %a1 = %a * 2.0 + 1.0
+  %b1 = %b * -0.0 + inf
+  %c1 = %c * nan + -inf
+  output %a1, %b1, %c1
+}
+)";
+
 /** The planned program's kernels, ahead of time (lowered and scheduled, nothing compiled). */
 struct Kernels {
     PlannedProgram planned;
@@ -127,10 +140,14 @@ TEST_CASE("kernel reuse: the same code is found across value and symbol names; a
     CHECK(kernel_code_key(k.planned.graph, ka).find("\nschedule ") != std::string::npos);
 }
 
-TEST_CASE("the JIT road: groups of the same code run on one kernel, compiled once, over their own buffers") {
-    // M != N: d runs a's kernel at other extents (the variant is picked per call).
-    const std::map<std::string, int64_t> sizes{{"M", 5}, {"N", 11}};
-    const PlannedProgram p = plan(dsl::parse(kLayers), Halide::get_host_target(), [&] {
+namespace {
+
+/** `text` planned at `sizes` and run on the JIT road with kernels shared (share_kernels), and
+ * with every group on its own kernel (constants compiled in), on random inputs with special
+ * values: the outputs must be the same bits, and match the interpreter. Returns what
+ * share_kernels said. */
+std::string check_shared_jit(const std::string &text, const std::map<std::string, int64_t> &sizes, size_t distinct) {
+    const PlannedProgram p = plan(dsl::parse(text), Halide::get_host_target(), [&] {
         PlanOptions o;
         o.symbols = sizes;
         return o;
@@ -138,8 +155,8 @@ TEST_CASE("the JIT road: groups of the same code run on one kernel, compiled onc
     CompiledGraph shared(p.graph, p.fusion, Halide::get_host_target(), p.chooser(), KernelBackend::JitOnFirstUse);
     std::ostringstream said;
     const KernelReuse r = share_kernels(p.graph, shared, said);
-    CHECK(said.str().find("kernel reuse: 2 of 4 groups run an earlier group's code") != std::string::npos);
-    CHECK(r.distinct == 2);
+    INFO(said.str());
+    CHECK(r.distinct == distinct);
 
     dsl::RunOptions ro;
     ro.random_missing_inputs = true;
@@ -151,35 +168,79 @@ TEST_CASE("the JIT road: groups of the same code run on one kernel, compiled onc
     const dsl::RunResult ref = dsl::interpret(p.graph, inputs, ro);
     const std::vector<dsl::Tensor> got = shared.run(inputs, sizes);
 
-    // Bit for bit what each group's own kernel computes.
     const CompiledGraph own(p.graph, p.fusion, Halide::get_host_target(), p.chooser(), KernelBackend::Jit);
     const std::vector<dsl::Tensor> expected = own.run(inputs, sizes);
     REQUIRE(got.size() == expected.size());
+    size_t differ = 0;
     for (size_t i = 0; i < got.size(); i++) {
         REQUIRE(got[i].data.size() == expected[i].data.size());
         for (size_t j = 0; j < got[i].data.size(); j++) {
-            CAPTURE(i);
-            CAPTURE(j);
             const float x = (float)got[i].data[j], y = (float)expected[i].data[j];
-            CHECK(std::memcmp(&x, &y, sizeof x) == 0);
+            differ += std::memcmp(&x, &y, sizeof x) != 0;
         }
     }
+    CHECK(differ == 0);
     CHECK(testing::max_relative_difference(got, ref.outputs) < 1e-5);
 
-    // Only the kernels run on were compiled.
+    // Only the kernels run on were compiled: a code's own kernel, or its lifted code.
     for (size_t i = 0; i < shared.groups().size(); i++) {
-        CAPTURE(shared.groups()[i].kernel->group().name);
-        CHECK(shared.groups()[i].runs_on == r.same_code_as[i]);
-        bool compiled = false;
-        for (const auto &v : shared.groups()[i].kernel->variants()) compiled = compiled || v.compiled;
-        CHECK(compiled == (r.same_code_as[i] == i));
+        const CompiledGraph::Group &cg = shared.groups()[i];
+        CAPTURE(cg.kernel->group().name);
+        CHECK(cg.runs_on == r.same_code_as[i]);
+        CHECK(cg.constants.defined() == !r.lifted[i].empty());
+        auto compiled = [](const CompiledKernel *k) {
+            bool any = false;
+            for (const auto &v : k->variants()) any = any || v.compiled;
+            return any;
+        };
+        const bool code = r.same_code_as[i] == i;
+        CHECK(compiled(cg.kernel.get()) == (code && r.lifted[i].empty()));
+        CHECK((cg.lifted_code != nullptr) == (code && !r.lifted[i].empty()));
+        if (cg.lifted_code) CHECK(compiled(cg.lifted_code.get()));
     }
+    return said.str();
+}
 
-    // Only an earlier group with its own kernel and as many arguments can be shared.
+}  // namespace
+
+TEST_CASE("the JIT road: groups of the same code run on one kernel, compiled once, over their own buffers") {
+    // M != N: d runs a's code at other extents (the variant is picked per call); b differs in a
+    // constant, so all four run a's code with their constants as an argument.
+    const std::string said = check_shared_jit(kLayers, {{"M", 5}, {"N", 11}}, 1);
+    CHECK(said.find("kernel reuse: 3 of 4 groups run an earlier group's code") != std::string::npos);
+    CHECK(said.find("4 pass their constants") != std::string::npos);
+    // Constants of every kind through the argument: -0, inf, nan, -inf.
+    CHECK(check_shared_jit(kSpecialConstants, {{"M", 3}}, 1).find("3 pass their constants") != std::string::npos);
+
+    // Only an earlier group with its own kernel and as many arguments and constants can be shared.
+    const PlannedProgram p = plan(dsl::parse(kLayers), Halide::get_host_target(), [&] {
+        PlanOptions o;
+        o.symbols = {{"M", 5}, {"N", 5}};
+        return o;
+    }());
     CompiledGraph other(p.graph, p.fusion, Halide::get_host_target(), p.chooser(), KernelBackend::JitOnFirstUse);
     CHECK_THROWS_AS(other.share_kernels({0, 0}), std::invalid_argument);
     CHECK_THROWS_AS(other.share_kernels({1, 1, 2, 3}), std::invalid_argument);
     CHECK_THROWS_AS(other.share_kernels({0, 0, 1, 3}), std::invalid_argument);
+    const dsl::ValueId c0 = other.groups()[0].kernel->group().nodes.front();
+    CHECK_THROWS_AS(other.share_kernels({0, 0, 2, 3}, {{}, {c0}, {}, {}}), std::invalid_argument);
+
+    // Lifted code takes exactly its constants.
+    std::vector<dsl::ValueId> constants;
+    const CompiledKernel &k0 = *other.groups()[0].kernel;
+    for (dsl::ValueId v : k0.group().nodes)
+        if (liftable_constant(p.graph, k0.group(), v)) constants.push_back(v);
+    REQUIRE(constants.size() == 2);
+    const CompiledKernel lifted(p.graph, k0.group(), k0.schedule(), k0.target(), KernelBackend::JitOnFirstUse, std::nullopt,
+                                constants);
+    Halide::Buffer<float> in(37, 5), out(37, 5), three(3);
+    in.fill(1.0f);
+    CHECK_THROWS_WITH_AS(lifted.run({in.raw_buffer(), out.raw_buffer()}), doctest::Contains("1-D float32 buffer of 2"),
+                         CompileError);
+    CHECK_THROWS_WITH_AS(lifted.run({in.raw_buffer(), out.raw_buffer()}, three.raw_buffer()),
+                         doctest::Contains("1-D float32 buffer of 2"), CompileError);
+    CHECK_THROWS_WITH_AS(k0.run({in.raw_buffer(), out.raw_buffer()}, three.raw_buffer()),
+                         doctest::Contains("takes no constants buffer"), CompileError);
 }
 
 TEST_CASE("tessel compile --emit lib: aliases link under their own names and compute their own inputs") {
@@ -245,22 +306,6 @@ int main(void) {
     CHECK(printed.find("wrong width: rc -") != std::string::npos);  // refused with Halide's error code and message
 }
 
-// Constants lifted into an argument compute what the compiled-in constants compute, bit for bit,
-// special values included; the alias's _argv and _metadata are its own.
-namespace {
-
-const char *kSpecialConstants = R"(graph special {
-  %a = input : f32[M, 19]
-  %b = input : f32[M, 19]
-  %c = input : f32[M, 19]
-  %a1 = %a * 2.0 + 1.0
-  %b1 = %b * -0.0 + inf
-  %c1 = %c * nan + -inf
-  output %a1, %b1, %c1
-}
-)";
-
-}  // namespace
 
 TEST_CASE("constants as an argument: bit for bit the compiled-in code, through the call, _argv and _metadata") {
     if (!aliases_supported(Halide::get_host_target())) return;
