@@ -47,6 +47,10 @@ namespace tessel {
 std::string group_structure(const dsl::Graph &g, const dsl::FusionGroup &group,
                             std::vector<dsl::ValueId> *interface = nullptr);
 
+/** group_structure() with the values of the group's liftable constants left out: equal for groups
+ * that differ only in those values (what code with constants as an argument serves). */
+std::string group_structure_without_constants(const dsl::Graph &g, const dsl::FusionGroup &group);
+
 /** The text two kernels share exactly when they are the same code (see the file comment). */
 std::string kernel_code_key(const dsl::Graph &g, const CompiledKernel &k);
 

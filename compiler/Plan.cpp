@@ -61,14 +61,27 @@ public:
         if (it != cache_.end()) return it->second;
         // A repeated layer: the same structure at the same sizes gets the same choice, when the
         // choice names none of the group's values (schedules address stages by value names).
-        const std::string shape = structure_at_sizes(g, group);
+        const std::string shape = structure_at_sizes(g, group, group_structure(g, group));
         if (auto s = by_structure_.find(shape); s != by_structure_.end()) return cache_.emplace(key, s->second).first->second;
+        // The same but for the values of scalar constants (a generated graph's offsets): the same
+        // code (compiler/KernelReuse.h), so the same choice, unless the database holds a record
+        // of this very group.
+        const std::string lifted = structure_at_sizes(g, group, group_structure_without_constants(g, group));
+        if (auto s = by_lifted_.find(lifted);
+            s != by_lifted_.end() && !(s->second.workload && selection_.has_database_record(g, group, *s->second.workload))) {
+            ScheduleChoice c = s->second.choice;
+            c.reason += " (as for " + s->second.first + ", which differs only in the values of scalar constants)";
+            return cache_.emplace(key, std::move(c)).first->second;
+        }
         const lower::LoweredGroup probe = lower::lower_group(g, group);
         it = cache_.emplace(key, selection_.choose(g, group, symbols_, probe)).first;
         nlohmann::json steps = sched::to_json(it->second.spec);
         steps.erase("name");  // prose, not stage names
         steps.erase("description");
-        if (!names_a_value(g, group, steps.dump())) by_structure_.emplace(shape, it->second);
+        if (!names_a_value(g, group, steps.dump())) {
+            by_structure_.emplace(shape, it->second);
+            by_lifted_.emplace(lifted, Shared{it->second, group_workload(g, group, symbols_, &probe), group.name});
+        }
         return it->second;
     }
 
@@ -77,10 +90,18 @@ private:
     const std::map<std::string, int64_t> &symbols_;
     std::unordered_map<std::string, ScheduleChoice> cache_;
     std::unordered_map<std::string, ScheduleChoice> by_structure_;
+    /** A choice shared with groups that differ only in constants: the workload its database key
+     * was looked up at, and the group it was made for. */
+    struct Shared {
+        ScheduleChoice choice;
+        std::optional<autosched::Workload> workload;
+        std::string first;
+    };
+    std::unordered_map<std::string, Shared> by_lifted_;
 
-    /** group_structure() and the size of every dim of the group's members, in order. */
-    std::string structure_at_sizes(const dsl::Graph &g, const dsl::FusionGroup &group) const {
-        std::string s = group_structure(g, group) + "sizes";
+    /** `structure` and the size of every dim of the group's members, in order. */
+    std::string structure_at_sizes(const dsl::Graph &g, const dsl::FusionGroup &group, std::string structure) const {
+        std::string s = std::move(structure) + "sizes";
         for (dsl::ValueId v : group.nodes)
             for (const dsl::Dim &d0 : g.node(v).type.dims) {
                 const dsl::Dim d = dsl::resolve_dim(g, d0);

@@ -10,7 +10,10 @@
  *     plan_fusion        with the target's limits and the sizes given
  *     assign_layouts     CPU targets, at this machine's measured rates when the database has them;
  *                        conversions it inserts are groups of their own (fusion again)
- *     select schedules   ScheduleSelection: user -> database -> autoscheduler -> library default
+ *     select schedules   ScheduleSelection: user -> database -> autoscheduler -> library default;
+ *                        asked once per structure at the sizes: a repeated layer, or a group apart
+ *                        from an earlier one only in scalar constants' values (unless the database
+ *                        holds a record of its own), takes the earlier group's choice
  *     memory plan        BufferAssignment at the planning sizes, in-place checked per schedule
  *
  * Symbols without a size take kDefaultSymbolSize for the estimates and the memory plan; the

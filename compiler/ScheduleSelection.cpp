@@ -176,6 +176,17 @@ std::optional<ScheduleChoice> ScheduleSelection::autoschedule(const dsl::Graph &
     return c;
 }
 
+bool ScheduleSelection::has_database_record(const dsl::Graph &g, const dsl::FusionGroup &group,
+                                            const autosched::Workload &workload) const {
+    if (user_ || !options_.autoschedule || options_.db.empty()) return false;
+    autosched::TuneRequest request;
+    request.graph = &g;
+    request.group = group;
+    request.workload = workload;
+    request.target = target_;
+    return tuning().cache()->lookup(autosched::Tuner::key_for(request)).has_value();
+}
+
 ScheduleChoice ScheduleSelection::choose(const dsl::Graph &g, const dsl::FusionGroup &group,
                                          const std::map<std::string, int64_t> &symbols, const lower::LoweredGroup &probe) const {
     std::string refused;

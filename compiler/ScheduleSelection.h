@@ -77,6 +77,11 @@ public:
     ScheduleChoice choose(const dsl::Graph &g, const dsl::FusionGroup &group, const std::map<std::string, int64_t> &symbols,
                           const lower::LoweredGroup &probe) const;
 
+    /** Whether choose() would find a tuning-database record of this very group at `workload`
+     * (the key the tuner looks up: the group's structural hash, the shapes, the target, the mode);
+     * false when choices do not come from the database (a user schedule, no database). */
+    bool has_database_record(const dsl::Graph &g, const dsl::FusionGroup &group, const autosched::Workload &workload) const;
+
     const Halide::Target &target() const { return target_; }
     const ScheduleSelectionOptions &options() const { return options_; }
     /** The layout pass's rates for this machine and the target's ISA as stored in the database

@@ -4,6 +4,8 @@
 // `tessel compile --time-report`.
 #include "compiler/KernelReuse.h"
 #include "compiler/Plan.h"
+#include "autoscheduler/Tuner.h"
+#include "autoscheduler/TuningDatabase.h"
 #include "driver/GraphCompiler.h"
 #include "driver/KernelLibrary.h"
 #include "dsl/ir/Parser.h"
@@ -241,6 +243,49 @@ TEST_CASE("the JIT road: groups of the same code run on one kernel, compiled onc
                          doctest::Contains("1-D float32 buffer of 2"), CompileError);
     CHECK_THROWS_WITH_AS(k0.run({in.raw_buffer(), out.raw_buffer()}, three.raw_buffer()),
                          doctest::Contains("takes no constants buffer"), CompileError);
+}
+
+TEST_CASE("schedule selection: groups apart only in constants get one choice, unless the database holds their own") {
+    const tessel::testing::TempDir tmp;
+    const std::string db = tmp.file("tuning.db");
+    const Halide::Target host = Halide::get_host_target();
+    auto planned = [&] {
+        PlanOptions o;
+        o.symbols = {{"M", 5}, {"N", 5}};
+        o.schedules.db = db;
+        return plan(dsl::parse(kLayers), host, o);
+    };
+    const PlannedProgram p = planned();
+    auto group_of = [&](const PlannedProgram &q, const std::string &output) {
+        for (size_t i = 0; i < q.fusion.groups.size(); i++)
+            if (q.fusion.groups[i].name.find(output) != std::string::npos) return i;
+        FAIL("no group for " << output);
+        return size_t(0);
+    };
+    const size_t a = group_of(p, "a2"), b = group_of(p, "b2");
+    INFO(p.schedules[b].reason);
+    CHECK(p.schedules[b].reason.find("(as for " + p.fusion.groups[a].name + ", which differs only in the values of scalar constants)") !=
+          std::string::npos);
+    CHECK(p.schedules[a].reason.find("differs only") == std::string::npos);
+    CHECK(sched::to_json(p.schedules[b].spec) == sched::to_json(p.schedules[a].spec));
+
+    // A record of b's own (tuned for b) is b's schedule.
+    {
+        autosched::TuneRequest r;
+        r.graph = &p.graph;
+        r.group = p.fusion.groups[b];
+        r.workload = *group_workload(p.graph, r.group, p.sizes);
+        r.target = host;
+        sched::ScheduleSpec own = lower::default_group_schedule(lower::lower_group(p.graph, r.group), host);
+        own.name = "b_own";
+        autosched::TuningDatabase store(db);
+        store.commit({autosched::Tuner::key_for(r), sched::to_json(own), 1.0, {1.0}, "analytic-1", autosched::kMeasured, 1735732800,
+                      "planted for b"});
+    }
+    const PlannedProgram again = planned();
+    CHECK(again.schedules[group_of(again, "b2")].spec.name == "b_own");
+    CHECK(again.schedules[group_of(again, "b2")].provenance == ScheduleProvenance::Database);
+    CHECK(again.schedules[group_of(again, "a2")].spec.name != "b_own");
 }
 
 TEST_CASE("tessel compile --emit lib: aliases link under their own names and compute their own inputs") {
