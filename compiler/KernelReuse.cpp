@@ -87,8 +87,8 @@ void print_kernel_reuse(std::ostream &out, size_t groups, const std::vector<std:
 
 std::string group_structure_without_constants(const dsl::Graph &g, const dsl::FusionGroup &group) {
     std::vector<dsl::ValueId> interface, order;
-    return autosched::structural_descriptor(g, group, interface, [&](dsl::ValueId c) { return liftable_constant(g, group, c); },
-                                            order) +
+    return autosched::structural_descriptor(
+               g, group, interface, [&](dsl::ValueId c) { return liftable_constant(g, group, c); }, order) +
            kind_line(group);
 }
 

@@ -341,7 +341,7 @@ int run_graph(const GraphRunOptions &o, std::ostream &out) {
     double compile = 0;
     for (size_t i = 0; i < program.groups().size(); i++) {
         if (program.groups()[i].runs_on != i) continue;  // compiled nothing: it runs an earlier group's kernel
-        const CompiledKernel &k = program.runner(i);      // its own kernel, or its code with constants as an argument
+        const CompiledKernel &k = program.runner(i);     // its own kernel, or its code with constants as an argument
         compile += k.compile_seconds();
         for (const auto &v : k.variants()) {
             variants++, used += v.compiled, cached += v.from_cache;

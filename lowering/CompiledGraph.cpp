@@ -91,20 +91,18 @@ void CompiledGraph::run_group(size_t i, const std::vector<halide_buffer_t *> &bu
     }
 }
 
-void CompiledGraph::share_kernels(const std::vector<size_t> &same_code_as,
-                                  const std::vector<std::vector<dsl::ValueId>> &lifted) {
+void CompiledGraph::share_kernels(const std::vector<size_t> &same_code_as, const std::vector<std::vector<dsl::ValueId>> &lifted) {
     const size_t n = groups_.size();
     if (same_code_as.size() != n || (!lifted.empty() && lifted.size() != n))
         throw std::invalid_argument("share_kernels: " + std::to_string(same_code_as.size()) + " entries (" +
-                                    std::to_string(lifted.size()) + " lists of constants) for " + std::to_string(n) +
-                                    " groups");
+                                    std::to_string(lifted.size()) + " lists of constants) for " + std::to_string(n) + " groups");
     auto constants_of = [&](size_t i) { return lifted.empty() ? std::vector<dsl::ValueId>{} : lifted[i]; };
     for (size_t i = 0; i < n; i++) {
         const size_t c = same_code_as[i];
         const CompiledKernel &k = *groups_[i].kernel;
         if (c > i || same_code_as[c] != c || groups_[c].kernel->arguments().size() != k.arguments().size())
-            throw std::invalid_argument("share_kernels: group '" + k.group().name + "' cannot run on group " +
-                                        std::to_string(c) + "'s kernel (not an earlier group with its own kernel and " +
+            throw std::invalid_argument("share_kernels: group '" + k.group().name + "' cannot run on group " + std::to_string(c) +
+                                        "'s kernel (not an earlier group with its own kernel and " +
                                         std::to_string(k.arguments().size()) + " arguments)");
         if (constants_of(i).size() != constants_of(c).size())
             throw std::invalid_argument("share_kernels: group '" + k.group().name + "' passes " +

@@ -322,7 +322,8 @@ void CompiledKernel::run(const std::vector<halide_buffer_t *> &buffers, const ha
     // The code's argument order: the inputs, the constants (LoweredGroup::arguments), the outputs.
     std::vector<void *> args(buffers.begin(), buffers.end());
     if (n) {
-        const size_t inputs = (size_t)std::count_if(arguments_.begin(), arguments_.end(), [](const KernelArgument &a) { return !a.is_output; });
+        const size_t inputs =
+            (size_t)std::count_if(arguments_.begin(), arguments_.end(), [](const KernelArgument &a) { return !a.is_output; });
         args.insert(args.begin() + (std::ptrdiff_t)inputs, const_cast<halide_buffer_t *>(constants));
     }
     int status = 0;

@@ -1,18 +1,19 @@
 // Kernel reuse (compiler/KernelReuse.h, codegen/KernelAliases.h): groups of the same code are
-// compiled once and the others are aliases that link and compute; what differs in code is never
-// shared. Also the static extents the kernels are compiled for, checked at the call, and
+// compiled once and the others are aliases that link and compute (ahead of time) or run on the
+// first one's kernel (the JIT road), bit for bit; what differs in code is never shared; schedule
+// selection asks once per code unless the database holds a group's own record. Also the static extents the kernels are compiled for, checked at the call, and
 // `tessel compile --time-report`.
-#include "compiler/KernelReuse.h"
-#include "compiler/Plan.h"
 #include "autoscheduler/Tuner.h"
 #include "autoscheduler/TuningDatabase.h"
+#include "codegen/KernelAliases.h"
+#include "compiler/KernelReuse.h"
+#include "compiler/Plan.h"
 #include "driver/GraphCompiler.h"
 #include "driver/KernelLibrary.h"
 #include "dsl/ir/Parser.h"
 #include "lowering/CompiledGraph.h"
 #include "lowering/ScheduleGroup.h"
 #include "schedules/ScheduleJson.h"
-#include "codegen/KernelAliases.h"
 #include "support/Subprocess.h"
 #include "tests/AotProgram.h"
 #include "tests/TempDir.h"
@@ -264,8 +265,8 @@ TEST_CASE("schedule selection: groups apart only in constants get one choice, un
     };
     const size_t a = group_of(p, "a2"), b = group_of(p, "b2");
     INFO(p.schedules[b].reason);
-    CHECK(p.schedules[b].reason.find("(as for " + p.fusion.groups[a].name + ", which differs only in the values of scalar constants)") !=
-          std::string::npos);
+    CHECK(p.schedules[b].reason.find("(as for " + p.fusion.groups[a].name +
+                                     ", which differs only in the values of scalar constants)") != std::string::npos);
     CHECK(p.schedules[a].reason.find("differs only") == std::string::npos);
     CHECK(sched::to_json(p.schedules[b].spec) == sched::to_json(p.schedules[a].spec));
 
@@ -279,7 +280,13 @@ TEST_CASE("schedule selection: groups apart only in constants get one choice, un
         sched::ScheduleSpec own = lower::default_group_schedule(lower::lower_group(p.graph, r.group), host);
         own.name = "b_own";
         autosched::TuningDatabase store(db);
-        store.commit({autosched::Tuner::key_for(r), sched::to_json(own), 1.0, {1.0}, "analytic-1", autosched::kMeasured, 1735732800,
+        store.commit({autosched::Tuner::key_for(r),
+                      sched::to_json(own),
+                      1.0,
+                      {1.0},
+                      "analytic-1",
+                      autosched::kMeasured,
+                      1735732800,
                       "planted for b"});
     }
     const PlannedProgram again = planned();
@@ -350,7 +357,6 @@ int main(void) {
     const std::string printed = tessel::testing::link_and_run(main.string(), o.out_dir, o.out_dir + "/layers.a", exe.string());
     CHECK(printed.find("wrong width: rc -") != std::string::npos);  // refused with Halide's error code and message
 }
-
 
 TEST_CASE("constants as an argument: bit for bit the compiled-in code, through the call, _argv and _metadata") {
     if (!aliases_supported(Halide::get_host_target())) return;
