@@ -20,6 +20,12 @@
  * weights alone) run; their results are kept and every later call reads them. Otherwise
  * the interpreter drives the run (as_external_groups): effects and shape code are interpreted
  * and each group's outputs come back as tensors.
+ *
+ * Shared kernels. Groups that are the same code (a repeated layer; compiler/KernelReuse.h decides)
+ * can run on one kernel (share_kernels): each passes its own buffers, and groups that differ only
+ * in scalar constants pass their own values to code that reads them from an argument. Under
+ * JitOnFirstUse only the kernels run on are compiled: `tessel run` compiles each distinct
+ * kernel once.
  */
 #pragma once
 
@@ -92,8 +98,8 @@ struct RunStats {
 class CompiledGraph {
 public:
     struct Group {
-        /** This group lowered and scheduled: its arguments, its schedule; compiled when the
-         * group runs on it (see runner()). */
+        /** This group lowered and scheduled: its arguments, its schedule. Compiled on
+         * construction (Jit), or when a group first runs on it (JitOnFirstUse; see runner()). */
         std::unique_ptr<CompiledKernel> kernel;
         /** The group whose kernel runs this one: itself, or an earlier group whose kernel is
          * the same code (share_kernels). */
