@@ -175,8 +175,8 @@ std::vector<AotFunction> library_functions(const dsl::Graph &g, const std::vecto
         if (code == i)
             for (AotFunction &f : k.aot_functions(code_name(i), reuse.lifted[i])) functions.push_back(std::move(f));
         std::vector<float> constants;
-        if (lifted(i))  // as the lowering compiles a constant in (ExprBuilder)
-            for (dsl::ValueId c : reuse.lifted[i]) constants.push_back((float)g.node(c).attrs.value[0]);
+        if (lifted(i))
+            for (dsl::ValueId c : reuse.lifted[i]) constants.push_back(lower::scalar_constant_value(g.node(c)));
         const CompiledKernel &same = *kernels[code];
         for (size_t v = 0; v < k.variants().size(); v++) {
             AotFunction alias{{}, {}, k.variant_function(v, base(i)), same.variant_function(v, code_name(code))};
@@ -192,8 +192,7 @@ std::vector<AotFunction> library_functions(const dsl::Graph &g, const std::vecto
 }
 
 KernelReuse share_kernels(const dsl::Graph &g, CompiledGraph &program, std::ostream &out) {
-    std::vector<const CompiledKernel *> kernels;
-    for (const auto &cg : program.groups()) kernels.push_back(cg.kernel.get());
+    const std::vector<const CompiledKernel *> kernels = program.kernels();
     // A JIT call passes any number of arguments; lifted code is kept to CPU targets, where it is tested.
     const bool cpu = !kernels.empty() && !kernels.front()->target().has_gpu_feature();
     const KernelReuse reuse = find_kernel_reuse(g, kernels, cpu ? SIZE_MAX : 0);

@@ -193,10 +193,8 @@ int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
     }
     std::vector<std::string> not_compiled;  // what the budget left out
     if (o.emit.count("lib")) {
-        std::vector<const CompiledKernel *> kernels;
-        for (const auto &cg : program.groups()) kernels.push_back(cg.kernel.get());
         const std::vector<AotFunction> functions =
-            times.time("kernel reuse", [&] { return library_functions(p.graph, kernels, target, "", out); });
+            times.time("kernel reuse", [&] { return library_functions(p.graph, program.kernels(), target, "", out); });
         const AotLibrary lib =
             times.time("library (Halide + LLVM)", [&] { return compile_aot_library(functions, target, base, o.out_dir, deadline); });
         for (const auto &f : lib.written) out << "wrote " << f.string() << "\n";

@@ -183,12 +183,11 @@ int write_kernel_library(const KernelLibraryOptions &o, std::ostream &out) {
         // Each target's kernels as one set of functions: chunked modules compiled in parallel,
         // each distinct kernel once (compiler/KernelReuse.h); headers beside the generated entry.
         const auto &t = kernels[ti];
-        std::vector<const CompiledKernel *> group_kernels;
-        for (size_t gi = 0; gi < t.program->groups().size(); gi++) {
-            const CompiledGraph::Group &cg = t.program->groups()[gi];
-            out << "group " << cg.kernel->group().name << " [" << dsl::to_string(cg.kernel->group().kind) << "] for " << t.suffix
-                << ": " << choices[ti][gi].label() << ", " << cg.kernel->variants().size() << " variant(s)\n";
-            group_kernels.push_back(cg.kernel.get());
+        const std::vector<const CompiledKernel *> group_kernels = t.program->kernels();
+        for (size_t gi = 0; gi < group_kernels.size(); gi++) {
+            const CompiledKernel &k = *group_kernels[gi];
+            out << "group " << k.group().name << " [" << dsl::to_string(k.group().kind) << "] for " << t.suffix << ": "
+                << choices[ti][gi].label() << ", " << k.variants().size() << " variant(s)\n";
         }
         const std::vector<AotFunction> functions = library_functions(g, group_kernels, targets[ti], "_" + t.suffix, out);
         const AotLibrary compiled = compile_aot_objects(functions, targets[ti], work, work, "kernels_" + t.suffix + "_");

@@ -75,6 +75,12 @@ CompiledGraph::CompiledGraph(const dsl::Graph &g, const dsl::FusionPlan &plan, c
     }
 }
 
+std::vector<const CompiledKernel *> CompiledGraph::kernels() const {
+    std::vector<const CompiledKernel *> out;
+    for (const Group &cg : groups_) out.push_back(cg.kernel.get());
+    return out;
+}
+
 const CompiledKernel &CompiledGraph::runner(size_t i) const {
     const Group &code = groups_.at(groups_.at(i).runs_on);
     return groups_[i].constants.defined() ? *code.lifted_code : *code.kernel;
@@ -96,7 +102,8 @@ void CompiledGraph::share_kernels(const std::vector<size_t> &same_code_as, const
     if (same_code_as.size() != n || (!lifted.empty() && lifted.size() != n))
         throw std::invalid_argument("share_kernels: " + std::to_string(same_code_as.size()) + " entries (" +
                                     std::to_string(lifted.size()) + " lists of constants) for " + std::to_string(n) + " groups");
-    auto constants_of = [&](size_t i) { return lifted.empty() ? std::vector<dsl::ValueId>{} : lifted[i]; };
+    static const std::vector<dsl::ValueId> none;
+    auto constants_of = [&](size_t i) -> const std::vector<dsl::ValueId> & { return lifted.empty() ? none : lifted[i]; };
     for (size_t i = 0; i < n; i++) {
         const size_t c = same_code_as[i];
         const CompiledKernel &k = *groups_[i].kernel;
@@ -122,14 +129,13 @@ void CompiledGraph::share_kernels(const std::vector<size_t> &same_code_as, const
         cg.runs_on = same_code_as[i];
         cg.lifted_code.reset();
         cg.constants = Halide::Buffer<float>();
-        const std::vector<dsl::ValueId> values = constants_of(i);
+        const std::vector<dsl::ValueId> &values = constants_of(i);
         if (values.empty()) continue;
         if (cg.runs_on == i)
             cg.lifted_code = std::make_unique<CompiledKernel>(graph_, cg.kernel->group(), cg.kernel->schedule(), target_,
                                                               backend_, std::nullopt, values);
         cg.constants = Halide::Buffer<float>((int)values.size());
-        for (size_t j = 0; j < values.size(); j++)  // as the lowering compiles a constant in (ExprBuilder)
-            cg.constants((int)j) = (float)graph_.node(values[j]).attrs.value[0];
+        for (size_t j = 0; j < values.size(); j++) cg.constants((int)j) = lower::scalar_constant_value(graph_.node(values[j]));
     }
 }
 

@@ -154,6 +154,8 @@ public:
     std::vector<dsl::ExternalGroup> as_external_groups() const;
 
     const std::vector<Group> &groups() const { return groups_; }
+    /** Each group's own kernel (Group::kernel), in plan order. */
+    std::vector<const CompiledKernel *> kernels() const;
     /** The kernel group `i` runs on: its own, the earlier group's it shares, or that group's
      * lifted code. */
     const CompiledKernel &runner(size_t i) const;

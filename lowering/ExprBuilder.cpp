@@ -97,7 +97,7 @@ Expr ExprBuilder::build(ValueId v, const std::vector<Expr> &idx) {
         const auto &lifted = out_.constant_values;
         if (auto at = std::find(lifted.begin(), lifted.end(), v); at != lifted.end())
             return out_.constants((int)(at - lifted.begin()));
-        if (n.attrs.value.size() == 1) return Expr((float)n.attrs.value[0]);
+        if (n.attrs.value.size() == 1) return Expr(scalar_constant_value(n));
         return constant_buffer(v)(reversed(idx));
     }
     case Op::CausalMask: {

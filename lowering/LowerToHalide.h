@@ -94,6 +94,10 @@ struct LoweredGroup {
     Halide::Pipeline pipeline() const;
 };
 
+/** The f32 value the lowering gives scalar constant `n`, whether compiled into the code or passed
+ * in a constants argument (LowerOptions::constant_arguments): its value rounded once. */
+inline float scalar_constant_value(const dsl::Node &n) { return (float)n.attrs.value.at(0); }
+
 struct LowerOptions {
     /** Scalar f32 constants of the group (dsl::Op::Constant members with one value) read from
      * the argument LoweredGroup::constants instead of compiled into the code, so the kernel is

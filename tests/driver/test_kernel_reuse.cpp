@@ -77,7 +77,7 @@ struct Kernels {
               return o;
           }())),
           program(planned.graph, planned.fusion, Halide::get_host_target(), planned.chooser(), KernelBackend::AheadOfTime) {
-        for (const auto &cg : program.groups()) kernels.push_back(cg.kernel.get());
+        kernels = program.kernels();
     }
     size_t group_of(const std::string &output) const {
         for (size_t i = 0; i < kernels.size(); i++)
