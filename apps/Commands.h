@@ -13,6 +13,9 @@
 
 namespace tessel::apps {
 
+/** --max-kernels N: distinct kernels compiled at most (compiler/CompileBudget.h). */
+void add_max_kernels_option(CLI::App *cmd, int64_t &max_kernels);
+
 void add_demo_command(CLI::App &app, std::function<int()> &action);
 void add_schedules_command(CLI::App &app, std::function<int()> &action);
 void add_simplify_command(CLI::App &app, std::function<int()> &action);

@@ -27,6 +27,13 @@ void add_donate_option(CLI::App *cmd, std::set<std::string> &donated) {
 
 }  // namespace
 
+void add_max_kernels_option(CLI::App *cmd, int64_t &max_kernels) {
+    cmd->add_option("--max-kernels", max_kernels,
+                    "distinct kernels compiled at most; past it the elementwise groups with the least work run as "
+                    "elementwise programs, interpreted by the runtime (-1: no limit)")
+        ->capture_default_str();
+}
+
 std::map<std::string, int64_t> parse_dims(const std::vector<std::string> &items) {
     std::map<std::string, int64_t> dims;
     for (const auto &item : items) {
@@ -70,6 +77,7 @@ void add_compile_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_flag("--time-report", o->time_report, "print where the compile's time went, phase by phase");
     cmd->add_flag("--tune", o->tune, "on a database miss, measure candidates instead of taking the model's pick");
     add_memory_options(cmd, o->remat, o->memory_budget);
+    add_max_kernels_option(cmd, o->max_compiled_kernels);
     add_donate_option(cmd, o->donated);
     cmd->add_flag("--schedule-fallback", o->schedule_fallback,
                   "where the --schedule does not apply to a group, use the default schedule instead of failing");
@@ -102,6 +110,7 @@ void add_run_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--target", o->target, "a CPU target")->capture_default_str();
     cmd->add_option("--tolerance", o->tolerance, "max relative error")->capture_default_str();
     add_memory_options(cmd, o->remat, o->memory_budget);
+    add_max_kernels_option(cmd, o->max_compiled_kernels);
     add_donate_option(cmd, o->donated);
     cmd->add_flag("--schedule-fallback", o->schedule_fallback,
                   "where the --schedule does not apply to a group, use the default schedule instead of failing");

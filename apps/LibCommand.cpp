@@ -27,6 +27,7 @@ void add_lib_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--dim", *dims, "symbol sizes for fusion estimates, rematerialization and database lookups, e.g. --dim M=512")
         ->delimiter(',');
     cmd->add_flag("!--no-remat", o->remat, "keep every value: no rematerialization");
+    add_max_kernels_option(cmd, o->max_compiled_kernels);
     cmd->add_flag("--enqueue", o->enqueue,
                   "with --profile and --db postgresql://...: groups whose variant costs the server lacks become jobs for "
                   "`tessel worker`s instead of being measured here (no library written until they are done)");

@@ -89,7 +89,20 @@ struct AotFunction {
     bool internal = false;
     /** Code that reads constants from an argument: that argument's name (lower::LoweredGroup::constants). */
     std::string constants_argument;
+    /** A function given as C instead of a pipeline (an elementwise program,
+     * lowering/ElementwiseProgram.h): the definitions of `name` and `name_argv`, which run a
+     * program through kProgramReport; compiled by the C compiler that built Tessel, with the
+     * runtime (runtime/tessel_program.c). Its header declares `name(struct halide_buffer_t
+     * *<c_parameters>...)` and `name_argv`, after `c_comment`; there is no `name_metadata`. */
+    std::string c_source;
+    std::vector<std::string> c_parameters;
+    std::string c_comment;
 };
+
+/** The function a C file of program functions defines (static) and their definitions call:
+ * `int kProgramReport(const tessel_program *, struct halide_buffer_t *const *)` runs the
+ * program and reports a failure through halide_error, so callers see it as any kernel's. */
+inline constexpr const char *kProgramReport = "tessel_program_report";
 
 struct AotLibrary {
     std::vector<std::filesystem::path> written;  ///< headers, then the library (compile_aot_objects: headers only)

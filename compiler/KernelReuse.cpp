@@ -119,13 +119,15 @@ KernelReuse find_kernel_reuse(const dsl::Graph &g, const std::vector<const Compi
     // Same code with constants compiled in.
     std::vector<size_t> exact(n);
     std::unordered_map<std::string, size_t> first;
-    for (size_t i = 0; i < n; i++) exact[i] = first.emplace(kernel_code_key(g, *kernels[i]), i).first->second;
+    // An elementwise program is no code: nothing to share, and it reads no constants argument.
+    auto is_program = [&](size_t i) { return kernels[i]->program() != nullptr; };
+    for (size_t i = 0; i < n; i++) exact[i] = is_program(i) ? i : first.emplace(kernel_code_key(g, *kernels[i]), i).first->second;
     r.same_code_as = exact;
 
     // Same code with liftable constants as an argument, among the kernels that are their own code.
     auto lifted_key = [&](size_t i, std::vector<dsl::ValueId> &order) {
         const CompiledKernel &k = *kernels[i];
-        if (k.arguments().size() + 1 > max_arguments_with_constants) return std::string();
+        if (is_program(i) || k.arguments().size() + 1 > max_arguments_with_constants) return std::string();
         const std::string key = code_key(g, k, [&](dsl::ValueId c) { return liftable_constant(g, k.group(), c); }, order);
         return order.empty() ? std::string() : key;
     };
@@ -146,7 +148,7 @@ KernelReuse find_kernel_reuse(const dsl::Graph &g, const std::vector<const Compi
         const size_t e = exact[i];
         if (code_of[e] == n) {  // compiled in
             r.lifted[i].clear();
-            r.distinct += e == i;
+            r.distinct += e == i && !is_program(i);
             continue;
         }
         r.same_code_as[i] = code_of[e];

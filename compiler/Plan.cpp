@@ -131,9 +131,24 @@ private:
     }
 };
 
-std::vector<ScheduleChoice> choose_all(CachedSelection &selection, const dsl::Graph &g, const dsl::FusionPlan &fusion) {
+/** Every group's choice: a program where the budget says so, else the selection's. */
+std::vector<ScheduleChoice> choose_all(CachedSelection &selection, const dsl::Graph &g, const dsl::FusionPlan &fusion,
+                                       const CompileBudgetPlan &budget) {
     std::vector<ScheduleChoice> out;
-    for (const auto &group : fusion.groups) out.push_back(selection.choose(g, group));
+    for (size_t i = 0; i < fusion.groups.size(); i++) {
+        if (i < budget.program.size() && budget.program[i]) {
+            ScheduleChoice c;
+            c.spec = sched::ScheduleSpec("elementwise_program");
+            c.spec.group = dsl::GroupKind::Elementwise;
+            c.spec.program = true;
+            c.spec.description = "the runtime interprets the group";
+            c.provenance = ScheduleProvenance::CompileBudget;
+            c.reason = budget.reasons[i];
+            out.push_back(std::move(c));
+            continue;
+        }
+        out.push_back(selection.choose(g, fusion.groups[i]));
+    }
     return out;
 }
 
@@ -156,7 +171,16 @@ PlannedProgram plan(const dsl::Graph &graph, const Halide::Target &target, const
     check_symbols(graph, options.symbols);
     PhaseTimes times;
     PlannedProgram p{times.time("simplify", [&] { return options.simplify ? dsl::simplify_graph(graph).graph : graph; }),
-                     {}, target, options.symbols, {}, {}, {}, {}, {}, {}};
+                     {},
+                     target,
+                     options.symbols,
+                     {},
+                     {},
+                     {},
+                     {},
+                     {},
+                     {},
+                     {}};
     p.times = std::move(times);
     p.sizes = options.symbols;
     for (const std::string &s : graph_symbols(p.graph)) p.sizes.emplace(s, dsl::kDefaultSymbolSize);
@@ -189,7 +213,9 @@ PlannedProgram plan(const dsl::Graph &graph, const Halide::Target &target, const
         p.layouts = p.times.time("layouts", [&] { return dsl::assign_layouts(p.graph, p.fusion, lo); });
         if (p.layouts.conversions > 0) p.fusion = p.times.time("fusion", [&] { return dsl::plan_fusion(p.graph, fusion); });
     }
-    p.schedules = p.times.time("schedule selection", [&] { return choose_all(cached, p.graph, p.fusion); });
+    p.budget = p.times.time("compile budget",
+                            [&] { return plan_compile_budget(p.graph, p.fusion, p.sizes, options.max_compiled_kernels); });
+    p.schedules = p.times.time("schedule selection", [&] { return choose_all(cached, p.graph, p.fusion, p.budget); });
     dsl::BufferAssignmentOptions bo = final_buffer_options();
     bo.schedule_reads_before_writes = lower::in_place_check(specs_of(p.schedules));
     if (p.fusion.outside_kernels.empty())
@@ -210,7 +236,7 @@ std::vector<ScheduleChoice> select_schedules(const PlannedProgram &program, cons
                                              const ScheduleSelectionOptions &options) {
     const ScheduleSelection selection(target, options);
     CachedSelection cached(selection, program.symbols);
-    return choose_all(cached, program.graph, program.fusion);
+    return choose_all(cached, program.graph, program.fusion, program.budget);
 }
 
 ScheduleChooser PlannedProgram::chooser() const {
@@ -235,6 +261,7 @@ std::string PlannedProgram::to_string() const {
     os << fusion.to_string(graph) << "\n";
     if (remat && (remat->changed || remat->budget || !remat->skipped.empty())) os << remat->to_string();
     if (!layouts.regions.empty()) os << layouts.to_string(graph) << "\n";
+    os << budget.summary;
     for (size_t i = 0; i < fusion.groups.size(); i++) {
         os << "schedule for " << fusion.groups[i].name << ": " << schedules[i].label() << ": " << schedules[i].reason << "\n";
         if (!schedules[i].refused.empty()) os << "  refused: " << schedules[i].refused << "\n";

@@ -10,6 +10,8 @@
  *     plan_fusion        with the target's limits and the sizes given
  *     assign_layouts     CPU targets, at this machine's measured rates when the database has them;
  *                        conversions it inserts are groups of their own (fusion again)
+ *     compile budget     past PlanOptions::max_compiled_kernels distinct kernels, the elementwise
+ *                        groups with the least work run as elementwise programs (CompileBudget.h)
  *     select schedules   ScheduleSelection: user -> database -> autoscheduler -> library default;
  *                        asked once per structure at the sizes: a repeated layer, or a group apart
  *                        from an earlier one only in scalar constants' values (unless the database
@@ -24,6 +26,7 @@
  */
 #pragma once
 
+#include "compiler/CompileBudget.h"
 #include "compiler/ScheduleSelection.h"
 #include "dsl/analysis/BufferAssignment.h"
 #include "dsl/ir/Graph.h"
@@ -58,6 +61,9 @@ struct PlanOptions {
     /** The layout pass's rates. Unset: this machine's, stored in schedules.db by `tessel db
      * probe`, else dsl::LayoutRates::defaults(); the plan's layout log says which. */
     std::optional<dsl::LayoutRates> layout_rates;
+    /** Distinct kernels compiled at most; past it, the elementwise groups with the least work run
+     * as elementwise programs (compiler/CompileBudget.h). Negative: no limit. */
+    int64_t max_compiled_kernels = kDefaultMaxCompiledKernels;
 
     // Alternatives the benchmarks compare the planner's choices with.
     const dsl::FusionPolicy *fusion_policy = nullptr;  ///< nullptr: default_fusion_policy()
@@ -75,6 +81,7 @@ struct PlannedProgram {
     std::map<std::string, int64_t> sizes;    ///< every symbol (given, else kDefaultSymbolSize)
     std::optional<dsl::RematResult> remat;
     dsl::LayoutPlan layouts;
+    CompileBudgetPlan budget;               ///< which groups run as elementwise programs, and why
     std::vector<ScheduleChoice> schedules;  ///< one per fusion.groups, same order
     dsl::BufferAssignment memory;           ///< at `sizes`, prepared values kept (as run() places them)
     PhaseTimes times;                       ///< each phase's wall time (tessel compile --time-report)

@@ -137,6 +137,7 @@ int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
     po.symbols = o.symbols;
     po.remat = o.remat;
     po.memory_budget = o.memory_budget;
+    po.max_compiled_kernels = o.max_compiled_kernels;
     po.schedules = selection_options(o.schedule, o.schedule_fallback, o.db, o.tune, &out);
     const PlannedProgram p = plan_file(o.file, target, po);
     PhaseTimes times = p.times;
@@ -144,6 +145,7 @@ int compile_graph(const GraphCompileOptions &o, std::ostream &out) {
     times.time("reports", [&] { out << p.fusion.to_string(p.graph) << "\n"; });
     if (p.remat && (p.remat->changed || o.memory_budget || !p.remat->skipped.empty())) out << p.remat->to_string();
     if (!p.layouts.regions.empty()) out << p.layouts.to_string(p.graph) << "\n";
+    out << p.budget.summary;
     out << "values with a layout:";
     bool any_layout = false;
     for (dsl::ValueId v : p.graph.order())
@@ -259,10 +261,12 @@ int run_graph(const GraphRunOptions &o, std::ostream &out) {
     po.symbols = ref.symbols;
     po.remat = o.remat;
     po.memory_budget = o.memory_budget;
+    po.max_compiled_kernels = o.max_compiled_kernels;
     po.schedules = selection_options(o.schedule, o.schedule_fallback, o.db, o.tune, &out);
     const PlannedProgram p = plan(original, target, po);
     if (p.remat && (p.remat->changed || o.memory_budget || !p.remat->skipped.empty())) out << p.remat->to_string();
     if (!p.layouts.regions.empty()) out << p.layouts.to_string(p.graph);
+    out << p.budget.summary;
     if (const std::string note =
             use_kernel_cache(o.kernel_cache, o.db, o.kernel_cache == "off" ? nullptr : autosched::shared_kernel_store_for(o.db));
         !note.empty())
@@ -335,12 +339,16 @@ int run_graph(const GraphRunOptions &o, std::ostream &out) {
         if (got.printed != ref.printed) out << "the interpreter printed:\n" << ref.printed;
     }
     const double t = median_seconds([&] { run_compiled(); }, 3);
-    int variants = 0, used = 0, cached = 0;
+    int variants = 0, used = 0, cached = 0, programs = 0;
     double compile = 0;
     for (size_t i = 0; i < program.groups().size(); i++) {
         if (program.groups()[i].runs_on != i) continue;  // compiled nothing: it runs an earlier group's kernel
         const CompiledKernel &k = program.runner(i);     // its own kernel, or its code with constants as an argument
         compile += k.compile_seconds();
+        if (k.program()) {  // interpreted: nothing compiled
+            programs++;
+            continue;
+        }
         for (const auto &v : k.variants()) {
             variants++, used += v.compiled, cached += v.from_cache;
             if (!v.cache_note.empty()) out << v.cache_note << "\n";
@@ -349,7 +357,8 @@ int run_graph(const GraphRunOptions &o, std::ostream &out) {
     out << "cold start: first result " << std::fixed << std::setprecision(1) << first_result_at * 1e3
         << " ms after program start (the reference interpreter's run included; " << program.groups().size() << " group(s), "
         << used << " of " << variants << " kernel(s) used: " << cached << " loaded from the kernel cache, " << used - cached
-        << " compiled; " << compile * 1e3 << " ms)\n"
+        << " compiled; " << compile * 1e3 << " ms"
+        << (programs ? "; " + std::to_string(programs) + " elementwise program(s), nothing compiled" : std::string()) << ")\n"
         << std::defaultfloat;
     out << "time per run (median of 3, warm, including host<->buffer copies and interpreted ops): " << std::fixed
         << std::setprecision(3) << t * 1e3 << " ms\n"

@@ -21,6 +21,8 @@
  */
 #pragma once
 
+#include "compiler/CompileBudget.h"
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -44,6 +46,7 @@ struct GraphCompileOptions {
     bool tune = false;                       ///< on a database miss, measure candidates instead of the model's pick
     bool remat = true;                       ///< rematerialize where it pays (dsl/passes/Rematerialize.h)
     std::optional<int64_t> memory_budget;    ///< bytes of planned arena; remat recomputes until it fits
+    int64_t max_compiled_kernels = kDefaultMaxCompiledKernels;  ///< compiler/CompileBudget.h
     bool schedule_fallback = false;          ///< a `schedule` that does not apply: default schedule instead of an error
     std::set<std::string> donated;           ///< inputs the memory plan may write in place (a KV cache)
     /** Seconds the whole compile may take: checked before each group's files and each function
@@ -75,6 +78,7 @@ struct GraphRunOptions {
     double tolerance = 1e-4;  ///< max |got - want| / (1 + |want|)
     bool remat = true;
     std::optional<int64_t> memory_budget;
+    int64_t max_compiled_kernels = kDefaultMaxCompiledKernels;  ///< compiler/CompileBudget.h
 };
 
 /** Runs the graph on random inputs: the simplified graph in program order, its fused groups on

@@ -4,13 +4,13 @@
 #include "driver/KernelLibrary.h"
 
 #include "codegen/Compile.h"
+#include "codegen/RuntimeSourcesText.h"
 #include "compiler/KernelReuse.h"
 #include "compiler/Plan.h"
 #include "driver/LibrarySpecialization.h"
 #include "driver/LibraryTables.h"
 #include "driver/LibraryTargets.h"
 #include "driver/ParallelLoopText.h"
-#include "driver/RuntimeSourcesText.h"
 #include "driver/TextFile.h"
 #include "dsl/analysis/BufferAssignment.h"
 #include "dsl/analysis/MemoryTraffic.h"
@@ -66,6 +66,7 @@ int write_kernel_library(const KernelLibraryOptions &o, std::ostream &out) {
     PlanOptions plan_options;
     plan_options.symbols = o.symbols;
     plan_options.remat = o.remat;
+    plan_options.max_compiled_kernels = o.max_compiled_kernels;
     plan_options.schedules.user_schedule = o.schedule;
     plan_options.schedules.db = o.db;
     const PlannedProgram planned_graph = plan_file(o.file, target, plan_options);
@@ -75,6 +76,7 @@ int write_kernel_library(const KernelLibraryOptions &o, std::ostream &out) {
     const std::string name = library_identifier(o.name.empty() ? g.name : o.name);
     if (planned_graph.remat && planned_graph.remat->changed) out << planned_graph.remat->to_string();
     if (planned_graph.layouts.conversions > 0) out << planned_graph.layouts.to_string(g);
+    out << planned_graph.budget.summary;
     if (!plan.outside_kernels.empty())
         throw std::invalid_argument("tessel lib: " + dsl::print_node(g, plan.outside_kernels.front()) +
                                     " runs outside kernels; a library holds graphs whose every op is in a kernel");

@@ -67,6 +67,8 @@
 
 #include "autoscheduler/SpecializationPlanner.h"
 
+#include "compiler/CompileBudget.h"
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -86,6 +88,7 @@ struct KernelLibraryOptions {
     std::string db = "tessel-tuning.db";
     std::map<std::string, int64_t> symbols;  ///< sizes for fusion estimates and rematerialization
     bool remat = true;
+    int64_t max_compiled_kernels = kDefaultMaxCompiledKernels;  ///< compiler/CompileBudget.h
     /** Shape profile (bindings of the graph's symbols with calls): when given, every group's
      * guarded variants are measured and the library keeps those the planner chooses. */
     std::string profile_file;

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <sstream>
 
 namespace tessel {
@@ -74,6 +75,23 @@ CompiledKernel::CompiledKernel(const dsl::Graph &g, dsl::FusionGroup group, sche
         wanted.push_back(schedule_.pick_variant(e));
     } else {
         for (size_t i = 0; i <= schedule_.variants.size(); i++) wanted.push_back(i);
+    }
+    if (schedule_.program && (!schedule_.steps.empty() || !schedule_.variants.empty() || !constant_arguments_.empty()))
+        throw sched::ScheduleError("schedule '" + schedule_.name + "' for " + group_.name +
+                                   ": an elementwise program has no steps, no variants and its constants in the program");
+    if (schedule_.program) {  // interpreted: lowered only for its arguments, nothing scheduled or compiled
+        Variant v;
+        v.label = "elementwise program";
+        v.lowered = lower::lower_group(g, group_);
+        v.compiled = true;
+        std::vector<std::string> names;
+        for (const auto &in : v.lowered.inputs) names.push_back(in.name());
+        for (dsl::ValueId out : v.lowered.output_values) names.push_back(g.display_name(out));
+        program_ = std::make_shared<const lower::ElementwiseProgram>(
+            lower::build_program(g, group_, v.lowered.input_values, v.lowered.output_values, std::move(names)));
+        variants_.push_back(std::move(v));
+        schedule_variant_.push_back(0);
+        wanted.clear();
     }
     for (size_t i : wanted) {
         const bool fallback = i == schedule_.variants.size();
@@ -318,6 +336,15 @@ void CompiledKernel::run(const std::vector<halide_buffer_t *> &buffers, const ha
         throw CompileError("kernel '" + group_.name + "' was compiled only for the " + variants_.front().label +
                            " of schedule '" + schedule_.name + "', whose guards these buffers do not meet (" +
                            describe_call(buffers) + ")");
+    if (program_) {
+        try {
+            lower::run_program(*program_, buffers);
+        } catch (const std::exception &e) {
+            throw CompileError("running kernel '" + group_.name + "' (elementwise program) failed: " + e.what() +
+                               " (buffers: " + describe_call(buffers) + ")");
+        }
+        return;
+    }
     std::call_once(compile_once_[pick], [&] { compile_variant(pick); });  // JitOnFirstUse: here
     // The code's argument order: the inputs, the constants (LoweredGroup::arguments), the outputs.
     std::vector<void *> args(buffers.begin(), buffers.end());
@@ -349,6 +376,13 @@ std::string CompiledKernel::variant_function(size_t i, const std::string &base) 
 std::vector<fs::path> CompiledKernel::write_files(const fs::path &dir, const std::string &base,
                                                   const std::set<AotOutput> &outputs) const {
     std::vector<fs::path> written;
+    if (program_) {  // no code: the statement is the program's text
+        if (!outputs.count(AotOutput::Stmt)) return written;
+        fs::create_directories(dir);
+        written.push_back(dir / (base + ".stmt"));
+        std::ofstream(written.back()) << program_->to_string();
+        return written;
+    }
     for (size_t i = 0; i < variants_.size(); i++) {
         const std::string name = variant_function(i, base);
         const auto &lg = variants_[i].lowered;
@@ -359,6 +393,16 @@ std::vector<fs::path> CompiledKernel::write_files(const fs::path &dir, const std
 
 std::vector<AotFunction> CompiledKernel::aot_functions(const std::string &base) const {
     std::vector<AotFunction> functions;
+    if (program_) {
+        AotFunction f{{}, {}, base};
+        std::vector<std::string> parameters;
+        for (const KernelArgument &a : arguments_) parameters.push_back("_" + lower::halide_name(*graph_, a.value) + "_buffer");
+        f.c_source = program_->c_function(base, parameters, kProgramReport);
+        f.c_parameters = std::move(parameters);
+        f.c_comment = program_->to_string();
+        functions.push_back(std::move(f));
+        return functions;
+    }
     for (size_t i = 0; i < variants_.size(); i++)
         functions.push_back({variants_[i].lowered.pipeline(), variants_[i].lowered.arguments(), variant_function(i, base)});
     return functions;

@@ -32,6 +32,11 @@
  * measuring child needs: one shape, no time spent on variants it will not run); run() then
  * refuses buffers whose extents that variant's guards do not cover.
  *
+ * A schedule with `program` set (sched::ScheduleSpec::program) compiles nothing: the group runs
+ * as an elementwise program the runtime interprets (lowering/ElementwiseProgram.h), one variant
+ * "elementwise program"; ahead of time it is a C function of the same signature over the
+ * program as data (aot_functions), and its statement file is the program's text.
+ *
  * `constant_arguments` lowers those scalar constants of the group as reads of a constants
  * argument (lower::LowerOptions): the kernel is then the code of every group that differs from
  * this one only in their values (compiler/KernelReuse.h), and run() takes the values to use.
@@ -47,6 +52,7 @@
 #include "dsl/ir/Graph.h"
 #include "dsl/passes/Fusion.h"
 #include "dsl/passes/GroupExtents.h"
+#include "lowering/ElementwiseProgram.h"
 #include "lowering/LowerToHalide.h"
 #include "schedules/ApplySchedule.h"
 #include "schedules/Schedule.h"
@@ -106,6 +112,8 @@ public:
     const dsl::GroupExtents &extents() const { return extents_; }
     /** The constants read from the constants argument (empty: every constant compiled in). */
     const std::vector<dsl::ValueId> &constant_arguments() const { return constant_arguments_; }
+    /** The elementwise program the group runs as (schedule().program), else null. */
+    const lower::ElementwiseProgram *program() const { return program_.get(); }
     /** Why variants of the schedule were left out (numeric mode), one line each. */
     const std::vector<std::string> &notes() const { return notes_; }
     /** Lowering + scheduling + JIT compilation of every variant (JitOnFirstUse: of those
@@ -185,6 +193,7 @@ private:
     std::vector<size_t> schedule_variant_;
     std::vector<std::string> notes_;
     double compile_seconds_ = 0;
+    std::shared_ptr<const lower::ElementwiseProgram> program_;
 
     std::string describe_call(const std::vector<halide_buffer_t *> &buffers) const;
     /** JIT-compiles variant `i` (or loads it from the kernel cache). */

@@ -15,6 +15,8 @@
  *   tessel_cpu.c        the first target whose CPU features the machine reports
  *   tessel_profile.c    the TESSEL_LIB_PROFILE histogram in the shape-profile text form
  *   tessel_library.c    a library call: checks, layout, dispatch of every group
+ *   tessel_program.c    elementwise programs: a group run by interpreting its ops (no code
+ *                       generated for it), with the reference interpreter's numerics
  */
 #ifndef TESSEL_RUNTIME_H
 #define TESSEL_RUNTIME_H
@@ -270,6 +272,70 @@ int64_t tessel_library_workspace_bytes(const tessel_library *lib, int entry, str
 /** Bytes of the prepared block for these weights; -1 on a bad one. */
 int64_t tessel_library_prepared_bytes(const tessel_library *lib, struct halide_buffer_t *const *weights, tessel_call_frame *frame,
                                       tessel_call_text *text);
+
+/* ---- elementwise programs (tessel_program.c) ---- */
+
+/** The ops of an elementwise program; each computes as the reference interpreter does
+ * (dsl/interp/Interpreter.cpp: in double, rounded to f32), so a program's results are the
+ * interpreter's bit for bit. Comparisons give 1.0f or 0.0f; WHERE picks `b` where `a` is
+ * nonzero (NaN included). CONST sets every lane to the step's value. */
+enum {
+    TESSEL_PROGRAM_CONST = 0,
+    TESSEL_PROGRAM_COPY,
+    TESSEL_PROGRAM_ADD,
+    TESSEL_PROGRAM_SUB,
+    TESSEL_PROGRAM_MUL,
+    TESSEL_PROGRAM_DIV,
+    TESSEL_PROGRAM_MAX,
+    TESSEL_PROGRAM_MIN,
+    TESSEL_PROGRAM_LT,
+    TESSEL_PROGRAM_LE,
+    TESSEL_PROGRAM_GT,
+    TESSEL_PROGRAM_GE,
+    TESSEL_PROGRAM_EQ,
+    TESSEL_PROGRAM_NE,
+    TESSEL_PROGRAM_WHERE,
+    TESSEL_PROGRAM_GELU,
+    TESSEL_PROGRAM_GELU_TANH,
+    TESSEL_PROGRAM_TANH,
+    TESSEL_PROGRAM_EXP,
+    TESSEL_PROGRAM_RELU,
+    TESSEL_PROGRAM_NEG,
+    TESSEL_PROGRAM_ABS,
+    TESSEL_PROGRAM_SQRT,
+    TESSEL_PROGRAM_RSQRT,
+    TESSEL_PROGRAM_LOG,
+    TESSEL_PROGRAM_SIGMOID,
+    TESSEL_PROGRAM_SILU,
+    TESSEL_PROGRAM_SIN,
+    TESSEL_PROGRAM_COS,
+    TESSEL_PROGRAM_OP_COUNT
+};
+
+/** One step: register `result` = op(registers a, b, c) (unused operands are -1), or `value`
+ * for CONST. */
+typedef struct tessel_program_step {
+    int32_t op, result, a, b, c;
+    float value;
+} tessel_program_step;
+
+/** An elementwise group as a register program over f32. Registers 0 .. input_count-1 hold the
+ * inputs (arguments 0 .. input_count-1, broadcast to the outputs' shape); the outputs
+ * (arguments input_count ..) are read from output_registers after the last step. Every output
+ * has the same shape, the iteration domain; an input's dimension is that extent or 1, and an
+ * input may have fewer dimensions (numpy broadcasting: Halide's dim 0 is the innermost axis). */
+typedef struct tessel_program {
+    const char *name;
+    int32_t input_count, output_count, register_count, step_count;
+    const tessel_program_step *steps;
+    const int32_t *output_registers;
+} tessel_program;
+
+/** Runs `program` over `buffers` (inputs, then outputs: f32 halide_buffer_t with host memory,
+ * any strides). Returns 0, or -1 with a message naming the argument and both shapes in
+ * `error` (at most error_bytes, NUL-terminated). Single-threaded; an output may be an input's
+ * storage (an in-place update): each element is read before it is written. */
+int tessel_program_run(const tessel_program *program, struct halide_buffer_t *const *buffers, char *error, size_t error_bytes);
 
 #ifdef __cplusplus
 }

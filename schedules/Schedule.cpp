@@ -100,6 +100,7 @@ std::string to_string(const ScheduleSpec &s) {
     std::ostringstream os;
     os << "schedule " << s.name << " (" << to_string(s.device) << ")\n";
     if (!s.description.empty()) os << "  // " << s.description << "\n";
+    if (s.program) os << "  elementwise program: no code generated, the runtime interprets the group\n";
     for (const auto &v : s.variants) {
         os << "  when";
         for (size_t i = 0; i < v.guards.size(); i++) os << (i ? " && " : " ") << v.guards[i].to_string();

@@ -200,6 +200,10 @@ public:
     dsl::GroupKind group = dsl::GroupKind::MatmulEpilogue;
     std::string description;
     std::vector<Directive> steps;  ///< applied in order
+    /** No code is generated: the group runs as an elementwise program that the runtime
+     * interprets (lowering/ElementwiseProgram.h), with no steps and no variants. The planner
+     * chooses it for groups past the compile budget (compiler/Plan.h). */
+    bool program = false;
 
     /** Alternative schedules tried in order; the first whose guards all hold is used. */
     struct Variant {

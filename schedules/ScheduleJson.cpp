@@ -185,6 +185,7 @@ json to_json(const ScheduleSpec &s) {
     j["group"] = dsl::to_string(s.group);
     j["description"] = s.description;
     j["steps"] = steps_to_json(s.steps);
+    if (s.program) j["program"] = true;
     j["variants"] = json::array();
     for (const auto &v : s.variants) j["variants"].push_back({{"guards", v.guards}, {"steps", steps_to_json(v.steps)}});
     return j;
@@ -219,6 +220,7 @@ ScheduleSpec read_schedule(const json &j) {
             throw ScheduleJsonError("\"group\": unknown fusion group kind '" + group +
                                     "' (expected one of: " + dsl::group_kind_names() + ")");
         s.group = *kind;
+        s.program = j.contains("program") && json_field<bool, ScheduleJsonError>(j, "program", "schedule");
     } catch (const ScheduleJsonError &) {
         throw;
     } catch (const std::exception &e) {
