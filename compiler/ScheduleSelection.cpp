@@ -6,6 +6,7 @@
 #include "autoscheduler/TuningStore.h"
 #include "dsl/ir/Numerics.h"
 #include "dsl/passes/GroupExtents.h"
+#include "lowering/ElementwiseProgram.h"
 #include "lowering/ScheduleGroup.h"
 #include "schedules/ScheduleJson.h"
 
@@ -62,6 +63,12 @@ std::optional<autosched::Workload> group_workload(const dsl::Graph &g, const dsl
 
 std::string schedule_refusal(const dsl::Graph &g, const dsl::FusionGroup &group, const sched::ScheduleSpec &spec,
                              const Halide::Target &target) {
+    if (spec.program) {  // an elementwise program: no steps to apply, but not every group can be one
+        if (!spec.steps.empty() || !spec.variants.empty())
+            return "schedule '" + spec.name + "' is an elementwise program with steps or variants (a program has none)";
+        if (auto why = lower::program_refusal(g, group)) return group.name + " cannot run as an elementwise program: " + *why;
+        return "";
+    }
     // As CompiledKernel builds it: in exact mode the variants that split a reduction are left out.
     const bool split_ok = dsl::allows_split_reductions(g.mode);
     try {

@@ -203,7 +203,8 @@ using GroupVisitor =
                        const dsl::FusionGroup &group, const std::optional<autosched::Workload> &workload)>;
 
 /** Plans the graph at each binding as `tessel run` and `tessel lib` will at those sizes (the same
- * front door: remat, layouts, prepared groups), so each group visited is a group they compile;
+ * front door: remat, layouts, prepared groups, the compile budget), so each group visited is a
+ * group they compile (elementwise programs are not visited: they have no schedule);
  * `workload` is nullopt where a size of the group is not bound. */
 void for_each_planned_group(const dsl::Graph &graph, const Halide::Target &target, const Bindings &bindings,
                             const GroupVisitor &visit) {
@@ -212,7 +213,11 @@ void for_each_planned_group(const dsl::Graph &graph, const Halide::Target &targe
         po.symbols = symbols;
         po.schedules.autoschedule = false;
         const PlannedProgram p = plan(graph, target, po);
-        for (const auto &fg : p.fusion.groups) visit(name, symbols, p, fg, group_workload(p.graph, fg, symbols));
+        for (size_t i = 0; i < p.fusion.groups.size(); i++) {
+            const dsl::FusionGroup &fg = p.fusion.groups[i];
+            if (p.budget.program[i]) continue;  // an elementwise program past the compile budget: no schedule to tune
+            visit(name, symbols, p, fg, group_workload(p.graph, fg, symbols));
+        }
     }
 }
 

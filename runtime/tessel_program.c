@@ -107,6 +107,8 @@ static void run_step(const tessel_program_step *s, float (*reg)[CHUNK], int n) {
     }
 }
 
+static const char *name_of(const tessel_program *p) { return p->name ? p->name : "elementwise program"; }
+
 static void describe(const struct halide_buffer_t *b, char *text, size_t bytes) {
     size_t used = 0;
     int d;
@@ -121,9 +123,43 @@ static int fail_shape(const tessel_program *p, int argument, const struct halide
     char got[160], want[160];
     describe(b, got, sizeof got);
     describe(domain, want, sizeof want);
-    snprintf(error, error_bytes, "%s: argument %d has extents %s (Halide order, innermost first), %s %s", p->name, argument, got,
-             what, want);
+    snprintf(error, error_bytes, "%s: argument %d has extents %s (Halide order, innermost first), %s %s", name_of(p), argument,
+             got, what, want);
     return -1;
+}
+
+/* Checks the program itself: ops known, registers in range, operands present where the op
+ * reads them (a library's tables are data; a corrupt one is an error, not a stray write). */
+static int check_program(const tessel_program *p, char *error, size_t error_bytes) {
+    int s, o;
+    if (p->input_count < 0 || p->output_count < 1 || p->step_count < 0 || p->register_count < p->input_count ||
+        (p->step_count > 0 && !p->steps) || !p->output_registers) {
+        snprintf(error, error_bytes, "%s: a malformed program (%d inputs, %d outputs, %d registers, %d steps)", name_of(p),
+                 p->input_count, p->output_count, p->register_count, p->step_count);
+        return -1;
+    }
+    for (s = 0; s < p->step_count; s++) {
+        const tessel_program_step *t = &p->steps[s];
+        const int operands = t->op == TESSEL_PROGRAM_CONST                               ? 0
+                             : t->op == TESSEL_PROGRAM_WHERE                             ? 3
+                             : t->op >= TESSEL_PROGRAM_ADD && t->op <= TESSEL_PROGRAM_NE ? 2
+                                                                                         : 1;
+        const int32_t used[3] = {t->a, t->b, t->c};
+        int bad = t->op < 0 || t->op >= TESSEL_PROGRAM_OP_COUNT || t->result < 0 || t->result >= p->register_count;
+        for (o = 0; o < operands; o++) bad = bad || used[o] < 0 || used[o] >= p->register_count;
+        if (bad) {
+            snprintf(error, error_bytes, "%s: step %d is malformed (op %d, result r%d, operands r%d r%d r%d of %d registers)",
+                     name_of(p), s, t->op, t->result, t->a, t->b, t->c, p->register_count);
+            return -1;
+        }
+    }
+    for (o = 0; o < p->output_count; o++)
+        if (p->output_registers[o] < 0 || p->output_registers[o] >= p->register_count) {
+            snprintf(error, error_bytes, "%s: output %d reads register %d of %d", name_of(p), o, p->output_registers[o],
+                     p->register_count);
+            return -1;
+        }
+    return 0;
 }
 
 /* Checks every buffer; fills per-argument strides over the domain's dims (0 where broadcast). */
@@ -135,11 +171,11 @@ static int check(const tessel_program *p, struct halide_buffer_t *const *buffers
     for (a = 0; a < count; a++) {
         const struct halide_buffer_t *b = buffers[a];
         if (!b || !b->host) {
-            snprintf(error, error_bytes, "%s: argument %d is %s", p->name, a, b ? "a buffer without host memory" : "null");
+            snprintf(error, error_bytes, "%s: argument %d is %s", name_of(p), a, b ? "a buffer without host memory" : "null");
             return -1;
         }
         if (b->type.code != halide_type_float || b->type.bits != 32 || b->type.lanes != 1) {
-            snprintf(error, error_bytes, "%s: argument %d is not a float32 buffer (type code %d, %d bits)", p->name, a,
+            snprintf(error, error_bytes, "%s: argument %d is not a float32 buffer (type code %d, %d bits)", name_of(p), a,
                      b->type.code, b->type.bits);
             return -1;
         }
@@ -161,24 +197,25 @@ static int check(const tessel_program *p, struct halide_buffer_t *const *buffers
 
 TESSEL_RT_API int tessel_program_run(const tessel_program *p, struct halide_buffer_t *const *buffers, char *error,
                                      size_t error_bytes) {
-    const int count = p->input_count + p->output_count;
     const struct halide_buffer_t *domain;
     float stack_registers[STACK_REGISTERS][CHUNK];
     float(*reg)[CHUNK] = stack_registers;
     int64_t stack_strides[16 * 8], *strides = stack_strides, stack_base[16], *base = stack_base, rows = 1, row, position[8];
-    int rank, a, d, status = 0;
-    if (p->output_count < 1) {
-        snprintf(error, error_bytes, "%s: a program without outputs", p->name);
+    int count, rank, a, d, status = 0;
+    if (!p || !buffers) {
+        snprintf(error, error_bytes, "elementwise program: %s is null", p ? "the buffer array" : "the program");
         return -1;
     }
+    if (check_program(p, error, error_bytes)) return -1;
+    count = p->input_count + p->output_count;
     domain = buffers[p->input_count];
     if (!domain) {
-        snprintf(error, error_bytes, "%s: argument %d is null", p->name, p->input_count);
+        snprintf(error, error_bytes, "%s: argument %d is null", name_of(p), p->input_count);
         return -1;
     }
     rank = domain->dimensions;
     if (rank < 1 || rank > 8) {
-        snprintf(error, error_bytes, "%s: outputs of %d dimensions (1 to 8 are supported)", p->name, rank);
+        snprintf(error, error_bytes, "%s: outputs of %d dimensions (1 to 8 are supported)", name_of(p), rank);
         return -1;
     }
     if (count > 16) {
@@ -187,7 +224,7 @@ TESSEL_RT_API int tessel_program_run(const tessel_program *p, struct halide_buff
     }
     if (p->register_count > STACK_REGISTERS) reg = (float(*)[CHUNK])malloc(sizeof(float) * CHUNK * (size_t)p->register_count);
     if (!strides || !base || !reg) {
-        snprintf(error, error_bytes, "%s: out of memory for %d registers", p->name, p->register_count);
+        snprintf(error, error_bytes, "%s: out of memory for %d registers", name_of(p), p->register_count);
         status = -1;
         goto done;
     }

@@ -188,6 +188,18 @@ TEST_CASE("elementwise programs: the text form, the checks at the call, and the 
     buffers[1] = wrong_type.raw_buffer();
     CHECK(tessel_program_run(&view, buffers.data(), error, sizeof error) == -1);
     CHECK(std::string(error).find("not a float32 buffer") != std::string::npos);
+    // A corrupt program (a library's tables are data) is refused before it reads or writes.
+    std::vector<tessel_program_step> steps = k.program()->steps;
+    steps[1].a = 99;
+    tessel_program corrupt = view;
+    corrupt.steps = steps.data();
+    buffers[1] = b.raw_buffer();
+    CHECK(tessel_program_run(&corrupt, buffers.data(), error, sizeof error) == -1);
+    CHECK(std::string(error).find("step 1 is malformed") != std::string::npos);
+    steps = k.program()->steps;
+    steps[0].op = TESSEL_PROGRAM_OP_COUNT;
+    CHECK(tessel_program_run(&corrupt, buffers.data(), error, sizeof error) == -1);
+    CHECK(tessel_program_run(nullptr, buffers.data(), error, sizeof error) == -1);
 
     // Not programs: a contraction, a reduction, a narrow type; each says why.
     const PlannedProgram mm = planned(R"(graph mm {

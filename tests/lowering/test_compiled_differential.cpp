@@ -72,8 +72,10 @@ ScheduleChooser model_pick(const dsl::Graph &g, const Halide::Target &target) {
 
 /** Counts over a run. */
 struct Counts {
-    int groups = 0, model_picked = 0, specials = 0, conversions = 0, panels = 0;
+    int groups = 0, model_picked = 0, specials = 0, conversions = 0, panels = 0, programs = 0;
 };
+
+void check_outputs(const std::vector<dsl::Tensor> &got, const dsl::RunResult &want, const dsl::RunResult &moved, const char *how);
 
 /** One random graph of `seed`, compiled and compared with the interpreter (CHECKs inside). */
 void check_graph(uint64_t seed, const Halide::Target &target, Counts &counts) {
@@ -134,6 +136,27 @@ void check_graph(uint64_t seed, const Halide::Target &target, Counts &counts) {
     for (auto &[name, t] : perturbed)
         for (double &v : t.data) v = (double)(float)(v * (1 + (rng() % 2 ? 1 : -1) * std::ldexp(1.0, -23)));
     const dsl::RunResult moved = dsl::interpret(original, perturbed, ro);
+    // The same plan with every group that can be one run as an elementwise program (the compile
+    // budget's other form, lowering/ElementwiseProgram.h): the same tolerance.
+    const ScheduleChooser programs = [&](const dsl::FusionGroup &group, const lower::LoweredGroup &) {
+        std::optional<sched::ScheduleSpec> s;
+        if (!lower::program_refusal(g, group)) {
+            s = sched::ScheduleSpec("elementwise_program");
+            s->group = dsl::GroupKind::Elementwise;
+            s->program = true;
+            counts.programs++;
+        }
+        return s;
+    };
+    const CompiledGraph interpreted(g, plan, target, programs);
+    check_outputs(got, want, moved, "compiled");
+    check_outputs(interpreted.run(want.inputs, want.symbols), want, moved, "with elementwise programs");
+}
+
+/** Each output within float32 error of the reference (see check_graph). */
+void check_outputs(const std::vector<dsl::Tensor> &got, const dsl::RunResult &want, const dsl::RunResult &moved,
+                   const char *how) {
+    INFO(how);
     REQUIRE(got.size() == want.outputs.size());
     for (size_t o = 0; o < got.size(); o++) {
         REQUIRE(got[o].shape == want.outputs[o].shape);
@@ -166,11 +189,12 @@ TEST_CASE("differential: compiled graphs match the interpreter, special values a
     const double s = tessel::seconds_since(t0);
     MESSAGE(iters << " graphs, " << groups << " compiled groups (" << model_picked << " with the model's pick), " << specials
                   << " special input values, " << counts.conversions << " layout conversions inserted (" << counts.panels
-                  << " weights in panels), in " << s << " s");
+                  << " weights in panels), " << counts.programs << " groups also run as elementwise programs, in " << s << " s");
     CHECK(groups > 0);
     if (iters >= 30) CHECK(model_picked > 0);
     if (iters >= 30) CHECK(counts.conversions > 0);
     if (iters >= 30) CHECK(counts.panels > 0);
+    if (iters >= 30) CHECK(counts.programs > 0);
 }
 
 TEST_CASE("regression: inf - inf is NaN in strict mode, though Halide's simplifier folds x - x to 0") {

@@ -74,10 +74,11 @@ TEST_CASE("TargetFacts: CPU vector facts from the target, read by the blocking a
 
 TEST_CASE("ScheduleProvenance: every value's text round-trips; an unknown word is refused") {
     for (auto p : {ScheduleProvenance::User, ScheduleProvenance::Database, ScheduleProvenance::Measured,
-                   ScheduleProvenance::Model, ScheduleProvenance::LibraryDefault})
+                   ScheduleProvenance::Model, ScheduleProvenance::LibraryDefault, ScheduleProvenance::CompileBudget})
         CHECK(parse_schedule_provenance(to_string(p)) == p);
     CHECK(std::string(to_string(ScheduleProvenance::LibraryDefault)) == "library");
+    CHECK(std::string(to_string(ScheduleProvenance::CompileBudget)) == "budget");
     CHECK_THROWS_WITH_AS(parse_schedule_provenance("tuned"),
-                         "unknown schedule provenance 'tuned' (valid: user, database, measured, model, library)",
+                         "unknown schedule provenance 'tuned' (valid: user, database, measured, model, library, budget)",
                          std::invalid_argument);
 }
