@@ -302,7 +302,7 @@ AotLibrary compile_aot_objects(const std::vector<AotFunction> &functions, const 
                 for (size_t i = c * kAotChunkFunctions; i < std::min(functions.size(), (c + 1) * kAotChunkFunctions); i++) {
                     const AotFunction &f = functions[i];
                     if (!f.same_code_as.empty()) continue;  // an alias: written below, with its code
-                    if (!f.c_source.empty()) continue;      // a program: compiled below, as C
+                    if (f.program) continue;                // a program: written below, as data
                     if (deadline && std::chrono::steady_clock::now() > *deadline) {
                         chunk.skipped.push_back(i);
                         continue;
@@ -348,7 +348,7 @@ AotLibrary compile_aot_objects(const std::vector<AotFunction> &functions, const 
         result.not_compiled.insert(result.not_compiled.end(), chunk.skipped.begin(), chunk.skipped.end());
         if (!chunk.object.empty()) result.objects.push_back(chunk.object);
     }
-    const ProgramObjects programs = compile_program_functions(functions, dir, work, prefix, threads);
+    const ProgramObjects programs = compile_program_functions(functions, without_runtime, dir, work, prefix);
     result.written.insert(result.written.end(), programs.headers.begin(), programs.headers.end());
     result.objects.insert(result.objects.end(), programs.objects.begin(), programs.objects.end());
     if (const std::vector<KernelAlias> aliases =

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <Halide.h>
+#include <tessel_runtime.h>
 
 #include <chrono>
 #include <filesystem>
@@ -73,6 +74,16 @@ std::vector<std::filesystem::path> compile_aot(const Halide::Pipeline &pipeline,
                                                const Halide::Target &target, const std::string &name,
                                                const std::filesystem::path &dir, const std::set<AotOutput> &outputs);
 
+/** An elementwise program as a library function: its steps (runtime/tessel_runtime.h), its
+ * arguments' parameter names (inputs, then outputs) and a comment for its header (the text form). */
+struct ProgramFunction {
+    int32_t input_count = 0, output_count = 0, register_count = 0;
+    std::vector<tessel_program_step> steps;
+    std::vector<int32_t> output_registers;
+    std::vector<std::string> parameters;
+    std::string comment;
+};
+
 /** One function of a library written by compile_aot_library. */
 struct AotFunction {
     Halide::Pipeline pipeline;
@@ -89,20 +100,11 @@ struct AotFunction {
     bool internal = false;
     /** Code that reads constants from an argument: that argument's name (lower::LoweredGroup::constants). */
     std::string constants_argument;
-    /** A function given as C instead of a pipeline (an elementwise program,
-     * lowering/ElementwiseProgram.h): the definitions of `name` and `name_argv`, which run a
-     * program through kProgramReport; compiled by the C compiler that built Tessel, with the
-     * runtime (runtime/tessel_program.c). Its header declares `name(struct halide_buffer_t
-     * *<c_parameters>...)` and `name_argv`, after `c_comment`; there is no `name_metadata`. */
-    std::string c_source;
-    std::vector<std::string> c_parameters;
-    std::string c_comment;
+    /** A function that runs an elementwise program (lowering/ElementwiseProgram.h) instead of
+     * code from a pipeline: the program as data, written as assembly with the function's two
+     * entries (codegen/ProgramFunctions.h). */
+    std::optional<ProgramFunction> program;
 };
-
-/** The function a C file of program functions defines (static) and their definitions call:
- * `int kProgramReport(const tessel_program *, struct halide_buffer_t *const *)` runs the
- * program and reports a failure through halide_error, so callers see it as any kernel's. */
-inline constexpr const char *kProgramReport = "tessel_program_report";
 
 struct AotLibrary {
     std::vector<std::filesystem::path> written;  ///< headers, then the library (compile_aot_objects: headers only)
@@ -132,8 +134,7 @@ AotLibrary compile_aot_library(const std::vector<AotFunction> &functions, const 
  * archive; headers in `dir`. */
 AotLibrary compile_aot_objects(const std::vector<AotFunction> &functions, const Halide::Target &target,
                                const std::filesystem::path &dir, const std::filesystem::path &work, const std::string &prefix,
-                               std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt,
-                               int threads = 0);
+                               std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt, int threads = 0);
 
 /** The PTX Halide generates for the GPU kernels of a CUDA pipeline. */
 std::string generate_ptx(const Halide::Pipeline &pipeline, const std::vector<Halide::Argument> &args,

@@ -3,6 +3,7 @@
 // against.
 #include "codegen/KernelAliases.h"
 
+#include "codegen/AssemblyText.h"
 #include "codegen/Compile.h"
 #include "support/Subprocess.h"
 
@@ -23,35 +24,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using assembly::function_end;
+using assembly::function_start;
+using assembly::quad;
+using assembly::StructData;
+using assembly::word;
+
 bool identifier_char(char c) { return std::isalnum((unsigned char)c) || c == '_'; }
 
-const char *const kRegisters[kAliasRegisterArguments] = {"%rdi", "%rsi", "%rdx", "%rcx", "%r8", "%r9"};
-
-/** A struct's bytes as assembler directives: fields by offset, the gaps and the tail zero-filled. */
-class StructData {
-public:
-    explicit StructData(size_t size) : size_(size) {}
-    StructData &field(size_t offset, const std::string &directive, size_t bytes) {
-        fields_[offset] = {directive, bytes};
-        return *this;
-    }
-    void write(std::ostream &s) const {
-        size_t at = 0;
-        for (const auto &[offset, f] : fields_) {
-            if (offset > at) s << "\t.zero\t" << offset - at << "\n";
-            s << "\t" << f.first << "\n";
-            at = offset + f.second;
-        }
-        if (size_ > at) s << "\t.zero\t" << size_ - at << "\n";
-    }
-
-private:
-    size_t size_;
-    std::map<size_t, std::pair<std::string, size_t>> fields_;
-};
-
-std::string quad(const std::string &what) { return ".quad\t" + what; }
-std::string word(long value) { return ".long\t" + std::to_string(value); }
+const char *const *const kRegisters = assembly::kArgumentRegisters;
 
 std::string type_directive(const Halide::Type &t) {
     std::ostringstream s;  // halide_type_t: code, bits, lanes
@@ -66,12 +47,6 @@ std::vector<Halide::Argument> own_arguments(const KernelAlias &a) {
         if (a.constants.empty() || i != a.constants_argument) args.push_back(a.code_arguments[i]);
     return args;
 }
-
-void function_start(std::ostream &s, const std::string &name) {
-    s << "\t.text\n\t.globl\t" << name << "\n\t.type\t" << name << ",@function\n\t.p2align\t4\n" << name << ":\n";
-}
-
-void function_end(std::ostream &s, const std::string &name) { s << "\t.size\t" << name << ", .-" << name << "\n"; }
 
 /** `a` and `a_argv`, with the constants buffer `buffer` inserted where the code takes it. */
 void write_calls(std::ostream &s, const KernelAlias &a, const std::string &buffer) {
@@ -157,8 +132,8 @@ void check_alias(const KernelAlias &a) {
     if (a.constants.empty()) return;
     if (a.code_arguments.size() > kAliasRegisterArguments || a.constants_argument >= a.code_arguments.size())
         throw CompileError("alias " + a.name + " of " + a.code + ": the code takes " + std::to_string(a.code_arguments.size()) +
-                           " arguments; a thunk that passes constants passes at most " +
-                           std::to_string(kAliasRegisterArguments) + ", in registers");
+                           " arguments; a thunk that passes constants passes at most " + std::to_string(kAliasRegisterArguments) +
+                           ", in registers");
     for (const Halide::Argument &arg : a.code_arguments)
         if (!arg.is_buffer())
             throw CompileError("alias " + a.name + " of " + a.code + ": argument '" + arg.name +
@@ -172,9 +147,10 @@ bool aliases_supported(const Halide::Target &target) { return target.arch == Hal
 std::string alias_header(const std::string &code_header, const KernelAlias &alias) {
     // Renames the identifiers f, f_argv and f_metadata, and the include guard's "_f_h".
     const std::string &f = alias.code;
-    std::string out = "/* " + alias.name + " runs the code of " + alias.code +
-                      (alias.constants.empty() ? "" : " with its own constants (" + std::to_string(alias.constants.size()) + ")") +
-                      " (the same group structure and schedule; its parameter names are " + alias.code + "'s) */\n";
+    std::string out =
+        "/* " + alias.name + " runs the code of " + alias.code +
+        (alias.constants.empty() ? "" : " with its own constants (" + std::to_string(alias.constants.size()) + ")") +
+        " (the same group structure and schedule; its parameter names are " + alias.code + "'s) */\n";
     std::string header = code_header;
     if (!alias.constants.empty()) {
         // Halide declares a buffer argument `x` as `struct halide_buffer_t *_x_buffer`.

@@ -1,15 +1,18 @@
 #include "codegen/ProgramFunctions.h"
 
+#include "codegen/AssemblyText.h"
+#include "codegen/KernelAliases.h"
 #include "codegen/RuntimeSourcesText.h"
 #include "support/Subprocess.h"
 
-#include <algorithm>
-#include <atomic>
+#include <cstddef>
 #include <cstring>
-#include <exception>
 #include <fstream>
 #include <sstream>
-#include <thread>
+
+#ifndef TESSEL_ASSEMBLER
+#error "TESSEL_ASSEMBLER must be defined by codegen/CMakeLists.txt"
+#endif
 
 namespace tessel {
 
@@ -17,8 +20,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/** Functions per C file: the compiler's fixed cost is paid per file, and files compile in parallel. */
-constexpr size_t kFunctionsPerFile = 1024;
+using assembly::function_end;
+using assembly::function_start;
+using assembly::quad;
+using assembly::StructData;
+using assembly::word;
 
 std::string runtime_text(const char *name) {
     for (const auto &f : kRuntimeSources)
@@ -27,92 +33,114 @@ std::string runtime_text(const char *name) {
 }
 
 std::string header(const AotFunction &f) {
+    const ProgramFunction &p = *f.program;
     std::ostringstream h;
     h << "/* " << f.name << ": an elementwise program. No code was generated for it: Tessel's runtime interprets\n"
       << " * its steps (the reference interpreter's numerics), from the data of the library.\n";
-    std::istringstream lines(f.c_comment);
+    std::istringstream lines(p.comment);
     for (std::string line; std::getline(lines, line);) h << " *   " << line << "\n";
     h << " */\n#ifndef TESSEL_PROGRAM_FUNCTION_" << f.name << "_H\n#define TESSEL_PROGRAM_FUNCTION_" << f.name
       << "_H\n#include <stdint.h>\nstruct halide_buffer_t;\n#ifdef __cplusplus\nextern \"C\" {\n#endif\nint " << f.name << "(";
-    for (size_t i = 0; i < f.c_parameters.size(); i++) h << (i ? ", " : "") << "struct halide_buffer_t *" << f.c_parameters[i];
+    for (size_t i = 0; i < p.parameters.size(); i++) h << (i ? ", " : "") << "struct halide_buffer_t *" << p.parameters[i];
     h << ");\nint " << f.name << "_argv(void **args);\n#ifdef __cplusplus\n}  // extern \"C\"\n#endif\n#endif\n";
     return h.str() + aot_error_recorder_section(f.name);
 }
 
-std::string file_prelude() {
-    std::ostringstream c;
-    c << "/* Elementwise programs, written by Tessel (codegen/ProgramFunctions.h). */\n"
-      << "#include \"tessel_runtime.h\"\n#include <HalideRuntime.h>\n\n"
-      << "static int " << kProgramReport << "(const tessel_program *program, struct halide_buffer_t *const *buffers) {\n"
-      << "    char error[512];\n"
-      << "    if (tessel_program_run(program, buffers, error, sizeof error) == 0) return 0;\n"
-      << "    halide_error(NULL, error);\n"
-      << "    return halide_error_code_generic_error;\n}\n\n";
-    return c.str();
+uint32_t bits_of(float v) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    return bits;
 }
 
-void compile_c(const fs::path &source, const fs::path &object, const fs::path &work) {
-    const std::vector<std::string> argv = {TESSEL_CC,
-                                           "-std=c11",
-                                           "-O2",
-                                           "-fPIC",
-                                           "-c",
-                                           source.string(),
-                                           "-I" + work.string(),
-                                           std::string("-I") + TESSEL_HALIDE_INCLUDE_DIR,
-                                           "-o",
-                                           object.string()};
+/** The program as static data labelled `label` (a tessel_program), and its two entries. */
+void write_function(std::ostream &s, const AotFunction &f, const std::string &label) {
+    const ProgramFunction &p = *f.program;
+    s << "\t.section\t.rodata\n" << label << ".name:\n\t.asciz\t\"" << f.name << "\"\n\t.p2align\t2\n" << label << ".steps:\n";
+    for (const tessel_program_step &t : p.steps)
+        StructData(sizeof(tessel_program_step))
+            .field(offsetof(tessel_program_step, op), word(t.op), 4)
+            .field(offsetof(tessel_program_step, result), word(t.result), 4)
+            .field(offsetof(tessel_program_step, a), word(t.a), 4)
+            .field(offsetof(tessel_program_step, b), word(t.b), 4)
+            .field(offsetof(tessel_program_step, c), word(t.c), 4)
+            .field(offsetof(tessel_program_step, value), word(bits_of(t.value)), 4)
+            .write(s);
+    s << label << ".outputs:\n";
+    for (int32_t r : p.output_registers) s << "\t" << word(r) << "\n";
+    s << "\t.section\t.data.rel.ro,\"aw\"\n\t.p2align\t3\n" << label << ":\n";
+    StructData(sizeof(tessel_program))
+        .field(offsetof(tessel_program, name), quad(label + ".name"), 8)
+        .field(offsetof(tessel_program, input_count), word(p.input_count), 4)
+        .field(offsetof(tessel_program, output_count), word(p.output_count), 4)
+        .field(offsetof(tessel_program, register_count), word(p.register_count), 4)
+        .field(offsetof(tessel_program, step_count), word((long)p.steps.size()), 4)
+        .field(offsetof(tessel_program, steps), quad(label + ".steps"), 8)
+        .field(offsetof(tessel_program, output_registers), quad(label + ".outputs"), 8)
+        .write(s);
+
+    // name(b0, ..., bn-1): the arguments into an array on the stack, the first six from their
+    // registers, the rest from the caller's frame; rsp 16-aligned at the call.
+    const size_t n = p.parameters.size(), frame = (8 * n + 15) / 16 * 16;
+    function_start(s, f.name);
+    s << "\tpushq\t%rbp\n\tmovq\t%rsp, %rbp\n\tsubq\t$" << frame << ", %rsp\n";
+    for (size_t k = 0; k < n; k++) {
+        if (k < 6) {
+            s << "\tmovq\t" << assembly::kArgumentRegisters[k] << ", " << 8 * k << "(%rsp)\n";
+        } else {
+            s << "\tmovq\t" << 16 + 8 * (k - 6) << "(%rbp), %rax\n\tmovq\t%rax, " << 8 * k << "(%rsp)\n";
+        }
+    }
+    s << "\tleaq\t" << label << "(%rip), %rdi\n\tmovq\t%rsp, %rsi\n\tcall\ttessel_program_call@PLT\n\tleave\n\tret\n";
+    function_end(s, f.name);
+    function_start(s, f.name + "_argv");
+    s << "\tmovq\t%rdi, %rsi\n\tleaq\t" << label << "(%rip), %rdi\n\tjmp\ttessel_program_call@PLT\n";
+    function_end(s, f.name + "_argv");
+}
+
+void run_tool(const std::vector<std::string> &argv, const std::string &what) {
     if (const SubprocessResult r = run_subprocess(argv); !r.ok())
-        throw CompileError("compiling elementwise programs failed: " + format_command(argv) + "\n" + r.output);
+        throw CompileError(what + " failed: " + format_command(argv) + "\n" + r.output);
 }
 
 }  // namespace
 
-ProgramObjects compile_program_functions(const std::vector<AotFunction> &functions, const fs::path &dir, const fs::path &work,
-                                         const std::string &prefix, int threads) {
+ProgramObjects compile_program_functions(const std::vector<AotFunction> &functions, const Halide::Target &target,
+                                         const fs::path &dir, const fs::path &work, const std::string &prefix) {
     std::vector<const AotFunction *> programs;
     for (const AotFunction &f : functions)
-        if (!f.c_source.empty()) programs.push_back(&f);
+        if (f.program) programs.push_back(&f);
     ProgramObjects result;
     if (programs.empty()) return result;
+    if (!aliases_supported(target))
+        throw CompileError("elementwise programs are written as x86-64 functions; " + target.to_string() + " is not x86-64");
     fs::create_directories(dir);
     fs::create_directories(work);
-    std::ofstream(work / "tessel_runtime.h") << runtime_text("tessel_runtime.h");
-    std::ofstream(work / (prefix + "tessel_program.c")) << runtime_text("tessel_program.c");
     for (const AotFunction *f : programs) {
         result.headers.push_back(dir / (f->name + ".h"));
         std::ofstream h(result.headers.back());
         h << header(*f);
         if (!h) throw CompileError("cannot write " + result.headers.back().string());
     }
-    std::vector<std::pair<fs::path, fs::path>> jobs = {
-        {work / (prefix + "tessel_program.c"), work / (prefix + "tessel_program.o")}};
-    for (size_t first = 0, k = 0; first < programs.size(); first += kFunctionsPerFile, k++) {
-        const fs::path source = work / (prefix + "programs" + std::to_string(k) + ".c");
-        std::ofstream c(source);
-        c << file_prelude();
-        for (size_t i = first; i < std::min(programs.size(), first + kFunctionsPerFile); i++) c << programs[i]->c_source << "\n";
-        if (!c) throw CompileError("cannot write " + source.string());
-        jobs.push_back({source, work / (prefix + "programs" + std::to_string(k) + ".o")});
+    const fs::path source = work / (prefix + "programs.s");
+    {
+        std::ofstream s(source);
+        for (size_t i = 0; i < programs.size(); i++) write_function(s, *programs[i], ".Lprogram" + std::to_string(i));
+        s << "\t.section\t.note.GNU-stack,\"\",@progbits\n";
+        if (!s) throw CompileError("cannot write the elementwise programs' assembly to " + source.string());
     }
-    std::atomic<size_t> next{0};
-    std::vector<std::exception_ptr> errors(jobs.size());
-    auto worker = [&] {
-        for (size_t j; (j = next++) < jobs.size();) try {
-                compile_c(jobs[j].first, jobs[j].second, work);
-            } catch (...) {
-                errors[j] = std::current_exception();
-            }
-    };
-    const int n = std::max(1, std::min<int>(threads > 0 ? threads : (int)std::thread::hardware_concurrency(), (int)jobs.size()));
-    std::vector<std::thread> pool;
-    for (int t = 1; t < n; t++) pool.emplace_back(worker);
-    worker();
-    for (std::thread &t : pool) t.join();
-    for (const std::exception_ptr &e : errors)
-        if (e) std::rethrow_exception(e);
-    for (size_t j = 1; j < jobs.size(); j++) result.objects.push_back(jobs[j].second);
-    result.objects.push_back(jobs.front().second);
+    result.objects.push_back(work / (prefix + "programs.o"));
+    run_tool({TESSEL_ASSEMBLER, "-c", source.string(), "-o", result.objects.back().string()},
+             "assembling the elementwise programs");
+    // The interpreter and its library entry, optimized (they do the work).
+    std::ofstream(work / "tessel_runtime.h") << runtime_text("tessel_runtime.h");
+    for (const char *file : {"tessel_program.c", "tessel_program_call.c"}) {
+        const fs::path c = work / (prefix + file);
+        std::ofstream(c) << runtime_text(file);
+        result.objects.push_back(work / (prefix + fs::path(file).stem().string() + ".o"));
+        run_tool({TESSEL_CC, "-std=c11", "-O2", "-fPIC", "-c", c.string(), "-I" + work.string(),
+                  std::string("-I") + TESSEL_HALIDE_INCLUDE_DIR, "-o", result.objects.back().string()},
+                 "compiling the elementwise program interpreter");
+    }
     return result;
 }
 

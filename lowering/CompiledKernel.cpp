@@ -397,9 +397,9 @@ std::vector<AotFunction> CompiledKernel::aot_functions(const std::string &base) 
         AotFunction f{{}, {}, base};
         std::vector<std::string> parameters;
         for (const KernelArgument &a : arguments_) parameters.push_back("_" + lower::halide_name(*graph_, a.value) + "_buffer");
-        f.c_source = program_->c_function(base, parameters, kProgramReport);
-        f.c_parameters = std::move(parameters);
-        f.c_comment = program_->to_string();
+        const lower::ElementwiseProgram &p = *program_;
+        f.program = ProgramFunction{p.input_count,      p.output_count,        p.register_count, p.steps,
+                                    p.output_registers, std::move(parameters), p.to_string()};
         functions.push_back(std::move(f));
         return functions;
     }
@@ -409,7 +409,7 @@ std::vector<AotFunction> CompiledKernel::aot_functions(const std::string &base) 
 }
 
 std::vector<AotFunction> CompiledKernel::aot_functions(const std::string &base,
-                                                      const std::vector<dsl::ValueId> &constant_arguments) const {
+                                                       const std::vector<dsl::ValueId> &constant_arguments) const {
     std::vector<AotFunction> functions;
     for (size_t i = 0; i < variants_.size(); i++) {
         lower::LoweredGroup lg = lower::lower_group(*graph_, group_, {constant_arguments});

@@ -64,15 +64,6 @@ const char *op_text(int op) {
 
 bool is_scalar_constant(const dsl::Node &n) { return n.op == dsl::Op::Constant && n.attrs.value.size() == 1; }
 
-/** A float as a C expression that is exactly it (hex floats; NaN and infinities by name). */
-std::string c_float(float v) {
-    if (std::isnan(v)) return std::signbit(v) ? "(-__builtin_nanf(\"\"))" : "__builtin_nanf(\"\")";
-    if (std::isinf(v)) return v < 0 ? "(-__builtin_inff())" : "__builtin_inff()";
-    char text[64];
-    std::snprintf(text, sizeof text, "%af", (double)v);
-    return text;
-}
-
 }  // namespace
 
 std::optional<std::string> program_refusal(const dsl::Graph &g, const dsl::FusionGroup &group) {
@@ -222,27 +213,6 @@ std::string ElementwiseProgram::to_string() const {
     for (int i = 0; i < output_count; i++)
         os << "  " << arg((size_t)(input_count + i)) << " = r" << output_registers[(size_t)i] << "\n";
     return os.str();
-}
-
-std::string ElementwiseProgram::c_function(const std::string &function, const std::vector<std::string> &parameters,
-                                           const std::string &report) const {
-    std::ostringstream c;
-    c << "static const tessel_program_step " << function << "_steps[] = {";
-    for (const tessel_program_step &s : steps)
-        c << "{" << s.op << ", " << s.result << ", " << s.a << ", " << s.b << ", " << s.c << ", " << c_float(s.value) << "}, ";
-    c << "};\nstatic const int32_t " << function << "_outputs[] = {";
-    for (int32_t r : output_registers) c << r << ", ";
-    c << "};\nstatic const tessel_program " << function << "_program = {\"" << function << "\", " << input_count << ", "
-      << output_count << ", " << register_count << ", " << steps.size() << ", " << function << "_steps, " << function
-      << "_outputs};\n";
-    c << "int " << function << "_argv(void **args) { return " << report << "(&" << function
-      << "_program, (struct halide_buffer_t *const *)args); }\n";
-    c << "int " << function << "(";
-    for (size_t i = 0; i < parameters.size(); i++) c << (i ? ", " : "") << "struct halide_buffer_t *" << parameters[i];
-    c << ") {\n    struct halide_buffer_t *args[] = {";
-    for (size_t i = 0; i < parameters.size(); i++) c << (i ? ", " : "") << parameters[i];
-    c << "};\n    return " << report << "(&" << function << "_program, args);\n}\n";
-    return c.str();
 }
 
 void run_program(const ElementwiseProgram &program, const std::vector<halide_buffer_t *> &buffers) {

@@ -6,7 +6,8 @@
  * computes, bit for bit (each op in double, rounded to f32). The planner decides which groups
  * run as programs (compiler/Plan.h, PlanOptions::max_compiled_kernels); a group does when its
  * schedule says so (sched::ScheduleSpec::program), on every road: `tessel run` interprets it in
- * process, and libraries hold its program as data with a C function of the kernel's signature.
+ * process, and libraries hold its program as data with a function of the kernel's signature
+ * (codegen/ProgramFunctions.h).
  *
  * Legal for a group of kind elementwise whose members are f32 elementwise and broadcast ops
  * (arithmetic, comparisons, where, the unary functions, copy, casts to f32, scalar constants),
@@ -45,12 +46,6 @@ struct ElementwiseProgram {
     /** The runtime's view of it (points into this object). */
     tessel_program view() const;
     std::string to_string() const;
-    /** C source defining `int <function>(struct halide_buffer_t *...)` (one parameter per
-     * argument, named `parameters`) and `int <function>_argv(void **)`, over the program as
-     * static data; they report failures through `report` (a static function the file defines:
-     * `int report(const tessel_program *, struct halide_buffer_t *const *)`). */
-    std::string c_function(const std::string &function, const std::vector<std::string> &parameters,
-                           const std::string &report) const;
 };
 
 /** Why `group` cannot run as an elementwise program, or nullopt when it can. */

@@ -17,6 +17,7 @@
  *   tessel_library.c    a library call: checks, layout, dispatch of every group
  *   tessel_program.c    elementwise programs: a group run by interpreting its ops (no code
  *                       generated for it), with the reference interpreter's numerics
+ *   tessel_program_call.c  a library's entry into it, reporting through halide_error
  */
 #ifndef TESSEL_RUNTIME_H
 #define TESSEL_RUNTIME_H
@@ -336,6 +337,9 @@ typedef struct tessel_program {
  * `error` (at most error_bytes, NUL-terminated). Single-threaded; an output may be an input's
  * storage (an in-place update): each element is read before it is written. */
 int tessel_program_run(const tessel_program *program, struct halide_buffer_t *const *buffers, char *error, size_t error_bytes);
+/** tessel_program_run for a generated library's functions (tessel_program_call.c): a failure is
+ * reported through halide_error and returned as halide_error_code_generic_error (-1). */
+int tessel_program_call(const tessel_program *program, struct halide_buffer_t *const *buffers);
 
 #ifdef __cplusplus
 }

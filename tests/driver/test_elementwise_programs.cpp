@@ -332,6 +332,69 @@ int main(void) {
     CHECK(printed.find("wrong width: rc -1") != std::string::npos);
     CHECK(printed.find("0 wrong values") != std::string::npos);
 
+    // Nine arguments: the named entry takes the seventh on from the stack; _argv from its array.
+    GraphCompileOptions wide = o;
+    wide.file = tmp.file("wide.tsl");
+    std::ofstream(wide.file)
+        << "graph wide {\n  %a = input : f32[5]\n  %b = input : f32[5]\n  %c = input : f32[5]\n"
+           "  %d = input : f32[5]\n  %e = input : f32[5]\n  %f = input : f32[5]\n  %g = input : f32[5]\n"
+           "  %h = input : f32[5]\n  %y = %a + 2.0 * %b + 3.0 * %c + 4.0 * %d + 5.0 * %e + 6.0 * %f + 7.0 * %g + "
+           "8.0 * %h\n  output %y\n}\n";
+    wide.out_dir = tmp.file("wide");
+    wide.symbols = {};
+    wide.max_compiled_kernels = 0;
+    std::ostringstream wide_said;
+    REQUIRE(compile_graph(wide, wide_said) == 0);
+    // The arguments' order is the kernel's (the header's comment names it); a's weight is 1 ... h's 8.
+    std::ifstream wide_header(fs::path(wide.out_dir) / "g0_y.h");
+    const std::string wide_text((std::istreambuf_iterator<char>(wide_header)), std::istreambuf_iterator<char>());
+    const size_t open = wide_text.find("program g0_y (");
+    REQUIRE(open != std::string::npos);
+    std::string weights;
+    for (size_t at = open + 14; wide_text[at] != '-'; at += 3) weights += std::to_string(wide_text[at] - 'a' + 1) + ".0f, ";
+    const fs::path wide_main = fs::path(wide.out_dir) / "main.c", wide_exe = fs::path(wide.out_dir) / "main";
+    std::ofstream w(wide_main);
+    w << "static const float weight[8] = {" << weights << "};\n";
+    w << R"(#include "HalideRuntime.h"
+#include <stdio.h>
+#include <string.h>
+#include "g0_y.h"
+int main(void) {
+    static float v[9][5];
+    halide_dimension_t d[9];
+    halide_buffer_t b[9];
+    void *args[9];
+    int k, i, bad = 0;
+    for (k = 0; k < 9; k++) {
+        for (i = 0; i < 5; i++) v[k][i] = k < 8 ? (float)(k * 10 + i) : -1.0f;
+        memset(&b[k], 0, sizeof b[k]);
+        b[k].type.code = halide_type_float; b[k].type.bits = 32; b[k].type.lanes = 1;
+        b[k].host = (uint8_t *)v[k]; b[k].dimensions = 1; b[k].dim = &d[k];
+        d[k].min = 0; d[k].extent = 5; d[k].stride = 1; d[k].flags = 0;
+        args[k] = &b[k];
+    }
+    tessel_install_error_recorder();
+    if (g0_y(&b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6], &b[7], &b[8]) != 0) { printf("%s\n", tessel_last_error()); return 1; }
+    for (i = 0; i < 5; i++) {
+        float want = 0;
+        for (k = 0; k < 8; k++) want += weight[k] * v[k][i];
+        bad += v[8][i] != want;
+        v[8][i] = -1.0f;
+    }
+    if (g0_y_argv(args) != 0) { printf("%s\n", tessel_last_error()); return 1; }
+    for (i = 0; i < 5; i++) bad += v[8][i] == -1.0f;
+    d[7].extent = 4; /* the eighth input too short: refused, nothing written */
+    const int rc = g0_y(&b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6], &b[7], &b[8]);
+    printf("short: rc %d (%s); %d wrong\n", rc, tessel_last_error(), bad);
+    return bad != 0;
+}
+)";
+    w.close();
+    const std::string wide_printed =
+        tessel::testing::link_and_run(wide_main.string(), wide.out_dir, wide.out_dir + "/wide.a", wide_exe.string());
+    CHECK(wide_printed.find("short: rc -1 (g0_y: argument 7 has extents [4]") != std::string::npos);
+    CHECK(wide_printed.find("; 0 wrong") != std::string::npos);
+
     // tessel lib: the whole-graph entry dispatches programs like kernels.
     KernelLibraryOptions lo;
     lo.file = o.file;
