@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <filesystem>
 #include <map>
 #include <ostream>
 #include <string>
@@ -48,5 +49,9 @@ inline void function_end(std::ostream &s, const std::string &name) { s << "\t.si
 
 /** The registers of the first six integer or pointer arguments (the SysV x86-64 ABI). */
 inline const char *const kArgumentRegisters[6] = {"%rdi", "%rsi", "%rdx", "%rcx", "%r8", "%r9"};
+
+/** Assembles `source` into `object` with the compiler driver that built Tessel; throws
+ * CompileError naming `what` with the assembler's output when it fails. */
+void assemble(const std::filesystem::path &source, const std::filesystem::path &object, const std::string &what);
 
 }  // namespace tessel::assembly

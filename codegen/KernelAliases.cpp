@@ -5,7 +5,6 @@
 
 #include "codegen/AssemblyText.h"
 #include "codegen/Compile.h"
-#include "support/Subprocess.h"
 
 #include <cctype>
 #include <cstddef>
@@ -13,10 +12,6 @@
 #include <fstream>
 #include <map>
 #include <sstream>
-
-#ifndef TESSEL_ASSEMBLER
-#error "TESSEL_ASSEMBLER must be defined by codegen/CMakeLists.txt"
-#endif
 
 namespace tessel {
 
@@ -203,9 +198,7 @@ fs::path assemble_alias_thunks(const std::vector<KernelAlias> &aliases, const fs
         s << "\t.section\t.note.GNU-stack,\"\",@progbits\n";
         if (!s) throw CompileError("cannot write the kernel aliases' assembly to " + source.string());
     }
-    const std::vector<std::string> argv = {TESSEL_ASSEMBLER, "-c", source.string(), "-o", object.string()};
-    if (const SubprocessResult r = run_subprocess(argv); !r.ok())
-        throw CompileError("assembling the kernel aliases failed: " + format_command(argv) + "\n" + r.output);
+    assembly::assemble(source, object, "assembling the kernel aliases");
     return object;
 }
 

@@ -10,21 +10,11 @@
 #include <fstream>
 #include <sstream>
 
-#ifndef TESSEL_ASSEMBLER
-#error "TESSEL_ASSEMBLER must be defined by codegen/CMakeLists.txt"
-#endif
-
 namespace tessel {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-using assembly::function_end;
-using assembly::function_start;
-using assembly::quad;
-using assembly::StructData;
-using assembly::word;
 
 std::string runtime_text(const char *name) {
     for (const auto &f : kRuntimeSources)
@@ -57,31 +47,31 @@ void write_function(std::ostream &s, const AotFunction &f, const std::string &la
     const ProgramFunction &p = *f.program;
     s << "\t.section\t.rodata\n" << label << ".name:\n\t.asciz\t\"" << f.name << "\"\n\t.p2align\t2\n" << label << ".steps:\n";
     for (const tessel_program_step &t : p.steps)
-        StructData(sizeof(tessel_program_step))
-            .field(offsetof(tessel_program_step, op), word(t.op), 4)
-            .field(offsetof(tessel_program_step, result), word(t.result), 4)
-            .field(offsetof(tessel_program_step, a), word(t.a), 4)
-            .field(offsetof(tessel_program_step, b), word(t.b), 4)
-            .field(offsetof(tessel_program_step, c), word(t.c), 4)
-            .field(offsetof(tessel_program_step, value), word(bits_of(t.value)), 4)
+        assembly::StructData(sizeof(tessel_program_step))
+            .field(offsetof(tessel_program_step, op), assembly::word(t.op), 4)
+            .field(offsetof(tessel_program_step, result), assembly::word(t.result), 4)
+            .field(offsetof(tessel_program_step, a), assembly::word(t.a), 4)
+            .field(offsetof(tessel_program_step, b), assembly::word(t.b), 4)
+            .field(offsetof(tessel_program_step, c), assembly::word(t.c), 4)
+            .field(offsetof(tessel_program_step, value), assembly::word(bits_of(t.value)), 4)
             .write(s);
     s << label << ".outputs:\n";
-    for (int32_t r : p.output_registers) s << "\t" << word(r) << "\n";
+    for (int32_t r : p.output_registers) s << "\t" << assembly::word(r) << "\n";
     s << "\t.section\t.data.rel.ro,\"aw\"\n\t.p2align\t3\n" << label << ":\n";
-    StructData(sizeof(tessel_program))
-        .field(offsetof(tessel_program, name), quad(label + ".name"), 8)
-        .field(offsetof(tessel_program, input_count), word(p.input_count), 4)
-        .field(offsetof(tessel_program, output_count), word(p.output_count), 4)
-        .field(offsetof(tessel_program, register_count), word(p.register_count), 4)
-        .field(offsetof(tessel_program, step_count), word((long)p.steps.size()), 4)
-        .field(offsetof(tessel_program, steps), quad(label + ".steps"), 8)
-        .field(offsetof(tessel_program, output_registers), quad(label + ".outputs"), 8)
+    assembly::StructData(sizeof(tessel_program))
+        .field(offsetof(tessel_program, name), assembly::quad(label + ".name"), 8)
+        .field(offsetof(tessel_program, input_count), assembly::word(p.input_count), 4)
+        .field(offsetof(tessel_program, output_count), assembly::word(p.output_count), 4)
+        .field(offsetof(tessel_program, register_count), assembly::word(p.register_count), 4)
+        .field(offsetof(tessel_program, step_count), assembly::word((long)p.steps.size()), 4)
+        .field(offsetof(tessel_program, steps), assembly::quad(label + ".steps"), 8)
+        .field(offsetof(tessel_program, output_registers), assembly::quad(label + ".outputs"), 8)
         .write(s);
 
     // name(b0, ..., bn-1): the arguments into an array on the stack, the first six from their
     // registers, the rest from the caller's frame; rsp 16-aligned at the call.
     const size_t n = p.parameters.size(), frame = (8 * n + 15) / 16 * 16;
-    function_start(s, f.name);
+    assembly::function_start(s, f.name);
     s << "\tpushq\t%rbp\n\tmovq\t%rsp, %rbp\n\tsubq\t$" << frame << ", %rsp\n";
     for (size_t k = 0; k < n; k++) {
         if (k < 6) {
@@ -91,10 +81,10 @@ void write_function(std::ostream &s, const AotFunction &f, const std::string &la
         }
     }
     s << "\tleaq\t" << label << "(%rip), %rdi\n\tmovq\t%rsp, %rsi\n\tcall\ttessel_program_call@PLT\n\tleave\n\tret\n";
-    function_end(s, f.name);
-    function_start(s, f.name + "_argv");
+    assembly::function_end(s, f.name);
+    assembly::function_start(s, f.name + "_argv");
     s << "\tmovq\t%rdi, %rsi\n\tleaq\t" << label << "(%rip), %rdi\n\tjmp\ttessel_program_call@PLT\n";
-    function_end(s, f.name + "_argv");
+    assembly::function_end(s, f.name + "_argv");
 }
 
 void run_tool(const std::vector<std::string> &argv, const std::string &what) {
@@ -129,8 +119,7 @@ ProgramObjects compile_program_functions(const std::vector<AotFunction> &functio
         if (!s) throw CompileError("cannot write the elementwise programs' assembly to " + source.string());
     }
     result.objects.push_back(work / (prefix + "programs.o"));
-    run_tool({TESSEL_ASSEMBLER, "-c", source.string(), "-o", result.objects.back().string()},
-             "assembling the elementwise programs");
+    assembly::assemble(source, result.objects.back(), "assembling the elementwise programs");
     // The interpreter and its library entry, optimized (they do the work).
     std::ofstream(work / "tessel_runtime.h") << runtime_text("tessel_runtime.h");
     for (const char *file : {"tessel_program.c", "tessel_program_call.c"}) {
