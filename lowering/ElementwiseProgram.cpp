@@ -139,34 +139,27 @@ ElementwiseProgram build_program(const dsl::Graph &g, const dsl::FusionGroup &gr
         return p.register_count++;
     };
     for (dsl::ValueId v : inputs) reg[v] = allocate();
-    auto constant_register = [&](dsl::ValueId c) {  // a scalar constant outside the group: a step of its own
-        const int32_t r = allocate();
-        p.steps.push_back({TESSEL_PROGRAM_CONST, r, -1, -1, -1, scalar_constant_value(g.node(c))});
-        return r;
-    };
     for (size_t s = 0; s < group.nodes.size(); s++) {
         const dsl::ValueId v = group.nodes[s];
         const dsl::Node &n = g.node(v);
         tessel_program_step step{program_op(n.op), -1, -1, -1, -1, 0.0f};
         if (n.op == dsl::Op::Constant) step.value = scalar_constant_value(n);
-        std::vector<dsl::ValueId> temporaries;
         int32_t *operand[3] = {&step.a, &step.b, &step.c};
         for (size_t i = 0; i < n.inputs.size() && i < 3; i++) {
             const dsl::ValueId in = n.inputs[i];
-            if (auto it = reg.find(in); it != reg.end()) {
-                *operand[i] = it->second;
-            } else if (is_scalar_constant(g.node(in))) {
-                *operand[i] = constant_register(in);
-                temporaries.push_back(-1 - (dsl::ValueId)i);
-                reg[-1 - (dsl::ValueId)i] = *operand[i];
-            } else {
+            if (!reg.count(in) && is_scalar_constant(g.node(in))) {  // a constant outside the group: a step of its own
+                reg[in] = allocate();
+                p.steps.push_back({TESSEL_PROGRAM_CONST, reg[in], -1, -1, -1, scalar_constant_value(g.node(in))});
+            }
+            const auto it = reg.find(in);
+            if (it == reg.end())
                 throw LoweringError("group " + group.name + ": " + g.display_name(in) +
                                     " is neither an argument nor computed before " + g.display_name(v));
-            }
+            *operand[i] = it->second;
         }
         // Operands that die here free their registers before the result takes one (a step may
         // write the register it reads: every op is lane by lane).
-        std::set<dsl::ValueId> dead(temporaries.begin(), temporaries.end());
+        std::set<dsl::ValueId> dead;
         for (dsl::ValueId in : n.inputs)
             if (last_use.at(in) == s && !kept.count(in) && reg.count(in)) dead.insert(in);
         for (dsl::ValueId d : dead) {
