@@ -3,6 +3,8 @@
 #   fan N:   N/10 independent chains of 10 ops from one input (N/10 groups: the per-group cost)
 #   distinct N: as fan, but no two chains apply the same ops (chain c's step i: one of + - * max min
 #            by c's base-5 digit i): every group is other code, the worst case for kernel reuse
+#   distinct_rows N: as distinct, each chain ending in a row sum (reduce_sum over the last axis):
+#            every group a reduction of other code, which elementwise programs do not cover
 #   nest N:  a balanced tree of adds over N/2 scaled copies of the input (N ops)
 #   square N: %v = %v * %v chained (a value read twice per op)
 import sys
@@ -26,6 +28,12 @@ def distinct(n, depth=10):
         for i in range(1,depth):
             L.append(f"  %c{c}_{i} = " + steps[(c // 5**(i-1)) % 5].format(f"%c{c}_{i-1}"))
     L.append("  output " + ", ".join(f"%c{c}_{depth-1}" for c in range(chains))); return L
+def distinct_rows(n, depth=10):
+    chains=max(1,n//depth)
+    L=distinct(chains*(depth-1), depth-1)[:-1]
+    L[0]="graph distinct_rows {"
+    for c in range(chains): L.append(f"  %r{c} = reduce_sum(%c{c}_{depth-2}, axes=[1])")
+    L.append("  output " + ", ".join(f"%r{c}" for c in range(chains))); return L
 def nest(n):
     # a balanced tree of adds over n leaves computed from x: deep nesting of reused values
     L=["graph nest {","  %x = input : f32[M, 64]"]
@@ -44,4 +52,4 @@ def square(n):
     for i in range(1,n): L.append(f"  %v{i} = %v{i-1} * %v{i-1}")
     L.append(f"  output %v{n-1}"); return L
 kind,n=sys.argv[1],int(sys.argv[2])
-print("\n".join({"chain":chain,"fan":fan,"distinct":distinct,"nest":nest,"square":square}[kind](n))+"\n}")
+print("\n".join({"chain":chain,"fan":fan,"distinct":distinct,"distinct_rows":distinct_rows,"nest":nest,"square":square}[kind](n))+"\n}")
