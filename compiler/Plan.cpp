@@ -141,7 +141,6 @@ std::vector<ScheduleChoice> choose_all(CachedSelection &selection, const dsl::Gr
             c.spec = sched::ScheduleSpec("elementwise_program");
             c.spec.group = dsl::GroupKind::Elementwise;
             c.spec.program = true;
-            c.spec.description = "the runtime interprets the group";
             c.provenance = ScheduleProvenance::CompileBudget;
             c.reason = budget.reasons[i];
             out.push_back(std::move(c));

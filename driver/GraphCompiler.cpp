@@ -97,7 +97,11 @@ void print_groups(const PlannedProgram &p, const CompiledGraph &program, std::os
         if (!choice.refused.empty()) out << ": " << choice.refused;
         out << "\n  why: " << choice.reason << "\n";
         // What the nest is (e.g. panels read in place), so the choice can be seen, not guessed.
-        if (!k.schedule().description.empty()) out << "  nest: " << k.schedule().description << "\n";
+        if (const lower::ElementwiseProgram *program = k.program())
+            out << "  program: " << program->steps.size() << " steps over " << program->register_count
+                << " registers, interpreted by the runtime (--emit stmt prints them)\n";
+        else if (!k.schedule().description.empty())
+            out << "  nest: " << k.schedule().description << "\n";
         if (const std::string precision = precision_line(p.graph, k.group()); !precision.empty())
             out << "  precision: " << precision << "\n";
         for (const auto &note : k.notes()) out << "  note: " << note << "\n";
