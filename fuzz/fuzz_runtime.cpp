@@ -1,15 +1,18 @@
 // Fuzz target: the C runtime every generated library calls (runtime/tessel_runtime.h), driven
 // as a library's entry drives it: a table of values (ranks 0-4, static or symbolic dims, panel
 // layouts), caller buffers of any rank, type, extent and stride (or null, or without memory),
-// guards, and arena packing of any sizes and lifetimes. Bugs: a crash or UB (ASan, UBSan), an
-// argument check that accepts a buffer whose extents differ from the value's, a packing that
-// overlaps two allocations alive together or ends past its reported peak.
+// guards, arena packing of any sizes and lifetimes, and elementwise programs of any steps over
+// buffers that broadcast or not. Bugs: a crash or UB (ASan, UBSan), an argument check that
+// accepts a buffer whose extents differ from the value's, a packing that overlaps two allocations
+// alive together or ends past its reported peak, a program run that refuses without a message or
+// accepts and leaves an output element unwritten.
 #include "fuzz/FuzzTarget.h"
 
 #include "runtime/tessel_runtime.h"
 
 #include <HalideRuntime.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -108,5 +111,70 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 offsets[j] < offsets[i] + bytes[i])
                 std::abort();  // two allocations alive together overlap
     }
+
+    // An elementwise program: steps, registers and outputs of any value (a malformed program is
+    // refused, never run) over buffers that own their memory, dense, of extents that broadcast
+    // to the first output's or not (negative ones too).
+    const int inputs = r.small(3), outputs = 1 + r.small(2);
+    std::vector<tessel_program_step> steps(r.small(8));
+    for (tessel_program_step &s : steps)
+        s = {r.small(TESSEL_PROGRAM_OP_COUNT + 2) - 1,
+             r.small(8) - 1,
+             r.small(8) - 1,
+             r.small(8) - 1,
+             r.small(8) - 1,
+             float(int(r.u(1)) - 128)};
+    std::vector<int32_t> output_registers(outputs);
+    for (int32_t &o : output_registers) o = r.small(8) - 1;
+    const tessel_program program = {
+        "fuzz", inputs, outputs, r.small(8), (int)steps.size(), steps.data(), output_registers.data()};
+    const int rank = 1 + r.small(3);
+    std::vector<int32_t> domain(rank);
+    for (int32_t &e : domain) e = r.small(7) - 1;
+    const int arguments = inputs + outputs;
+    std::vector<std::vector<halide_dimension_t>> program_dims(arguments);
+    std::vector<std::vector<float>> storage(arguments);
+    std::vector<halide_buffer_t> program_buffers(arguments);
+    std::vector<halide_buffer_t *> program_pointers(arguments);
+    const uint32_t unwritten = 0x7fc0beef;  // a NaN no op produces from these inputs
+    for (int a = 0; a < arguments; a++) {
+        const bool output = a >= inputs;
+        const int dimensions = output ? rank : r.small(rank + 1);
+        int64_t elements = 1, stride = 1;
+        for (int d = 0; d < dimensions; d++) {
+            const int choice = r.small(4);  // the domain's extent, 1, or another
+            const int32_t extent = output && (a == inputs || choice) ? domain[d]
+                                   : choice == 1                     ? 1
+                                   : choice == 2                     ? domain[d]
+                                                                     : r.small(7) - 1;
+            program_dims[a].push_back({0, extent, int32_t(stride), 0});
+            stride *= std::max(extent, 1);
+            elements *= std::max(extent, 1);
+        }
+        storage[a].assign(size_t(elements), 0.0f);
+        for (size_t i = 0; i < storage[a].size(); i++) {
+            if (output)
+                std::memcpy(&storage[a][i], &unwritten, 4);
+            else
+                storage[a][i] = float(int(i % 7) - 3);
+        }
+        std::memset(&program_buffers[a], 0, sizeof program_buffers[a]);
+        program_buffers[a].type = {halide_type_float, 32, 1};
+        program_buffers[a].host = reinterpret_cast<uint8_t *>(storage[a].data());
+        program_buffers[a].dimensions = dimensions;
+        program_buffers[a].dim = program_dims[a].data();
+        program_pointers[a] = &program_buffers[a];
+    }
+    const int ran = tessel_program_run(&program, program_pointers.data(), error, sizeof error);
+    if (ran != 0 && std::strlen(error) == 0) std::abort();  // a refusal says why
+    if (ran == 0)
+        for (int a = inputs; a < arguments; a++)
+            for (float v : storage[a]) {
+                uint32_t bits;
+                std::memcpy(&bits, &v, 4);
+                bool empty = false;
+                for (int32_t e : domain) empty = empty || e == 0;
+                if (bits == unwritten && !empty) std::abort();  // an output element left unwritten
+            }
     return 0;
 }

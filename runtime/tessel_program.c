@@ -131,14 +131,22 @@ static int fail_shape(const tessel_program *p, int argument, const struct halide
 /* Checks the program itself: ops known, registers in range, operands present where the op
  * reads them (a library's tables are data; a corrupt one is an error, not a stray write). */
 static int check_program(const tessel_program *p, char *error, size_t error_bytes) {
-    int s, o;
+    int s, o, status = 0;
+    unsigned char *written;
     if (p->input_count < 0 || p->output_count < 1 || p->step_count < 0 || p->register_count < p->input_count ||
-        (p->step_count > 0 && !p->steps) || !p->output_registers) {
+        p->register_count > TESSEL_PROGRAM_MAX_REGISTERS || (p->step_count > 0 && !p->steps) || !p->output_registers) {
         snprintf(error, error_bytes, "%s: a malformed program (%d inputs, %d outputs, %d registers, %d steps)", name_of(p),
                  p->input_count, p->output_count, p->register_count, p->step_count);
         return -1;
     }
-    for (s = 0; s < p->step_count; s++) {
+    /* Which registers hold a value: the inputs, then each step's result; nothing is read before. */
+    written = (unsigned char *)calloc((size_t)p->register_count + 1, 1);
+    if (!written) {
+        snprintf(error, error_bytes, "%s: out of memory checking %d registers", name_of(p), p->register_count);
+        return -1;
+    }
+    for (o = 0; o < p->input_count; o++) written[o] = 1;
+    for (s = 0; s < p->step_count && !status; s++) {
         const tessel_program_step *t = &p->steps[s];
         const int operands = t->op == TESSEL_PROGRAM_CONST                               ? 0
                              : t->op == TESSEL_PROGRAM_WHERE                             ? 3
@@ -146,20 +154,24 @@ static int check_program(const tessel_program *p, char *error, size_t error_byte
                                                                                          : 1;
         const int32_t used[3] = {t->a, t->b, t->c};
         int bad = t->op < 0 || t->op >= TESSEL_PROGRAM_OP_COUNT || t->result < 0 || t->result >= p->register_count;
-        for (o = 0; o < operands; o++) bad = bad || used[o] < 0 || used[o] >= p->register_count;
+        for (o = 0; o < operands; o++) bad = bad || used[o] < 0 || used[o] >= p->register_count || !written[used[o]];
         if (bad) {
-            snprintf(error, error_bytes, "%s: step %d is malformed (op %d, result r%d, operands r%d r%d r%d of %d registers)",
+            snprintf(error, error_bytes,
+                     "%s: step %d is malformed (op %d, result r%d, operands r%d r%d r%d of %d registers, each written before)",
                      name_of(p), s, t->op, t->result, t->a, t->b, t->c, p->register_count);
-            return -1;
+            status = -1;
+        } else {
+            written[t->result] = 1;
         }
     }
-    for (o = 0; o < p->output_count; o++)
-        if (p->output_registers[o] < 0 || p->output_registers[o] >= p->register_count) {
-            snprintf(error, error_bytes, "%s: output %d reads register %d of %d", name_of(p), o, p->output_registers[o],
-                     p->register_count);
-            return -1;
+    for (o = 0; o < p->output_count && !status; o++)
+        if (p->output_registers[o] < 0 || p->output_registers[o] >= p->register_count || !written[p->output_registers[o]]) {
+            snprintf(error, error_bytes, "%s: output %d reads register %d of %d, which no step writes", name_of(p), o,
+                     p->output_registers[o], p->register_count);
+            status = -1;
         }
-    return 0;
+    free(written);
+    return status;
 }
 
 /* Checks every buffer; fills per-argument strides over the domain's dims (0 where broadcast). */
@@ -183,8 +195,18 @@ static int check(const tessel_program *p, struct halide_buffer_t *const *buffers
             return fail_shape(p, a, b, domain,
                               a >= p->input_count ? "the outputs' shape is" : "more dimensions than the outputs'", error,
                               error_bytes);
+        if (!b->dim && b->dimensions > 0) {
+            snprintf(error, error_bytes, "%s: argument %d has %d dimensions and no dimension array", name_of(p), a,
+                     b->dimensions);
+            return -1;
+        }
         for (d = 0; d < rank; d++) {
             const int extent = d < b->dimensions ? b->dim[d].extent : 1;
+            if (extent < 0) {
+                snprintf(error, error_bytes, "%s: argument %d has a negative extent (%d) in dimension %d", name_of(p), a, extent,
+                         d);
+                return -1;
+            }
             if (extent != domain->dim[d].extent && !(a < p->input_count && extent == 1))
                 return fail_shape(p, a, b, domain,
                                   a >= p->input_count ? "and the first output has" : "which do not broadcast to the outputs'",

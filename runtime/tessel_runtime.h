@@ -313,6 +313,9 @@ enum {
     TESSEL_PROGRAM_OP_COUNT
 };
 
+/** The most registers a program may use (a check, not a limit programs meet: one per live value). */
+#define TESSEL_PROGRAM_MAX_REGISTERS (1 << 20)
+
 /** One step: register `result` = op(registers a, b, c) (unused operands are -1), or `value`
  * for CONST. */
 typedef struct tessel_program_step {
