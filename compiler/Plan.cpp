@@ -138,9 +138,7 @@ std::vector<ScheduleChoice> choose_all(CachedSelection &selection, const dsl::Gr
     for (size_t i = 0; i < fusion.groups.size(); i++) {
         if (i < budget.program.size() && budget.program[i]) {
             ScheduleChoice c;
-            c.spec = sched::ScheduleSpec("elementwise_program");
-            c.spec.group = dsl::GroupKind::Elementwise;
-            c.spec.program = true;
+            c.spec = sched::elementwise_program_schedule();
             c.provenance = ScheduleProvenance::CompileBudget;
             c.reason = budget.reasons[i];
             out.push_back(std::move(c));

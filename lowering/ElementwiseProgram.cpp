@@ -5,8 +5,6 @@
 
 #include <HalideRuntime.h>
 
-#include <cmath>
-#include <cstdio>
 #include <map>
 #include <set>
 #include <sstream>

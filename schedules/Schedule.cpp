@@ -126,6 +126,13 @@ std::string Guard::to_string() const {
     return extent + " " + sched::to_string(op) + " " + std::to_string(value);
 }
 
+ScheduleSpec elementwise_program_schedule() {
+    ScheduleSpec s("elementwise_program");
+    s.group = dsl::GroupKind::Elementwise;
+    s.program = true;
+    return s;
+}
+
 ScheduleSpec ScheduleSpec::keeping_variants(const std::vector<size_t> &indices) const {
     ScheduleSpec s = *this;
     s.variants.clear();

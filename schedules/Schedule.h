@@ -249,6 +249,10 @@ public:
     bool operator==(const ScheduleSpec &) const = default;
 };
 
+/** The schedule of a group that runs as an elementwise program (ScheduleSpec::program): no
+ * steps, no variants; the planner gives it past the compile budget (compiler/CompileBudget.h). */
+ScheduleSpec elementwise_program_schedule();
+
 /** Whether every variant of `s` computes each output element exactly once, after reading the
  * inputs at its index: no split with a shifted or rounded tail (ShiftInwards, and Auto, which
  * becomes ShiftInwards for outputs, recompute elements already written) and no bound_extent

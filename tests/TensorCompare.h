@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstring>
 #include <vector>
 
 namespace tessel::testing {
@@ -25,6 +27,22 @@ inline double max_relative_difference(const std::vector<dsl::Tensor> &got, const
         worst = std::max(worst, compare(got[o].data.data(), want[o].data.data(), (size_t)got[o].numel()).max_rel);
     }
     return worst;
+}
+
+/** Elements of `got` whose f32 bits differ from `want`'s (any NaN matches any NaN), the first
+ * few reported; the outputs must match in number and size. */
+inline size_t bits_apart(const std::vector<dsl::Tensor> &got, const std::vector<dsl::Tensor> &want) {
+    REQUIRE(got.size() == want.size());
+    size_t apart = 0;
+    for (size_t i = 0; i < got.size(); i++) {
+        REQUIRE(got[i].data.size() == want[i].data.size());
+        for (size_t j = 0; j < got[i].data.size(); j++) {
+            const float x = (float)got[i].data[j], y = (float)want[i].data[j];
+            if ((std::isnan(x) && std::isnan(y)) || std::memcmp(&x, &y, sizeof x) == 0) continue;
+            if (apart++ < 5) MESSAGE("output " << i << " element " << j << ": " << x << ", expected " << y);
+        }
+    }
+    return apart;
 }
 
 /** The interpreter's run of `g` on random inputs (seeded) at `symbols`: the reference a compiled

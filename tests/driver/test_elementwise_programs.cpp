@@ -12,6 +12,7 @@
 #include "lowering/ElementwiseProgram.h"
 #include "tests/AotProgram.h"
 #include "tests/TempDir.h"
+#include "tests/TensorCompare.h"
 
 #include <doctest/doctest.h>
 
@@ -104,22 +105,6 @@ std::map<std::string, dsl::Tensor> special_inputs(const dsl::Graph &g, const std
     return inputs;
 }
 
-/** Outputs that differ from the interpreter's in their f32 bits (NaN: any NaN). */
-size_t bits_apart(const std::vector<dsl::Tensor> &got, const std::vector<dsl::Tensor> &want) {
-    REQUIRE(got.size() == want.size());
-    size_t apart = 0;
-    for (size_t i = 0; i < got.size(); i++) {
-        REQUIRE(got[i].data.size() == want[i].data.size());
-        for (size_t j = 0; j < got[i].data.size(); j++) {
-            const float x = (float)got[i].data[j], y = (float)want[i].data[j];
-            if (std::isnan(x) && std::isnan(y)) continue;
-            if (std::memcmp(&x, &y, sizeof x) != 0 && apart++ < 5)
-                MESSAGE("output " << i << " element " << j << ": " << x << ", the interpreter " << y);
-        }
-    }
-    return apart;
-}
-
 }  // namespace
 
 TEST_CASE("elementwise programs: every op, broadcast and special value, bit for bit the interpreter") {
@@ -149,7 +134,7 @@ TEST_CASE("elementwise programs: every op, broadcast and special value, bit for 
         ro.symbol_sizes = sizes;
         const std::map<std::string, dsl::Tensor> inputs = special_inputs(p.graph, sizes);
         const dsl::RunResult ref = dsl::interpret(p.graph, inputs, ro);
-        CHECK(bits_apart(program.run(inputs, sizes), ref.outputs) == 0);
+        CHECK(testing::bits_apart(program.run(inputs, sizes), ref.outputs) == 0);
     }
 }
 
@@ -259,7 +244,7 @@ TEST_CASE("the compile budget: the codes with the most work are compiled, the re
     const dsl::RunResult ref = dsl::interpret(p.graph, inputs, ro);
     const std::vector<dsl::Tensor> got = program.run(inputs, {{"M", 5}});
     // The programs' outputs are the interpreter's bits; the matmul (output 0) is compared elsewhere.
-    CHECK(bits_apart({got.begin() + 1, got.end()}, {ref.outputs.begin() + 1, ref.outputs.end()}) == 0);
+    CHECK(testing::bits_apart({got.begin() + 1, got.end()}, {ref.outputs.begin() + 1, ref.outputs.end()}) == 0);
 }
 
 TEST_CASE("tessel compile --emit lib and tessel lib: programs link beside compiled kernels and compute the same") {

@@ -141,9 +141,7 @@ void check_graph(uint64_t seed, const Halide::Target &target, Counts &counts) {
     const ScheduleChooser programs = [&](const dsl::FusionGroup &group, const lower::LoweredGroup &) {
         std::optional<sched::ScheduleSpec> s;
         if (!lower::program_refusal(g, group)) {
-            s = sched::ScheduleSpec("elementwise_program");
-            s->group = dsl::GroupKind::Elementwise;
-            s->program = true;
+            s = sched::elementwise_program_schedule();
             counts.programs++;
         }
         return s;
